@@ -1,0 +1,73 @@
+package outbox
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Channel is the LISTEN/NOTIFY channel that announces new outbox rows. Its payload is
+// a decimal seq: every row with a seq up to it has been committed.
+const Channel = "cn_relay_outbox"
+
+// LockKey is the pg_advisory_xact_lock key that serialises outbox appends.
+const LockKey int64 = 0x636e5f6f7574626f // "cn_outbo"
+
+// Op is what a consumer should do with the event an outbox row names.
+type Op string
+
+const (
+	// OpUpsert: the event is (now) visible and effective; store or replace it.
+	OpUpsert Op = "upsert"
+	// OpDelete: the event is no longer visible (Reason says why); remove it.
+	OpDelete Op = "delete"
+)
+
+// Valid reports whether op is one the outbox accepts.
+func (op Op) Valid() bool { return op == OpUpsert || op == OpDelete }
+
+// Record is one row to append. The event itself stays in cn_relay.events; the outbox
+// carries references only.
+type Record struct {
+	Op      Op
+	EventID string
+	TopicID string
+	Kind    int
+	// CreatedAt is the event's created_at (unix seconds).
+	CreatedAt int64
+	// IngestedAt is when the relay accepted the event; zero means the transaction's now().
+	IngestedAt time.Time
+	// EffectiveKey is set for replaceable and addressable events.
+	EffectiveKey string
+	// Reason is set for deletes: "nip09", "expiration", ...
+	Reason string
+}
+
+// Row is a committed outbox row.
+type Row struct {
+	Seq          int64
+	Op           Op
+	EventID      string
+	TopicID      string
+	Kind         int
+	CreatedAt    int64
+	IngestedAt   time.Time
+	EffectiveKey string // "" when NULL
+	Reason       string // "" when NULL
+}
+
+// Range is the span of seq values one Append drew: First <= Last, both inclusive.
+// Count is the number of rows appended; it equals Last-First+1 under the lock.
+type Range struct {
+	First, Last int64
+	Count       int
+}
+
+// Querier is what the read functions need: a *pgxpool.Pool, *pgx.Conn or pgx.Tx.
+type Querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}

@@ -1,0 +1,59 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// Head returns the highest committed seq, or 0 when the outbox holds no rows.
+func Head(ctx context.Context, q Querier) (int64, error) {
+	var head int64
+	if err := q.QueryRow(ctx, "SELECT coalesce(max(seq), 0) FROM cn_relay.events_outbox").Scan(&head); err != nil {
+		return 0, fmt.Errorf("read outbox head: %w", err)
+	}
+	return head, nil
+}
+
+const readAfterSQL = `
+SELECT seq, op, event_id, topic_id, kind, created_at, ingested_at, effective_key, reason
+FROM cn_relay.events_outbox
+WHERE seq > $1
+ORDER BY seq
+LIMIT $2`
+
+// ReadAfter returns up to limit committed rows with seq > afterSeq in ascending seq
+// order. It appends to buf[:0] so that a caller draining in a loop can reuse memory.
+// Because of the append lock (see the package doc), a reader that passes the highest
+// seq it has seen as afterSeq never misses a row.
+func ReadAfter(ctx context.Context, q Querier, afterSeq int64, limit int, buf []Row) ([]Row, error) {
+	if limit <= 0 {
+		return buf[:0], fmt.Errorf("read outbox: limit must be positive, got %d", limit)
+	}
+	rows, err := q.Query(ctx, readAfterSQL, afterSeq, limit)
+	if err != nil {
+		return buf[:0], fmt.Errorf("read outbox after %d: %w", afterSeq, err)
+	}
+	defer rows.Close()
+	out := buf[:0]
+	var (
+		r            Row
+		op           string
+		kind         int32
+		effectiveKey pgtype.Text
+		reason       pgtype.Text
+	)
+	for rows.Next() {
+		if err := rows.Scan(&r.Seq, &op, &r.EventID, &r.TopicID, &kind, &r.CreatedAt,
+			&r.IngestedAt, &effectiveKey, &reason); err != nil {
+			return out, fmt.Errorf("scan outbox row: %w", err)
+		}
+		r.Op, r.Kind, r.EffectiveKey, r.Reason = Op(op), int(kind), effectiveKey.String, reason.String
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return out, fmt.Errorf("read outbox after %d: %w", afterSeq, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,146 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+)
+
+// WriterConfig tunes a Writer. Zero values mean the defaults.
+type WriterConfig struct {
+	NotifyInterval    time.Duration // default DefaultNotifyInterval
+	PartitionCheck    time.Duration // how often partitions are checked anyway; default 1 minute
+	PartitionsAhead   int           // default DefaultPartitionsAhead
+	Logger            *slog.Logger
+	Registerer        prometheus.Registerer // may be nil
+	disableAppendLock bool                  // tests and benchmarks only
+}
+
+// Writer runs write transactions that end with an outbox append, announces them
+// after commit, and keeps outbox partitions ready in the background. Call Run in a
+// goroutine for the lifetime of the Writer; Write works without it, but then nothing
+// is announced and partitions are not extended (the default partition catches rows).
+type Writer struct {
+	pool     *pgxpool.Pool
+	notifier *Notifier
+	cfg      WriterConfig
+
+	// extendAt is the seq at which the background keeper should add partitions.
+	extendAt atomic.Int64
+	extend   chan struct{}
+}
+
+// NewWriter returns a Writer on pool.
+func NewWriter(pool *pgxpool.Pool, cfg WriterConfig) *Writer {
+	if cfg.PartitionCheck <= 0 {
+		cfg.PartitionCheck = time.Minute
+	}
+	if cfg.PartitionsAhead <= 0 {
+		cfg.PartitionsAhead = DefaultPartitionsAhead
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	w := &Writer{
+		pool:     pool,
+		notifier: NewNotifier(pool, cfg.NotifyInterval, cfg.Logger, cfg.Registerer),
+		cfg:      cfg,
+		extend:   make(chan struct{}, 1),
+	}
+	w.extendAt.Store(math.MaxInt64)
+	return w
+}
+
+// Write runs fn in a new transaction, appends the records fn returns as the
+// transaction's last statement, commits, and only then hands the new head to the
+// notifier. If fn, the append or the commit fails, the transaction is rolled back
+// and nothing is appended or announced. fn may return no records; the transaction is
+// then committed without touching the outbox.
+func (w *Writer) Write(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) ([]Record, error)) (Range, error) {
+	tx, err := w.pool.Begin(ctx)
+	if err != nil {
+		return Range{}, fmt.Errorf("begin write: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	recs, err := fn(ctx, tx)
+	if err != nil {
+		return Range{}, err
+	}
+	r, err := appendRecords(ctx, tx, recs, !w.cfg.disableAppendLock)
+	if err != nil {
+		return Range{}, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return Range{}, fmt.Errorf("commit write: %w", err)
+	}
+	if r.Count > 0 {
+		w.Notify(r.Last)
+	}
+	return r, nil
+}
+
+// Notify announces seq after its transaction committed. Write calls it; callers that
+// use Append on their own transaction call it after their commit.
+func (w *Writer) Notify(seq int64) {
+	w.notifier.Notify(seq)
+	if seq >= w.extendAt.Load() {
+		select {
+		case w.extend <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Run sends notifications and keeps partitions ahead of the head until ctx is done.
+func (w *Writer) Run(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return w.notifier.Run(ctx) })
+	g.Go(func() error { return w.keepPartitions(ctx) })
+	return g.Wait()
+}
+
+func (w *Writer) keepPartitions(ctx context.Context) error {
+	t := time.NewTicker(w.cfg.PartitionCheck)
+	defer t.Stop()
+	for {
+		if err := w.ensurePartitions(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			w.cfg.Logger.Error("outbox partitions", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-w.extend:
+		}
+	}
+}
+
+// ensurePartitions extends the partitions and re-arms extendAt at the start of the
+// first partition beyond the head's, so that the next extension starts while whole
+// empty partitions remain.
+func (w *Writer) ensurePartitions(ctx context.Context) error {
+	created, err := EnsurePartitions(ctx, w.pool, w.cfg.PartitionsAhead)
+	if err != nil {
+		return err
+	}
+	if created > 0 {
+		w.cfg.Logger.Info("outbox partitions created", "count", created)
+	}
+	parts, err := Partitions(ctx, w.pool)
+	if err != nil {
+		return err
+	}
+	if i := len(parts) - w.cfg.PartitionsAhead; i >= 0 && i < len(parts) {
+		w.extendAt.Store(parts[i].Lo)
+	}
+	return nil
+}

@@ -1,0 +1,153 @@
+-- 0001: the relay's event store, topics, the outbox and consumer offsets.
+--
+-- Every writer of cn_relay.events_outbox goes through pkg/outbox.Append, which takes
+-- a transaction-level advisory lock right before inserting, so that seq order equals
+-- commit visibility order (design.md, outbox rule 1). Nothing in this file writes the
+-- outbox.
+
+CREATE SCHEMA cn_relay;
+
+-- The signed events as received, one row per event id. Rows are never physically
+-- removed by NIP-09 or NIP-40: deleted_at marks a soft delete, is_effective marks the
+-- effective version of a replaceable or addressable event.
+CREATE TABLE cn_relay.events (
+    id             text        NOT NULL PRIMARY KEY CHECK (id ~ '^[0-9a-f]{64}$'),
+    pubkey         text        NOT NULL CHECK (pubkey ~ '^[0-9a-f]{64}$'),
+    kind           integer     NOT NULL CHECK (kind BETWEEN 0 AND 65535),
+    created_at     bigint      NOT NULL,
+    tags           jsonb       NOT NULL DEFAULT '[]',
+    content        text        NOT NULL,
+    sig            text        NOT NULL CHECK (sig ~ '^[0-9a-f]{128}$'),
+    ingested_at    timestamptz NOT NULL DEFAULT now(),
+    -- 'kind:pubkey' for replaceable, 'kind:pubkey:d' for addressable, NULL for regular kinds.
+    effective_key  text,
+    -- false once a newer version (or an equal created_at with a lower id) holds effective_key.
+    is_effective   boolean     NOT NULL DEFAULT true,
+    deleted_at     timestamptz,
+    deleted_reason text CHECK (deleted_reason IN ('nip09', 'expiration')),
+    -- NIP-40 expiration as unix seconds, NULL when the event has none.
+    expires_at     bigint,
+    CHECK ((deleted_at IS NULL) = (deleted_reason IS NULL))
+);
+
+CREATE INDEX events_created_at_idx ON cn_relay.events (created_at DESC, id);
+CREATE INDEX events_pubkey_created_at_idx ON cn_relay.events (pubkey, created_at DESC, id);
+CREATE INDEX events_kind_created_at_idx ON cn_relay.events (kind, created_at DESC, id);
+CREATE UNIQUE INDEX events_effective_key_idx ON cn_relay.events (effective_key)
+    WHERE is_effective AND effective_key IS NOT NULL;
+CREATE INDEX events_expires_at_idx ON cn_relay.events (expires_at)
+    WHERE expires_at IS NOT NULL AND deleted_at IS NULL;
+
+-- One row per (event, normalised topic). topic_id is the NFKC, trimmed, lower-cased
+-- value of a 't' tag.
+CREATE TABLE cn_relay.event_topics (
+    event_id   text   NOT NULL REFERENCES cn_relay.events (id) ON DELETE CASCADE,
+    topic_id   text   NOT NULL CHECK (topic_id <> ''),
+    created_at bigint NOT NULL,
+    PRIMARY KEY (event_id, topic_id)
+);
+
+CREATE INDEX event_topics_topic_created_at_idx ON cn_relay.event_topics (topic_id, created_at DESC, event_id);
+
+-- The outbox. seq is taken from a CACHE 1 sequence under the outbox advisory lock, so
+-- rows become visible in seq order. The table is range-partitioned by seq so that
+-- retention drops whole partitions instead of deleting rows (design.md, rule 5).
+CREATE SEQUENCE cn_relay.events_outbox_seq_seq AS bigint START 1 CACHE 1;
+
+CREATE TABLE cn_relay.events_outbox (
+    seq           bigint      NOT NULL DEFAULT nextval('cn_relay.events_outbox_seq_seq'),
+    op            text        NOT NULL CHECK (op IN ('upsert', 'delete')),
+    event_id      text        NOT NULL,
+    topic_id      text        NOT NULL,
+    kind          integer     NOT NULL,
+    created_at    bigint      NOT NULL,
+    ingested_at   timestamptz NOT NULL DEFAULT now(),
+    effective_key text,
+    reason        text,
+    PRIMARY KEY (seq)
+) PARTITION BY RANGE (seq);
+
+ALTER SEQUENCE cn_relay.events_outbox_seq_seq OWNED BY cn_relay.events_outbox.seq;
+
+-- Safety net: a row whose seq is past every range partition lands here instead of
+-- failing the writer's transaction. cn_relay.outbox_ensure_partitions moves such rows
+-- into their range partition; it should stay empty.
+CREATE TABLE cn_relay.events_outbox_default PARTITION OF cn_relay.events_outbox DEFAULT;
+
+-- How many seq values one range partition covers. Change it only between
+-- partitions; existing partitions keep their bounds.
+CREATE TABLE cn_relay.outbox_partitioning (
+    singleton      boolean NOT NULL DEFAULT true PRIMARY KEY CHECK (singleton),
+    partition_size bigint  NOT NULL CHECK (partition_size > 0)
+);
+INSERT INTO cn_relay.outbox_partitioning (partition_size) VALUES (1000000);
+
+-- The range partitions of the outbox with their bounds [lo, hi), read from the catalog.
+CREATE VIEW cn_relay.outbox_partitions AS
+SELECT c.relname::text AS name,
+       (m[1])::bigint  AS lo,
+       (m[2])::bigint  AS hi
+FROM pg_inherits i
+JOIN pg_class c ON c.oid = i.inhrelid
+CROSS JOIN LATERAL regexp_match(pg_get_expr(c.relpartbound, c.oid),
+                                'FROM \(''?(-?\d+)''?\) TO \(''?(-?\d+)''?\)') AS m
+WHERE i.inhparent = 'cn_relay.events_outbox'::regclass
+  AND m IS NOT NULL;
+
+-- Creates range partitions until p_ahead whole partitions lie beyond the highest seq
+-- handed out so far, moving any rows that landed in the default partition. Safe to
+-- call concurrently and repeatedly; returns how many partitions it created.
+CREATE FUNCTION cn_relay.outbox_ensure_partitions(p_ahead integer DEFAULT 2)
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_size    bigint;
+    v_head    bigint;
+    v_lo      bigint;
+    v_target  bigint;
+    v_name    text;
+    v_created integer := 0;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtext('cn_relay.outbox_ensure_partitions'));
+    SELECT partition_size INTO v_size FROM cn_relay.outbox_partitioning;
+    SELECT CASE WHEN is_called THEN last_value ELSE 0 END INTO v_head
+      FROM cn_relay.events_outbox_seq_seq;
+    v_head := greatest(v_head, coalesce((SELECT max(seq) FROM cn_relay.events_outbox_default), 0));
+    SELECT coalesce(max(hi), 0) INTO v_lo FROM cn_relay.outbox_partitions;
+    v_target := (v_head / v_size + 1 + p_ahead) * v_size;
+
+    WHILE v_lo < v_target LOOP
+        v_name := format('events_outbox_p%s', lpad(v_lo::text, 15, '0'));
+        IF EXISTS (SELECT 1 FROM cn_relay.events_outbox_default
+                   WHERE seq >= v_lo AND seq < v_lo + v_size) THEN
+            EXECUTE format('CREATE TABLE cn_relay.%I (LIKE cn_relay.events_outbox INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', v_name);
+            EXECUTE format('WITH moved AS (DELETE FROM cn_relay.events_outbox_default
+                                           WHERE seq >= %s AND seq < %s RETURNING *)
+                            INSERT INTO cn_relay.%I SELECT * FROM moved', v_lo, v_lo + v_size, v_name);
+            EXECUTE format('ALTER TABLE cn_relay.events_outbox ATTACH PARTITION cn_relay.%I FOR VALUES FROM (%s) TO (%s)',
+                           v_name, v_lo, v_lo + v_size);
+        ELSE
+            EXECUTE format('CREATE TABLE cn_relay.%I PARTITION OF cn_relay.events_outbox FOR VALUES FROM (%s) TO (%s)',
+                           v_name, v_lo, v_lo + v_size);
+        END IF;
+        v_lo := v_lo + v_size;
+        v_created := v_created + 1;
+    END LOOP;
+    RETURN v_created;
+END;
+$$;
+
+SELECT cn_relay.outbox_ensure_partitions();
+
+-- One row per consumer. last_seq only moves through pkg/consumer (or cnctl
+-- reset-offset). owner_* and lease_expires_at support single-instance enforcement:
+-- owner_generation is a fencing token that grows at every takeover, and an offset
+-- commit must name the generation it holds.
+CREATE TABLE cn_relay.consumer_offsets (
+    consumer         text        NOT NULL PRIMARY KEY CHECK (consumer ~ '^[a-z0-9][a-z0-9._-]{0,62}$'),
+    last_seq         bigint      NOT NULL DEFAULT 0 CHECK (last_seq >= 0),
+    updated_at       timestamptz NOT NULL DEFAULT now(),
+    owner_id         text,
+    owner_generation bigint      NOT NULL DEFAULT 0,
+    lease_expires_at timestamptz
+);
