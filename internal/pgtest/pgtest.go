@@ -238,4 +238,3 @@ func redact(s string) string {
 	}
 	return u.Redacted()
 }
-

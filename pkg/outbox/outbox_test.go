@@ -71,7 +71,9 @@ func TestSequenceCacheIsOne(t *testing.T) {
 func outOfOrderCommit(t *testing.T, pool *pgxpool.Pool, appendFn func(context.Context, pgx.Tx, []Record) (Range, error)) (delivered, committed []string) {
 	lock := appendFn != nil
 	if appendFn == nil {
-		appendFn = func(ctx context.Context, tx pgx.Tx, recs []Record) (Range, error) { return appendRecords(ctx, tx, recs, false) }
+		appendFn = func(ctx context.Context, tx pgx.Tx, recs []Record) (Range, error) {
+			return appendRecords(ctx, tx, recs, false)
+		}
 	}
 	ctx := context.Background()
 	f := &follower{}

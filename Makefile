@@ -1,0 +1,38 @@
+# The two commands a newcomer needs: `make run` and `make test` (Go only).
+GO ?= go
+BENCH ?= .
+BENCHCOUNT ?= 5
+BENCHTIME ?= 1s
+
+.PHONY: run test test-short bench lint build clean-dev
+
+## run: start the whole node locally (embedded Postgres unless DATABASE_URL is set)
+run:
+	$(GO) build -o bin/cnctl ./cmd/cnctl
+	./bin/cnctl dev
+
+## test: every test against a real Postgres (CN_TEST_DATABASE_URL, Docker, or embedded)
+test:
+	$(GO) test -count=1 -timeout 20m ./...
+
+## test-short: skip the soak tests
+test-short:
+	$(GO) test -count=1 -short ./...
+
+## bench: benchmarks with figures (BENCH=regexp BENCHCOUNT=n BENCHTIME=d)
+bench:
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./pkg/...
+
+## lint: gofmt and go vet
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+## build: binaries into ./bin
+build:
+	$(GO) build -o bin/ ./cmd/...
+
+## clean-dev: remove the embedded Postgres data of `make run`
+clean-dev:
+	rm -rf .cn

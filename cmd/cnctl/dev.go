@@ -1,0 +1,34 @@
+package main
+
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/kukuri/communitynode/internal/devnode"
+)
+
+func devCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "dev",
+		Usage: "run the whole node locally (embedded Postgres unless DATABASE_URL is set) until Ctrl-C",
+		Flags: []cli.Flag{
+			databaseURLFlag(),
+			&cli.StringFlag{Name: "data-dir", Value: ".cn/pg", EnvVars: []string{"CN_DEV_DATA_DIR"},
+				Usage: "where the embedded Postgres keeps its data (reused across runs)"},
+			&cli.IntFlag{Name: "pg-port", EnvVars: []string{"CN_DEV_PG_PORT"},
+				Usage: "port of the embedded Postgres (0: last used, else a free one)"},
+		},
+		Action: func(c *cli.Context) error {
+			cfg := devnode.Config{
+				DatabaseURL: databaseURL(c),
+				DataDir:     c.String("data-dir"),
+				Port:        c.Int("pg-port"),
+				Logger:      textLogger(c),
+				Out:         c.App.Writer,
+			}
+			if err := cfg.Validate(); err != nil {
+				return usageError{err}
+			}
+			return devnode.Run(c.Context, cfg)
+		},
+	}
+}

@@ -1,0 +1,130 @@
+// Package devnode runs the whole community node on one machine for development:
+// a database (the given URL, or an embedded Postgres kept in the working tree), its
+// migrations, and every daemon the node has, until the context ends.
+package devnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kukuri/communitynode/internal/pgembed"
+	"github.com/kukuri/communitynode/schema"
+)
+
+// DatabaseName is the database the embedded server holds the node's data in.
+const DatabaseName = "communitynode"
+
+// Config says where the dev node keeps its data.
+type Config struct {
+	// DatabaseURL, when set, is used as is and no embedded server is started.
+	DatabaseURL string
+	// DataDir holds the embedded server's cluster; it is reused across runs.
+	DataDir string
+	// Port for the embedded server; 0 reuses the last one or picks a free one.
+	Port   int
+	Logger *slog.Logger
+	// Out receives the lines a developer reads: URLs and what is running.
+	Out io.Writer
+}
+
+// Validate reports a configuration Run cannot use.
+func (c Config) Validate() error {
+	if c.DatabaseURL == "" && c.DataDir == "" {
+		return errors.New("dev node: need a database URL or a data directory")
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return fmt.Errorf("dev node: port %d out of range", c.Port)
+	}
+	return nil
+}
+
+// Run starts the node and blocks until ctx is done or a daemon fails, then stops
+// everything it started, the embedded server last.
+func Run(ctx context.Context, cfg Config) (err error) {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	dbURL := cfg.DatabaseURL
+	if dbURL == "" {
+		srv, err := pgembed.Start(ctx, pgembed.Config{DataDir: cfg.DataDir, Port: cfg.Port, Logger: cfg.Logger})
+		if err != nil {
+			return fmt.Errorf("start embedded postgres: %w", err)
+		}
+		defer func() {
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			if stopErr := srv.Stop(stopCtx); stopErr != nil {
+				err = errors.Join(err, fmt.Errorf("stop embedded postgres: %w", stopErr))
+			}
+			fmt.Fprintln(cfg.Out, "embedded postgres stopped")
+		}()
+		if err := ensureDatabase(ctx, srv.URL("postgres"), DatabaseName); err != nil {
+			return err
+		}
+		dbURL = srv.URL(DatabaseName)
+		fmt.Fprintf(cfg.Out, "embedded postgres (data in %s)\n", cfg.DataDir)
+	}
+	fmt.Fprintf(cfg.Out, "DATABASE_URL=%s\n", dbURL)
+
+	if err := migrate(ctx, dbURL, cfg.Out); err != nil {
+		return err
+	}
+
+	// Every daemon of the node runs here, each with Run(ctx) error; the first that
+	// fails stops the others.
+	g, gctx := errgroup.WithContext(ctx)
+	fmt.Fprintln(cfg.Out, "node is up; press Ctrl-C to stop")
+	<-gctx.Done()
+	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+func migrate(ctx context.Context, dbURL string, out io.Writer) error {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	applied, err := schema.Migrate(ctx, conn)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	for _, m := range applied {
+		fmt.Fprintf(out, "applied migration %04d_%s\n", m.Version, m.Name)
+	}
+	return nil
+}
+
+func ensureDatabase(ctx context.Context, adminURL, name string) error {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return fmt.Errorf("connect to embedded postgres: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return fmt.Errorf("look up database %s: %w", name, err)
+	}
+	if exists {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	return nil
+}
