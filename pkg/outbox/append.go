@@ -35,12 +35,20 @@ SELECT coalesce(min(seq), 0), coalesce(max(seq), 0), count(*) FROM ins`
 // announces the new rows with Notifier.Notify(r.Last) (Writer.Write does all of this).
 // Append with no records does nothing and takes no lock.
 func Append(ctx context.Context, tx pgx.Tx, recs []Record) (Range, error) {
-	return appendRecords(ctx, tx, recs, true)
+	return appendRecords(ctx, tx, recs, appendOptions{lock: true})
 }
 
-// appendRecords is Append with the lock optional. Only tests and benchmarks pass
-// lock=false, to show what goes wrong without it and what it costs.
-func appendRecords(ctx context.Context, tx pgx.Tx, recs []Record, lock bool) (Range, error) {
+type appendOptions struct {
+	// lock is false only in tests and benchmarks, to show what goes wrong without
+	// the lock and what it costs.
+	lock bool
+	// asyncCommit makes the transaction's COMMIT return before its WAL is flushed,
+	// so the lock is released without waiting for the disk. The caller must then
+	// make the commit durable before it reports success (Writer.Write does).
+	asyncCommit bool
+}
+
+func appendRecords(ctx context.Context, tx pgx.Tx, recs []Record, opt appendOptions) (Range, error) {
 	if len(recs) == 0 {
 		return Range{}, nil
 	}
@@ -74,7 +82,10 @@ func appendRecords(ctx context.Context, tx pgx.Tx, recs []Record, lock bool) (Ra
 
 	// Lock and insert travel in one round trip; Postgres runs them in order.
 	var b pgx.Batch
-	if lock {
+	if opt.asyncCommit {
+		b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
+	}
+	if opt.lock {
 		b.Queue("SELECT pg_advisory_xact_lock($1)", LockKey)
 	}
 	var r Range
