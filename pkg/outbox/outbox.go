@@ -47,15 +47,15 @@ type Record struct {
 
 // Row is a committed outbox row.
 type Row struct {
-	Seq          int64
-	Op           Op
-	EventID      string
-	TopicID      string
-	Kind         int
-	CreatedAt    int64
-	IngestedAt   time.Time
-	EffectiveKey string // "" when NULL
-	Reason       string // "" when NULL
+	Seq          int64     `json:"seq"`
+	Op           Op        `json:"op"`
+	EventID      string    `json:"event_id"`
+	TopicID      string    `json:"topic_id"`
+	Kind         int       `json:"kind"`
+	CreatedAt    int64     `json:"created_at"`
+	IngestedAt   time.Time `json:"ingested_at"`
+	EffectiveKey string    `json:"effective_key,omitempty"` // "" when NULL
+	Reason       string    `json:"reason,omitempty"`        // "" when NULL
 }
 
 // Range is the span of seq values one Append drew: First <= Last, both inclusive.

@@ -1,0 +1,502 @@
+package consumer
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+// Handler applies the side effects of outbox rows.
+type Handler interface {
+	// Handle applies rows (ascending seq, never empty). tx is the transaction that
+	// advances the consumer's offset when Handle returns nil: effects written
+	// through tx commit atomically with it. An error rolls everything back and the
+	// rows are retried. Handle must not commit or roll back tx.
+	Handle(ctx context.Context, tx pgx.Tx, rows []outbox.Row) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, tx pgx.Tx, rows []outbox.Row) error
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, tx pgx.Tx, rows []outbox.Row) error {
+	return f(ctx, tx, rows)
+}
+
+// ErrHalted is returned by Run when a row kept failing under PolicyHalt.
+var ErrHalted = errors.New("consumer halted on a failing row")
+
+// handlerError is a failure of the handler itself; it counts toward MaxAttempts.
+type handlerError struct{ err error }
+
+func (e handlerError) Error() string { return e.err.Error() }
+func (e handlerError) Unwrap() error { return e.err }
+
+// infraError is a database failure outside the handler; it is retried forever.
+type infraError struct{ err error }
+
+func (e infraError) Error() string { return e.err.Error() }
+func (e infraError) Unwrap() error { return e.err }
+
+// Consumer follows the outbox for one consumer name. Create it with New and call
+// Run once.
+type Consumer struct {
+	pool    *pgxpool.Pool
+	handler Handler
+	cfg     Config
+	m       *metrics
+	wake    chan string // wake-up source; capacity 1, extra wake-ups coalesce
+
+	lastMetrics time.Time
+}
+
+// New returns a Consumer that applies rows with handler.
+func New(pool *pgxpool.Pool, handler Handler, cfg Config) (*Consumer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if handler == nil {
+		return nil, errors.New("consumer: nil handler")
+	}
+	cfg.setDefaults()
+	return &Consumer{
+		pool:    pool,
+		handler: handler,
+		cfg:     cfg,
+		m:       newMetrics(cfg.Name, cfg.Registerer),
+		wake:    make(chan string, 1),
+	}, nil
+}
+
+// Run registers the consumer, waits as a standby until it holds the lease, then
+// applies the outbox until ctx is done (nil), the halt policy stops it (ErrHalted),
+// or registration keeps failing past ctx. Losing the lease sends it back to standby.
+func (c *Consumer) Run(ctx context.Context) error {
+	log := c.cfg.Logger.With("consumer", c.cfg.Name, "owner", c.cfg.OwnerID)
+	for attempt := 0; ; attempt++ {
+		err := c.register(ctx)
+		if err == nil {
+			break
+		}
+		log.Warn("register failed; retrying", "err", err)
+		if !sleep(ctx, c.retryDelay(attempt)) {
+			return nil
+		}
+	}
+	if !c.cfg.DisableListen {
+		listenCtx, stopListen := context.WithCancel(ctx)
+		defer stopListen()
+		go c.listen(listenCtx)
+	}
+
+	standbyLogged := false
+	for attempt := 0; ctx.Err() == nil; {
+		l, ok, err := c.tryAcquire(ctx)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				log.Warn("lease acquisition failed; retrying", "err", err)
+			}
+			sleep(ctx, c.retryDelay(attempt))
+			attempt++
+			continue
+		case !ok:
+			if !standbyLogged {
+				log.Info("another instance is active; waiting as standby")
+				standbyLogged = true
+			}
+			sleep(ctx, jitter(c.cfg.LeaseTTL/5))
+			continue
+		}
+		attempt, standbyLogged = 0, false
+		log.Info("active", "generation", l.generation, "last_seq", l.lastSeq)
+		c.m.active.Set(1)
+		err = c.lead(ctx, l)
+		c.m.active.Set(0)
+		if !errors.Is(err, errLeaseLost) {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			if rerr := c.release(rctx, l.generation); rerr != nil {
+				log.Warn("lease release failed; a standby takes over when it expires", "err", rerr)
+			}
+			cancel()
+		}
+		switch {
+		case errors.Is(err, ErrHalted):
+			log.Error("halted: fix the handler or the row, then restart (or use the park policy)", "err", err)
+			return err
+		case errors.Is(err, errLeaseLost):
+			log.Warn("lease lost; back to standby", "generation", l.generation)
+		case ctx.Err() != nil:
+			log.Info("stopped", "generation", l.generation)
+			return nil
+		case err != nil:
+			log.Error("leading failed; retrying", "err", err)
+			sleep(ctx, c.retryDelay(attempt))
+			attempt++
+		}
+	}
+	return nil
+}
+
+// lead applies the outbox while this instance holds the lease. It returns
+// errLeaseLost when the lease goes, ErrHalted, or ctx's error.
+func (c *Consumer) lead(ctx context.Context, l lease) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go c.heartbeat(ctx, cancel, l.generation)
+
+	log := c.cfg.Logger.With("consumer", c.cfg.Name)
+	last := l.lastSeq
+	c.m.lastSeq.Set(float64(last))
+	idle := c.cfg.MinPollInterval
+	buf := make([]outbox.Row, 0, c.cfg.BatchSize)
+	for infraAttempt := 0; ; {
+		if ctx.Err() != nil {
+			return leadEnd(ctx)
+		}
+		rows, err := outbox.ReadAfter(ctx, c.pool, last, c.cfg.BatchSize, buf)
+		if err != nil {
+			if ctx.Err() != nil {
+				return leadEnd(ctx)
+			}
+			log.Warn("read outbox failed; retrying", "err", err)
+			sleep(ctx, c.retryDelay(infraAttempt))
+			infraAttempt++
+			continue
+		}
+		infraAttempt = 0
+		buf = rows
+		if len(rows) == 0 {
+			c.refreshMetrics(ctx, last, true)
+			if err := c.retryDeadLetters(ctx, l.generation); err != nil {
+				if ctx.Err() != nil {
+					return leadEnd(ctx)
+				}
+				log.Warn("dead-letter retry failed", "err", err)
+			}
+			c.waitForWork(ctx, idle)
+			idle = min(idle*2, c.cfg.PollInterval)
+			continue
+		}
+		idle = c.cfg.MinPollInterval
+		next, err := c.apply(ctx, l.generation, last, rows)
+		switch {
+		case errors.Is(err, errOffsetMoved):
+			if err := c.pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1",
+				c.cfg.Name).Scan(&last); err != nil {
+				continue // retried at the next turn through the read path
+			}
+			log.Warn("offset was moved by an operator; continuing from it", "last_seq", last)
+			c.m.lastSeq.Set(float64(last))
+			continue
+		case err != nil:
+			if ctx.Err() != nil {
+				return leadEnd(ctx)
+			}
+			return err
+		}
+		last = next
+		c.m.lastSeq.Set(float64(last))
+		c.refreshMetrics(ctx, last, false)
+	}
+}
+
+// leadEnd turns a cancelled lead context into errLeaseLost or the parent's error.
+func leadEnd(ctx context.Context) error {
+	if cause := context.Cause(ctx); errors.Is(cause, errLeaseLost) {
+		return errLeaseLost
+	}
+	return ctx.Err()
+}
+
+// heartbeat renews the lease every LeaseTTL/3. It cancels the lead context when the
+// lease is taken over, or when no renewal succeeded for a whole LeaseTTL (another
+// instance may then legitimately hold it; fencing refuses our commits anyway, and
+// stopping avoids external effects by a stale instance).
+func (c *Consumer) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, generation int64) {
+	t := time.NewTicker(c.cfg.LeaseTTL / 3)
+	defer t.Stop()
+	lastOK := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rctx, rcancel := context.WithTimeout(ctx, c.cfg.LeaseTTL/3)
+		err := c.renew(rctx, generation)
+		rcancel()
+		switch {
+		case err == nil:
+			lastOK = time.Now()
+		case errors.Is(err, errLeaseLost):
+			cancel(errLeaseLost)
+			return
+		case time.Since(lastOK) >= c.cfg.LeaseTTL-c.cfg.LeaseTTL/6:
+			c.cfg.Logger.Warn("lease renewal failing; stepping down", "consumer", c.cfg.Name, "err", err)
+			cancel(errLeaseLost)
+			return
+		}
+	}
+}
+
+// apply commits rows with the retry and failure policy and returns the new offset.
+func (c *Consumer) apply(ctx context.Context, generation, last int64, rows []outbox.Row) (int64, error) {
+	log := c.cfg.Logger.With("consumer", c.cfg.Name)
+	for attempt, infraAttempt := 0, 0; ; {
+		err := c.commitBatch(ctx, generation, last, rows, nil)
+		if err == nil {
+			return rows[len(rows)-1].Seq, nil
+		}
+		if errors.Is(err, errLeaseLost) || errors.Is(err, errOffsetMoved) || ctx.Err() != nil {
+			return last, err
+		}
+		var herr handlerError
+		if !errors.As(err, &herr) {
+			log.Warn("commit failed; retrying", "err", err, "first_seq", rows[0].Seq)
+			if !sleep(ctx, c.retryDelay(infraAttempt)) {
+				return last, ctx.Err()
+			}
+			infraAttempt++
+			continue
+		}
+		attempt++
+		c.m.failed.Inc()
+		log.Warn("handler failed", "attempt", attempt, "first_seq", rows[0].Seq, "rows", len(rows), "err", herr.err)
+		if attempt < c.cfg.MaxAttempts {
+			if !sleep(ctx, c.retryDelay(attempt-1)) {
+				return last, ctx.Err()
+			}
+			continue
+		}
+		if len(rows) > 1 {
+			// Find the failing row: retry the rows one at a time.
+			for i := range rows {
+				var err error
+				if last, err = c.apply(ctx, generation, last, rows[i:i+1]); err != nil {
+					return last, err
+				}
+			}
+			return last, nil
+		}
+		row := rows[0]
+		if c.cfg.Policy == PolicyHalt {
+			c.m.halted.Set(1)
+			return last, fmt.Errorf("%w: seq %d event %s after %d attempts: %v", ErrHalted, row.Seq, row.EventID, attempt, herr.err)
+		}
+		for parkAttempt := 0; ; parkAttempt++ {
+			err := c.commitBatch(ctx, generation, last, rows, &parked{err: herr.err, attempts: attempt})
+			if err == nil {
+				break
+			}
+			if errors.Is(err, errLeaseLost) || errors.Is(err, errOffsetMoved) || ctx.Err() != nil {
+				return last, err
+			}
+			log.Warn("parking failed; retrying", "seq", row.Seq, "err", err)
+			if !sleep(ctx, c.retryDelay(parkAttempt)) {
+				return last, ctx.Err()
+			}
+		}
+		c.m.parked.Inc()
+		log.Error("row parked in the dead-letter table", "seq", row.Seq, "event_id", row.EventID, "err", herr.err)
+		return row.Seq, nil
+	}
+}
+
+// parked describes a row to move to the dead-letter table instead of applying it.
+type parked struct {
+	err      error
+	attempts int
+}
+
+// commitBatch runs the handler on rows (or parks the single row) and advances the
+// offset from last to the batch's end, all in one transaction.
+func (c *Consumer) commitBatch(ctx context.Context, generation, last int64, rows []outbox.Row, park *parked) (err error) {
+	start := time.Now()
+	tx, err := c.pool.Begin(ctx)
+	if err != nil {
+		return infraError{fmt.Errorf("begin: %w", err)}
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if park == nil {
+		if err := c.callHandler(ctx, tx, rows); err != nil {
+			if tx.Conn().IsClosed() {
+				return infraError{err} // the connection died under the handler
+			}
+			return handlerError{err}
+		}
+	} else {
+		r := rows[0]
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO cn_relay.consumer_dead_letters
+				(consumer, seq, op, event_id, topic_id, kind, created_at, ingested_at, effective_key, reason, error, attempts)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, nullif($9, ''), nullif($10, ''), $11, $12)
+			ON CONFLICT (consumer, seq) DO UPDATE SET error = excluded.error, attempts = excluded.attempts,
+				parked_at = now(), retry_requested_at = NULL`,
+			c.cfg.Name, r.Seq, string(r.Op), r.EventID, r.TopicID, r.Kind, r.CreatedAt, r.IngestedAt,
+			r.EffectiveKey, r.Reason, park.err.Error(), park.attempts); err != nil {
+			return infraError{fmt.Errorf("park seq %d: %w", r.Seq, err)}
+		}
+	}
+	if err := c.advance(ctx, tx, generation, last, rows[len(rows)-1].Seq); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return infraError{fmt.Errorf("commit: %w", err)}
+	}
+	if park == nil {
+		c.m.processed.Add(float64(len(rows)))
+	}
+	c.m.batchDuration.Observe(time.Since(start).Seconds())
+	return nil
+}
+
+// callHandler runs the handler and turns a panic into an error.
+func (c *Consumer) callHandler(ctx context.Context, tx pgx.Tx, rows []outbox.Row) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("handler panic: %v", p)
+		}
+	}()
+	return c.handler.Handle(ctx, tx, rows)
+}
+
+// waitForWork blocks until a notification, a reconnect, the poll timer or ctx.
+func (c *Consumer) waitForWork(ctx context.Context, idle time.Duration) {
+	t := time.NewTimer(jitter(idle))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case src := <-c.wake:
+		c.m.wakeups.WithLabelValues(src).Inc()
+	case <-t.C:
+		c.m.wakeups.WithLabelValues(wakePoll).Inc()
+	}
+}
+
+func (c *Consumer) signal(source string) {
+	select {
+	case c.wake <- source:
+	default:
+	}
+}
+
+// listen keeps a LISTEN connection open and turns notifications into wake-ups,
+// reconnecting with back-off. Every successful (re)connect wakes the consumer, since
+// notifications may have been missed while it was down.
+func (c *Consumer) listen(ctx context.Context) {
+	connCfg := c.pool.Config().ConnConfig.Copy()
+	for attempt := 0; ctx.Err() == nil; attempt++ {
+		conn, err := pgx.ConnectConfig(ctx, connCfg)
+		if err == nil {
+			_, err = conn.Exec(ctx, "LISTEN "+outbox.Channel)
+		}
+		if err != nil {
+			if conn != nil {
+				_ = conn.Close(context.WithoutCancel(ctx))
+			}
+			if ctx.Err() == nil {
+				c.cfg.Logger.Warn("listen connection failed; retrying", "consumer", c.cfg.Name, "err", err)
+			}
+			sleep(ctx, c.retryDelay(attempt))
+			continue
+		}
+		attempt = -1
+		c.signal(wakeReconnect)
+		for ctx.Err() == nil {
+			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			_, err := conn.WaitForNotification(wctx)
+			cancel()
+			if err == nil {
+				c.signal(wakeNotify)
+				continue
+			}
+			if ctx.Err() != nil || conn.IsClosed() {
+				break
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+				perr := conn.Ping(pctx)
+				pcancel()
+				if perr == nil {
+					continue
+				}
+			}
+			break
+		}
+		_ = conn.Close(context.WithoutCancel(ctx))
+	}
+}
+
+// refreshMetrics updates backlog and lag at most once per second (or when idle).
+func (c *Consumer) refreshMetrics(ctx context.Context, last int64, idle bool) {
+	if !idle && time.Since(c.lastMetrics) < time.Second {
+		return
+	}
+	c.lastMetrics = time.Now()
+	head, lag, err := backlogOf(ctx, c.pool, last)
+	if err != nil {
+		return
+	}
+	c.m.backlog.Set(float64(max(head-last, 0)))
+	c.m.lagSeconds.Set(lag)
+}
+
+// backlogOf returns the outbox head and the age in seconds of the oldest row after
+// last (0 when there is none). last is a parameter, not a join (design.md rule 4).
+func backlogOf(ctx context.Context, q outbox.Querier, last int64) (head int64, lagSeconds float64, err error) {
+	err = q.QueryRow(ctx, `
+		SELECT coalesce((SELECT max(seq) FROM cn_relay.events_outbox), 0),
+		       coalesce(extract(epoch FROM now() - (SELECT ingested_at FROM cn_relay.events_outbox
+		                                            WHERE seq > $1 ORDER BY seq LIMIT 1)), 0)::float8`,
+		last).Scan(&head, &lagSeconds)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read backlog: %w", err)
+	}
+	return head, max(lagSeconds, 0), nil
+}
+
+// retryDelay is exponential back-off with jitter: attempt 0 waits between half and
+// all of RetryBase, each further attempt doubles that window, up to RetryMax.
+func (c *Consumer) retryDelay(attempt int) time.Duration {
+	ceiling := c.cfg.RetryBase << min(attempt, 30)
+	if ceiling <= 0 || ceiling > c.cfg.RetryMax {
+		ceiling = c.cfg.RetryMax
+	}
+	return ceiling/2 + rand.N(ceiling/2+1)
+}
+
+// jitter spreads d by ±20% so that many idle consumers do not poll in step.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return d - d/5 + rand.N(2*d/5+1)
+}
+
+// sleep waits d or until ctx is done; false means ctx is done.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = crand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,109 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// errLeaseLost ends an instance's turn as the active one: another instance took
+// over, or the lease could not be renewed in time.
+var errLeaseLost = errors.New("consumer lease lost")
+
+// errOffsetMoved means last_seq changed under the active instance (an operator's
+// forced reset-offset); the instance reloads it and goes on.
+var errOffsetMoved = errors.New("consumer offset moved by someone else")
+
+// lease is the active instance's claim: the fencing generation and the offset it
+// starts from.
+type lease struct {
+	generation int64
+	lastSeq    int64
+}
+
+// register creates the consumer's offset row at 0 if it does not exist.
+func (c *Consumer) register(ctx context.Context) error {
+	_, err := c.pool.Exec(ctx, `INSERT INTO cn_relay.consumer_offsets (consumer) VALUES ($1)
+		ON CONFLICT (consumer) DO NOTHING`, c.cfg.Name)
+	if err != nil {
+		return fmt.Errorf("register consumer %s: %w", c.cfg.Name, err)
+	}
+	return nil
+}
+
+// tryAcquire takes the lease if it is free, expired or already ours; a takeover
+// increments the generation. ok is false while another instance holds it.
+func (c *Consumer) tryAcquire(ctx context.Context) (l lease, ok bool, err error) {
+	err = c.pool.QueryRow(ctx, `
+		UPDATE cn_relay.consumer_offsets
+		SET owner_id = $2,
+		    owner_generation = owner_generation + 1,
+		    lease_expires_at = now() + $3::interval
+		WHERE consumer = $1
+		  AND (owner_id IS NULL OR lease_expires_at IS NULL OR lease_expires_at < now() OR owner_id = $2)
+		RETURNING owner_generation, last_seq`,
+		c.cfg.Name, c.cfg.OwnerID, c.cfg.LeaseTTL).Scan(&l.generation, &l.lastSeq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return lease{}, false, nil
+	}
+	if err != nil {
+		return lease{}, false, fmt.Errorf("acquire lease of %s: %w", c.cfg.Name, err)
+	}
+	return l, true, nil
+}
+
+// renew extends the lease; errLeaseLost if another instance holds it now.
+func (c *Consumer) renew(ctx context.Context, generation int64) error {
+	tag, err := c.pool.Exec(ctx, `
+		UPDATE cn_relay.consumer_offsets SET lease_expires_at = now() + $4::interval
+		WHERE consumer = $1 AND owner_id = $2 AND owner_generation = $3`,
+		c.cfg.Name, c.cfg.OwnerID, generation, c.cfg.LeaseTTL)
+	if err != nil {
+		return fmt.Errorf("renew lease of %s: %w", c.cfg.Name, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return errLeaseLost
+	}
+	return nil
+}
+
+// release gives the lease up so that a standby can take over at once.
+func (c *Consumer) release(ctx context.Context, generation int64) error {
+	_, err := c.pool.Exec(ctx, `
+		UPDATE cn_relay.consumer_offsets SET owner_id = NULL, lease_expires_at = NULL
+		WHERE consumer = $1 AND owner_id = $2 AND owner_generation = $3`,
+		c.cfg.Name, c.cfg.OwnerID, generation)
+	if err != nil {
+		return fmt.Errorf("release lease of %s: %w", c.cfg.Name, err)
+	}
+	return nil
+}
+
+// advance moves last_seq from `from` to `to` inside tx, provided this instance
+// still holds generation and nobody moved the offset. It is the fencing check:
+// it runs in the same transaction as the handler's effects, and the row lock it
+// takes orders it against any takeover.
+func (c *Consumer) advance(ctx context.Context, tx pgx.Tx, generation, from, to int64) error {
+	tag, err := tx.Exec(ctx, `
+		UPDATE cn_relay.consumer_offsets SET last_seq = $5, updated_at = now()
+		WHERE consumer = $1 AND owner_id = $2 AND owner_generation = $3 AND last_seq = $4`,
+		c.cfg.Name, c.cfg.OwnerID, generation, from, to)
+	if err != nil {
+		return infraError{fmt.Errorf("commit offset of %s: %w", c.cfg.Name, err)}
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	var owner *string
+	var gen, last int64
+	if err := tx.QueryRow(ctx, `SELECT owner_id, owner_generation, last_seq FROM cn_relay.consumer_offsets
+		WHERE consumer = $1`, c.cfg.Name).Scan(&owner, &gen, &last); err != nil {
+		return infraError{fmt.Errorf("read offset of %s: %w", c.cfg.Name, err)}
+	}
+	if gen != generation || owner == nil || *owner != c.cfg.OwnerID {
+		return errLeaseLost
+	}
+	return errOffsetMoved
+}
