@@ -24,6 +24,10 @@ func exitCode(err error) int {
 	if errors.As(err, &u) {
 		return 2
 	}
+	// urfave/cli reports a missing Required flag with an unexported error type.
+	if strings.HasPrefix(err.Error(), "Required flag") {
+		return 2
+	}
 	return 1
 }
 
@@ -65,6 +69,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Commands: []*cli.Command{
 			migrateCommand(),
 			devCommand(),
+			statusCommand(),
+			resetOffsetCommand(),
+			dlqCommand(),
 		},
 	}
 }

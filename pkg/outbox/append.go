@@ -52,6 +52,22 @@ func appendRecords(ctx context.Context, tx pgx.Tx, recs []Record, opt appendOpti
 	if len(recs) == 0 {
 		return Range{}, nil
 	}
+	var b pgx.Batch
+	var r Range
+	if err := queueAppend(&b, recs, opt, &r); err != nil {
+		return Range{}, err
+	}
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return Range{}, fmt.Errorf("append outbox: %w", err)
+	}
+	return r, nil
+}
+
+// queueAppend validates recs and queues the append's statements (optionally the
+// asynchronous-commit setting, the lock, the insert) on b; the insert's result is
+// scanned into r when the batch runs. The statements run in order on the server, so
+// lock and insert need no round trip between them.
+func queueAppend(b *pgx.Batch, recs []Record, opt appendOptions, r *Range) error {
 	n := len(recs)
 	ops := make([]string, n)
 	eventIDs := make([]string, n)
@@ -61,38 +77,31 @@ func appendRecords(ctx context.Context, tx pgx.Tx, recs []Record, opt appendOpti
 	ingestedAts := make([]pgtype.Timestamptz, n)
 	effectiveKeys := make([]string, n)
 	reasons := make([]string, n)
-	for i, r := range recs {
+	for i, rec := range recs {
 		switch {
-		case !r.Op.Valid():
-			return Range{}, fmt.Errorf("%w: op %q", ErrInvalidRecord, r.Op)
-		case r.EventID == "":
-			return Range{}, fmt.Errorf("%w: empty event_id", ErrInvalidRecord)
-		case r.TopicID == "":
-			return Range{}, fmt.Errorf("%w: empty topic_id for event %s", ErrInvalidRecord, r.EventID)
+		case !rec.Op.Valid():
+			return fmt.Errorf("%w: op %q", ErrInvalidRecord, rec.Op)
+		case rec.EventID == "":
+			return fmt.Errorf("%w: empty event_id", ErrInvalidRecord)
+		case rec.TopicID == "":
+			return fmt.Errorf("%w: empty topic_id for event %s", ErrInvalidRecord, rec.EventID)
 		}
-		ops[i] = string(r.Op)
-		eventIDs[i] = r.EventID
-		topicIDs[i] = r.TopicID
-		kinds[i] = int32(r.Kind)
-		createdAts[i] = r.CreatedAt
-		ingestedAts[i] = pgtype.Timestamptz{Time: r.IngestedAt, Valid: !r.IngestedAt.IsZero()}
-		effectiveKeys[i] = r.EffectiveKey
-		reasons[i] = r.Reason
+		ops[i] = string(rec.Op)
+		eventIDs[i] = rec.EventID
+		topicIDs[i] = rec.TopicID
+		kinds[i] = int32(rec.Kind)
+		createdAts[i] = rec.CreatedAt
+		ingestedAts[i] = pgtype.Timestamptz{Time: rec.IngestedAt, Valid: !rec.IngestedAt.IsZero()}
+		effectiveKeys[i] = rec.EffectiveKey
+		reasons[i] = rec.Reason
 	}
-
-	// Lock and insert travel in one round trip; Postgres runs them in order.
-	var b pgx.Batch
 	if opt.asyncCommit {
 		b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
 	}
 	if opt.lock {
 		b.Queue("SELECT pg_advisory_xact_lock($1)", LockKey)
 	}
-	var r Range
 	b.Queue(insertSQL, ops, eventIDs, topicIDs, kinds, createdAts, ingestedAts, effectiveKeys, reasons).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&r.First, &r.Last, &r.Count) })
-	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-		return Range{}, fmt.Errorf("append outbox: %w", err)
-	}
-	return r, nil
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
@@ -62,54 +63,90 @@ func NewWriter(pool *pgxpool.Pool, cfg WriterConfig) *Writer {
 
 // Write runs fn in a new transaction, appends the records fn returns as the
 // transaction's last statement, commits, and only then hands the new head to the
-// notifier. If fn, the append or the commit fails, the transaction is rolled back
-// and nothing is appended or announced. fn may return no records; the transaction is
-// then committed without touching the outbox.
+// notifier. If fn or the append fails, the transaction is rolled back and nothing
+// is appended or announced. fn may return no records; the transaction is then
+// committed without touching the outbox. fn must not commit or roll back tx.
 //
 // When Write returns nil the transaction is committed and durable (flushed to the
 // WAL as the server's synchronous_commit setting asks). To keep the disk flush out
-// of the append lock, the transaction commits asynchronously and Write then forces
-// the flush with a second, tiny synchronous transaction: WAL is flushed in order, so
-// that flush covers the earlier commit. Writers flushing at the same moment share one
-// disk write (group commit), which they could not do while holding the lock. Rows are
-// visible to readers from the commit on; after a crash, WAL order guarantees that a
-// lost transaction takes every later one with it, so the outbox never has a hole.
+// of the append lock, the lock, the insert, an asynchronous COMMIT and then a tiny
+// synchronous transaction travel to the server in one pipeline: the lock is held
+// from the insert to the (now fast) commit only, with no client round trip inside
+// it, and the synchronous transaction's commit flushes the WAL up to and including
+// the first commit (WAL is flushed in order). Writers flushing at the same moment
+// share one disk write (group commit), which they could not do while holding the
+// lock. Rows are visible to readers from the first commit on; after a crash, WAL
+// order guarantees that a lost transaction takes every later one with it, so the
+// outbox never has a hole. If only the flush fails, the rows are committed and
+// announced and Write returns an error wrapping ErrDurabilityUnknown.
 func (w *Writer) Write(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) ([]Record, error)) (Range, error) {
-	conn, err := w.pool.Acquire(ctx)
+	pc, err := w.pool.Acquire(ctx)
 	if err != nil {
 		return Range{}, fmt.Errorf("acquire connection: %w", err)
 	}
-	defer conn.Release()
+	defer pc.Release()
+	conn := pc.Conn()
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return Range{}, fmt.Errorf("begin write: %w", err)
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	recs, err := fn(ctx, tx)
+	open := true
+	defer func() {
+		if open {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	recs, err := fn(ctx, writeTx{tx})
 	if err != nil {
 		return Range{}, err
 	}
-	async := len(recs) > 0
-	r, err := appendRecords(ctx, tx, recs, appendOptions{lock: !w.cfg.disableAppendLock, asyncCommit: async})
-	if err != nil {
-		return Range{}, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return Range{}, fmt.Errorf("commit write: %w", err)
-	}
-	if async {
-		// A transaction with an xid commits synchronously, flushing all WAL before it.
-		if _, err := conn.Exec(ctx, flushSQL); err != nil {
-			return Range{}, fmt.Errorf("flush write: %w", err)
+	var b pgx.Batch
+	var r Range
+	if len(recs) > 0 {
+		if err := queueAppend(&b, recs, appendOptions{lock: !w.cfg.disableAppendLock, asyncCommit: true}, &r); err != nil {
+			return Range{}, err
 		}
 	}
-	if r.Count > 0 {
-		w.Notify(r.Last)
+	committed := false
+	b.Queue("COMMIT").Exec(func(pgconn.CommandTag) error { committed = true; return nil })
+	if len(recs) > 0 {
+		// A transaction with an xid commits synchronously, flushing all WAL before it.
+		b.Queue("BEGIN")
+		b.Queue("SELECT pg_current_xact_id()")
+		b.Queue("COMMIT")
+	}
+	err = conn.SendBatch(ctx, &b).Close()
+	if committed {
+		open = false
+		if r.Count > 0 {
+			w.Notify(r.Last)
+		}
+	}
+	switch {
+	case err != nil && committed:
+		// The flush transaction may be open or aborted; pgx closes a connection whose
+		// rollback fails, so none is handed out in a transaction.
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return r, fmt.Errorf("flush write: %w: %w", ErrDurabilityUnknown, err)
+	case err != nil:
+		return Range{}, fmt.Errorf("append and commit: %w", err)
 	}
 	return r, nil
 }
 
-const flushSQL = "BEGIN; SELECT pg_current_xact_id(); COMMIT"
+// ErrDurabilityUnknown reports a write that committed (its rows are visible and were
+// announced) but whose WAL flush could not be confirmed.
+var ErrDurabilityUnknown = errors.New("committed, durability not confirmed")
+
+// writeTx is the transaction Write hands to its callback. Write ends the
+// transaction itself, so ending it or nesting another inside it is refused.
+type writeTx struct{ pgx.Tx }
+
+var errWriteTxControl = errors.New("outbox.Write owns the transaction: do not begin, commit or roll back inside it")
+
+func (writeTx) Begin(context.Context) (pgx.Tx, error) { return nil, errWriteTxControl }
+func (writeTx) Commit(context.Context) error          { return errWriteTxControl }
+func (writeTx) Rollback(context.Context) error        { return errWriteTxControl }
 
 // Notify announces seq after its transaction committed. Write calls it; callers that
 // use Append on their own transaction call it after their commit.
