@@ -27,7 +27,7 @@ type env struct {
 	writer *outbox.Writer
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	db := pgtest.New(t)
 	_, err := db.Pool.Exec(context.Background(), `CREATE TABLE applied (

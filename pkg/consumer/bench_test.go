@@ -1,0 +1,163 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+// BenchmarkDrain compares the consumer runtime draining a backlog with a no-op
+// same-transaction handler at batch 1,000 against a raw ReadAfter loop over the
+// same rows in the same run. b.N counts rows; both report events/s.
+func BenchmarkDrain(b *testing.B) {
+	const rows = 200_000
+	e := newEnv(b)
+	ctx := context.Background()
+	recs := make([]outbox.Record, 10_000)
+	for i := range recs {
+		recs[i] = outbox.Record{Op: outbox.OpUpsert, EventID: fmt.Sprintf("%064x", i), TopicID: "bench", Kind: 1, CreatedAt: 1700000000}
+	}
+	for range rows / len(recs) {
+		if _, err := e.writer.Write(ctx, func(context.Context, pgx.Tx) ([]outbox.Record, error) { return recs, nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := e.db.Pool.Exec(ctx, "VACUUM ANALYZE cn_relay.events_outbox"); err != nil {
+		b.Fatal(err)
+	}
+	head, err := outbox.Head(ctx, e.db.Pool)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	b.Run("raw-select", func(b *testing.B) {
+		buf := make([]outbox.Row, 0, 1000)
+		read, last := 0, int64(0)
+		start := time.Now()
+		for read < b.N {
+			if buf, err = outbox.ReadAfter(ctx, e.db.Pool, last, 1000, buf); err != nil {
+				b.Fatal(err)
+			}
+			if len(buf) == 0 {
+				last = 0
+				continue
+			}
+			last = buf[len(buf)-1].Seq
+			read += len(buf)
+		}
+		b.ReportMetric(float64(read)/time.Since(start).Seconds(), "events/s")
+	})
+
+	b.Run("consumer-noop-tx", func(b *testing.B) {
+		noop := HandlerFunc(func(context.Context, pgx.Tx, []outbox.Row) error { return nil })
+		read := 0
+		start := time.Now()
+		for round := 0; read < b.N; round++ {
+			name := fmt.Sprintf("bench-%d-%d", b.N, round)
+			c, err := New(e.db.Pool, noop, Config{Name: name, BatchSize: 1000, DisableListen: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cctx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- c.Run(cctx) }()
+			for {
+				var last int64
+				if err := e.db.Pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1", name).Scan(&last); err == nil && last >= head {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			cancel()
+			<-done
+			read += rows
+		}
+		b.ReportMetric(float64(read)/time.Since(start).Seconds(), "events/s")
+	})
+}
+
+// BenchmarkWakeLatency appends one row every 5 ms (200/s) and measures the time from
+// Write returning (commit durable) to the handler seeing the row, with LISTEN and
+// with polling only (PollInterval 100 ms). Reports p50 and p99 in ms.
+func BenchmarkWakeLatency(b *testing.B) {
+	for _, listen := range []bool{true, false} {
+		b.Run(fmt.Sprintf("listen=%v", listen), func(b *testing.B) {
+			e := newEnv(b)
+			ctx := context.Background()
+			var mu sync.Mutex
+			committed := map[string]time.Time{} // when Write returned
+			seen := map[string]time.Time{}      // when the handler got the row
+			h := HandlerFunc(func(_ context.Context, _ pgx.Tx, rows []outbox.Row) error {
+				now := time.Now()
+				mu.Lock()
+				defer mu.Unlock()
+				for _, r := range rows {
+					seen[r.EventID] = now
+				}
+				return nil
+			})
+			cfg := Config{Name: "wake-v1", DisableListen: !listen, PollInterval: 100 * time.Millisecond, MinPollInterval: 100 * time.Millisecond}
+			if listen {
+				cfg.PollInterval = time.Second
+			}
+			c, err := New(e.db.Pool, h, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cctx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- c.Run(cctx) }()
+			time.Sleep(200 * time.Millisecond) // active and idle
+
+			n := max(b.N, 1000)
+			tick := time.NewTicker(5 * time.Millisecond)
+			for i := range n {
+				<-tick.C
+				id := fmt.Sprint("w", i)
+				_, err := e.writer.Write(ctx, func(context.Context, pgx.Tx) ([]outbox.Record, error) {
+					return []outbox.Record{{Op: outbox.OpUpsert, EventID: id, TopicID: "t", Kind: 1, CreatedAt: 1}}, nil
+				})
+				mu.Lock()
+				committed[id] = time.Now()
+				mu.Unlock()
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			tick.Stop()
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				mu.Lock()
+				got := len(seen)
+				mu.Unlock()
+				if got >= n || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			cancel()
+			<-done
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) < n {
+				b.Fatalf("only %d of %d rows reached the handler", len(seen), n)
+			}
+			// A handler can run a hair before Write returns (the NOTIFY goes out just
+			// before); such a row counts as 0.
+			lat := make([]time.Duration, 0, n)
+			for id, at := range committed {
+				lat = append(lat, max(seen[id].Sub(at), 0))
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2])/1e6, "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*99/100])/1e6, "p99-ms")
+		})
+	}
+}
