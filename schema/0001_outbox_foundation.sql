@@ -109,6 +109,9 @@ DECLARE
     v_created integer := 0;
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtext('cn_relay.outbox_ensure_partitions'));
+    -- Creating a partition locks the parent exclusively: rather than queue every
+    -- writer behind a long reader, give up after a second (callers retry later).
+    PERFORM set_config('lock_timeout', '1s', true);
     SELECT partition_size INTO v_size FROM cn_relay.outbox_partitioning;
     SELECT CASE WHEN is_called THEN last_value ELSE 0 END INTO v_head
       FROM cn_relay.events_outbox_seq_seq;

@@ -167,6 +167,17 @@ func PlanReset(ctx context.Context, q outbox.Querier, name string, target ResetT
 // It also refuses if the offset moved since the plan was made.
 func ExecuteReset(ctx context.Context, pool *pgxpool.Pool, plan ResetPlan, force bool, requestedBy string) error {
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		// Never overlap a running prune: the horizon and the plan's clamp stay true.
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", outbox.PruneLockKey); err != nil {
+			return fmt.Errorf("wait for outbox prune: %w", err)
+		}
+		var horizon int64
+		if err := tx.QueryRow(ctx, "SELECT pruned_through FROM cn_relay.outbox_retention").Scan(&horizon); err != nil {
+			return fmt.Errorf("read retention horizon: %w", err)
+		}
+		if plan.To < horizon {
+			return fmt.Errorf("the outbox was pruned through seq %d since the plan; run again", horizon)
+		}
 		var last int64
 		var owner *string
 		err := tx.QueryRow(ctx, `SELECT last_seq, CASE WHEN lease_expires_at > now() THEN owner_id END

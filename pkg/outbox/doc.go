@@ -32,5 +32,8 @@
 //
 // The table is range-partitioned by seq (cn_relay.outbox_partitions lists the
 // partitions). EnsurePartitions keeps whole partitions ready ahead of the head;
-// Writer calls it in the background. Retention drops whole partitions.
+// Writer calls it in the background. Prune removes a prefix of the outbox: whole
+// partitions by DROP TABLE, then a bounded DELETE in the oldest remaining one, never
+// a row some registered consumer still needs (unless forced) and never the head
+// row. cn_relay.outbox_retention.pruned_through records how far it went.
 package outbox
