@@ -44,3 +44,38 @@ CREATE TABLE cn_relay.outbox_retention (
     pruned_at      timestamptz
 );
 INSERT INTO cn_relay.outbox_retention DEFAULT VALUES;
+
+-- Moves a consumer's offset from p_from to p_to for the instance holding generation
+-- p_generation (committing asynchronously unless p_synchronous), or raises: SQLSTATE CN001 when that instance lost its lease (the
+-- fencing check), CN002 when the offset was moved by someone else. Raising aborts the
+-- caller's transaction, so a pipelined COMMIT after it cannot commit the effects of
+-- a fenced instance.
+CREATE FUNCTION cn_relay.consumer_advance(p_consumer text, p_owner text, p_generation bigint,
+                                          p_from bigint, p_to bigint, p_synchronous boolean)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_owner      text;
+    v_generation bigint;
+    v_last       bigint;
+BEGIN
+    IF NOT p_synchronous THEN
+        -- Read at COMMIT: the transaction ends without waiting for its WAL flush.
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
+    UPDATE cn_relay.consumer_offsets SET last_seq = p_to, updated_at = now()
+    WHERE consumer = p_consumer AND owner_id = p_owner
+      AND owner_generation = p_generation AND last_seq = p_from;
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    SELECT owner_id, owner_generation, last_seq INTO v_owner, v_generation, v_last
+    FROM cn_relay.consumer_offsets WHERE consumer = p_consumer;
+    IF v_generation IS DISTINCT FROM p_generation OR v_owner IS DISTINCT FROM p_owner THEN
+        RAISE EXCEPTION 'consumer % lost its lease (generation %)', p_consumer, p_generation
+            USING ERRCODE = 'CN001';
+    END IF;
+    RAISE EXCEPTION 'offset of consumer % moved from % to %', p_consumer, p_from, v_last
+        USING ERRCODE = 'CN002';
+END;
+$$;

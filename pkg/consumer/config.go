@@ -33,9 +33,14 @@ type Config struct {
 	RetryBase       time.Duration // first retry delay; 100ms
 	RetryMax        time.Duration // longest retry delay; 30s
 	Policy          FailurePolicy // PolicyHalt
-	OwnerID         string        // identifies this instance; host:pid:random
-	Logger          *slog.Logger
-	Registerer      prometheus.Registerer // may be nil
+	// SynchronousCommit makes each offset commit wait for its WAL flush. Off by
+	// default: the offset and the handler's same-transaction effects commit together,
+	// so a crash can only lose both (they are applied again from the outbox), never
+	// one of them; waiting for the disk on every batch buys nothing but latency.
+	SynchronousCommit bool
+	OwnerID           string // identifies this instance; host:pid:random
+	Logger            *slog.Logger
+	Registerer        prometheus.Registerer // may be nil
 }
 
 var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)

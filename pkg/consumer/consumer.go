@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kukuri/communitynode/pkg/outbox"
@@ -158,12 +159,23 @@ func (c *Consumer) lead(ctx context.Context, l lease) error {
 	last := l.lastSeq
 	c.m.lastSeq.Set(float64(last))
 	idle := c.cfg.MinPollInterval
-	buf := make([]outbox.Row, 0, c.cfg.BatchSize)
+	// Two buffers: the batch being applied and the next one being read ahead.
+	bufs := [2][]outbox.Row{make([]outbox.Row, 0, c.cfg.BatchSize), make([]outbox.Row, 0, c.cfg.BatchSize)}
+	cur := 0
+	var ahead *readAhead
+	defer func() { ahead.wait() }()
 	for infraAttempt := 0; ; {
 		if ctx.Err() != nil {
 			return leadEnd(ctx)
 		}
-		rows, err := outbox.ReadAfter(ctx, c.pool, last, c.cfg.BatchSize, buf)
+		var rows []outbox.Row
+		var err error
+		if ahead.wait(); ahead != nil && ahead.after == last {
+			rows, err, cur = ahead.rows, ahead.err, 1-cur
+		} else {
+			rows, err = outbox.ReadAfter(ctx, c.pool, last, c.cfg.BatchSize, bufs[cur])
+		}
+		ahead = nil
 		if err != nil {
 			if ctx.Err() != nil {
 				return leadEnd(ctx)
@@ -174,7 +186,7 @@ func (c *Consumer) lead(ctx context.Context, l lease) error {
 			continue
 		}
 		infraAttempt = 0
-		buf = rows
+		bufs[cur] = rows
 		if len(rows) == 0 {
 			c.refreshMetrics(ctx, last, true)
 			if err := c.retryDeadLetters(ctx, l.generation); err != nil {
@@ -188,6 +200,11 @@ func (c *Consumer) lead(ctx context.Context, l lease) error {
 			continue
 		}
 		idle = c.cfg.MinPollInterval
+		if len(rows) == c.cfg.BatchSize {
+			// A full batch: more rows are likely waiting. Read them while this
+			// batch is applied; the read is valid whatever happens to the commit.
+			ahead = c.readAhead(ctx, rows[len(rows)-1].Seq, bufs[1-cur])
+		}
 		next, err := c.apply(ctx, l.generation, last, rows)
 		switch {
 		case errors.Is(err, errOffsetMoved):
@@ -207,6 +224,31 @@ func (c *Consumer) lead(ctx context.Context, l lease) error {
 		last = next
 		c.m.lastSeq.Set(float64(last))
 		c.refreshMetrics(ctx, last, false)
+	}
+}
+
+// readAhead is a read of the batch after seq `after`, running concurrently with the
+// application of the current batch.
+type readAhead struct {
+	after int64
+	done  chan struct{}
+	rows  []outbox.Row
+	err   error
+}
+
+func (c *Consumer) readAhead(ctx context.Context, after int64, buf []outbox.Row) *readAhead {
+	r := &readAhead{after: after, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.rows, r.err = outbox.ReadAfter(ctx, c.pool, after, c.cfg.BatchSize, buf)
+	}()
+	return r
+}
+
+// wait blocks until the read is over; a nil readAhead is over.
+func (r *readAhead) wait() {
+	if r != nil {
+		<-r.done
 	}
 }
 
@@ -319,16 +361,29 @@ type parked struct {
 }
 
 // commitBatch runs the handler on rows (or parks the single row) and advances the
-// offset from last to the batch's end, all in one transaction.
+// offset from last to the batch's end, all in one transaction. The offset move and
+// the COMMIT travel in one round trip; if the move fails (fenced, or the offset
+// moved), the transaction is aborted and the COMMIT cannot commit anything.
 func (c *Consumer) commitBatch(ctx context.Context, generation, last int64, rows []outbox.Row, park *parked) (err error) {
 	start := time.Now()
-	tx, err := c.pool.Begin(ctx)
+	pc, err := c.pool.Acquire(ctx)
+	if err != nil {
+		return infraError{fmt.Errorf("acquire connection: %w", err)}
+	}
+	defer pc.Release()
+	tx, err := pc.Conn().Begin(ctx)
 	if err != nil {
 		return infraError{fmt.Errorf("begin: %w", err)}
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	committed := false
+	defer func() {
+		if !committed {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	var b pgx.Batch
 	if park == nil {
-		if err := c.callHandler(ctx, tx, rows); err != nil {
+		if err := c.callHandler(ctx, handlerTx{tx}, rows); err != nil {
 			if tx.Conn().IsClosed() {
 				return infraError{err} // the connection died under the handler
 			}
@@ -336,28 +391,64 @@ func (c *Consumer) commitBatch(ctx context.Context, generation, last int64, rows
 		}
 	} else {
 		r := rows[0]
-		if _, err := tx.Exec(ctx, `
+		b.Queue(`
 			INSERT INTO cn_relay.consumer_dead_letters
 				(consumer, seq, op, event_id, topic_id, kind, created_at, ingested_at, effective_key, reason, error, attempts)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, nullif($9, ''), nullif($10, ''), $11, $12)
 			ON CONFLICT (consumer, seq) DO UPDATE SET error = excluded.error, attempts = excluded.attempts,
 				parked_at = now(), retry_requested_at = NULL`,
 			c.cfg.Name, r.Seq, string(r.Op), r.EventID, r.TopicID, r.Kind, r.CreatedAt, r.IngestedAt,
-			r.EffectiveKey, r.Reason, park.err.Error(), park.attempts); err != nil {
-			return infraError{fmt.Errorf("park seq %d: %w", r.Seq, err)}
+			r.EffectiveKey, r.Reason, park.err.Error(), park.attempts)
+	}
+	var advanceErr error
+	c.queueAdvance(&b, generation, last, rows[len(rows)-1].Seq)
+	b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
+		committed = tag.String() == "COMMIT"
+		return nil
+	})
+	br := pc.Conn().SendBatch(ctx, &b)
+	if park != nil {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return infraError{fmt.Errorf("park seq %d: %w", rows[0].Seq, err)}
 		}
 	}
-	if err := c.advance(ctx, tx, generation, last, rows[len(rows)-1].Seq); err != nil {
-		return err
+	if _, err := br.Exec(); err != nil {
+		advanceErr = advanceError(err)
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := br.Close(); err != nil && advanceErr == nil {
 		return infraError{fmt.Errorf("commit: %w", err)}
+	}
+	if advanceErr != nil {
+		return advanceErr
+	}
+	if !committed {
+		return infraError{errors.New("commit: transaction was rolled back")}
 	}
 	if park == nil {
 		c.m.processed.Add(float64(len(rows)))
 	}
 	c.m.batchDuration.Observe(time.Since(start).Seconds())
 	return nil
+}
+
+// handlerTx is the transaction a handler gets: the consumer ends it, so ending it
+// or nesting another inside it is refused.
+type handlerTx struct{ pgx.Tx }
+
+var errHandlerTxControl = errors.New("the consumer owns the transaction: do not begin, commit or roll back inside a handler")
+
+func (handlerTx) Begin(context.Context) (pgx.Tx, error) { return nil, errHandlerTxControl }
+func (handlerTx) Commit(context.Context) error          { return errHandlerTxControl }
+func (handlerTx) Rollback(context.Context) error        { return errHandlerTxControl }
+
+// txOptions begins the consumer's transactions, asynchronous-commit unless
+// Config.SynchronousCommit (see there).
+func (c *Consumer) txOptions() pgx.TxOptions {
+	if c.cfg.SynchronousCommit {
+		return pgx.TxOptions{}
+	}
+	return pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL synchronous_commit = off"}
 }
 
 // callHandler runs the handler and turns a panic into an error.

@@ -9,6 +9,10 @@
 //   - Same-transaction effects: Handle receives the transaction that then advances
 //     the offset. Effects written through it commit atomically with the offset, so a
 //     crash, a retry or a takeover never applies them twice or loses them.
+//   - Durability: consumer transactions commit asynchronously by default
+//     (Config.SynchronousCommit). A crash may then lose the last few milliseconds
+//     of offset commits together with their same-transaction effects; both are
+//     applied again from the outbox, so nothing is lost or doubled.
 //   - External effects: effects outside the database happen before the offset
 //     commit and are repeated if that commit is lost (at-least-once); they must be
 //     idempotent by event_id and version-gated (compare created_at or seq).

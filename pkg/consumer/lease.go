@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // errLeaseLost ends an instance's turn as the active one: another instance took
@@ -81,29 +82,25 @@ func (c *Consumer) release(ctx context.Context, generation int64) error {
 	return nil
 }
 
-// advance moves last_seq from `from` to `to` inside tx, provided this instance
-// still holds generation and nobody moved the offset. It is the fencing check:
-// it runs in the same transaction as the handler's effects, and the row lock it
-// takes orders it against any takeover.
-func (c *Consumer) advance(ctx context.Context, tx pgx.Tx, generation, from, to int64) error {
-	tag, err := tx.Exec(ctx, `
-		UPDATE cn_relay.consumer_offsets SET last_seq = $5, updated_at = now()
-		WHERE consumer = $1 AND owner_id = $2 AND owner_generation = $3 AND last_seq = $4`,
-		c.cfg.Name, c.cfg.OwnerID, generation, from, to)
-	if err != nil {
-		return infraError{fmt.Errorf("commit offset of %s: %w", c.cfg.Name, err)}
+// queueAdvance queues the offset move from `from` to `to` for this instance at
+// generation: the fencing check. It runs in the same transaction as the handler's
+// effects, and the row lock it takes orders it against any takeover. On failure the
+// transaction is aborted; advanceError says why.
+func (c *Consumer) queueAdvance(b *pgx.Batch, generation, from, to int64) {
+	b.Queue("SELECT cn_relay.consumer_advance($1, $2, $3, $4, $5, $6)",
+		c.cfg.Name, c.cfg.OwnerID, generation, from, to, c.cfg.SynchronousCommit)
+}
+
+// advanceError maps the errors of cn_relay.consumer_advance.
+func advanceError(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "CN001":
+			return errLeaseLost
+		case "CN002":
+			return errOffsetMoved
+		}
 	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	var owner *string
-	var gen, last int64
-	if err := tx.QueryRow(ctx, `SELECT owner_id, owner_generation, last_seq FROM cn_relay.consumer_offsets
-		WHERE consumer = $1`, c.cfg.Name).Scan(&owner, &gen, &last); err != nil {
-		return infraError{fmt.Errorf("read offset of %s: %w", c.cfg.Name, err)}
-	}
-	if gen != generation || owner == nil || *owner != c.cfg.OwnerID {
-		return errLeaseLost
-	}
-	return errOffsetMoved
+	return infraError{fmt.Errorf("commit offset: %w", err)}
 }
