@@ -62,7 +62,7 @@ func BenchmarkDrain(b *testing.B) {
 		for round := 0; read < b.N; round++ {
 			reached := make(chan time.Time, 1)
 			// A no-op handler that notes when the batch holding the head arrives.
-			noop := HandlerFunc(func(_ context.Context, _ pgx.Tx, rows []outbox.Row) error {
+			noop := HandlerFunc(func(_ context.Context, _ Tx, rows []outbox.Row) error {
 				if rows[len(rows)-1].Seq == head {
 					select {
 					case reached <- time.Now():
@@ -107,7 +107,7 @@ func BenchmarkWakeLatency(b *testing.B) {
 			var mu sync.Mutex
 			committed := map[string]time.Time{} // when Write returned
 			seen := map[string]time.Time{}      // when the handler got the row
-			h := HandlerFunc(func(_ context.Context, _ pgx.Tx, rows []outbox.Row) error {
+			h := HandlerFunc(func(_ context.Context, _ Tx, rows []outbox.Row) error {
 				now := time.Now()
 				mu.Lock()
 				defer mu.Unlock()

@@ -16,20 +16,30 @@ import (
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
+// Tx is what a handler can do inside the consumer's transaction: run statements.
+// The consumer begins and ends the transaction; a handler cannot.
+type Tx interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
+}
+
 // Handler applies the side effects of outbox rows.
 type Handler interface {
 	// Handle applies rows (ascending seq, never empty). tx is the transaction that
 	// advances the consumer's offset when Handle returns nil: effects written
 	// through tx commit atomically with it. An error rolls everything back and the
-	// rows are retried. Handle must not commit or roll back tx.
-	Handle(ctx context.Context, tx pgx.Tx, rows []outbox.Row) error
+	// rows are retried.
+	Handle(ctx context.Context, tx Tx, rows []outbox.Row) error
 }
 
 // HandlerFunc adapts a function to Handler.
-type HandlerFunc func(ctx context.Context, tx pgx.Tx, rows []outbox.Row) error
+type HandlerFunc func(ctx context.Context, tx Tx, rows []outbox.Row) error
 
 // Handle calls f.
-func (f HandlerFunc) Handle(ctx context.Context, tx pgx.Tx, rows []outbox.Row) error {
+func (f HandlerFunc) Handle(ctx context.Context, tx Tx, rows []outbox.Row) error {
 	return f(ctx, tx, rows)
 }
 
@@ -162,30 +172,33 @@ func (c *Consumer) lead(ctx context.Context, l lease) error {
 	// Two buffers: the batch being applied and the next one being read ahead.
 	bufs := [2][]outbox.Row{make([]outbox.Row, 0, c.cfg.BatchSize), make([]outbox.Row, 0, c.cfg.BatchSize)}
 	cur := 0
-	var ahead *readAhead
-	defer func() { ahead.wait() }()
+	var ahead *openRead
+	defer func() { ahead.discard(ctx) }()
 	for infraAttempt := 0; ; {
 		if ctx.Err() != nil {
 			return leadEnd(ctx)
 		}
-		var rows []outbox.Row
-		var err error
+		var batch *openRead
 		if ahead.wait(); ahead != nil && ahead.after == last {
-			rows, err, cur = ahead.rows, ahead.err, 1-cur
+			batch, cur = ahead, 1-cur
 		} else {
-			rows, err = outbox.ReadAfter(ctx, c.pool, last, c.cfg.BatchSize, bufs[cur])
+			ahead.discard(ctx)
+			batch = c.beginRead(ctx, last, bufs[cur])
+			batch.wait()
 		}
 		ahead = nil
-		if err != nil {
+		if batch.err != nil {
+			batch.discard(ctx)
 			if ctx.Err() != nil {
 				return leadEnd(ctx)
 			}
-			log.Warn("read outbox failed; retrying", "err", err)
+			log.Warn("read outbox failed; retrying", "err", batch.err)
 			sleep(ctx, c.retryDelay(infraAttempt))
 			infraAttempt++
 			continue
 		}
 		infraAttempt = 0
+		rows := batch.rows
 		bufs[cur] = rows
 		if len(rows) == 0 {
 			c.refreshMetrics(ctx, last, true)
@@ -203,9 +216,9 @@ func (c *Consumer) lead(ctx context.Context, l lease) error {
 		if len(rows) == c.cfg.BatchSize {
 			// A full batch: more rows are likely waiting. Read them while this
 			// batch is applied; the read is valid whatever happens to the commit.
-			ahead = c.readAhead(ctx, rows[len(rows)-1].Seq, bufs[1-cur])
+			ahead = c.beginRead(ctx, rows[len(rows)-1].Seq, bufs[1-cur])
 		}
-		next, err := c.apply(ctx, l.generation, last, rows)
+		next, err := c.apply(ctx, l.generation, last, rows, batch.take())
 		switch {
 		case errors.Is(err, errOffsetMoved):
 			if err := c.pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1",
@@ -227,28 +240,71 @@ func (c *Consumer) lead(ctx context.Context, l lease) error {
 	}
 }
 
-// readAhead is a read of the batch after seq `after`, running concurrently with the
-// application of the current batch.
-type readAhead struct {
+// openRead reads the rows after seq `after` on its own connection, in a transaction
+// it leaves open: BEGIN and the read share one round trip, and the handler then
+// applies the rows in that very transaction. Reads run in the background while the
+// previous batch is applied.
+type openRead struct {
 	after int64
 	done  chan struct{}
+	conn  *pgxpool.Conn // holds the open transaction; nil once taken or discarded, or when no rows
 	rows  []outbox.Row
 	err   error
 }
 
-func (c *Consumer) readAhead(ctx context.Context, after int64, buf []outbox.Row) *readAhead {
-	r := &readAhead{after: after, done: make(chan struct{})}
+func (c *Consumer) beginRead(ctx context.Context, after int64, buf []outbox.Row) *openRead {
+	r := &openRead{after: after, done: make(chan struct{}), rows: buf[:0]}
 	go func() {
 		defer close(r.done)
-		r.rows, r.err = outbox.ReadAfter(ctx, c.pool, after, c.cfg.BatchSize, buf)
+		pc, err := c.pool.Acquire(ctx)
+		if err != nil {
+			r.err = fmt.Errorf("acquire connection: %w", err)
+			return
+		}
+		var b pgx.Batch
+		b.Queue("BEGIN")
+		outbox.QueueReadAfter(&b, after, c.cfg.BatchSize, &r.rows)
+		if err := pc.Conn().SendBatch(ctx, &b).Close(); err != nil {
+			r.err = err
+			pc.Release() // the pool closes a connection left in a transaction
+			return
+		}
+		if len(r.rows) == 0 {
+			if _, err := pc.Exec(ctx, "ROLLBACK"); err != nil {
+				r.err = err
+			}
+			pc.Release()
+			return
+		}
+		r.conn = pc
 	}()
 	return r
 }
 
-// wait blocks until the read is over; a nil readAhead is over.
-func (r *readAhead) wait() {
+// wait blocks until the read is over; a nil openRead is over.
+func (r *openRead) wait() {
 	if r != nil {
 		<-r.done
+	}
+}
+
+// take hands the open transaction's connection to the caller, who must end the
+// transaction and release it.
+func (r *openRead) take() *pgxpool.Conn {
+	pc := r.conn
+	r.conn = nil
+	return pc
+}
+
+// discard waits for the read and ends its transaction unused.
+func (r *openRead) discard(ctx context.Context) {
+	if r == nil {
+		return
+	}
+	r.wait()
+	if pc := r.take(); pc != nil {
+		_, _ = pc.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		pc.Release()
 	}
 }
 
@@ -292,10 +348,13 @@ func (c *Consumer) heartbeat(ctx context.Context, cancel context.CancelCauseFunc
 }
 
 // apply commits rows with the retry and failure policy and returns the new offset.
-func (c *Consumer) apply(ctx context.Context, generation, last int64, rows []outbox.Row) (int64, error) {
+// open, if not nil, is a connection in a transaction that read rows: the first
+// attempt uses it; apply always ends and releases it.
+func (c *Consumer) apply(ctx context.Context, generation, last int64, rows []outbox.Row, open *pgxpool.Conn) (int64, error) {
 	log := c.cfg.Logger.With("consumer", c.cfg.Name)
 	for attempt, infraAttempt := 0, 0; ; {
-		err := c.commitBatch(ctx, generation, last, rows, nil)
+		err := c.commitBatch(ctx, generation, last, rows, nil, open)
+		open = nil
 		if err == nil {
 			return rows[len(rows)-1].Seq, nil
 		}
@@ -324,7 +383,7 @@ func (c *Consumer) apply(ctx context.Context, generation, last int64, rows []out
 			// Find the failing row: retry the rows one at a time.
 			for i := range rows {
 				var err error
-				if last, err = c.apply(ctx, generation, last, rows[i:i+1]); err != nil {
+				if last, err = c.apply(ctx, generation, last, rows[i:i+1], nil); err != nil {
 					return last, err
 				}
 			}
@@ -336,7 +395,7 @@ func (c *Consumer) apply(ctx context.Context, generation, last int64, rows []out
 			return last, fmt.Errorf("%w: seq %d event %s after %d attempts: %v", ErrHalted, row.Seq, row.EventID, attempt, herr.err)
 		}
 		for parkAttempt := 0; ; parkAttempt++ {
-			err := c.commitBatch(ctx, generation, last, rows, &parked{err: herr.err, attempts: attempt})
+			err := c.commitBatch(ctx, generation, last, rows, &parked{err: herr.err, attempts: attempt}, nil)
 			if err == nil {
 				break
 			}
@@ -361,30 +420,35 @@ type parked struct {
 }
 
 // commitBatch runs the handler on rows (or parks the single row) and advances the
-// offset from last to the batch's end, all in one transaction. The offset move and
-// the COMMIT travel in one round trip; if the move fails (fenced, or the offset
-// moved), the transaction is aborted and the COMMIT cannot commit anything.
-func (c *Consumer) commitBatch(ctx context.Context, generation, last int64, rows []outbox.Row, park *parked) (err error) {
+// offset from last to the batch's end, all in one transaction: the one open holds
+// (then released), or a new one. The offset move and the COMMIT travel in one round
+// trip; if the move fails (fenced, or the offset moved), the transaction is aborted
+// and the COMMIT cannot commit anything.
+func (c *Consumer) commitBatch(ctx context.Context, generation, last int64, rows []outbox.Row, park *parked, open *pgxpool.Conn) (err error) {
 	start := time.Now()
-	pc, err := c.pool.Acquire(ctx)
-	if err != nil {
-		return infraError{fmt.Errorf("acquire connection: %w", err)}
+	pc := open
+	if pc == nil {
+		if pc, err = c.pool.Acquire(ctx); err != nil {
+			return infraError{fmt.Errorf("acquire connection: %w", err)}
+		}
+		if _, err := pc.Exec(ctx, "BEGIN"); err != nil {
+			pc.Release()
+			return infraError{fmt.Errorf("begin: %w", err)}
+		}
 	}
+	// Released in a transaction (any failure below), the pool closes the connection.
 	defer pc.Release()
-	tx, err := pc.Conn().Begin(ctx)
-	if err != nil {
-		return infraError{fmt.Errorf("begin: %w", err)}
-	}
+	tx := pc.Conn()
 	committed := false
 	defer func() {
-		if !committed {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
+		if !committed && !tx.IsClosed() {
+			_, _ = tx.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 		}
 	}()
 	var b pgx.Batch
 	if park == nil {
-		if err := c.callHandler(ctx, handlerTx{tx}, rows); err != nil {
-			if tx.Conn().IsClosed() {
+		if err := c.callHandler(ctx, tx, rows); err != nil {
+			if tx.IsClosed() {
 				return infraError{err} // the connection died under the handler
 			}
 			return handlerError{err}
@@ -406,7 +470,7 @@ func (c *Consumer) commitBatch(ctx context.Context, generation, last int64, rows
 		committed = tag.String() == "COMMIT"
 		return nil
 	})
-	br := pc.Conn().SendBatch(ctx, &b)
+	br := tx.SendBatch(ctx, &b)
 	if park != nil {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
@@ -432,27 +496,8 @@ func (c *Consumer) commitBatch(ctx context.Context, generation, last int64, rows
 	return nil
 }
 
-// handlerTx is the transaction a handler gets: the consumer ends it, so ending it
-// or nesting another inside it is refused.
-type handlerTx struct{ pgx.Tx }
-
-var errHandlerTxControl = errors.New("the consumer owns the transaction: do not begin, commit or roll back inside a handler")
-
-func (handlerTx) Begin(context.Context) (pgx.Tx, error) { return nil, errHandlerTxControl }
-func (handlerTx) Commit(context.Context) error          { return errHandlerTxControl }
-func (handlerTx) Rollback(context.Context) error        { return errHandlerTxControl }
-
-// txOptions begins the consumer's transactions, asynchronous-commit unless
-// Config.SynchronousCommit (see there).
-func (c *Consumer) txOptions() pgx.TxOptions {
-	if c.cfg.SynchronousCommit {
-		return pgx.TxOptions{}
-	}
-	return pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL synchronous_commit = off"}
-}
-
 // callHandler runs the handler and turns a panic into an error.
-func (c *Consumer) callHandler(ctx context.Context, tx pgx.Tx, rows []outbox.Row) (err error) {
+func (c *Consumer) callHandler(ctx context.Context, tx Tx, rows []outbox.Row) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("handler panic: %v", p)

@@ -98,7 +98,7 @@ func (e *env) applied(t *testing.T) map[string]int {
 
 // record is the same-transaction handler: one applied row per outbox row; a second
 // application of the same event increments n, which the tests forbid.
-func record(ctx context.Context, tx pgx.Tx, rows []outbox.Row) error {
+func record(ctx context.Context, tx Tx, rows []outbox.Row) error {
 	ids := make([]string, len(rows))
 	seqs := make([]int64, len(rows))
 	for i, r := range rows {
@@ -306,13 +306,13 @@ func TestFencedZombieCannotCommit(t *testing.T) {
 	require.True(t, ok)
 	require.Greater(t, sl.generation, zl.generation)
 
-	err = zombie.commitBatch(ctx, zl.generation, zl.lastSeq, rows, nil)
+	err = zombie.commitBatch(ctx, zl.generation, zl.lastSeq, rows, nil, nil)
 	require.ErrorIs(t, err, errLeaseLost)
 	require.ErrorIs(t, zombie.renew(ctx, zl.generation), errLeaseLost)
 	require.Empty(t, e.applied(t), "the zombie's effects rolled back")
 	require.EqualValues(t, 0, e.lastSeq(t, name))
 
-	require.NoError(t, successor.commitBatch(ctx, sl.generation, sl.lastSeq, rows, nil))
+	require.NoError(t, successor.commitBatch(ctx, sl.generation, sl.lastSeq, rows, nil, nil))
 	require.Equal(t, r.Last, e.lastSeq(t, name))
 	require.Equal(t, map[string]int{"x1": 1, "x2": 1}, e.applied(t))
 }
@@ -348,7 +348,7 @@ type failing struct {
 	calls    atomic.Int64
 }
 
-func (f *failing) Handle(ctx context.Context, tx pgx.Tx, rows []outbox.Row) error {
+func (f *failing) Handle(ctx context.Context, tx Tx, rows []outbox.Row) error {
 	f.calls.Add(1)
 	for _, r := range rows {
 		if r.EventID == f.poisoned && !f.healed.Load() {

@@ -57,7 +57,7 @@ func (c *Consumer) retryDeadLetters(ctx context.Context, generation int64) error
 
 // retryDeadLetter applies one parked row; herr is the handler's failure, err any other.
 func (c *Consumer) retryDeadLetter(ctx context.Context, generation int64, r outbox.Row) (herr, err error) {
-	tx, err := c.pool.BeginTx(ctx, c.txOptions())
+	tx, err := c.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -35,8 +36,29 @@ func ReadAfter(ctx context.Context, q Querier, afterSeq int64, limit int, buf []
 	if err != nil {
 		return buf[:0], fmt.Errorf("read outbox after %d: %w", afterSeq, err)
 	}
+	out, err := scanRows(rows, buf[:0])
+	if err != nil {
+		return out, fmt.Errorf("read outbox after %d: %w", afterSeq, err)
+	}
+	return out, nil
+}
+
+// QueueReadAfter queues the ReadAfter query on b, so that it can share a round trip
+// with other statements (a BEGIN, say). When the batch runs, the rows are appended
+// to (*dst)[:0].
+func QueueReadAfter(b *pgx.Batch, afterSeq int64, limit int, dst *[]Row) {
+	b.Queue(readAfterSQL, afterSeq, limit).Query(func(rows pgx.Rows) error {
+		out, err := scanRows(rows, (*dst)[:0])
+		*dst = out
+		if err != nil {
+			return fmt.Errorf("read outbox after %d: %w", afterSeq, err)
+		}
+		return nil
+	})
+}
+
+func scanRows(rows pgx.Rows, out []Row) ([]Row, error) {
 	defer rows.Close()
-	out := buf[:0]
 	var (
 		r            Row
 		op           string
@@ -52,8 +74,5 @@ func ReadAfter(ctx context.Context, q Querier, afterSeq int64, limit int, buf []
 		r.Op, r.Kind, r.EffectiveKey, r.Reason = Op(op), int(kind), effectiveKey.String, reason.String
 		out = append(out, r)
 	}
-	if err := rows.Err(); err != nil {
-		return out, fmt.Errorf("read outbox after %d: %w", afterSeq, err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
