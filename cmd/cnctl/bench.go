@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/urfave/cli/v2"
+
+	"github.com/kukuri/communitynode/internal/loadgen"
+)
+
+func benchCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "bench",
+		Usage:        "load any NIP-01 relay: publish signed events or time REQs",
+		OnUsageError: benchUsageError,
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return usageError{fmt.Errorf("bench: unknown command %q (see cnctl bench --help)", c.Args().First())}
+			}
+			return cli.ShowSubcommandHelp(c)
+		},
+		Subcommands: []*cli.Command{benchIngestCommand(), benchReqCommand()},
+	}
+}
+
+func benchUsageError(_ *cli.Context, err error, _ bool) error { return usageError{err} }
+
+func benchCommonFlags(connections int) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "url", EnvVars: []string{"CN_BENCH_URL"}, Usage: "relay WebSocket URL (ws:// or wss://)"},
+		&cli.IntFlag{Name: "connections", Value: connections, Usage: "concurrent WebSocket connections"},
+		&cli.StringFlag{Name: "topic", Value: "bench", Usage: "value of the t tag"},
+		&cli.IntFlag{Name: "kind", Value: 1, Usage: "event kind"},
+		&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second,
+			Usage: "give up on an answer (OK, EOSE) or a connection after this long; the connection is then dropped"},
+		&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
+	}
+}
+
+// benchURL returns --url or a usage error naming the command.
+func benchURL(c *cli.Context, cmd string) (string, error) {
+	url := strings.TrimSpace(c.String("url"))
+	if url == "" {
+		return "", usageError{fmt.Errorf("%s: --url is required (or set CN_BENCH_URL)", cmd)}
+	}
+	if c.Args().Present() {
+		return "", usageError{fmt.Errorf("%s: unexpected argument %q", cmd, c.Args().First())}
+	}
+	return url, nil
+}
+
+func benchLogf(c *cli.Context, cmd string) func(string, ...any) {
+	return func(format string, args ...any) {
+		fmt.Fprintf(c.App.ErrWriter, cmd+": "+format+"\n", args...)
+	}
+}
+
+func printBenchReport(c *cli.Context, rep interface{ WriteText(w io.Writer) error }) error {
+	if c.Bool("json") {
+		enc := json.NewEncoder(c.App.Writer)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return rep.WriteText(c.App.Writer)
+}
+
+func benchIngestCommand() *cli.Command {
+	const cmd = "bench ingest"
+	return &cli.Command{
+		Name:  "ingest",
+		Usage: "publish pre-generated signed events and report events/s and OK latency",
+		Description: "Generates --authors keys and --warmup + --events signed events (kind --kind, a t tag, 1-3 p tags,\n" +
+			"100-300 bytes of unique content) before timing, then publishes them over --connections\n" +
+			"WebSockets, each with up to --pipeline EVENTs awaiting their OK. events/s counts accepted OKs\n" +
+			"over the wall time. Exits 1 if some event got no OK (timeout, dropped connection).",
+		Flags: append(benchCommonFlags(16),
+			&cli.IntFlag{Name: "events", Value: 20000, Usage: "timed events to publish"},
+			&cli.IntFlag{Name: "authors", Value: 500, Usage: "distinct author keys"},
+			&cli.IntFlag{Name: "warmup", Usage: "extra events published before the clock starts"},
+			&cli.IntFlag{Name: "pipeline", Value: 1, Usage: "EVENTs in flight per connection (1: wait for each OK)"},
+		),
+		OnUsageError: benchUsageError,
+		Action: func(c *cli.Context) error {
+			url, err := benchURL(c, cmd)
+			if err != nil {
+				return err
+			}
+			cfg := loadgen.IngestConfig{
+				URL: url, Connections: c.Int("connections"), Events: c.Int("events"), Authors: c.Int("authors"),
+				Topic: c.String("topic"), Kind: c.Int("kind"), Warmup: c.Int("warmup"), Pipeline: c.Int("pipeline"),
+				Timeout: c.Duration("timeout"), Logf: benchLogf(c, cmd),
+			}
+			if err := cfg.Validate(); err != nil {
+				return usageError{fmt.Errorf("%s: %w", cmd, err)}
+			}
+			rep, err := loadgen.Ingest(c.Context, cfg)
+			if rep == nil {
+				return fmt.Errorf("%s: %w", cmd, err)
+			}
+			if perr := printBenchReport(c, rep); perr != nil {
+				return perr
+			}
+			if err != nil {
+				return fmt.Errorf("%s: interrupted: %w", cmd, err)
+			}
+			if n := rep.Failed(); n > 0 {
+				return fmt.Errorf("%s: %d of %d events got no OK (%s)", cmd, n, rep.Events, rep.Errors)
+			}
+			return nil
+		},
+	}
+}
+
+func benchReqCommand() *cli.Command {
+	const cmd = "bench req"
+	return &cli.Command{
+		Name:  "req",
+		Usage: "time REQ -> EOSE for five query shapes and report each one's latency",
+		Description: "First asks for up to --sample recent events with #t --topic and takes ids, authors and p values\n" +
+			"from them (authors from --authors-file instead, if given). Then, shape by shape, sends\n" +
+			"--requests REQs over --connections WebSockets, one in flight per connection:\n" +
+			"  by-id        ids:[1 sampled id]\n" +
+			"  1-author     authors:[1], limit 20\n" +
+			"  100-authors  authors:[up to 100], kinds:[--kind], limit 100\n" +
+			"  #t           #t:[--topic], limit 50\n" +
+			"  #p           #p:[1 sampled p value], limit 50\n" +
+			"With --with-topic (the default) every filter also has #t:[--topic]. CLOSED counts as an error by\n" +
+			"its reason prefix. Exits 1 if some request got no EOSE.",
+		Flags: append(benchCommonFlags(4),
+			&cli.IntFlag{Name: "requests", Value: 2000, Usage: "requests per query shape"},
+			&cli.BoolFlag{Name: "with-topic", Value: true,
+				Usage: `add #t:[--topic] to every filter (--with-topic=false for relays that need no #t)`},
+			&cli.StringFlag{Name: "authors-file", Usage: "query these authors (64 hex digits, one per line) instead of the sampled ones"},
+			&cli.IntFlag{Name: "sample", Value: 500, Usage: "limit of the REQ that samples ids, authors and p values"},
+		),
+		OnUsageError: benchUsageError,
+		Action: func(c *cli.Context) error {
+			url, err := benchURL(c, cmd)
+			if err != nil {
+				return err
+			}
+			cfg := loadgen.ReqConfig{
+				URL: url, Connections: c.Int("connections"), Requests: c.Int("requests"), Topic: c.String("topic"),
+				WithTopic: c.Bool("with-topic"), Kind: c.Int("kind"), SampleLimit: c.Int("sample"),
+				Timeout: c.Duration("timeout"), Logf: benchLogf(c, cmd),
+			}
+			if cfg.SampleLimit < 1 {
+				return usageError{fmt.Errorf("%s: --sample must be at least 1", cmd)}
+			}
+			if err := cfg.Validate(); err != nil {
+				return usageError{fmt.Errorf("%s: %w", cmd, err)}
+			}
+			if path := c.String("authors-file"); path != "" {
+				if cfg.Authors, err = readAuthors(path); err != nil {
+					return fmt.Errorf("%s: --authors-file: %w", cmd, err)
+				}
+			}
+			rep, err := loadgen.Req(c.Context, cfg)
+			if errors.Is(err, loadgen.ErrNoSample) {
+				return fmt.Errorf("%s: %s has no events with #t %q to take ids, authors and p values from; publish some first (cnctl bench ingest --topic %s)",
+					cmd, url, cfg.Topic, cfg.Topic)
+			}
+			if rep == nil {
+				return fmt.Errorf("%s: %w", cmd, err)
+			}
+			if perr := printBenchReport(c, rep); perr != nil {
+				return perr
+			}
+			if err != nil {
+				return fmt.Errorf("%s: interrupted: %w", cmd, err)
+			}
+			if n := rep.Failed(); n > 0 {
+				var parts []string
+				total := 0
+				for _, s := range rep.Shapes {
+					total += s.Requests
+					if len(s.Errors.N) > 0 {
+						parts = append(parts, s.Name+": "+s.Errors.String())
+					}
+				}
+				return fmt.Errorf("%s: %d of %d requests got no EOSE (%s)", cmd, n, total, strings.Join(parts, "; "))
+			}
+			return nil
+		},
+	}
+}
+
+// readAuthors reads hex public keys, one per line; blank lines and
+// lines starting with # are skipped.
+func readAuthors(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var authors []string
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		pk := strings.ToLower(line)
+		if !nostr.IsValid32ByteHex(pk) {
+			return nil, fmt.Errorf("%s line %d: %q is not a hex public key (64 hex digits)", path, n, line)
+		}
+		authors = append(authors, pk)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(authors) == 0 {
+		return nil, fmt.Errorf("%s holds no public keys", path)
+	}
+	return authors, nil
+}
