@@ -106,7 +106,13 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if !c.cfg.DisableListen {
 		listenCtx, stopListen := context.WithCancel(ctx)
 		defer stopListen()
-		go c.listen(listenCtx)
+		go outbox.Listen(listenCtx, c.pool.Config().ConnConfig, func(w outbox.Wake) {
+			if w == outbox.WakeNotify {
+				c.signal(wakeNotify)
+			} else {
+				c.signal(wakeReconnect)
+			}
+		}, c.cfg.Logger.With("consumer", c.cfg.Name))
 	}
 
 	standbyLogged := false
@@ -523,53 +529,6 @@ func (c *Consumer) signal(source string) {
 	select {
 	case c.wake <- source:
 	default:
-	}
-}
-
-// listen keeps a LISTEN connection open and turns notifications into wake-ups,
-// reconnecting with back-off. Every successful (re)connect wakes the consumer, since
-// notifications may have been missed while it was down.
-func (c *Consumer) listen(ctx context.Context) {
-	connCfg := c.pool.Config().ConnConfig.Copy()
-	for attempt := 0; ctx.Err() == nil; attempt++ {
-		conn, err := pgx.ConnectConfig(ctx, connCfg)
-		if err == nil {
-			_, err = conn.Exec(ctx, "LISTEN "+outbox.Channel)
-		}
-		if err != nil {
-			if conn != nil {
-				_ = conn.Close(context.WithoutCancel(ctx))
-			}
-			if ctx.Err() == nil {
-				c.cfg.Logger.Warn("listen connection failed; retrying", "consumer", c.cfg.Name, "err", err)
-			}
-			sleep(ctx, c.retryDelay(attempt))
-			continue
-		}
-		attempt = -1
-		c.signal(wakeReconnect)
-		for ctx.Err() == nil {
-			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			_, err := conn.WaitForNotification(wctx)
-			cancel()
-			if err == nil {
-				c.signal(wakeNotify)
-				continue
-			}
-			if ctx.Err() != nil || conn.IsClosed() {
-				break
-			}
-			if errors.Is(err, context.DeadlineExceeded) {
-				pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
-				perr := conn.Ping(pctx)
-				pcancel()
-				if perr == nil {
-					continue
-				}
-			}
-			break
-		}
-		_ = conn.Close(context.WithoutCancel(ctx))
 	}
 }
 
