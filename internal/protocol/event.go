@@ -1,0 +1,201 @@
+package protocol
+
+import (
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// Reasons returned by ValidateEvent and ValidateAuthEvent, each a NIP-01 OK message
+// with its machine-readable prefix.
+const (
+	ReasonNoEvent          = "invalid: no event"
+	ReasonMalformedID      = "invalid: id must be 64 lowercase hex characters"
+	ReasonMalformedPubKey  = "invalid: pubkey must be 64 lowercase hex characters"
+	ReasonMalformedSig     = "invalid: sig must be 128 lowercase hex characters"
+	ReasonKindOutOfRange   = "invalid: kind must be between 0 and 65535"
+	ReasonAuthKind         = "invalid: kind 22242 (NIP-42 auth) is only accepted in AUTH"
+	ReasonFuture           = "invalid: created_at too far in the future"
+	ReasonContentTooLong   = "invalid: content too long"
+	ReasonTooManyTags      = "invalid: too many tags"
+	ReasonEmptyTag         = "invalid: empty tag"
+	ReasonTagValueTooLong  = "invalid: tag value too long"
+	ReasonBadText          = "invalid: content and tags must be valid UTF-8 without NUL characters"
+	ReasonNoDTag           = "invalid: addressable event without d tag"
+	ReasonBadExpiration    = "invalid: malformed expiration tag"
+	ReasonExpired          = "invalid: expired"
+	ReasonMissingTopic     = "invalid: missing topic"
+	ReasonTopicTooLong     = "invalid: topic too long"
+	ReasonTopicNotEnabled  = "restricted: topic not enabled"
+	ReasonBadID            = "invalid: bad event id"
+	ReasonBadSignature     = "invalid: bad signature"
+	ReasonAuthNotAuthKind  = "invalid: auth event must be kind 22242"
+	ReasonAuthStale        = "invalid: auth event created_at is not within 10 minutes of now"
+	ReasonAuthChallenge    = "invalid: auth challenge does not match"
+	ReasonAuthRelay        = "invalid: auth relay tag does not match this relay"
+	ReasonAuthMissingRelay = "invalid: auth needs the relay URL"
+)
+
+// AuthMaxSkew is how far an AUTH event's created_at may be from now (NIP-42: "within
+// ~10 minutes").
+const AuthMaxSkew = 10 * time.Minute
+
+// ValidateEvent checks everything about ev that does not depend on storage and
+// returns "" when it is acceptable, else one of the Reason* constants. Duplicates,
+// replaceable ordering, NIP-09 deletions and NIP-70 authorship are the caller's.
+//
+// The checks run cheapest first and the first failure is returned: field formats,
+// kind range (kind 22242 is refused: AUTH events must not be published, NIP-42),
+// created_at at most MaxFutureSkew ahead of now, content size, tag count, text
+// encoding, empty tags, single-letter tag value size, the d tag of addressable kinds,
+// the NIP-40 expiration (malformed, or at or before now: ReasonExpired), topics
+// (RequireTopic, TopicExemptKinds, AllowedTopics: every topic must be enabled), then
+// the id hash, and last the signature, through go-nostr's Event.CheckSignature so that
+// building with the `libsecp256k1` tag speeds it up.
+func ValidateEvent(ev *nostr.Event, now time.Time, l Limits) string {
+	if ev == nil {
+		return ReasonNoEvent
+	}
+	if r := checkFormat(ev); r != "" {
+		return r
+	}
+	if ev.Kind == nostr.KindClientAuthentication {
+		return ReasonAuthKind
+	}
+	if l.MaxFutureSkew > 0 && int64(ev.CreatedAt) > now.Add(l.MaxFutureSkew).Unix() {
+		return ReasonFuture
+	}
+	if l.MaxContentBytes > 0 && len(ev.Content) > l.MaxContentBytes {
+		return ReasonContentTooLong
+	}
+	if l.MaxTags > 0 && len(ev.Tags) > l.MaxTags {
+		return ReasonTooManyTags
+	}
+	if !cleanText(ev.Content) {
+		return ReasonBadText
+	}
+	for _, tag := range ev.Tags {
+		if len(tag) == 0 {
+			return ReasonEmptyTag
+		}
+		for _, s := range tag {
+			if !cleanText(s) {
+				return ReasonBadText
+			}
+		}
+		if l.MaxTagValueBytes > 0 && len(tag) >= 2 && isSingleLetter(tag[0]) && len(tag[1]) > l.MaxTagValueBytes {
+			return ReasonTagValueTooLong
+		}
+	}
+	if ClassOf(ev.Kind) == Addressable {
+		if _, ok := DTag(ev); !ok {
+			return ReasonNoDTag
+		}
+	}
+	if exp, present, ok := expiration(ev); present {
+		if !ok {
+			return ReasonBadExpiration
+		}
+		if exp <= now.Unix() {
+			return ReasonExpired
+		}
+	}
+	topics := Topics(ev)
+	if len(topics) == 0 && l.RequireTopic && !l.TopicExemptKinds[ev.Kind] {
+		return ReasonMissingTopic
+	}
+	for _, t := range topics {
+		if l.MaxTagValueBytes > 0 && len(t) > l.MaxTagValueBytes {
+			return ReasonTopicTooLong
+		}
+		if l.AllowedTopics != nil && !l.AllowedTopics[t] {
+			return ReasonTopicNotEnabled
+		}
+	}
+	return checkIDAndSignature(ev)
+}
+
+// ValidateAuthEvent checks a NIP-42 AUTH event against the challenge this connection
+// was sent and the relay's own URL (only the host name is compared, as NIP-42
+// suggests; scheme, port and path are ignored). It returns "" or a Reason* constant;
+// on "" the client is authenticated as ev.PubKey. Topic and size rules do not apply.
+func ValidateAuthEvent(ev *nostr.Event, challenge, relayURL string, now time.Time) string {
+	if ev == nil {
+		return ReasonNoEvent
+	}
+	if r := checkFormat(ev); r != "" {
+		return r
+	}
+	if ev.Kind != nostr.KindClientAuthentication {
+		return ReasonAuthNotAuthKind
+	}
+	skew := int64(AuthMaxSkew / time.Second)
+	if d := int64(ev.CreatedAt) - now.Unix(); d > skew || d < -skew {
+		return ReasonAuthStale
+	}
+	if firstTagValue(ev, "challenge") != challenge || challenge == "" {
+		return ReasonAuthChallenge
+	}
+	want := hostOf(relayURL)
+	if want == "" {
+		return ReasonAuthMissingRelay
+	}
+	if hostOf(firstTagValue(ev, "relay")) != want {
+		return ReasonAuthRelay
+	}
+	return checkIDAndSignature(ev)
+}
+
+// checkFormat checks the hex fields and the kind range. It also guarantees the id
+// length that go-nostr's CheckID assumes (it indexes the id without checking).
+func checkFormat(ev *nostr.Event) string {
+	switch {
+	case !isLowerHex(ev.ID, 64):
+		return ReasonMalformedID
+	case !isLowerHex(ev.PubKey, 64):
+		return ReasonMalformedPubKey
+	case !isLowerHex(ev.Sig, 128):
+		return ReasonMalformedSig
+	case ev.Kind < 0 || ev.Kind > 65535:
+		return ReasonKindOutOfRange
+	}
+	return ""
+}
+
+// checkIDAndSignature needs checkFormat to have passed.
+func checkIDAndSignature(ev *nostr.Event) string {
+	if !ev.CheckID() {
+		return ReasonBadID
+	}
+	if ok, err := ev.CheckSignature(); err != nil || !ok {
+		return ReasonBadSignature
+	}
+	return ""
+}
+
+func firstTagValue(ev *nostr.Event, name string) string {
+	for _, tag := range ev.Tags {
+		if len(tag) >= 2 && tag[0] == name {
+			return tag[1]
+		}
+	}
+	return ""
+}
+
+// hostOf returns the lower-case host name of a relay URL, accepting a missing scheme.
+func hostOf(raw string) string {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return ""
+	}
+	if !strings.Contains(raw, "://") {
+		raw = "wss://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+}

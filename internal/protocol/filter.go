@@ -1,0 +1,216 @@
+package protocol
+
+import (
+	"slices"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// Reasons returned by ValidateFilter, each a NIP-01 CLOSED message with its prefix.
+const (
+	ReasonFilterTooManyValues = "invalid: too many values in a filter list"
+	ReasonFilterBadID         = "invalid: ids must be 64 lowercase hex characters"
+	ReasonFilterBadAuthor     = "invalid: authors must be 64 lowercase hex characters"
+	ReasonFilterBadKind       = "invalid: kinds must be between 0 and 65535"
+	ReasonFilterSinceAfter    = "invalid: since is after until"
+	ReasonFilterNegativeLimit = "invalid: limit must not be negative"
+	ReasonFilterBadTagValue   = "invalid: #e and #p values must be 64 lowercase hex characters"
+	ReasonFilterTagTooLong    = "invalid: tag value too long"
+	ReasonFilterBadText       = "invalid: tag values must be valid UTF-8 without NUL characters"
+	ReasonFilterTagName       = "unsupported: only single-letter tag filters (#a-#z, #A-#Z) are supported"
+	ReasonFilterSearch        = "unsupported: search (NIP-50) is not supported"
+	ReasonTopicFilterRequired = "restricted: every filter needs #t with at least one topic"
+)
+
+// ValidateFilter checks a REQ or COUNT filter and returns the filter to run, or a
+// CLOSED reason (a ReasonFilter* constant, ReasonTopicFilterRequired or
+// ReasonTopicNotEnabled).
+// The input is not modified.
+//
+// Checks, first failure wins: each list has at most MaxFilterValues values; ids and
+// authors are exact 64-character lowercase hex (NIP-01: no prefixes), as are #e and #p
+// values; kinds are 0..65535; since <= until when both are set; limit is not negative;
+// search is refused; tag filters are single letters; tag values fit
+// MaxTagValueBytes and are valid UTF-8 without NUL; #t has at least one topic when
+// RequireTopicInREQ, and every topic is enabled (AllowedTopics).
+//
+// The returned filter has #t values normalised (NormalizeTopic), deduplicated, empty
+// ones dropped; tag entries whose list is nil removed; and a limit: `limit:0`
+// (LimitZero) stays 0, meaning no stored events, live ones only; an absent limit
+// becomes DefaultLimit; a larger one becomes MaxLimit. A present but empty list
+// (`"ids":[]`, or #t whose values all normalise to "") matches nothing. Validating a
+// returned filter again gives it back unchanged.
+//
+// On failure the returned filter matches nothing (ids is an empty list, limit:0), so
+// using it by mistake leaks nothing.
+func ValidateFilter(in nostr.Filter, l Limits) (nostr.Filter, string) {
+	if r := checkFilter(in, l); r != "" {
+		return nostr.Filter{IDs: []string{}, LimitZero: true}, r
+	}
+	f := in.Clone()
+	for name, values := range f.Tags {
+		if values == nil {
+			delete(f.Tags, name)
+		}
+	}
+	if topics, ok := f.Tags["t"]; ok {
+		norm := make([]string, 0, len(topics))
+		for _, v := range topics {
+			if t := NormalizeTopic(v); t != "" && !slices.Contains(norm, t) {
+				norm = append(norm, t)
+			}
+		}
+		f.Tags["t"] = norm
+	}
+	if l.RequireTopicInREQ && len(f.Tags["t"]) == 0 {
+		return nostr.Filter{IDs: []string{}, LimitZero: true}, ReasonTopicFilterRequired
+	}
+	for _, t := range f.Tags["t"] {
+		if l.MaxTagValueBytes > 0 && len(t) > l.MaxTagValueBytes {
+			return nostr.Filter{IDs: []string{}, LimitZero: true}, ReasonFilterTagTooLong
+		}
+		if l.AllowedTopics != nil && !l.AllowedTopics[t] {
+			return nostr.Filter{IDs: []string{}, LimitZero: true}, ReasonTopicNotEnabled
+		}
+	}
+	if len(f.Tags) == 0 {
+		f.Tags = nil
+	}
+	if f.Limit == 0 && f.LimitZero {
+		return f, ""
+	}
+	f.LimitZero = false
+	if f.Limit == 0 {
+		switch {
+		case l.DefaultLimit > 0:
+			f.Limit = l.DefaultLimit
+		case l.MaxLimit > 0:
+			f.Limit = l.MaxLimit
+		}
+	}
+	if l.MaxLimit > 0 && f.Limit > l.MaxLimit {
+		f.Limit = l.MaxLimit
+	}
+	return f, ""
+}
+
+// checkFilter runs the checks that do not need normalisation.
+func checkFilter(f nostr.Filter, l Limits) string {
+	if max := l.MaxFilterValues; max > 0 {
+		if len(f.IDs) > max || len(f.Authors) > max || len(f.Kinds) > max {
+			return ReasonFilterTooManyValues
+		}
+		for _, values := range f.Tags {
+			if len(values) > max {
+				return ReasonFilterTooManyValues
+			}
+		}
+	}
+	for _, id := range f.IDs {
+		if !isLowerHex(id, 64) {
+			return ReasonFilterBadID
+		}
+	}
+	for _, pk := range f.Authors {
+		if !isLowerHex(pk, 64) {
+			return ReasonFilterBadAuthor
+		}
+	}
+	for _, k := range f.Kinds {
+		if k < 0 || k > 65535 {
+			return ReasonFilterBadKind
+		}
+	}
+	if f.Since != nil && f.Until != nil && *f.Since > *f.Until {
+		return ReasonFilterSinceAfter
+	}
+	if f.Limit < 0 {
+		return ReasonFilterNegativeLimit
+	}
+	if f.Search != "" {
+		return ReasonFilterSearch
+	}
+	// Sorted names make the reported failure independent of map order.
+	names := make([]string, 0, len(f.Tags))
+	for name := range f.Tags {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		values := f.Tags[name]
+		if values == nil {
+			continue
+		}
+		if !isSingleLetter(name) {
+			return ReasonFilterTagName
+		}
+		for _, v := range values {
+			if l.MaxTagValueBytes > 0 && len(v) > l.MaxTagValueBytes {
+				return ReasonFilterTagTooLong
+			}
+			if !cleanText(v) {
+				return ReasonFilterBadText
+			}
+			if (name == "e" || name == "p") && !isLowerHex(v, 64) {
+				return ReasonFilterBadTagValue
+			}
+		}
+	}
+	return ""
+}
+
+// Match reports whether ev matches f under NIP-01: every condition that f sets holds.
+// A list that is nil is no condition; a present list (even empty) needs the event's
+// value in it: ids, authors, kinds, and for each #x at least one `x` tag whose first
+// value is in the list. since <= created_at <= until. For #t the event's tag values
+// are normalised (NormalizeTopic, empty ones ignored) before comparing, and f's #t
+// values are taken as given: they are normalised when f comes from ValidateFilter.
+// limit and search play no part (ValidateFilter refuses search).
+//
+// This is the reference matcher: live fan-out uses it and the SQL query engine is
+// tested against it.
+func Match(f nostr.Filter, ev *nostr.Event) bool {
+	if ev == nil {
+		return false
+	}
+	if f.IDs != nil && !slices.Contains(f.IDs, ev.ID) {
+		return false
+	}
+	if f.Authors != nil && !slices.Contains(f.Authors, ev.PubKey) {
+		return false
+	}
+	if f.Kinds != nil && !slices.Contains(f.Kinds, ev.Kind) {
+		return false
+	}
+	if f.Since != nil && ev.CreatedAt < *f.Since {
+		return false
+	}
+	if f.Until != nil && ev.CreatedAt > *f.Until {
+		return false
+	}
+	for name, values := range f.Tags {
+		if values != nil && !hasTagValue(ev, name, values) {
+			return false
+		}
+	}
+	return true
+}
+
+// hasTagValue reports whether ev has a tag `name` whose first value is in values.
+func hasTagValue(ev *nostr.Event, name string, values []string) bool {
+	for _, tag := range ev.Tags {
+		if len(tag) < 2 || tag[0] != name {
+			continue
+		}
+		v := tag[1]
+		if name == "t" {
+			if v = NormalizeTopic(v); v == "" {
+				continue
+			}
+		}
+		if slices.Contains(values, v) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,131 @@
+package protocol
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr/nip11"
+)
+
+// Limits are the relay's protocol limits (also published in NIP-11 `limitation`, see
+// Limitation). A Limits value is read-only once in use: its maps are shared by copies
+// and read concurrently.
+//
+// A numeric limit that is zero or negative disables that check; Validate rejects such
+// a configuration, so a relay that validates its config always runs with every limit.
+type Limits struct {
+	// MaxMessageBytes bounds one WebSocket message (default 131072). A larger message
+	// is refused with a NOTICE; the relay's socket read limit must therefore be set
+	// above it (or the message read through a LimitReader) so the NOTICE can be sent.
+	MaxMessageBytes int
+	// MaxContentBytes bounds an event's content in bytes (default 65536).
+	MaxContentBytes int
+	// MaxTags bounds the number of tags of an event (default 2000).
+	MaxTags int
+	// MaxTagValueBytes bounds, in bytes, the first value of every single-letter tag
+	// (the tags relays index, NIP-01), a normalised topic, and every #x value of a
+	// filter (default 1024). 1024 keeps an index entry far below Postgres' B-tree limit
+	// of about 2700 bytes and is what strfry uses; other tag elements (for example the
+	// zap request JSON in a NIP-57 `description` tag) are bounded only by
+	// MaxMessageBytes.
+	MaxTagValueBytes int
+	// MaxFutureSkew: an event whose created_at is further than this in the future is
+	// invalid (default 15m). There is no lower bound: old events are welcome.
+	MaxFutureSkew time.Duration
+	// MaxFilters bounds the filters of one REQ or COUNT (default 10).
+	MaxFilters int
+	// MaxFilterValues bounds each list of a filter: ids, authors, kinds and every #x
+	// (default 500).
+	MaxFilterValues int
+	// MaxLimit caps a filter's `limit` (default 500); larger values are lowered, not
+	// refused.
+	MaxLimit int
+	// DefaultLimit is the limit of a filter without one (default 100).
+	DefaultLimit int
+	// MaxSubIDBytes bounds a subscription id in bytes (NIP-01 says 64 characters;
+	// counting bytes is stricter for non-ASCII ids). Default 64.
+	MaxSubIDBytes int
+	// RequireTopic: events need at least one non-empty `t` tag, else
+	// ReasonMissingTopic (default true). Kinds in TopicExemptKinds are exempt.
+	RequireTopic bool
+	// TopicExemptKinds are kinds accepted without a topic even when RequireTopic is
+	// set. The default exempts kind 5 (NIP-09 deletion): clients do not put `t` tags on
+	// deletions, and a deletion acts on its targets, whose topics are known.
+	TopicExemptKinds map[int]bool
+	// RequireTopicInREQ: every REQ/COUNT filter must carry "#t" with at least one
+	// topic, else ReasonTopicFilterRequired (default true). The prefix is
+	// "restricted:": such a filter is valid NIP-01, this relay's policy refuses it.
+	RequireTopicInREQ bool
+	// AllowedTopics, when not nil, lists the enabled topics (keys must be normalised,
+	// see NormalizeTopic); an event or filter naming any other topic gets
+	// ReasonTopicNotEnabled. Nil enables every topic.
+	AllowedTopics map[string]bool
+}
+
+// DefaultLimits returns the limits documented on each Limits field.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxMessageBytes:   131072,
+		MaxContentBytes:   65536,
+		MaxTags:           2000,
+		MaxTagValueBytes:  1024,
+		MaxFutureSkew:     15 * time.Minute,
+		MaxFilters:        10,
+		MaxFilterValues:   500,
+		MaxLimit:          500,
+		DefaultLimit:      100,
+		MaxSubIDBytes:     64,
+		RequireTopic:      true,
+		TopicExemptKinds:  map[int]bool{5: true},
+		RequireTopicInREQ: true,
+	}
+}
+
+// Validate reports a configuration error: a limit that is not positive, a default
+// limit above the cap, or an allowed topic that is not in normalised form (it could
+// never match).
+func (l Limits) Validate() error {
+	var errs []error
+	positive := func(name string, v int) {
+		if v <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %d", name, v))
+		}
+	}
+	positive("MaxMessageBytes", l.MaxMessageBytes)
+	positive("MaxContentBytes", l.MaxContentBytes)
+	positive("MaxTags", l.MaxTags)
+	positive("MaxTagValueBytes", l.MaxTagValueBytes)
+	positive("MaxFilters", l.MaxFilters)
+	positive("MaxFilterValues", l.MaxFilterValues)
+	positive("MaxLimit", l.MaxLimit)
+	positive("DefaultLimit", l.DefaultLimit)
+	positive("MaxSubIDBytes", l.MaxSubIDBytes)
+	if l.MaxFutureSkew <= 0 {
+		errs = append(errs, fmt.Errorf("MaxFutureSkew must be positive, got %s", l.MaxFutureSkew))
+	}
+	if l.DefaultLimit > l.MaxLimit {
+		errs = append(errs, fmt.Errorf("DefaultLimit %d is above MaxLimit %d", l.DefaultLimit, l.MaxLimit))
+	}
+	for topic := range l.AllowedTopics {
+		if n := NormalizeTopic(topic); n == "" || n != topic {
+			errs = append(errs, fmt.Errorf("allowed topic %q is not normalised (want %q)", topic, n))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Limitation returns the NIP-11 `limitation` object for these limits. RestrictedWrites
+// is set when events need a topic or topics are restricted; the relay sets the fields
+// it owns (AuthRequired, MaxSubscriptions, ...) itself.
+func (l Limits) Limitation() nip11.RelayLimitationDocument {
+	return nip11.RelayLimitationDocument{
+		MaxMessageLength: l.MaxMessageBytes,
+		MaxFilters:       l.MaxFilters,
+		MaxLimit:         l.MaxLimit,
+		MaxSubidLength:   l.MaxSubIDBytes,
+		MaxEventTags:     l.MaxTags,
+		MaxContentLength: l.MaxContentBytes,
+		RestrictedWrites: l.RequireTopic || l.AllowedTopics != nil,
+	}
+}

@@ -1,0 +1,28 @@
+// Package store keeps the relay's Nostr events in Postgres and feeds the outbox.
+//
+// Promises:
+//
+//   - One transaction per Ingest batch: events, topics, tags, effective-version
+//     markers, NIP-09 deletions and their tombstones are written together, and the
+//     outbox append (pkg/outbox) is the transaction's last statement. Results are
+//     returned only after the commit.
+//   - Replaceable (0, 3, 10000-19999) and addressable (30000-39999) events: the
+//     effective version of a key is the newest created_at, ties broken by the lowest
+//     id. Older versions are stored but never effective; an `upsert` outbox row (with
+//     effective_key) is written whenever the effective version changes, including
+//     when deleting the effective version promotes the newest remaining one.
+//   - NIP-09: a kind 5 event soft-deletes its author's own targets ('e' ids and 'a'
+//     addresses, the latter up to the deletion's created_at) and writes one `delete`
+//     outbox row (reason nip09) per topic of each visible target. Its targets are
+//     remembered, so a target that arrives later is refused ("blocked: ..."), and a
+//     deleted event never comes back, even when re-submitted.
+//   - NIP-40: expired events are invisible to queries at once; Sweep marks them
+//     deleted (reason expiration) and writes `delete` outbox rows, one relay at a
+//     time when several share the database.
+//   - Queries only ever return visible events: effective, not deleted, not expired.
+//   - Concurrent batches (several relays on one database) serialise on
+//     transaction-level advisory locks per effective key, taken in sorted order.
+//
+// Events without a topic (allowed only when the relay does not require one) are
+// stored and queryable but produce no outbox rows: consumers follow topics.
+package store

@@ -1,0 +1,612 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+// Store is the relay's event store. It is safe for concurrent use.
+type Store struct {
+	pool   *pgxpool.Pool
+	writer *outbox.Writer
+	now    func() time.Time
+}
+
+// New returns a Store that writes through writer (whose Run the caller runs).
+func New(pool *pgxpool.Pool, writer *outbox.Writer) *Store {
+	return &Store{pool: pool, writer: writer, now: time.Now}
+}
+
+// Result answers one ingested event: the OK flag and the NIP-01 message.
+type Result struct {
+	OK      bool
+	Message string
+}
+
+const (
+	msgDuplicate     = "duplicate: already have this event"
+	msgDeleted       = "blocked: this event was deleted"
+	msgDeletedByAuth = "blocked: this event was deleted by its author"
+)
+
+// Ingest stores verified, non-ephemeral events in one transaction ending with the
+// outbox append and returns one result per event, in order. An error means nothing
+// was stored. A batch that loses a race with another relay (deadlock, unique key)
+// is retried a few times.
+func (s *Store) Ingest(ctx context.Context, evs []*nostr.Event) ([]Result, error) {
+	var results []Result
+	var err error
+	for attempt := 0; attempt < 4; attempt++ {
+		results, err = s.ingestOnce(ctx, evs)
+		if err == nil || !retryable(err) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ingest %d events: %w", len(evs), err)
+	}
+	return results, nil
+}
+
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001" || pgErr.Code == "23505")
+}
+
+func (s *Store) ingestOnce(ctx context.Context, evs []*nostr.Event) ([]Result, error) {
+	p := newPlan(evs, s.now())
+	_, err := s.writer.Write(ctx, func(ctx context.Context, tx pgx.Tx) ([]outbox.Record, error) {
+		if err := p.load(ctx, tx); err != nil {
+			return nil, err
+		}
+		p.decide()
+		if err := p.write(ctx, tx); err != nil {
+			return nil, err
+		}
+		return p.records, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p.results, nil
+}
+
+// stored is what the plan knows about a stored (or newly inserted) event.
+type stored struct {
+	id           string
+	pubkey       string
+	kind         int
+	createdAt    int64
+	effectiveKey string
+	effective    bool
+	deleted      bool
+	topics       []string
+	isNew        bool
+	ev           *nostr.Event // new events only
+}
+
+// plan is one Ingest batch: what it loaded, what it decided, what it will write.
+type plan struct {
+	evs        []*nostr.Event
+	ingestedAt time.Time
+	results    []Result
+
+	byID       map[string]*stored            // stored rows for incoming ids and deletion targets
+	versions   map[string][]*stored          // effective key -> every stored version
+	tombIDs    map[string]map[string]bool    // deleted id -> authors who asked
+	tombAddr   map[string]int64              // address -> newest deletion created_at
+	oldWinner  map[string]string             // effective key -> id effective before the batch
+	touched    map[string]bool               // effective keys whose versions changed
+	newTombs   [][4]string                   // target, pubkey, deletion id, created_at
+	deletedIDs []string                      // stored or new events deleted by this batch
+	records    []outbox.Record
+}
+
+func newPlan(evs []*nostr.Event, now time.Time) *plan {
+	return &plan{
+		evs: evs, ingestedAt: now, results: make([]Result, len(evs)),
+		byID: map[string]*stored{}, versions: map[string][]*stored{},
+		tombIDs: map[string]map[string]bool{}, tombAddr: map[string]int64{},
+		oldWinner: map[string]string{}, touched: map[string]bool{},
+	}
+}
+
+// address is the NIP-09 'a' address of a replaceable or addressable event.
+func address(kind int, pubkey, d string) string {
+	return strconv.Itoa(kind) + ":" + pubkey + ":" + d
+}
+
+// keyOfAddress maps an 'a' address to the effective key of the events it names.
+func keyOfAddress(a string) (key string, kind int, pubkey string, ok bool) {
+	parts := strings.SplitN(a, ":", 3)
+	if len(parts) != 3 {
+		return "", 0, "", false
+	}
+	k, err := strconv.Atoi(parts[0])
+	if err != nil || len(parts[1]) != 64 {
+		return "", 0, "", false
+	}
+	switch protocol.ClassOf(k) {
+	case protocol.Replaceable:
+		return parts[0] + ":" + parts[1], k, parts[1], true
+	case protocol.Addressable:
+		return a, k, parts[1], true
+	}
+	return "", 0, "", false
+}
+
+// deletionTargets returns the 'e' ids and the 'a' addresses (own author only) of a kind 5 event.
+func deletionTargets(ev *nostr.Event) (ids, addrs []string) {
+	for _, t := range ev.Tags {
+		if len(t) < 2 {
+			continue
+		}
+		switch t[0] {
+		case "e":
+			if len(t[1]) == 64 {
+				ids = append(ids, t[1])
+			}
+		case "a":
+			if _, _, pk, ok := keyOfAddress(t[1]); ok && pk == ev.PubKey {
+				addrs = append(addrs, t[1])
+			}
+		}
+	}
+	return ids, addrs
+}
+
+func eventAddress(ev *nostr.Event) string {
+	d, _ := protocol.DTag(ev)
+	if protocol.ClassOf(ev.Kind) == protocol.Replaceable {
+		d = ""
+	}
+	return address(ev.Kind, ev.PubKey, d)
+}
+
+// load reads what the decisions need, after taking the effective-key locks.
+func (p *plan) load(ctx context.Context, tx pgx.Tx) error {
+	ids := map[string]bool{}
+	keys := map[string]bool{}
+	addrs := map[string]bool{}
+	for _, ev := range p.evs {
+		ids[ev.ID] = true
+		if k := protocol.EffectiveKey(ev); k != "" {
+			keys[k] = true
+			addrs[eventAddress(ev)] = true
+		}
+		if ev.Kind == nostr.KindDeletion {
+			eids, as := deletionTargets(ev)
+			for _, id := range eids {
+				ids[id] = true
+			}
+			for _, a := range as {
+				k, _, _, _ := keyOfAddress(a)
+				keys[k] = true
+			}
+		}
+	}
+	if err := lockKeys(ctx, tx, keys); err != nil {
+		return err
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT id, pubkey, kind, created_at, coalesce(effective_key, ''), is_effective, deleted_at IS NOT NULL
+		FROM cn_relay.events WHERE id = ANY($1)`, setSlice(ids))
+	if err != nil {
+		return fmt.Errorf("load events: %w", err)
+	}
+	if err := p.scanStored(rows, nil); err != nil {
+		return err
+	}
+	// Deletion targets may belong to keys not locked yet.
+	more := map[string]bool{}
+	for _, st := range p.byID {
+		if st.effectiveKey != "" && !keys[st.effectiveKey] {
+			more[st.effectiveKey] = true
+			keys[st.effectiveKey] = true
+		}
+	}
+	if err := lockKeys(ctx, tx, more); err != nil {
+		return err
+	}
+	rows, err = tx.Query(ctx, `
+		SELECT id, pubkey, kind, created_at, effective_key, is_effective, deleted_at IS NOT NULL
+		FROM cn_relay.events WHERE effective_key = ANY($1)`, setSlice(keys))
+	if err != nil {
+		return fmt.Errorf("load versions: %w", err)
+	}
+	if err := p.scanStored(rows, p.versions); err != nil {
+		return err
+	}
+	for k, vs := range p.versions {
+		for _, v := range vs {
+			if v.effective {
+				p.oldWinner[k] = v.id
+			}
+		}
+	}
+	targets := setSlice(ids)
+	targets = append(targets, setSlice(addrs)...)
+	rows, err = tx.Query(ctx, `SELECT target, pubkey, max(created_at) FROM cn_relay.deletion_targets
+		WHERE target = ANY($1) GROUP BY target, pubkey`, targets)
+	if err != nil {
+		return fmt.Errorf("load deletions: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var target, pubkey string
+		var at int64
+		if err := rows.Scan(&target, &pubkey, &at); err != nil {
+			return fmt.Errorf("load deletions: %w", err)
+		}
+		if len(target) == 64 && !strings.Contains(target, ":") {
+			p.addTombID(target, pubkey)
+		} else {
+			p.tombAddr[target] = max(p.tombAddr[target], at)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load deletions: %w", err)
+	}
+	return p.loadTopics(ctx, tx)
+}
+
+// loadTopics reads the topics of every stored row the batch may delete or promote.
+func (p *plan) loadTopics(ctx context.Context, tx pgx.Tx) error {
+	var ids []string
+	for id := range p.byID {
+		ids = append(ids, id)
+	}
+	index := map[string]*stored{}
+	for id, st := range p.byID {
+		index[id] = st
+	}
+	for _, vs := range p.versions {
+		for _, v := range vs {
+			if index[v.id] == nil {
+				index[v.id] = v
+				ids = append(ids, v.id)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, "SELECT event_id, topic_id FROM cn_relay.event_topics WHERE event_id = ANY($1) ORDER BY event_id, topic_id", ids)
+	if err != nil {
+		return fmt.Errorf("load topics: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, topic string
+		if err := rows.Scan(&id, &topic); err != nil {
+			return fmt.Errorf("load topics: %w", err)
+		}
+		st := index[id]
+		st.topics = append(st.topics, topic)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load topics: %w", err)
+	}
+	// byID and versions may hold distinct structs for one id: share the topics.
+	for _, vs := range p.versions {
+		for _, v := range vs {
+			if st := p.byID[v.id]; st != nil && st != v {
+				v.topics = st.topics
+			}
+		}
+	}
+	return nil
+}
+
+func (p *plan) scanStored(rows pgx.Rows, into map[string][]*stored) error {
+	defer rows.Close()
+	for rows.Next() {
+		st := &stored{}
+		if err := rows.Scan(&st.id, &st.pubkey, &st.kind, &st.createdAt, &st.effectiveKey, &st.effective, &st.deleted); err != nil {
+			return fmt.Errorf("scan event: %w", err)
+		}
+		if into == nil {
+			p.byID[st.id] = st
+			continue
+		}
+		if prev := p.byID[st.id]; prev != nil {
+			st = prev // one struct per id
+		}
+		into[st.effectiveKey] = append(into[st.effectiveKey], st)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("scan events: %w", err)
+	}
+	return nil
+}
+
+func (p *plan) addTombID(id, pubkey string) {
+	if p.tombIDs[id] == nil {
+		p.tombIDs[id] = map[string]bool{}
+	}
+	p.tombIDs[id][pubkey] = true
+}
+
+// lockKeys takes the transaction-level advisory lock of each key in sorted order.
+func lockKeys(ctx context.Context, tx pgx.Tx, keys map[string]bool) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	sorted := setSlice(keys)
+	var b pgx.Batch
+	for _, k := range sorted {
+		b.Queue("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", k)
+	}
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return fmt.Errorf("lock effective keys: %w", err)
+	}
+	return nil
+}
+
+func setSlice(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// decide walks the batch in order and settles each event against the stored state
+// and the events before it.
+func (p *plan) decide() {
+	for i, ev := range p.evs {
+		if prev := p.byID[ev.ID]; prev != nil {
+			switch {
+			case prev.deleted:
+				p.results[i] = Result{false, msgDeleted}
+			default:
+				p.results[i] = Result{true, msgDuplicate}
+			}
+			continue
+		}
+		if p.tombIDs[ev.ID][ev.PubKey] {
+			p.results[i] = Result{false, msgDeletedByAuth}
+			continue
+		}
+		key := protocol.EffectiveKey(ev)
+		if key != "" {
+			if at, ok := p.tombAddr[eventAddress(ev)]; ok && int64(ev.CreatedAt) <= at {
+				p.results[i] = Result{false, msgDeletedByAuth}
+				continue
+			}
+		}
+		st := &stored{id: ev.ID, pubkey: ev.PubKey, kind: ev.Kind, createdAt: int64(ev.CreatedAt),
+			effectiveKey: key, effective: key == "", topics: protocol.Topics(ev), isNew: true, ev: ev}
+		p.byID[ev.ID] = st
+		p.results[i] = Result{true, ""}
+		if key != "" {
+			p.versions[key] = append(p.versions[key], st)
+			p.touched[key] = true
+		} else {
+			p.upserts(st)
+		}
+		if ev.Kind == nostr.KindDeletion {
+			p.applyDeletion(ev)
+		}
+	}
+	p.settleKeys()
+}
+
+// applyDeletion soft-deletes the author's targets and remembers them.
+func (p *plan) applyDeletion(ev *nostr.Event) {
+	ids, addrs := deletionTargets(ev)
+	at := int64(ev.CreatedAt)
+	for _, id := range ids {
+		p.newTombs = append(p.newTombs, [4]string{id, ev.PubKey, ev.ID, strconv.FormatInt(at, 10)})
+		p.addTombID(id, ev.PubKey)
+		if t := p.byID[id]; t != nil && t.pubkey == ev.PubKey && t.kind != nostr.KindDeletion {
+			p.delete(t)
+		}
+	}
+	for _, a := range addrs {
+		p.newTombs = append(p.newTombs, [4]string{a, ev.PubKey, ev.ID, strconv.FormatInt(at, 10)})
+		p.tombAddr[a] = max(p.tombAddr[a], at)
+		key, _, _, _ := keyOfAddress(a)
+		for _, v := range p.versions[key] {
+			if v.createdAt <= at {
+				p.delete(v)
+			}
+		}
+	}
+}
+
+// delete marks st deleted; a visible regular event gets its delete rows now,
+// effective-keyed events are settled in settleKeys.
+func (p *plan) delete(st *stored) {
+	if st.deleted {
+		return
+	}
+	st.deleted = true
+	p.deletedIDs = append(p.deletedIDs, st.id)
+	if st.effectiveKey != "" {
+		p.touched[st.effectiveKey] = true
+		return
+	}
+	p.deletes(st, "nip09")
+}
+
+// settleKeys recomputes the effective version of every touched key: the newest
+// non-deleted version, ties by lowest id.
+func (p *plan) settleKeys() {
+	for _, key := range setSlice(p.touched) {
+		var winner *stored
+		for _, v := range p.versions[key] {
+			if v.deleted {
+				continue
+			}
+			if winner == nil || v.createdAt > winner.createdAt || (v.createdAt == winner.createdAt && v.id < winner.id) {
+				winner = v
+			}
+		}
+		oldID := p.oldWinner[key]
+		for _, v := range p.versions[key] {
+			if v.id == oldID && v.deleted {
+				p.deletes(v, "nip09") // the visible version goes away
+			}
+			v.effective = v == winner
+		}
+		if winner != nil && winner.id != oldID {
+			p.upserts(winner)
+		}
+	}
+}
+
+func (p *plan) upserts(st *stored) {
+	for _, t := range st.topics {
+		p.records = append(p.records, outbox.Record{Op: outbox.OpUpsert, EventID: st.id, TopicID: t, Kind: st.kind,
+			CreatedAt: st.createdAt, IngestedAt: p.ingestedAt, EffectiveKey: st.effectiveKey})
+	}
+}
+
+func (p *plan) deletes(st *stored, reason string) {
+	for _, t := range st.topics {
+		p.records = append(p.records, outbox.Record{Op: outbox.OpDelete, EventID: st.id, TopicID: t, Kind: st.kind,
+			CreatedAt: st.createdAt, IngestedAt: p.ingestedAt, EffectiveKey: st.effectiveKey, Reason: reason})
+	}
+}
+
+// write applies the decisions: effective flags off first (the unique effective-key
+// index), then the new rows, then flags on, deletions and tombstones.
+func (p *plan) write(ctx context.Context, tx pgx.Tx) error {
+	var off, on []string
+	var ins []*stored
+	for _, st := range p.byID {
+		if st.isNew {
+			ins = append(ins, st)
+		}
+	}
+	for _, vs := range p.versions {
+		for _, v := range vs {
+			if v.isNew {
+				continue
+			}
+			was := v.id == p.oldWinner[v.effectiveKey]
+			switch {
+			case was && !v.effective:
+				off = append(off, v.id)
+			case !was && v.effective:
+				on = append(on, v.id)
+			}
+		}
+	}
+	slices.SortFunc(ins, func(a, b *stored) int { return strings.Compare(a.id, b.id) })
+
+	var b pgx.Batch
+	if len(off) > 0 {
+		b.Queue("UPDATE cn_relay.events SET is_effective = false WHERE id = ANY($1)", off)
+	}
+	if len(ins) > 0 {
+		queueInsert(&b, ins, p.ingestedAt)
+	}
+	if len(on) > 0 {
+		b.Queue("UPDATE cn_relay.events SET is_effective = true WHERE id = ANY($1)", on)
+	}
+	var oldDeleted []string
+	for _, id := range p.deletedIDs {
+		if st := p.byID[id]; st == nil || !st.isNew {
+			oldDeleted = append(oldDeleted, id)
+		}
+	}
+	if len(oldDeleted) > 0 {
+		b.Queue(`UPDATE cn_relay.events SET deleted_at = now(), deleted_reason = 'nip09'
+			WHERE id = ANY($1) AND deleted_at IS NULL`, oldDeleted)
+	}
+	if len(p.newTombs) > 0 {
+		cols := [4][]string{}
+		for _, t := range p.newTombs {
+			for i := range cols {
+				cols[i] = append(cols[i], t[i])
+			}
+		}
+		b.Queue(`INSERT INTO cn_relay.deletion_targets (target, pubkey, deletion_id, created_at)
+			SELECT t, pk, d, at::bigint FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(t, pk, d, at)
+			ON CONFLICT DO NOTHING`, cols[0], cols[1], cols[2], cols[3])
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return fmt.Errorf("write events: %w", err)
+	}
+	return nil
+}
+
+// queueInsert queues the rows, topics and single-letter tags of new events.
+func queueInsert(b *pgx.Batch, ins []*stored, ingestedAt time.Time) {
+	n := len(ins)
+	ids, pubkeys, contents, sigs, keys, tags := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	kinds, createdAts, expires := make([]int32, n), make([]int64, n), make([]*int64, n)
+	effective, deleted := make([]bool, n), make([]bool, n)
+	var tIDs, tTopics []string
+	var tAts []int64
+	var gIDs, gNames, gValues []string
+	var gAts []int64
+	for i, st := range ins {
+		ev := st.ev
+		ids[i], pubkeys[i], contents[i], sigs[i], keys[i] = ev.ID, ev.PubKey, ev.Content, ev.Sig, st.effectiveKey
+		kinds[i], createdAts[i] = int32(ev.Kind), int64(ev.CreatedAt)
+		effective[i], deleted[i] = st.effective && !st.deleted, st.deleted
+		if exp, ok := protocol.Expiration(ev); ok {
+			expires[i] = &exp
+		}
+		tagsJSON, _ := json.Marshal(ev.Tags)
+		if ev.Tags == nil {
+			tagsJSON = []byte("[]")
+		}
+		tags[i] = string(tagsJSON)
+		for _, t := range st.topics {
+			tIDs, tTopics, tAts = append(tIDs, ev.ID), append(tTopics, t), append(tAts, int64(ev.CreatedAt))
+		}
+		seen := map[[2]string]bool{}
+		for _, t := range ev.Tags {
+			if len(t) < 2 || len(t[0]) != 1 || t[0] == "t" || len(t[1]) > 1024 {
+				continue
+			}
+			k := [2]string{t[0], t[1]}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			gIDs, gNames, gValues, gAts = append(gIDs, ev.ID), append(gNames, t[0]), append(gValues, t[1]), append(gAts, int64(ev.CreatedAt))
+		}
+	}
+	b.Queue(`
+		INSERT INTO cn_relay.events (id, pubkey, kind, created_at, tags, content, sig, ingested_at,
+		                             effective_key, is_effective, deleted_at, deleted_reason, expires_at)
+		SELECT id, pubkey, kind, created_at, tags::jsonb, content, sig, $12,
+		       nullif(key, ''), effective, CASE WHEN deleted THEN $12::timestamptz END,
+		       CASE WHEN deleted THEN 'nip09' END, expires
+		FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $5::text[], $6::text[], $7::text[],
+		            $8::text[], $9::bool[], $10::bool[], $11::bigint[])
+		     AS u(id, pubkey, kind, created_at, tags, content, sig, key, effective, deleted, expires)
+		ON CONFLICT (id) DO NOTHING`,
+		ids, pubkeys, kinds, createdAts, tags, contents, sigs, keys, effective, deleted, expires, ingestedAt)
+	if len(tIDs) > 0 {
+		b.Queue(`INSERT INTO cn_relay.event_topics (event_id, topic_id, created_at)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) ON CONFLICT DO NOTHING`, tIDs, tTopics, tAts)
+	}
+	if len(gIDs) > 0 {
+		b.Queue(`INSERT INTO cn_relay.event_tags (event_id, name, value, created_at)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) ON CONFLICT DO NOTHING`, gIDs, gNames, gValues, gAts)
+	}
+}

@@ -1,0 +1,165 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nbd-wtf/go-nostr"
+)
+
+const eventColumns = "e.id, e.pubkey, e.created_at, e.kind, e.tags, e.content, e.sig"
+
+// visibleSQL is the one definition of what a reader may see; $1 is now (unix).
+const visibleSQL = "e.deleted_at IS NULL AND e.is_effective AND (e.expires_at IS NULL OR e.expires_at > $1)"
+
+// Query returns the visible events matching any filter: each filter's Limit applies
+// to its own matches (LimitZero: none), the union is ordered newest first, ties by
+// lowest id, without duplicates. Filters must have been validated (protocol.ValidateFilter):
+// #t values normalised, Limit set.
+func (s *Store) Query(ctx context.Context, filters []nostr.Filter) ([]*nostr.Event, error) {
+	seen := map[string]bool{}
+	var out []*nostr.Event
+	for _, f := range filters {
+		if f.LimitZero {
+			continue
+		}
+		where, args, ok := s.filterSQL(f)
+		if !ok {
+			continue
+		}
+		sql := "SELECT " + eventColumns + " FROM cn_relay.events e WHERE " + where +
+			" ORDER BY e.created_at DESC, e.id"
+		if f.Limit > 0 {
+			args = append(args, f.Limit)
+			sql += " LIMIT $" + strconv.Itoa(len(args))
+		}
+		evs, err := s.queryEvents(ctx, sql, args...)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range evs {
+			if !seen[ev.ID] {
+				seen[ev.ID] = true
+				out = append(out, ev)
+			}
+		}
+	}
+	if len(filters) > 1 {
+		slices.SortFunc(out, func(a, b *nostr.Event) int {
+			if a.CreatedAt != b.CreatedAt {
+				return int(b.CreatedAt - a.CreatedAt)
+			}
+			return strings.Compare(a.ID, b.ID)
+		})
+	}
+	return out, nil
+}
+
+// Count returns how many distinct visible events match any filter (NIP-45); limits
+// do not apply.
+func (s *Store) Count(ctx context.Context, filters []nostr.Filter) (int64, error) {
+	var parts []string
+	var args []any
+	for _, f := range filters {
+		where, fargs, ok := s.filterSQLFrom(f, len(args))
+		if !ok {
+			continue
+		}
+		args = append(args, fargs...)
+		parts = append(parts, "SELECT e.id FROM cn_relay.events e WHERE "+where)
+	}
+	if len(parts) == 0 {
+		return 0, nil
+	}
+	var n int64
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM ("+strings.Join(parts, " UNION ")+") u", args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count events: %w", err)
+	}
+	return n, nil
+}
+
+// Events returns the visible events with these ids; missing ones are skipped.
+func (s *Store) Events(ctx context.Context, ids []string) ([]*nostr.Event, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return s.queryEvents(ctx, "SELECT "+eventColumns+" FROM cn_relay.events e WHERE "+visibleSQL+" AND e.id = ANY($2)",
+		s.now().Unix(), ids)
+}
+
+func (s *Store) filterSQL(f nostr.Filter) (string, []any, bool) {
+	return s.filterSQLFrom(f, 0)
+}
+
+// filterSQLFrom turns a filter into a WHERE clause whose placeholders start after
+// `offset`; ok is false when the filter can match nothing stored.
+func (s *Store) filterSQLFrom(f nostr.Filter, offset int) (string, []any, bool) {
+	args := []any{s.now().Unix()}
+	ph := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(offset+len(args))
+	}
+	conds := []string{strings.ReplaceAll(visibleSQL, "$1", "$"+strconv.Itoa(offset+1))}
+	if f.IDs != nil {
+		conds = append(conds, "e.id = ANY("+ph(f.IDs)+")")
+	}
+	if f.Authors != nil {
+		conds = append(conds, "e.pubkey = ANY("+ph(f.Authors)+")")
+	}
+	if f.Kinds != nil {
+		kinds := make([]int32, len(f.Kinds))
+		for i, k := range f.Kinds {
+			kinds[i] = int32(k)
+		}
+		conds = append(conds, "e.kind = ANY("+ph(kinds)+")")
+	}
+	if f.Since != nil {
+		conds = append(conds, "e.created_at >= "+ph(int64(*f.Since)))
+	}
+	if f.Until != nil {
+		conds = append(conds, "e.created_at <= "+ph(int64(*f.Until)))
+	}
+	names := make([]string, 0, len(f.Tags))
+	for name := range f.Tags {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		values := f.Tags[name]
+		switch {
+		case len(name) != 1:
+			return "", nil, false // only single-letter tags are indexed (NIP-01)
+		case name == "t":
+			conds = append(conds, "EXISTS (SELECT 1 FROM cn_relay.event_topics t WHERE t.event_id = e.id AND t.topic_id = ANY("+ph(values)+"))")
+		default:
+			conds = append(conds, "EXISTS (SELECT 1 FROM cn_relay.event_tags g WHERE g.event_id = e.id AND g.name = "+
+				ph(name)+" AND g.value = ANY("+ph(values)+"))")
+		}
+	}
+	return strings.Join(conds, " AND "), args, true
+}
+
+func (s *Store) queryEvents(ctx context.Context, sql string, args ...any) ([]*nostr.Event, error) {
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("query events: %w", err)
+	}
+	evs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*nostr.Event, error) {
+		ev := &nostr.Event{}
+		var createdAt int64
+		var kind int32
+		if err := row.Scan(&ev.ID, &ev.PubKey, &createdAt, &kind, &ev.Tags, &ev.Content, &ev.Sig); err != nil {
+			return nil, err
+		}
+		ev.CreatedAt, ev.Kind = nostr.Timestamp(createdAt), int(kind)
+		return ev, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("query events: %w", err)
+	}
+	return evs, nil
+}
