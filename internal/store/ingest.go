@@ -105,14 +105,14 @@ type plan struct {
 	ingestedAt time.Time
 	results    []Result
 
-	byID       map[string]*stored            // stored rows for incoming ids and deletion targets
-	versions   map[string][]*stored          // effective key -> every stored version
-	tombIDs    map[string]map[string]bool    // deleted id -> authors who asked
-	tombAddr   map[string]int64              // address -> newest deletion created_at
-	oldWinner  map[string]string             // effective key -> id effective before the batch
-	touched    map[string]bool               // effective keys whose versions changed
-	newTombs   [][4]string                   // target, pubkey, deletion id, created_at
-	deletedIDs []string                      // stored or new events deleted by this batch
+	byID       map[string]*stored         // stored rows for incoming ids and deletion targets
+	versions   map[string][]*stored       // effective key -> every stored version
+	tombIDs    map[string]map[string]bool // deleted id -> authors who asked
+	tombAddr   map[string]int64           // address -> newest deletion created_at
+	oldWinner  map[string]string          // effective key -> id effective before the batch
+	touched    map[string]bool            // effective keys whose versions changed
+	newTombs   [][4]string                // target, pubkey, deletion id, created_at
+	deletedIDs []string                   // stored or new events deleted by this batch
 	records    []outbox.Record
 }
 

@@ -351,4 +351,3 @@ func nonNil(s []string) []string {
 	}
 	return s
 }
-
