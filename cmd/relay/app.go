@@ -1,0 +1,148 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/relay"
+)
+
+// settings is everything the command line says: the relay's Config and what the
+// process around it needs.
+type settings struct {
+	relay         relay.Config
+	databaseURL   string
+	sweepInterval time.Duration
+	logLevel      slog.Level
+}
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	d := relay.DefaultConfig()
+	l := d.Limits
+	return &cli.App{
+		Name:            "relay",
+		Usage:           "serve the community node's Nostr relay",
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		ExitErrHandler:  func(*cli.Context, error) {}, // main decides the exit code
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "listen", Value: d.Listen, EnvVars: []string{"CN_RELAY_LISTEN"}, Usage: "address to serve WebSocket, NIP-11, /healthz and /metrics on"},
+			&cli.StringFlag{Name: "database-url", EnvVars: []string{"DATABASE_URL"}, Required: true, Usage: "Postgres URL of the node's database"},
+			&cli.StringFlag{Name: "public-url", EnvVars: []string{"CN_RELAY_PUBLIC_URL"}, Usage: "the relay's URL as clients see it (wss://...); AUTH events must name it (default: the Host header)"},
+			&cli.StringFlag{Name: "real-ip-header", EnvVars: []string{"CN_RELAY_REAL_IP_HEADER"}, Usage: "header with the client address set by a trusted reverse proxy (e.g. X-Forwarded-For)"},
+
+			&cli.IntFlag{Name: "batch-max-events", Value: d.BatchMaxEvents, EnvVars: []string{"CN_RELAY_BATCH_MAX_EVENTS"}, Usage: "events per group commit, at most"},
+			&cli.DurationFlag{Name: "batch-max-delay", Value: d.BatchMaxDelay, EnvVars: []string{"CN_RELAY_BATCH_MAX_DELAY"}, Usage: "longest wait of an event for its group commit"},
+			&cli.IntFlag{Name: "ingest-concurrency", Value: d.IngestConcurrency, EnvVars: []string{"CN_RELAY_INGEST_CONCURRENCY"}, Usage: "group commits running at once"},
+			&cli.IntFlag{Name: "send-queue", Value: d.SendQueueSize, EnvVars: []string{"CN_RELAY_SEND_QUEUE"}, Usage: "outgoing messages queued per connection before the client counts as too slow"},
+			&cli.IntFlag{Name: "max-subscriptions", Value: d.MaxSubscriptions, EnvVars: []string{"CN_RELAY_MAX_SUBSCRIPTIONS"}, Usage: "open subscriptions per connection"},
+			&cli.IntFlag{Name: "max-conns-per-ip", Value: d.MaxConnsPerIP, EnvVars: []string{"CN_RELAY_MAX_CONNS_PER_IP"}, Usage: "simultaneous connections per client address"},
+			&cli.Float64Flag{Name: "event-rate-ip", Value: d.EventRatePerIP.PerSecond, EnvVars: []string{"CN_RELAY_EVENT_RATE_IP"}, Usage: "EVENT and AUTH messages per second per client address (0: no limit)"},
+			&cli.IntFlag{Name: "event-burst-ip", Value: d.EventRatePerIP.Burst, EnvVars: []string{"CN_RELAY_EVENT_BURST_IP"}, Usage: "burst for --event-rate-ip"},
+			&cli.Float64Flag{Name: "event-rate-pubkey", Value: d.EventRatePerPubkey.PerSecond, EnvVars: []string{"CN_RELAY_EVENT_RATE_PUBKEY"}, Usage: "EVENT messages per second per author (0: no limit)"},
+			&cli.IntFlag{Name: "event-burst-pubkey", Value: d.EventRatePerPubkey.Burst, EnvVars: []string{"CN_RELAY_EVENT_BURST_PUBKEY"}, Usage: "burst for --event-rate-pubkey"},
+			&cli.Float64Flag{Name: "req-rate-ip", Value: d.ReqRatePerIP.PerSecond, EnvVars: []string{"CN_RELAY_REQ_RATE_IP"}, Usage: "REQ and COUNT messages per second per client address (0: no limit)"},
+			&cli.IntFlag{Name: "req-burst-ip", Value: d.ReqRatePerIP.Burst, EnvVars: []string{"CN_RELAY_REQ_BURST_IP"}, Usage: "burst for --req-rate-ip"},
+			&cli.DurationFlag{Name: "query-timeout", Value: d.QueryTimeout, EnvVars: []string{"CN_RELAY_QUERY_TIMEOUT"}, Usage: "longest REQ or COUNT query"},
+			&cli.DurationFlag{Name: "shutdown-timeout", Value: d.ShutdownTimeout, EnvVars: []string{"CN_RELAY_SHUTDOWN_TIMEOUT"}, Usage: "longest graceful shutdown"},
+
+			&cli.BoolFlag{Name: "auth", EnvVars: []string{"CN_RELAY_AUTH"}, Usage: "enable NIP-42 authentication (needed for protected NIP-70 events)"},
+			&cli.BoolFlag{Name: "auth-required-for-writes", EnvVars: []string{"CN_RELAY_AUTH_REQUIRED_FOR_WRITES"}, Usage: "accept EVENTs from authenticated clients only (needs --auth)"},
+			&cli.BoolFlag{Name: "auth-required-for-reads", EnvVars: []string{"CN_RELAY_AUTH_REQUIRED_FOR_READS"}, Usage: "serve REQ and COUNT to authenticated clients only (needs --auth)"},
+
+			&cli.IntFlag{Name: "max-message-bytes", Value: l.MaxMessageBytes, EnvVars: []string{"CN_RELAY_MAX_MESSAGE_BYTES"}, Usage: "largest client message"},
+			&cli.IntFlag{Name: "max-content-bytes", Value: l.MaxContentBytes, EnvVars: []string{"CN_RELAY_MAX_CONTENT_BYTES"}, Usage: "largest event content"},
+			&cli.IntFlag{Name: "max-tags", Value: l.MaxTags, EnvVars: []string{"CN_RELAY_MAX_TAGS"}, Usage: "most tags per event"},
+			&cli.IntFlag{Name: "max-filters", Value: l.MaxFilters, EnvVars: []string{"CN_RELAY_MAX_FILTERS"}, Usage: "most filters per REQ or COUNT"},
+			&cli.IntFlag{Name: "max-limit", Value: l.MaxLimit, EnvVars: []string{"CN_RELAY_MAX_LIMIT"}, Usage: "cap of a filter's limit"},
+			&cli.IntFlag{Name: "default-limit", Value: l.DefaultLimit, EnvVars: []string{"CN_RELAY_DEFAULT_LIMIT"}, Usage: "limit of a filter without one"},
+			&cli.BoolFlag{Name: "require-topic", Value: l.RequireTopic, EnvVars: []string{"CN_RELAY_REQUIRE_TOPIC"}, Usage: "refuse events without a t tag"},
+			&cli.BoolFlag{Name: "require-topic-in-req", Value: l.RequireTopicInREQ, EnvVars: []string{"CN_RELAY_REQUIRE_TOPIC_IN_REQ"}, Usage: "refuse REQ and COUNT filters without #t"},
+			&cli.StringSliceFlag{Name: "allowed-topics", EnvVars: []string{"CN_RELAY_ALLOWED_TOPICS"}, Usage: "the only topics accepted (comma separated; default: all)"},
+
+			&cli.StringFlag{Name: "name", EnvVars: []string{"CN_RELAY_NAME"}, Usage: "NIP-11 name"},
+			&cli.StringFlag{Name: "description", EnvVars: []string{"CN_RELAY_DESCRIPTION"}, Usage: "NIP-11 description"},
+			&cli.StringFlag{Name: "pubkey", EnvVars: []string{"CN_RELAY_PUBKEY"}, Usage: "NIP-11 operator pubkey (hex)"},
+			&cli.StringFlag{Name: "contact", EnvVars: []string{"CN_RELAY_CONTACT"}, Usage: "NIP-11 contact URI"},
+
+			&cli.DurationFlag{Name: "expiry-sweep-interval", Value: 30 * time.Second, EnvVars: []string{"CN_RELAY_EXPIRY_SWEEP_INTERVAL"}, Usage: "how often expired (NIP-40) events are swept (0: never)"},
+			&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"CN_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return fmt.Errorf("unexpected arguments %q (see relay --help)", c.Args().Slice())
+			}
+			s, err := parseSettings(c)
+			if err != nil {
+				return err
+			}
+			logger := slog.New(slog.NewJSONHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: s.logLevel}))
+			return serve(c.Context, s, logger)
+		},
+	}
+}
+
+// parseSettings maps the flags into settings and validates them.
+func parseSettings(c *cli.Context) (settings, error) {
+	cfg := relay.DefaultConfig()
+	cfg.Listen = c.String("listen")
+	cfg.PublicURL = c.String("public-url")
+	cfg.RealIPHeader = c.String("real-ip-header")
+	cfg.BatchMaxEvents = c.Int("batch-max-events")
+	cfg.BatchMaxDelay = c.Duration("batch-max-delay")
+	cfg.IngestConcurrency = c.Int("ingest-concurrency")
+	cfg.SendQueueSize = c.Int("send-queue")
+	cfg.MaxSubscriptions = c.Int("max-subscriptions")
+	cfg.MaxConnsPerIP = c.Int("max-conns-per-ip")
+	cfg.EventRatePerIP = relay.Rate{PerSecond: c.Float64("event-rate-ip"), Burst: c.Int("event-burst-ip")}
+	cfg.EventRatePerPubkey = relay.Rate{PerSecond: c.Float64("event-rate-pubkey"), Burst: c.Int("event-burst-pubkey")}
+	cfg.ReqRatePerIP = relay.Rate{PerSecond: c.Float64("req-rate-ip"), Burst: c.Int("req-burst-ip")}
+	cfg.QueryTimeout = c.Duration("query-timeout")
+	cfg.ShutdownTimeout = c.Duration("shutdown-timeout")
+	cfg.Auth = relay.AuthConfig{
+		Enabled:           c.Bool("auth"),
+		RequiredForWrites: c.Bool("auth-required-for-writes"),
+		RequiredForReads:  c.Bool("auth-required-for-reads"),
+	}
+	cfg.Info = relay.Info{
+		Name:        c.String("name"),
+		Description: c.String("description"),
+		PubKey:      c.String("pubkey"),
+		Contact:     c.String("contact"),
+		Version:     version(),
+	}
+	cfg.Limits.MaxMessageBytes = c.Int("max-message-bytes")
+	cfg.Limits.MaxContentBytes = c.Int("max-content-bytes")
+	cfg.Limits.MaxTags = c.Int("max-tags")
+	cfg.Limits.MaxFilters = c.Int("max-filters")
+	cfg.Limits.MaxLimit = c.Int("max-limit")
+	cfg.Limits.DefaultLimit = c.Int("default-limit")
+	cfg.Limits.RequireTopic = c.Bool("require-topic")
+	cfg.Limits.RequireTopicInREQ = c.Bool("require-topic-in-req")
+	if topics := c.StringSlice("allowed-topics"); len(topics) > 0 {
+		cfg.Limits.AllowedTopics = make(map[string]bool, len(topics))
+		for _, t := range topics {
+			if n := protocol.NormalizeTopic(t); n != "" {
+				cfg.Limits.AllowedTopics[n] = true
+			}
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return settings{}, err
+	}
+	s := settings{relay: cfg, databaseURL: c.String("database-url"), sweepInterval: c.Duration("expiry-sweep-interval")}
+	if s.sweepInterval < 0 {
+		return settings{}, fmt.Errorf("expiry sweep interval must not be negative, got %s", s.sweepInterval)
+	}
+	if err := s.logLevel.UnmarshalText([]byte(strings.ToUpper(c.String("log-level")))); err != nil {
+		return settings{}, fmt.Errorf("log level: %w", err)
+	}
+	return s, nil
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kukuri/communitynode/internal/relay"
+	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+// serve wires the database, the outbox writer, the store and the relay together
+// and runs them until ctx is done or one of them fails.
+func serve(ctx context.Context, s settings, logger *slog.Logger) error {
+	poolCfg, err := pgxpool.ParseConfig(s.databaseURL)
+	if err != nil {
+		return fmt.Errorf("database url: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return fmt.Errorf("open database pool: %w", err)
+	}
+	defer pool.Close()
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = pool.Ping(pctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("connect to database: %w", err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	writer := outbox.NewWriter(pool, outbox.WriterConfig{Logger: logger, Registerer: reg})
+	st := store.New(pool, writer)
+	r, err := relay.New(s.relay, relay.Deps{
+		Store:      storeAdapter{st},
+		Feed:       relay.NewPGFeed(pool, logger),
+		Logger:     logger,
+		Registerer: reg,
+		Gatherer:   reg,
+	})
+	if err != nil {
+		return err
+	}
+
+	// The writer outlives the relay: the relay's final flush commits through it.
+	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWriter()
+	writerDone := make(chan error, 1)
+	go func() { writerDone <- writer.Run(writerCtx) }()
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return r.Run(gctx) })
+	if s.sweepInterval > 0 {
+		g.Go(func() error { sweepExpired(gctx, st, s.sweepInterval, logger); return nil })
+	}
+	err = g.Wait()
+	stopWriter()
+	if werr := <-writerDone; werr != nil && err == nil {
+		err = fmt.Errorf("outbox writer: %w", werr)
+	}
+	return err
+}
+
+// storeAdapter adapts *store.Store to relay.Store.
+type storeAdapter struct{ *store.Store }
+
+func (a storeAdapter) Ingest(ctx context.Context, evs []*nostr.Event) ([]relay.IngestResult, error) {
+	res, err := a.Store.Ingest(ctx, evs)
+	out := make([]relay.IngestResult, len(res))
+	for i, r := range res {
+		out[i] = relay.IngestResult(r)
+	}
+	return out, err
+}
+
+// sweepBatch is how many expired events one sweep transaction marks.
+const sweepBatch = 1000
+
+// sweepExpired marks expired (NIP-40) events deleted every interval until ctx is
+// done; a full batch is followed at once by the next. The store lets one relay at
+// a time sweep.
+func sweepExpired(ctx context.Context, st *store.Store, interval time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for ctx.Err() == nil {
+			n, err := st.Sweep(ctx, sweepBatch)
+			if err != nil {
+				if ctx.Err() == nil {
+					logger.Warn("expiry sweep failed", "err", err)
+				}
+				break
+			}
+			if n > 0 {
+				logger.Info("expired events swept", "events", n)
+			}
+			if n < sweepBatch {
+				break
+			}
+		}
+	}
+}
+
+// version is the module version the binary was built from, or "dev".
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

@@ -1,0 +1,189 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// batcher groups events from all connections into Store.Ingest calls (group
+// commit, design rule 2). A batch is flushed when it holds BatchMaxEvents events
+// or its first event has waited BatchMaxDelay. At most IngestConcurrency flushes
+// run at once; while they all run, events queue up and, once the queue is full,
+// the readers that submit them wait (backpressure to the clients).
+//
+// Promises: every submitted event gets exactly one reply, and only after the
+// Ingest call that carried it returned (so an OK true means committed). close
+// flushes what was submitted before it and waits for every flush to reply.
+type batcher struct {
+	store    Store
+	maxBatch int
+	maxDelay time.Duration
+	timeout  time.Duration
+	m        *metrics
+	log      *slog.Logger
+	onCommit func() // called after each successful Ingest
+
+	in    chan ingestJob
+	slots chan struct{}
+
+	mu      sync.RWMutex // submit holds it shared; close exclusively
+	closed  bool
+	stop    chan struct{}
+	done    chan struct{}
+	flushes sync.WaitGroup
+}
+
+type ingestJob struct {
+	ev    *nostr.Event
+	reply func(IngestResult)
+}
+
+func newBatcher(cfg Config, store Store, m *metrics, log *slog.Logger, onCommit func()) *batcher {
+	return &batcher{
+		store:    store,
+		maxBatch: cfg.BatchMaxEvents,
+		maxDelay: cfg.BatchMaxDelay,
+		timeout:  cfg.IngestTimeout,
+		m:        m,
+		log:      log,
+		onCommit: onCommit,
+		in:       make(chan ingestJob, 2*cfg.BatchMaxEvents),
+		slots:    make(chan struct{}, cfg.IngestConcurrency),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+}
+
+// submit queues ev; reply is called once with its result, from another goroutine.
+// It returns false (and never calls reply) once the batcher is closed. It may wait
+// while the queue is full.
+func (b *batcher) submit(ev *nostr.Event, reply func(IngestResult)) bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return false
+	}
+	b.in <- ingestJob{ev: ev, reply: reply}
+	return true
+}
+
+// run collects and flushes batches until close; call it exactly once.
+func (b *batcher) run() {
+	defer close(b.done)
+	var batch []ingestJob
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	flush := func() {
+		if len(batch) > 0 {
+			timer.Stop()
+			b.flush(batch)
+			batch = nil
+		}
+	}
+	for {
+		select {
+		case j := <-b.in:
+			batch = append(batch, j)
+			if len(batch) == 1 {
+				timer.Reset(b.maxDelay)
+			}
+			if len(batch) >= b.maxBatch {
+				flush()
+			}
+		case <-timer.C:
+			flush()
+		case <-b.stop:
+			// No submit is in progress or can start: take what is queued.
+			for {
+				select {
+				case j := <-b.in:
+					batch = append(batch, j)
+					if len(batch) >= b.maxBatch {
+						flush()
+					}
+					continue
+				default:
+				}
+				break
+			}
+			flush()
+			b.flushes.Wait()
+			return
+		}
+	}
+}
+
+// flush starts an Ingest of batch as soon as a slot is free.
+func (b *batcher) flush(batch []ingestJob) {
+	b.slots <- struct{}{}
+	b.flushes.Add(1)
+	go func() {
+		defer b.flushes.Done()
+		defer func() { <-b.slots }()
+		b.ingest(batch)
+	}()
+}
+
+func (b *batcher) ingest(batch []ingestJob) {
+	evs := make([]*nostr.Event, len(batch))
+	for i, j := range batch {
+		evs[i] = j.ev
+	}
+	// Not tied to the relay's context: a batch that started is finished even
+	// during shutdown, so that its clients get their answers.
+	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	start := time.Now()
+	results, err := b.callIngest(ctx, evs)
+	cancel()
+	b.m.ingestSeconds.Observe(time.Since(start).Seconds())
+	b.m.batchSize.Observe(float64(len(batch)))
+	if err == nil && len(results) != len(evs) {
+		err = fmt.Errorf("store returned %d results for %d events", len(results), len(evs))
+	}
+	if err != nil {
+		b.log.Error("ingest failed; answering the batch with an error", "events", len(evs), "err", err)
+		for _, j := range batch {
+			j.reply(IngestResult{OK: false, Message: reasonIngestFailed})
+		}
+		return
+	}
+	for i, j := range batch {
+		j.reply(results[i])
+	}
+	b.onCommit()
+}
+
+// callIngest calls Store.Ingest and turns a panic into an error, so that one bad
+// batch cannot take the relay down or leave its clients unanswered.
+func (b *batcher) callIngest(ctx context.Context, evs []*nostr.Event) (results []IngestResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("store ingest panicked: %v", p)
+		}
+	}()
+	results, err = b.store.Ingest(ctx, evs)
+	if err != nil {
+		err = fmt.Errorf("ingest %d events: %w", len(evs), err)
+	}
+	return results, err
+}
+
+// close refuses further submits, flushes what is queued and waits for every
+// flush to reply. run must be running (or have been started).
+func (b *batcher) close() {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		<-b.done
+		return
+	}
+	b.closed = true
+	b.mu.Unlock()
+	close(b.stop)
+	<-b.done
+}

@@ -1,0 +1,227 @@
+package relay
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"time"
+
+	"github.com/kukuri/communitynode/internal/protocol"
+)
+
+// Rate is a token bucket: PerSecond tokens are added per second up to Burst.
+// A zero PerSecond disables the limit.
+type Rate struct {
+	PerSecond float64
+	Burst     int
+}
+
+// Enabled reports whether the rate limits anything.
+func (r Rate) Enabled() bool { return r.PerSecond > 0 }
+
+func (r Rate) validate(name string) error {
+	switch {
+	case r.PerSecond < 0:
+		return fmt.Errorf("%s: rate must not be negative, got %v", name, r.PerSecond)
+	case r.Enabled() && r.Burst < 1:
+		return fmt.Errorf("%s: burst must be at least 1, got %d", name, r.Burst)
+	}
+	return nil
+}
+
+// AuthConfig configures NIP-42 authentication.
+type AuthConfig struct {
+	// Enabled sends a challenge on connect and accepts AUTH messages. It is the
+	// only way protected (NIP-70) events can be published.
+	Enabled bool
+	// RequiredForWrites answers EVENTs from unauthenticated connections with
+	// OK false "auth-required: ...".
+	RequiredForWrites bool
+	// RequiredForReads answers REQ and COUNT from unauthenticated connections with
+	// CLOSED "auth-required: ...".
+	RequiredForReads bool
+}
+
+// Info is what the NIP-11 document says about the relay's operator.
+type Info struct {
+	Name        string
+	Description string
+	PubKey      string // hex
+	Contact     string
+	Version     string
+}
+
+// Config is everything the relay is told; cmd/relay fills it from flags.
+type Config struct {
+	// Listen is the TCP address Run serves on.
+	Listen string
+	// PublicURL is the relay's URL as clients see it (wss://host/path). AUTH events
+	// must name it; when empty, the request's Host header is expected instead.
+	PublicURL string
+	// RealIPHeader names a header set by a trusted reverse proxy that carries the
+	// client's address (X-Real-IP, or X-Forwarded-For: its last entry, the one the
+	// proxy added, is used). Empty means the TCP peer address. Never set it without
+	// such a proxy: clients could pick their own address and dodge the per-IP
+	// limits.
+	RealIPHeader string
+
+	Limits protocol.Limits
+
+	// BatchMaxEvents and BatchMaxDelay bound a group commit: a batch is handed to
+	// Store.Ingest when it holds BatchMaxEvents events or its first event has
+	// waited BatchMaxDelay, whichever comes first.
+	BatchMaxEvents int
+	BatchMaxDelay  time.Duration
+	// IngestConcurrency is how many Ingest calls may run at once; further events
+	// wait (and the clients sending them are read no further) meanwhile.
+	IngestConcurrency int
+	// IngestTimeout bounds one Store.Ingest call.
+	IngestTimeout time.Duration
+
+	// SendQueueSize is the number of outgoing messages a connection may have
+	// queued; a client that lets it fill up is disconnected as too slow.
+	SendQueueSize int
+	// MaxSubscriptions is the number of open subscriptions per connection.
+	MaxSubscriptions int
+	// MaxQueriesPerConn is the number of REQ/COUNT queries a connection may have
+	// running at once; its further messages are read when one ends.
+	MaxQueriesPerConn int
+	// MaxConnsPerIP is the number of simultaneous connections per client address.
+	MaxConnsPerIP int
+
+	EventRatePerIP     Rate // EVENT and AUTH messages per client address
+	EventRatePerPubkey Rate // EVENT messages per event author
+	ReqRatePerIP       Rate // REQ and COUNT messages per client address
+
+	Auth AuthConfig
+	Info Info
+
+	// QueryTimeout bounds one Store.Query or Store.Count call.
+	QueryTimeout time.Duration
+	// PingInterval is how often a ping is sent; ReadTimeout is how long a
+	// connection may stay silent (no message, no pong) before it is dropped.
+	PingInterval time.Duration
+	ReadTimeout  time.Duration
+	// WriteTimeout bounds one write to a socket.
+	WriteTimeout time.Duration
+	// ShutdownTimeout bounds the graceful shutdown: the final flush, the delivery
+	// of the last answers and the close handshakes.
+	ShutdownTimeout time.Duration
+}
+
+// DefaultConfig returns a Config with every default filled in.
+func DefaultConfig() Config {
+	return Config{
+		Listen:             "127.0.0.1:7777",
+		Limits:             protocol.DefaultLimits(),
+		BatchMaxEvents:     200,
+		BatchMaxDelay:      5 * time.Millisecond,
+		IngestConcurrency:  2,
+		IngestTimeout:      10 * time.Second,
+		SendQueueSize:      256,
+		MaxSubscriptions:   20,
+		MaxQueriesPerConn:  4,
+		MaxConnsPerIP:      100,
+		EventRatePerIP:     Rate{PerSecond: 50, Burst: 100},
+		EventRatePerPubkey: Rate{PerSecond: 50, Burst: 100},
+		ReqRatePerIP:       Rate{PerSecond: 20, Burst: 50},
+		QueryTimeout:       10 * time.Second,
+		PingInterval:       30 * time.Second,
+		ReadTimeout:        60 * time.Second,
+		WriteTimeout:       10 * time.Second,
+		ShutdownTimeout:    10 * time.Second,
+	}
+}
+
+// Validate reports every setting that is out of range, joined in one error.
+func (c Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+			add("listen address %q: %w", c.Listen, err)
+		}
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		switch {
+		case err != nil:
+			add("public url: %w", err)
+		case u.Scheme != "ws" && u.Scheme != "wss":
+			add("public url %q: scheme must be ws or wss", c.PublicURL)
+		case u.Host == "":
+			add("public url %q: missing host", c.PublicURL)
+		}
+	}
+	if err := c.Limits.Validate(); err != nil {
+		add("limits: %w", err)
+	}
+	positive := []struct {
+		name string
+		v    int
+	}{
+		{"batch max events", c.BatchMaxEvents},
+		{"ingest concurrency", c.IngestConcurrency},
+		{"send queue size", c.SendQueueSize},
+		{"max subscriptions", c.MaxSubscriptions},
+		{"max queries per connection", c.MaxQueriesPerConn},
+		{"max connections per ip", c.MaxConnsPerIP},
+	}
+	for _, p := range positive {
+		if p.v < 1 {
+			add("%s must be at least 1, got %d", p.name, p.v)
+		}
+	}
+	durations := []struct {
+		name string
+		v    time.Duration
+	}{
+		{"batch max delay", c.BatchMaxDelay},
+		{"ingest timeout", c.IngestTimeout},
+		{"query timeout", c.QueryTimeout},
+		{"ping interval", c.PingInterval},
+		{"read timeout", c.ReadTimeout},
+		{"write timeout", c.WriteTimeout},
+		{"shutdown timeout", c.ShutdownTimeout},
+	}
+	for _, d := range durations {
+		if d.v <= 0 {
+			add("%s must be positive, got %s", d.name, d.v)
+		}
+	}
+	if c.PingInterval > 0 && c.ReadTimeout > 0 && c.PingInterval >= c.ReadTimeout {
+		add("ping interval (%s) must be shorter than the read timeout (%s)", c.PingInterval, c.ReadTimeout)
+	}
+	for _, r := range []struct {
+		name string
+		r    Rate
+	}{{"event rate per ip", c.EventRatePerIP}, {"event rate per pubkey", c.EventRatePerPubkey}, {"req rate per ip", c.ReqRatePerIP}} {
+		if err := r.r.validate(r.name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if (c.Auth.RequiredForReads || c.Auth.RequiredForWrites) && !c.Auth.Enabled {
+		add("auth is required for reads or writes but not enabled")
+	}
+	if c.Info.PubKey != "" && !isHex64(c.Info.PubKey) {
+		add("info pubkey must be 64 hex characters")
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("relay config: %w", err)
+	}
+	return nil
+}
+
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

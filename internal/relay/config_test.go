@@ -1,0 +1,54 @@
+package relay
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, DefaultConfig().Validate())
+	cases := []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"listen", func(c *Config) { c.Listen = "nope" }, "listen address"},
+		{"public url scheme", func(c *Config) { c.PublicURL = "https://relay.example.com" }, "scheme must be ws or wss"},
+		{"batch size", func(c *Config) { c.BatchMaxEvents = 0 }, "batch max events"},
+		{"batch delay", func(c *Config) { c.BatchMaxDelay = 0 }, "batch max delay"},
+		{"queue", func(c *Config) { c.SendQueueSize = 0 }, "send queue size"},
+		{"ping vs read", func(c *Config) { c.PingInterval = time.Minute; c.ReadTimeout = time.Minute }, "ping interval"},
+		{"rate burst", func(c *Config) { c.EventRatePerIP = Rate{PerSecond: 1} }, "burst must be at least 1"},
+		{"auth required but off", func(c *Config) { c.Auth.RequiredForWrites = true }, "not enabled"},
+		{"limits", func(c *Config) { c.Limits.DefaultLimit = c.Limits.MaxLimit + 1 }, "DefaultLimit"},
+		{"pubkey", func(c *Config) { c.Info.PubKey = "npub1..." }, "pubkey"},
+	}
+	for _, tc := range cases {
+		cfg := DefaultConfig()
+		tc.edit(&cfg)
+		err := cfg.Validate()
+		require.Error(t, err, tc.name)
+		require.Contains(t, err.Error(), tc.want, tc.name)
+	}
+}
+
+func TestLimiter(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1000, 0)
+	l := newLimiter(Rate{PerSecond: 2, Burst: 3}, func() time.Time { return now })
+	for range 3 {
+		require.True(t, l.allow("a"))
+	}
+	require.False(t, l.allow("a"))
+	require.True(t, l.allow("b"), "keys have their own buckets")
+	now = now.Add(500 * time.Millisecond) // one token back
+	require.True(t, l.allow("a"))
+	require.False(t, l.allow("a"))
+	now = now.Add(time.Hour)
+	l.sweep()
+	require.Empty(t, l.buckets, "full buckets are forgotten")
+	require.True(t, newLimiter(Rate{}, time.Now).allow("x"), "a zero rate allows everything")
+}

@@ -1,0 +1,320 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// closeMode says why a connection is closing; it decides what the writer still sends.
+type closeMode int32
+
+const (
+	closeNone     closeMode = iota
+	closePeerGone           // the reader ended: the client left or the socket failed
+	closeSlow               // the send queue overflowed
+	closeShutdown           // the relay is shutting down: drain the queue first
+)
+
+const (
+	// slowGrace bounds the best-effort goodbye to a client that is too slow.
+	slowGrace = time.Second
+	// closeWait bounds the wait for the client's answer to our close frame.
+	closeWait = time.Second
+)
+
+// conn is one WebSocket client. Its HTTP handler goroutine reads and handles
+// messages one at a time (reader); one writer goroutine owns every write of data
+// frames. Everything else (query goroutines, the batcher's answers, the live
+// fan-out) only puts complete messages into the bounded send queue:
+//
+//   - enqueue never blocks. When the queue is full the client is too slow: it is
+//     disconnected, so that a client that does not read can never hold up the
+//     fan-out or another connection.
+//   - enqueueBulk (query results) waits for room while the queue is more than
+//     three quarters full, leaving the rest for live traffic, and gives the client
+//     WriteTimeout to make room before it is declared too slow.
+type conn struct {
+	r    *Relay
+	ws   *websocket.Conn
+	ip   string
+	host string // the request's Host header, for AUTH when no PublicURL is set
+	log  *slog.Logger
+
+	ctx    context.Context // cancelled when the connection ends
+	cancel context.CancelFunc
+
+	send       chan []byte
+	space      chan struct{} // the writer took a message off send
+	quit       chan struct{} // closed once, when the connection starts closing
+	quitOnce   sync.Once
+	mode       atomic.Int32 // closeMode
+	writerDone chan struct{}
+	readerDone chan struct{}
+
+	challenge string              // NIP-42; "" when AUTH is off
+	authed    map[string]struct{} // authenticated pubkeys; reader goroutine only
+
+	mu      sync.Mutex
+	subs    map[string]*subscription
+	queries sync.WaitGroup // running query goroutines
+	sem     chan struct{}  // bounds running queries
+}
+
+func newConn(r *Relay, ws *websocket.Conn, ip, host string) *conn {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &conn{
+		r:          r,
+		ws:         ws,
+		ip:         ip,
+		host:       host,
+		log:        r.log.With("remote", ip),
+		ctx:        ctx,
+		cancel:     cancel,
+		send:       make(chan []byte, r.cfg.SendQueueSize),
+		space:      make(chan struct{}, 1),
+		quit:       make(chan struct{}),
+		writerDone: make(chan struct{}),
+		readerDone: make(chan struct{}),
+		authed:     make(map[string]struct{}),
+		subs:       make(map[string]*subscription),
+		sem:        make(chan struct{}, r.cfg.MaxQueriesPerConn),
+	}
+	if r.cfg.Auth.Enabled {
+		c.challenge = newChallenge()
+	}
+	return c
+}
+
+// serve runs the connection until it ends; it returns after every goroutine of
+// the connection has stopped.
+func (c *conn) serve() {
+	go c.writeLoop()
+	if c.challenge != "" {
+		c.enqueue(authMsg(c.challenge))
+	}
+	c.readLoop()
+	close(c.readerDone)
+	c.teardown()
+}
+
+func (c *conn) readLoop() {
+	cfg := c.r.cfg
+	// Messages up to twice the limit are read so that the client gets a NOTICE
+	// (protocol.ParseClientMessage refuses them); larger ones close the socket
+	// with 1009 (message too big).
+	c.ws.SetReadLimit(2 * int64(cfg.Limits.MaxMessageBytes))
+	extend := func() error { return c.ws.SetReadDeadline(time.Now().Add(cfg.ReadTimeout)) }
+	_ = extend()
+	c.ws.SetPongHandler(func(string) error { return extend() })
+	for {
+		_, data, err := c.ws.ReadMessage()
+		if err != nil {
+			switch {
+			case errors.Is(err, websocket.ErrReadLimit):
+				c.log.Debug("message far too big; closing", "limit", cfg.Limits.MaxMessageBytes)
+			case websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived):
+			default:
+				c.log.Debug("read ended", "err", err)
+			}
+			return
+		}
+		_ = extend()
+		c.handle(data)
+	}
+}
+
+// writeLoop is the only writer of data frames. It sends pings, and when the
+// connection closes it says goodbye as the close mode asks and closes the socket.
+func (c *conn) writeLoop() {
+	defer close(c.writerDone)
+	ping := time.NewTicker(c.r.cfg.PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case <-c.quit:
+			c.goodbye()
+			return
+		default:
+		}
+		select {
+		case msg := <-c.send:
+			select {
+			case c.space <- struct{}{}:
+			default:
+			}
+			if err := c.write(msg, time.Now().Add(c.r.cfg.WriteTimeout)); err != nil {
+				c.log.Debug("write failed", "err", err)
+				c.closeWith(closePeerGone)
+				_ = c.ws.Close()
+				return
+			}
+		case <-ping.C:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.r.cfg.WriteTimeout)); err != nil {
+				c.closeWith(closePeerGone)
+				_ = c.ws.Close()
+				return
+			}
+		case <-c.quit:
+			c.goodbye()
+			return
+		}
+	}
+}
+
+func (c *conn) write(msg []byte, deadline time.Time) error {
+	if err := c.ws.SetWriteDeadline(deadline); err != nil {
+		return err
+	}
+	return c.ws.WriteMessage(websocket.TextMessage, msg)
+}
+
+// goodbye ends a closing connection: it sends what the close mode asks for, a
+// close frame, waits briefly for the client's close frame and closes the socket.
+func (c *conn) goodbye() {
+	defer func() { _ = c.ws.Close() }()
+	var code int
+	var text string
+	var deadline time.Time
+	switch closeMode(c.mode.Load()) {
+	case closeSlow:
+		deadline = time.Now().Add(slowGrace)
+		_ = c.write(noticeMsg("error: too slow, disconnecting"), deadline)
+		code, text = websocket.ClosePolicyViolation, "too slow"
+	case closeShutdown:
+		deadline = time.Now().Add(c.r.cfg.ShutdownTimeout / 2)
+	drain:
+		for {
+			select {
+			case msg := <-c.send:
+				if err := c.write(msg, deadline); err != nil {
+					return
+				}
+			default:
+				break drain
+			}
+		}
+		code, text = websocket.CloseGoingAway, "relay shutting down"
+	default: // the reader is gone: the peer left or the socket failed
+		return
+	}
+	if err := c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), deadline); err != nil {
+		return
+	}
+	t := time.NewTimer(min(time.Until(deadline), closeWait))
+	defer t.Stop()
+	select {
+	case <-c.readerDone:
+	case <-t.C:
+	}
+}
+
+// closeWith starts closing the connection (once; the first mode wins) and
+// cancels its queries. It reports whether this call started the close.
+func (c *conn) closeWith(mode closeMode) bool {
+	first := false
+	c.quitOnce.Do(func() {
+		first = true
+		c.mode.Store(int32(mode))
+		close(c.quit)
+		c.cancel()
+	})
+	return first
+}
+
+// tooSlow disconnects a client whose send queue overflowed. It never blocks.
+func (c *conn) tooSlow() {
+	if !c.closeWith(closeSlow) {
+		return
+	}
+	c.r.m.slowDisconnects.Inc()
+	c.log.Info("client too slow; disconnecting", "queue", cap(c.send))
+	// The writer may be blocked on the stuck socket for up to WriteTimeout (a
+	// deadline nudge would not stick: the websocket library sets its own deadline
+	// for every frame). Closing the socket is safe from any goroutine and ends
+	// that write; the goodbye gets slowGrace.
+	time.AfterFunc(slowGrace, func() { _ = c.ws.Close() })
+}
+
+// enqueue queues msg for the writer without blocking; see conn. It reports
+// whether msg was queued.
+func (c *conn) enqueue(msg []byte) bool {
+	select {
+	case <-c.quit:
+		return false
+	default:
+	}
+	select {
+	case c.send <- msg:
+		return true
+	default:
+		c.tooSlow()
+		return false
+	}
+}
+
+// enqueueBulk queues msg, waiting while the queue is more than three quarters
+// full; see conn. It gives up (false) when ctx or the connection ends, or when the
+// client has not made room within WriteTimeout (it is then too slow).
+func (c *conn) enqueueBulk(ctx context.Context, msg []byte) bool {
+	high := cap(c.send) - cap(c.send)/4
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		if len(c.send) < high {
+			select {
+			case c.send <- msg:
+				return true
+			case <-c.quit:
+				return false
+			case <-ctx.Done():
+				return false
+			default: // filled up meanwhile: wait below
+			}
+		}
+		if timer == nil {
+			timer = time.NewTimer(c.r.cfg.WriteTimeout)
+		}
+		select {
+		case <-c.space:
+		case <-c.quit:
+			return false
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+			c.tooSlow()
+			return false
+		}
+	}
+}
+
+// maxPending bounds the live events a subscription holds while its query runs.
+func (c *conn) maxPending() int { return 4 * cap(c.send) }
+
+// teardown runs after the reader has ended: it stops every subscription and query
+// and waits for the writer.
+func (c *conn) teardown() {
+	c.closeWith(closePeerGone)
+	c.mu.Lock()
+	subs := c.subs
+	c.subs = nil
+	c.mu.Unlock()
+	for _, s := range subs {
+		s.close()
+		c.r.dropSub(s)
+	}
+	c.queries.Wait()
+	if closeMode(c.mode.Load()) == closePeerGone {
+		_ = c.ws.Close() // unblocks a writer stuck on a dead socket
+	}
+	<-c.writerDone
+}

@@ -1,0 +1,42 @@
+// Package relay is the node's Nostr relay: a WebSocket server (NIP-01) with NIP-09,
+// NIP-11, NIP-40, NIP-42 (when enabled), NIP-45 and NIP-70, in front of a Store.
+//
+// # Writes: group commit, then OK
+//
+// Every EVENT is admitted on its connection's reader goroutine (rate limits, auth
+// rules, protocol.ValidateEvent including the signature, NIP-70). An ephemeral event
+// (kinds 20000-29999) is fanned out to this process's matching subscriptions and
+// answered OK at once; it is never stored and never reaches the outbox. Any other
+// event goes to the batcher, which hands batches of up to BatchMaxEvents events, or
+// whatever arrived within BatchMaxDelay, to one Store.Ingest call: one transaction
+// ending with the outbox append (design rule 2). The OK is sent only after that
+// call returned, with the store's verdict; so OK true means committed.
+//
+// # Live delivery: following the outbox
+//
+// Stored events reach live subscriptions only through the outbox, never from the
+// local ingest path: the follower reads the outbox after the last seq it handled,
+// loads the events of upsert rows (Store.Events) and fans them out. So every relay
+// process sharing the database delivers every event, whichever process stored it,
+// and only committed, visible events are ever delivered. The follower starts at the
+// outbox head, wakes on NOTIFY cn_relay_outbox (Feed.Listen), on a local commit,
+// and polls every second as a fallback; a failed read is retried from the same seq.
+//
+// A REQ is filed in the fan-out index before its query runs; live events that
+// arrive meanwhile are held and sent after EOSE unless the query returned them, so
+// no event committed around the REQ is lost (see subscription).
+//
+// # Slow clients
+//
+// Each connection has one writer goroutine draining a bounded send queue. The
+// fan-out and the batcher's answers never wait for a socket: when a connection's
+// queue is full, the client is sent (best effort) NOTICE "error: too slow,
+// disconnecting" and is disconnected. Query results wait for room but leave a
+// quarter of the queue to live traffic (see conn).
+//
+// # Shutdown
+//
+// Serve stops accepting connections when its context ends, flushes the pending
+// batch so its clients get their OKs, drains each connection's queue and closes it
+// with a close frame (1001), all within ShutdownTimeout.
+package relay

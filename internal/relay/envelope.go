@@ -1,0 +1,72 @@
+package relay
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// The relay-to-client messages of NIP-01, NIP-42 and NIP-45. Every string is JSON
+// escaped, whatever the client sent.
+
+func quote(s string) []byte {
+	b, _ := json.Marshal(s) // marshalling a string cannot fail
+	return b
+}
+
+func okMsg(id string, ok bool, reason string) []byte {
+	b := append([]byte(`["OK",`), quote(id)...)
+	b = append(b, ',')
+	b = strconv.AppendBool(b, ok)
+	b = append(b, ',')
+	b = append(b, quote(reason)...)
+	return append(b, ']')
+}
+
+func noticeMsg(text string) []byte {
+	return append(append([]byte(`["NOTICE",`), quote(text)...), ']')
+}
+
+func eoseMsg(subID string) []byte {
+	return append(append([]byte(`["EOSE",`), quote(subID)...), ']')
+}
+
+func closedMsg(subID, reason string) []byte {
+	b := append([]byte(`["CLOSED",`), quote(subID)...)
+	b = append(b, ',')
+	b = append(b, quote(reason)...)
+	return append(b, ']')
+}
+
+func countMsg(subID string, n int64) []byte {
+	b := append([]byte(`["COUNT",`), quote(subID)...)
+	b = append(b, `,{"count":`...)
+	b = strconv.AppendInt(b, n, 10)
+	return append(b, "}]"...)
+}
+
+func authMsg(challenge string) []byte {
+	return append(append([]byte(`["AUTH",`), quote(challenge)...), ']')
+}
+
+// eventJSON serialises ev once, for every subscription it goes to.
+func eventJSON(ev *nostr.Event) []byte {
+	b, err := ev.MarshalJSON()
+	if err != nil {
+		// easyjson cannot fail on an Event; keep the fan-out going regardless.
+		b, _ = json.Marshal(ev)
+	}
+	return b
+}
+
+// eventMsg is ["EVENT", subID, <evJSON>].
+func eventMsg(subID string, evJSON []byte) []byte {
+	q := quote(subID)
+	b := make([]byte, 0, len(`["EVENT",,]`)+len(q)+len(evJSON))
+	b = append(b, `["EVENT",`...)
+	b = append(b, q...)
+	b = append(b, ',')
+	b = append(b, evJSON...)
+	return append(b, ']')
+}

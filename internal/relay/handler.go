@@ -1,0 +1,143 @@
+package relay
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Handler serves the relay on one address:
+//
+//	GET /  with Upgrade: websocket        the Nostr protocol
+//	GET /  with Accept: application/nostr+json   the NIP-11 document (CORS enabled)
+//	GET /  otherwise                      a short plain-text note
+//	GET /healthz                          200 while serving, 503 while shutting down
+//	GET /metrics                          the injected Gatherer, if any
+func (r *Relay) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", r.serveHealth)
+	if r.gatherer != nil {
+		mux.Handle("/metrics", promhttp.HandlerFor(r.gatherer, promhttp.HandlerOpts{}))
+	}
+	mux.HandleFunc("/", r.serveRoot)
+	return mux
+}
+
+func (r *Relay) serveHealth(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if r.closing.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("shutting down\n"))
+		return
+	}
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+func (r *Relay) serveRoot(w http.ResponseWriter, req *http.Request) {
+	if req.URL.Path != "/" {
+		http.NotFound(w, req)
+		return
+	}
+	if websocket.IsWebSocketUpgrade(req) {
+		r.serveWebSocket(w, req)
+		return
+	}
+	switch req.Method {
+	case http.MethodOptions:
+		setCORS(w.Header())
+		w.WriteHeader(http.StatusNoContent)
+	case http.MethodGet, http.MethodHead:
+		if acceptsNostrJSON(req) {
+			r.serveInfo(w)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("This is a Nostr relay; connect with a Nostr client (WebSocket).\n"))
+	default:
+		w.Header().Set("Allow", "GET, HEAD, OPTIONS")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+func setCORS(h http.Header) {
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Allow-Headers", "*")
+	h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
+}
+
+// acceptsNostrJSON reports whether the Accept header lists application/nostr+json.
+func acceptsNostrJSON(req *http.Request) bool {
+	for _, v := range req.Header.Values("Accept") {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err == nil && mt == "application/nostr+json" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// serveWebSocket upgrades and serves one client connection until it ends.
+func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
+	if r.closing.Load() {
+		r.m.refusedConns.WithLabelValues("shutting_down").Inc()
+		http.Error(w, "relay is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	ip := r.clientIP(req)
+	if !r.connsPerIP.acquire(ip) {
+		r.m.refusedConns.WithLabelValues("per_ip_limit").Inc()
+		http.Error(w, "too many connections from your address", http.StatusTooManyRequests)
+		return
+	}
+	defer r.connsPerIP.release(ip)
+	ws, err := r.upgrader.Upgrade(w, req, nil)
+	if err != nil {
+		return // the upgrader has answered the request
+	}
+	c := newConn(r, ws, ip, req.Host)
+	if !r.track(c) {
+		r.m.refusedConns.WithLabelValues("shutting_down").Inc()
+		_ = ws.WriteControl(websocket.CloseMessage,
+			websocket.FormatCloseMessage(websocket.CloseGoingAway, "relay shutting down"), r.now().Add(r.cfg.WriteTimeout))
+		_ = ws.Close()
+		return
+	}
+	defer r.untrack(c)
+	r.m.connections.Inc()
+	defer r.m.connections.Dec()
+	c.serve()
+}
+
+// clientIP is the address per-IP limits count: the last entry of the last
+// RealIPHeader line when configured and present (the address the trusted proxy
+// saw; earlier entries may come from the client), else the TCP peer.
+func (r *Relay) clientIP(req *http.Request) string {
+	if h := r.cfg.RealIPHeader; h != "" {
+		if values := req.Header.Values(h); len(values) > 0 {
+			v := values[len(values)-1]
+			if ip := strings.TrimSpace(v[strings.LastIndexByte(v, ',')+1:]); ip != "" {
+				return ip
+			}
+		}
+	}
+	host, _, err := net.SplitHostPort(req.RemoteAddr)
+	if err != nil {
+		return req.RemoteAddr
+	}
+	return host
+}
+
+// newChallenge returns a fresh NIP-42 challenge.
+func newChallenge() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}

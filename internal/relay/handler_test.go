@@ -1,0 +1,136 @@
+package relay
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/require"
+)
+
+func getInfo(t *testing.T, url string) (*http.Response, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", "application/nostr+json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var doc map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&doc))
+	return resp, doc
+}
+
+func TestNIP11(t *testing.T) {
+	t.Parallel()
+	tr := startRelay(t, nil, func(c *Config) {
+		c.Info = Info{Name: "test relay", Description: "for tests", Contact: "mailto:ops@example.com", Version: "v1"}
+		c.MaxSubscriptions = 7
+		c.Limits.MaxMessageBytes = 5000
+		c.Limits.MaxLimit = 300
+	})
+	resp, doc := getInfo(t, tr.http)
+	require.Equal(t, "application/nostr+json", resp.Header.Get("Content-Type"))
+	require.Equal(t, "*", resp.Header.Get("Access-Control-Allow-Origin"))
+	require.NotEmpty(t, resp.Header.Get("Access-Control-Allow-Headers"))
+	require.NotEmpty(t, resp.Header.Get("Access-Control-Allow-Methods"))
+	require.Equal(t, "test relay", doc["name"])
+	require.Equal(t, "mailto:ops@example.com", doc["contact"])
+	require.Equal(t, []any{1.0, 9.0, 11.0, 40.0, 45.0, 70.0}, doc["supported_nips"])
+	lim := doc["limitation"].(map[string]any)
+	require.Equal(t, 5000.0, lim["max_message_length"])
+	require.Equal(t, 7.0, lim["max_subscriptions"])
+	require.Equal(t, 300.0, lim["max_limit"])
+	require.Equal(t, 100.0, lim["default_limit"])
+	require.Equal(t, 10.0, lim["max_filters"])
+	require.Equal(t, 64.0, lim["max_subid_length"])
+	require.Equal(t, 2000.0, lim["max_event_tags"])
+	require.Equal(t, 65536.0, lim["max_content_length"])
+	require.Equal(t, 900.0, lim["created_at_upper_limit"])
+	require.Equal(t, false, lim["auth_required"])
+	require.Equal(t, true, lim["restricted_writes"], "topics are required")
+
+	authed := startRelay(t, nil, func(c *Config) {
+		c.Auth = AuthConfig{Enabled: true, RequiredForReads: true, RequiredForWrites: true}
+	})
+	_, doc = getInfo(t, authed.http)
+	require.Equal(t, []any{1.0, 9.0, 11.0, 40.0, 42.0, 45.0, 70.0}, doc["supported_nips"])
+	require.Equal(t, true, doc["limitation"].(map[string]any)["auth_required"])
+
+	// CORS preflight.
+	req, err := http.NewRequest(http.MethodOptions, tr.http, nil)
+	require.NoError(t, err)
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	require.Equal(t, "*", resp.Header.Get("Access-Control-Allow-Origin"))
+}
+
+func TestHTTPEndpoints(t *testing.T) {
+	t.Parallel()
+	tr := startRelay(t, nil, nil)
+	get := func(path string) (int, string) {
+		resp, err := http.Get(tr.http + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(body)
+	}
+	code, body := get("/healthz")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "ok\n", body)
+	code, body = get("/")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "Nostr relay")
+	code, _ = get("/nope")
+	require.Equal(t, http.StatusNotFound, code)
+
+	c := dial(t, tr.url)
+	c.send("REQ", "s", goFilter())
+	c.eose("s")
+	code, body = get("/metrics")
+	require.Equal(t, http.StatusOK, code)
+	for _, name := range []string{"cn_relay_connections 1", `cn_relay_messages_total{type="REQ"} 1`, "cn_relay_subscriptions 1"} {
+		require.Contains(t, body, name)
+	}
+}
+
+func TestConnectionsPerIP(t *testing.T) {
+	t.Parallel()
+	tr := startRelay(t, nil, func(c *Config) { c.MaxConnsPerIP = 2 })
+	a := dial(t, tr.url)
+	dial(t, tr.url)
+	_, resp, err := websocket.DefaultDialer.Dial(tr.url, nil)
+	require.Error(t, err)
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	// A closed connection frees its slot.
+	require.NoError(t, a.ws.Close())
+	require.Eventually(t, func() bool {
+		ws, _, err := websocket.DefaultDialer.Dial(tr.url, nil)
+		if err != nil {
+			return false
+		}
+		ws.Close()
+		return true
+	}, waitTimeout, 10*time.Millisecond)
+}
+
+func TestClientIP(t *testing.T) {
+	t.Parallel()
+	r := &Relay{}
+	req, err := http.NewRequest(http.MethodGet, "/", nil)
+	require.NoError(t, err)
+	req.RemoteAddr = "10.0.0.1:5555"
+	req.Header.Set("X-Forwarded-For", "6.6.6.6, 192.0.2.7")
+	require.Equal(t, "10.0.0.1", r.clientIP(req), "headers are ignored unless configured")
+	r.cfg.RealIPHeader = "X-Forwarded-For"
+	require.Equal(t, "192.0.2.7", r.clientIP(req), "the entry the proxy added, not the client's")
+	req.Header.Del("X-Forwarded-For")
+	require.Equal(t, "10.0.0.1", r.clientIP(req))
+}

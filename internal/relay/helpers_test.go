@@ -1,0 +1,288 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// waitTimeout bounds every wait of the tests for a message.
+const waitTimeout = 5 * time.Second
+
+// testConfig is DefaultConfig without rate limits (tests publish bursts).
+func testConfig() Config {
+	cfg := DefaultConfig()
+	cfg.Listen = ""
+	cfg.EventRatePerIP = Rate{}
+	cfg.EventRatePerPubkey = Rate{}
+	cfg.ReqRatePerIP = Rate{}
+	cfg.ShutdownTimeout = 5 * time.Second
+	return cfg
+}
+
+// testRelay is a relay serving on a loopback port.
+type testRelay struct {
+	*Relay
+	store *fakeStore
+	reg   *prometheus.Registry
+	url   string // ws://127.0.0.1:port
+	http  string // http://127.0.0.1:port
+	stop  func() error
+}
+
+// startRelay serves a relay on store (a new fakeStore when nil) until the test ends.
+// tune, if given, adjusts the relay's internals before it starts.
+func startRelay(t *testing.T, store *fakeStore, edit func(*Config), tune ...func(*Relay)) *testRelay {
+	t.Helper()
+	if store == nil {
+		store = newFakeStore()
+	}
+	cfg := testConfig()
+	if edit != nil {
+		edit(&cfg)
+	}
+	reg := prometheus.NewRegistry()
+	r, err := New(cfg, Deps{Store: store, Feed: store, Registerer: reg, Gatherer: reg})
+	require.NoError(t, err)
+	for _, f := range tune {
+		f(r)
+	}
+	tr := serveRelay(t, r)
+	tr.store, tr.reg = store, reg
+	return tr
+}
+
+// serveRelay serves r on a loopback port until the test ends, and waits until its
+// follower knows where the outbox ends, so that events stored from then on are
+// delivered live.
+func serveRelay(t *testing.T, r *Relay) *testRelay {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Serve(ctx, ln) }()
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(2 * r.cfg.ShutdownTimeout):
+			t.Error("relay did not stop")
+			return nil
+		}
+	}
+	t.Cleanup(func() { require.NoError(t, stop()) })
+	select {
+	case <-r.follower.ready:
+	case <-time.After(waitTimeout):
+		t.Fatal("the follower did not start")
+	}
+	addr := ln.Addr().String()
+	return &testRelay{Relay: r, url: "ws://" + addr, http: "http://" + addr, stop: stop}
+}
+
+// client is a raw WebSocket client that reads every message into a channel.
+type client struct {
+	t    *testing.T
+	ws   *websocket.Conn
+	msgs chan []json.RawMessage
+	gone chan struct{} // closed when the read loop ends
+	err  error         // the read error, once gone is closed
+}
+
+func dial(t *testing.T, url string) *client {
+	t.Helper()
+	ws, _, err := websocket.DefaultDialer.Dial(url, nil)
+	require.NoError(t, err)
+	c := &client{t: t, ws: ws, msgs: make(chan []json.RawMessage, 10000), gone: make(chan struct{})}
+	go func() {
+		defer close(c.gone)
+		for {
+			_, data, err := ws.ReadMessage()
+			if err != nil {
+				c.err = err
+				return
+			}
+			var msg []json.RawMessage
+			if err := json.Unmarshal(data, &msg); err != nil || len(msg) == 0 {
+				c.err = err
+				return
+			}
+			c.msgs <- msg
+		}
+	}()
+	t.Cleanup(func() { _ = ws.Close() })
+	return c
+}
+
+func (c *client) send(parts ...any) {
+	c.t.Helper()
+	data, err := json.Marshal(parts)
+	require.NoError(c.t, err)
+	require.NoError(c.t, c.ws.WriteMessage(websocket.TextMessage, data))
+}
+
+func (c *client) sendRaw(data string) {
+	c.t.Helper()
+	require.NoError(c.t, c.ws.WriteMessage(websocket.TextMessage, []byte(data)))
+}
+
+// next returns the next message; the test fails if none comes in time.
+func (c *client) next() []json.RawMessage {
+	c.t.Helper()
+	select {
+	case msg := <-c.msgs:
+		return msg
+	case <-c.gone:
+		select {
+		case msg := <-c.msgs:
+			return msg
+		default:
+		}
+		c.t.Fatalf("connection closed while waiting for a message: %v", c.err)
+	case <-time.After(waitTimeout):
+		c.t.Fatal("no message in time")
+	}
+	return nil
+}
+
+// expect returns the next message and checks its type.
+func (c *client) expect(typ string) []json.RawMessage {
+	c.t.Helper()
+	msg := c.next()
+	require.Equal(c.t, typ, str(c.t, msg[0]), "message %s", join(msg))
+	return msg
+}
+
+// quiet checks that no message is waiting.
+func (c *client) quiet() {
+	c.t.Helper()
+	select {
+	case msg := <-c.msgs:
+		c.t.Fatalf("unexpected message %s", join(msg))
+	default:
+	}
+}
+
+// publish sends ev and returns its OK.
+func (c *client) publish(ev *nostr.Event) (bool, string) {
+	c.t.Helper()
+	c.send("EVENT", ev)
+	return c.ok(ev.ID)
+}
+
+// ok reads the next message, an OK for id, and returns its verdict.
+func (c *client) ok(id string) (bool, string) {
+	c.t.Helper()
+	msg := c.expect("OK")
+	require.Len(c.t, msg, 4)
+	require.Equal(c.t, id, str(c.t, msg[1]))
+	var ok bool
+	require.NoError(c.t, json.Unmarshal(msg[2], &ok))
+	return ok, str(c.t, msg[3])
+}
+
+// event reads the next message, an EVENT for sub, and returns the event.
+func (c *client) event(sub string) *nostr.Event {
+	c.t.Helper()
+	msg := c.expect("EVENT")
+	require.Len(c.t, msg, 3)
+	require.Equal(c.t, sub, str(c.t, msg[1]))
+	var ev nostr.Event
+	require.NoError(c.t, json.Unmarshal(msg[2], &ev))
+	return &ev
+}
+
+// eose reads the next message, an EOSE for sub.
+func (c *client) eose(sub string) {
+	c.t.Helper()
+	msg := c.expect("EOSE")
+	require.Equal(c.t, sub, str(c.t, msg[1]))
+}
+
+// closed reads the next message, a CLOSED for sub, and returns its reason.
+func (c *client) closed(sub string) string {
+	c.t.Helper()
+	msg := c.expect("CLOSED")
+	require.Len(c.t, msg, 3)
+	require.Equal(c.t, sub, str(c.t, msg[1]))
+	return str(c.t, msg[2])
+}
+
+// drain makes a round trip and returns the messages that came before its answer:
+// everything the relay queued for this client before it handled the probe.
+func (c *client) drain() [][]json.RawMessage {
+	c.t.Helper()
+	c.send("COUNT", "drain-probe", map[string]any{"#t": []string{"go"}, "ids": []string{}})
+	var before [][]json.RawMessage
+	for {
+		msg := c.next()
+		if str(c.t, msg[0]) == "COUNT" && str(c.t, msg[1]) == "drain-probe" {
+			return before
+		}
+		before = append(before, msg)
+	}
+}
+
+func str(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var s string
+	require.NoError(t, json.Unmarshal(raw, &s), "not a string: %s", raw)
+	return s
+}
+
+func join(msg []json.RawMessage) string {
+	parts := make([]string, len(msg))
+	for i, p := range msg {
+		parts[i] = string(p)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// key is a test author.
+type key struct{ sk, pk string }
+
+func newKey(t *testing.T) key {
+	t.Helper()
+	sk := nostr.GeneratePrivateKey()
+	pk, err := nostr.GetPublicKey(sk)
+	require.NoError(t, err)
+	return key{sk: sk, pk: pk}
+}
+
+// note returns a signed kind-1 event by k with topic "go", created now, after edit.
+func (k key) note(t *testing.T, content string, edit func(*nostr.Event)) *nostr.Event {
+	t.Helper()
+	ev := &nostr.Event{
+		Kind:      1,
+		CreatedAt: nostr.Now(),
+		Tags:      nostr.Tags{{"t", "go"}},
+		Content:   content,
+	}
+	if edit != nil {
+		edit(ev)
+	}
+	require.NoError(t, ev.Sign(k.sk))
+	return ev
+}
+
+// goFilter is a filter for topic "go".
+func goFilter() map[string]any { return map[string]any{"#t": []string{"go"}} }

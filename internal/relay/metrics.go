@@ -1,0 +1,104 @@
+package relay
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the relay's instruments, registered on the injected Registerer.
+type metrics struct {
+	connections      prometheus.Gauge
+	subscriptions    prometheus.Gauge
+	messages         *prometheus.CounterVec // by client message type
+	events           *prometheus.CounterVec // by result: accepted or the reason prefix
+	batchSize        prometheus.Histogram
+	ingestSeconds    prometheus.Histogram
+	querySeconds     *prometheus.HistogramVec // by op: req, count
+	slowDisconnects  prometheus.Counter
+	liveDeliveries   prometheus.Counter
+	refusedConns     *prometheus.CounterVec // by reason
+	followerSeq      prometheus.Gauge
+	followerFailures prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		connections: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cn_relay_connections",
+			Help: "Open WebSocket connections.",
+		}),
+		subscriptions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cn_relay_subscriptions",
+			Help: "Open subscriptions over all connections.",
+		}),
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cn_relay_messages_total",
+			Help: "Client messages received, by type (EVENT, REQ, CLOSE, COUNT, AUTH, invalid).",
+		}, []string{"type"}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cn_relay_events_total",
+			Help: "EVENT answers, by result: accepted, or the OK reason prefix (invalid, duplicate, rate-limited, ...).",
+		}, []string{"result"}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "cn_relay_batch_size",
+			Help:    "Events per Store.Ingest call (group commit).",
+			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000},
+		}),
+		ingestSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "cn_relay_ingest_seconds",
+			Help:    "Duration of Store.Ingest calls.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+		querySeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "cn_relay_query_seconds",
+			Help:    "Duration of Store.Query (op=req) and Store.Count (op=count) calls.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"op"}),
+		slowDisconnects: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cn_relay_slow_disconnects_total",
+			Help: "Connections closed because their send queue was full.",
+		}),
+		liveDeliveries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cn_relay_live_deliveries_total",
+			Help: "Events delivered to live subscriptions (one per subscription).",
+		}),
+		refusedConns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cn_relay_refused_connections_total",
+			Help: "WebSocket upgrades refused, by reason (per_ip_limit, shutting_down).",
+		}, []string{"reason"}),
+		followerSeq: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cn_relay_follower_seq",
+			Help: "Highest outbox seq the live follower has fanned out.",
+		}),
+		followerFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cn_relay_follower_failures_total",
+			Help: "Failed outbox reads or event loads of the live follower (retried).",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.connections, m.subscriptions, m.messages, m.events, m.batchSize,
+			m.ingestSeconds, m.querySeconds, m.slowDisconnects, m.liveDeliveries, m.refusedConns,
+			m.followerSeq, m.followerFailures)
+	}
+	return m
+}
+
+// knownPrefixes are the NIP-01 machine-readable prefixes, used as metric labels.
+var knownPrefixes = map[string]bool{
+	"duplicate": true, "pow": true, "blocked": true, "rate-limited": true, "invalid": true,
+	"restricted": true, "auth-required": true, "mute": true, "error": true,
+}
+
+// resultLabel is the events counter label for an OK answer.
+func resultLabel(ok bool, reason string) string {
+	prefix, _, found := strings.Cut(reason, ":")
+	switch {
+	case found && knownPrefixes[prefix]:
+		return prefix
+	case ok:
+		return "accepted"
+	default:
+		return "error"
+	}
+}

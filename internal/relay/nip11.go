@@ -1,0 +1,89 @@
+package relay
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+)
+
+// software is the NIP-11 software URL.
+const software = "https://github.com/kukuri/communitynode"
+
+// infoDocument is the NIP-11 relay information document.
+type infoDocument struct {
+	Name          string     `json:"name,omitempty"`
+	Description   string     `json:"description,omitempty"`
+	PubKey        string     `json:"pubkey,omitempty"`
+	Contact       string     `json:"contact,omitempty"`
+	SupportedNIPs []int      `json:"supported_nips"`
+	Software      string     `json:"software"`
+	Version       string     `json:"version,omitempty"`
+	Limitation    limitation `json:"limitation"`
+}
+
+// limitation is NIP-11's `limitation` object, with the values the relay enforces.
+type limitation struct {
+	MaxMessageLength    int   `json:"max_message_length"`
+	MaxSubscriptions    int   `json:"max_subscriptions"`
+	MaxFilters          int   `json:"max_filters"`
+	MaxLimit            int   `json:"max_limit"`
+	DefaultLimit        int   `json:"default_limit"`
+	MaxSubidLength      int   `json:"max_subid_length"`
+	MaxEventTags        int   `json:"max_event_tags"`
+	MaxContentLength    int   `json:"max_content_length"`
+	AuthRequired        bool  `json:"auth_required"`
+	PaymentRequired     bool  `json:"payment_required"`
+	RestrictedWrites    bool  `json:"restricted_writes"`
+	CreatedAtUpperLimit int64 `json:"created_at_upper_limit,omitempty"`
+}
+
+// supportedNIPs lists what this configuration implements: NIP-42 only when AUTH
+// is enabled.
+func (c Config) supportedNIPs() []int {
+	nips := []int{1, 9, 11, 40, 45, 70}
+	if c.Auth.Enabled {
+		nips = append(nips, 42)
+	}
+	slices.Sort(nips)
+	return nips
+}
+
+func (r *Relay) info() infoDocument {
+	l := r.cfg.Limits
+	base := l.Limitation()
+	return infoDocument{
+		Name:          r.cfg.Info.Name,
+		Description:   r.cfg.Info.Description,
+		PubKey:        r.cfg.Info.PubKey,
+		Contact:       r.cfg.Info.Contact,
+		SupportedNIPs: r.cfg.supportedNIPs(),
+		Software:      software,
+		Version:       r.cfg.Info.Version,
+		Limitation: limitation{
+			MaxMessageLength: base.MaxMessageLength,
+			MaxSubscriptions: r.cfg.MaxSubscriptions,
+			MaxFilters:       base.MaxFilters,
+			MaxLimit:         base.MaxLimit,
+			DefaultLimit:     l.DefaultLimit,
+			MaxSubidLength:   base.MaxSubidLength,
+			MaxEventTags:     base.MaxEventTags,
+			MaxContentLength: base.MaxContentLength,
+			// NIP-11: auth_required means nothing at all works without AUTH.
+			AuthRequired:        r.cfg.Auth.RequiredForReads && r.cfg.Auth.RequiredForWrites,
+			RestrictedWrites:    base.RestrictedWrites || r.cfg.Auth.RequiredForWrites,
+			CreatedAtUpperLimit: int64(l.MaxFutureSkew.Seconds()),
+		},
+	}
+}
+
+func (r *Relay) serveInfo(w http.ResponseWriter) {
+	h := w.Header()
+	setCORS(h)
+	h.Set("Content-Type", "application/nostr+json")
+	body, err := json.Marshal(r.info())
+	if err != nil {
+		http.Error(w, "could not encode the relay information", http.StatusInternalServerError)
+		return
+	}
+	_, _ = w.Write(body)
+}

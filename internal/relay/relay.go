@@ -1,0 +1,253 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+)
+
+// Deps are the relay's collaborators.
+type Deps struct {
+	Store Store // required
+	Feed  Feed  // required: the outbox the live fan-out follows
+	// Logger may be nil (discard).
+	Logger *slog.Logger
+	// Registerer receives the relay's metrics; nil leaves them unregistered.
+	Registerer prometheus.Registerer
+	// Gatherer is served on /metrics; nil answers /metrics with 404.
+	Gatherer prometheus.Gatherer
+	// Now is the clock for event validation, AUTH and rate limits; nil means time.Now.
+	Now func() time.Time
+}
+
+// Relay is a Nostr relay: a WebSocket server in front of a Store, fanning stored
+// events out by following the outbox. Create it with New, serve it with Run or
+// Serve (once).
+type Relay struct {
+	cfg      Config
+	store    Store
+	log      *slog.Logger
+	m        *metrics
+	gatherer prometheus.Gatherer
+	now      func() time.Time
+
+	index    *subIndex
+	batcher  *batcher
+	follower *follower
+
+	eventsPerIP     *limiter
+	eventsPerPubkey *limiter
+	reqsPerIP       *limiter
+	connsPerIP      *connCounter
+
+	upgrader websocket.Upgrader
+	served   atomic.Bool
+	closing  atomic.Bool
+
+	connsMu sync.Mutex
+	conns   map[*conn]struct{}
+	connsWG sync.WaitGroup
+}
+
+// New returns a Relay; it validates cfg and registers the metrics.
+func New(cfg Config, deps Deps) (*Relay, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Store == nil || deps.Feed == nil {
+		return nil, errors.New("relay: Store and Feed are required")
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	r := &Relay{
+		cfg:             cfg,
+		store:           deps.Store,
+		log:             deps.Logger,
+		m:               newMetrics(deps.Registerer),
+		gatherer:        deps.Gatherer,
+		now:             deps.Now,
+		index:           newSubIndex(),
+		eventsPerIP:     newLimiter(cfg.EventRatePerIP, deps.Now),
+		eventsPerPubkey: newLimiter(cfg.EventRatePerPubkey, deps.Now),
+		reqsPerIP:       newLimiter(cfg.ReqRatePerIP, deps.Now),
+		connsPerIP:      newConnCounter(cfg.MaxConnsPerIP),
+		conns:           make(map[*conn]struct{}),
+		upgrader: websocket.Upgrader{
+			HandshakeTimeout: 10 * time.Second,
+			// Nostr clients run in browsers on any origin.
+			CheckOrigin: func(*http.Request) bool { return true },
+		},
+	}
+	r.follower = newFollower(deps.Feed, deps.Store, r.fanout, r.m, r.log)
+	r.batcher = newBatcher(cfg, deps.Store, r.m, r.log, r.follower.poke)
+	return r, nil
+}
+
+// Run listens on cfg.Listen and serves until ctx is done; see Serve.
+func (r *Relay) Run(ctx context.Context) error {
+	if r.cfg.Listen == "" {
+		return errors.New("relay: no listen address")
+	}
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", r.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("relay listen: %w", err)
+	}
+	return r.Serve(ctx, ln)
+}
+
+// Serve serves Handler on ln and runs the batcher and the outbox follower until
+// ctx is done, then shuts down gracefully: it stops accepting connections, flushes
+// the pending batch (its clients get their OKs), drains every connection's send
+// queue and closes it with a close frame (1001 going away), all within
+// ShutdownTimeout; connections still open then are cut. It returns nil after a
+// shutdown asked for by ctx, or the error that ended serving. Serve closes ln.
+func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
+	if !r.served.CompareAndSwap(false, true) {
+		_ = ln.Close()
+		return errors.New("relay: Serve called twice")
+	}
+	srv := &http.Server{
+		Handler:           r.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(r.log.Handler(), slog.LevelWarn),
+	}
+	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLoops()
+	var g errgroup.Group
+	g.Go(func() error { r.batcher.run(); return nil })
+	g.Go(func() error { r.follower.run(loops); return nil })
+	g.Go(func() error { r.sweep(loops); return nil })
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	r.log.Info("relay serving", "addr", ln.Addr().String())
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+		err = fmt.Errorf("relay serve: %w", err)
+	}
+	r.shutdown(srv)
+	stopLoops()
+	_ = g.Wait()
+	if err == nil {
+		if serr := <-serveErr; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+			err = fmt.Errorf("relay serve: %w", serr)
+		}
+	}
+	return err
+}
+
+// shutdown runs the graceful shutdown described at Serve.
+func (r *Relay) shutdown(srv *http.Server) {
+	start := time.Now()
+	r.closing.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		r.log.Warn("http shutdown incomplete", "err", err)
+	}
+	r.batcher.close()
+
+	r.connsMu.Lock()
+	for c := range r.conns {
+		c.closeWith(closeShutdown)
+	}
+	open := len(r.conns)
+	r.connsMu.Unlock()
+
+	done := make(chan struct{})
+	go func() { r.connsWG.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		r.connsMu.Lock()
+		for c := range r.conns {
+			_ = c.ws.Close()
+		}
+		r.connsMu.Unlock()
+		<-done
+	}
+	r.log.Info("relay stopped", "connections_closed", open, "took", time.Since(start).String())
+}
+
+// track registers a new connection; false means the relay is shutting down.
+func (r *Relay) track(c *conn) bool {
+	r.connsMu.Lock()
+	defer r.connsMu.Unlock()
+	if r.closing.Load() {
+		return false
+	}
+	r.conns[c] = struct{}{}
+	r.connsWG.Add(1)
+	return true
+}
+
+func (r *Relay) untrack(c *conn) {
+	r.connsMu.Lock()
+	delete(r.conns, c)
+	r.connsMu.Unlock()
+	r.connsWG.Done()
+}
+
+// fanout delivers ev to every matching live subscription of this process. It
+// never blocks on a connection.
+func (r *Relay) fanout(ev *nostr.Event) {
+	subs := r.index.matching(ev, nil)
+	if len(subs) == 0 {
+		return
+	}
+	js := eventJSON(ev)
+	for _, s := range subs {
+		if s.deliver(ev.ID, js) {
+			r.m.liveDeliveries.Inc()
+		}
+	}
+}
+
+// dropSub unfiles s from the fan-out index (once).
+func (r *Relay) dropSub(s *subscription) {
+	if r.index.remove(s) {
+		r.m.subscriptions.Dec()
+	}
+}
+
+// relayURL is the URL AUTH events must name: PublicURL, else the Host header.
+func (r *Relay) relayURL(host string) string {
+	if r.cfg.PublicURL != "" {
+		return r.cfg.PublicURL
+	}
+	return "wss://" + host
+}
+
+// sweep forgets idle rate-limit buckets every minute.
+func (r *Relay) sweep(ctx context.Context) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.eventsPerIP.sweep()
+			r.eventsPerPubkey.sweep()
+			r.reqsPerIP.sweep()
+		}
+	}
+}

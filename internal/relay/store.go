@@ -1,0 +1,51 @@
+package relay
+
+import (
+	"context"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+// Store is the relay's persistence. Implementations are safe for concurrent use.
+type Store interface {
+	// Ingest stores verified, non-ephemeral events in ONE transaction that ends with
+	// the outbox append (group commit), and returns one result per event in input
+	// order: OK true/false and the NIP-01 message ("duplicate: ...", "blocked: ...",
+	// "" ...). An error means the whole batch failed (the relay answers each event
+	// with OK false "error: ...").
+	Ingest(ctx context.Context, evs []*nostr.Event) ([]IngestResult, error)
+	// Query returns stored, visible events matching any of the filters (each
+	// filter's Limit applies to its own matches; LimitZero means none), newest
+	// first, ties by lowest id, no duplicates.
+	Query(ctx context.Context, filters []nostr.Filter) ([]*nostr.Event, error)
+	// Count returns the number of stored, visible events matching any filter (NIP-45).
+	Count(ctx context.Context, filters []nostr.Filter) (int64, error)
+	// Events loads visible events by id (for live fan-out of outbox rows); missing
+	// ids are skipped.
+	Events(ctx context.Context, ids []string) ([]*nostr.Event, error)
+}
+
+// IngestResult is the answer to one event of an Ingest batch.
+type IngestResult struct {
+	OK      bool
+	Message string
+}
+
+// Feed is the relay's view of the outbox, which it follows to deliver stored events
+// to live subscriptions, whichever relay process stored them. PGFeed is the
+// Postgres implementation; tests drive the follower with their own.
+type Feed interface {
+	// Head returns the highest committed seq (0 when the outbox is empty).
+	Head(ctx context.Context) (int64, error)
+	// ReadAfter returns up to limit committed rows with seq > after in ascending
+	// seq order, appended to buf[:0]. A reader that passes the highest seq it has
+	// seen never misses a row (see package outbox).
+	ReadAfter(ctx context.Context, after int64, limit int, buf []outbox.Row) ([]outbox.Row, error)
+	// Listen calls wake whenever new rows may have been committed: after every
+	// notification and after every (re)connect of its notification channel, since
+	// notifications may have been missed meanwhile. wake never blocks. Listen
+	// returns when ctx is done.
+	Listen(ctx context.Context, wake func())
+}
