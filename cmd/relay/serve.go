@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
@@ -42,7 +41,7 @@ func serve(ctx context.Context, s settings, logger *slog.Logger) error {
 	writer := outbox.NewWriter(pool, outbox.WriterConfig{Logger: logger, Registerer: reg})
 	st := store.New(pool, writer)
 	r, err := relay.New(s.relay, relay.Deps{
-		Store:      storeAdapter{st},
+		Store:      st,
 		Feed:       relay.NewPGFeed(pool, logger),
 		Logger:     logger,
 		Registerer: reg,
@@ -69,18 +68,6 @@ func serve(ctx context.Context, s settings, logger *slog.Logger) error {
 		err = fmt.Errorf("outbox writer: %w", werr)
 	}
 	return err
-}
-
-// storeAdapter adapts *store.Store to relay.Store.
-type storeAdapter struct{ *store.Store }
-
-func (a storeAdapter) Ingest(ctx context.Context, evs []*nostr.Event) ([]relay.IngestResult, error) {
-	res, err := a.Store.Ingest(ctx, evs)
-	out := make([]relay.IngestResult, len(res))
-	for i, r := range res {
-		out[i] = relay.IngestResult(r)
-	}
-	return out, err
 }
 
 // sweepBatch is how many expired events one sweep transaction marks.

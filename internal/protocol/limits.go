@@ -129,3 +129,10 @@ func (l Limits) Limitation() nip11.RelayLimitationDocument {
 		RestrictedWrites: l.RequireTopic || l.AllowedTopics != nil,
 	}
 }
+
+// Verdict is a relay's answer to one EVENT: the OK flag and the NIP-01 message
+// (with its machine-readable prefix, or "" for a plain acceptance).
+type Verdict struct {
+	OK      bool
+	Message string
+}

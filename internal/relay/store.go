@@ -5,6 +5,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -28,10 +29,7 @@ type Store interface {
 }
 
 // IngestResult is the answer to one event of an Ingest batch.
-type IngestResult struct {
-	OK      bool
-	Message string
-}
+type IngestResult = protocol.Verdict
 
 // Feed is the relay's view of the outbox, which it follows to deliver stored events
 // to live subscriptions, whichever relay process stored them. PGFeed is the

@@ -31,11 +31,6 @@ func New(pool *pgxpool.Pool, writer *outbox.Writer) *Store {
 	return &Store{pool: pool, writer: writer, now: time.Now}
 }
 
-// Result answers one ingested event: the OK flag and the NIP-01 message.
-type Result struct {
-	OK      bool
-	Message string
-}
 
 const (
 	msgDuplicate     = "duplicate: already have this event"
@@ -47,8 +42,8 @@ const (
 // outbox append and returns one result per event, in order. An error means nothing
 // was stored. A batch that loses a race with another relay (deadlock, unique key)
 // is retried a few times.
-func (s *Store) Ingest(ctx context.Context, evs []*nostr.Event) ([]Result, error) {
-	var results []Result
+func (s *Store) Ingest(ctx context.Context, evs []*nostr.Event) ([]protocol.Verdict, error) {
+	var results []protocol.Verdict
 	var err error
 	for attempt := 0; attempt < 4; attempt++ {
 		results, err = s.ingestOnce(ctx, evs)
@@ -67,7 +62,7 @@ func retryable(err error) bool {
 	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001" || pgErr.Code == "23505")
 }
 
-func (s *Store) ingestOnce(ctx context.Context, evs []*nostr.Event) ([]Result, error) {
+func (s *Store) ingestOnce(ctx context.Context, evs []*nostr.Event) ([]protocol.Verdict, error) {
 	p := newPlan(evs, s.now())
 	_, err := s.writer.Write(ctx, func(ctx context.Context, tx pgx.Tx) ([]outbox.Record, error) {
 		if err := p.load(ctx, tx); err != nil {
@@ -103,7 +98,7 @@ type stored struct {
 type plan struct {
 	evs        []*nostr.Event
 	ingestedAt time.Time
-	results    []Result
+	results    []protocol.Verdict
 
 	byID       map[string]*stored         // stored rows for incoming ids and deletion targets
 	versions   map[string][]*stored       // effective key -> every stored version
@@ -118,7 +113,7 @@ type plan struct {
 
 func newPlan(evs []*nostr.Event, now time.Time) *plan {
 	return &plan{
-		evs: evs, ingestedAt: now, results: make([]Result, len(evs)),
+		evs: evs, ingestedAt: now, results: make([]protocol.Verdict, len(evs)),
 		byID: map[string]*stored{}, versions: map[string][]*stored{},
 		tombIDs: map[string]map[string]bool{}, tombAddr: map[string]int64{},
 		oldWinner: map[string]string{}, touched: map[string]bool{},
@@ -373,27 +368,27 @@ func (p *plan) decide() {
 		if prev := p.byID[ev.ID]; prev != nil {
 			switch {
 			case prev.deleted:
-				p.results[i] = Result{false, msgDeleted}
+				p.results[i] = protocol.Verdict{OK: false, Message: msgDeleted}
 			default:
-				p.results[i] = Result{true, msgDuplicate}
+				p.results[i] = protocol.Verdict{OK: true, Message: msgDuplicate}
 			}
 			continue
 		}
 		if p.tombIDs[ev.ID][ev.PubKey] {
-			p.results[i] = Result{false, msgDeletedByAuth}
+			p.results[i] = protocol.Verdict{OK: false, Message: msgDeletedByAuth}
 			continue
 		}
 		key := protocol.EffectiveKey(ev)
 		if key != "" {
 			if at, ok := p.tombAddr[eventAddress(ev)]; ok && int64(ev.CreatedAt) <= at {
-				p.results[i] = Result{false, msgDeletedByAuth}
+				p.results[i] = protocol.Verdict{OK: false, Message: msgDeletedByAuth}
 				continue
 			}
 		}
 		st := &stored{id: ev.ID, pubkey: ev.PubKey, kind: ev.Kind, createdAt: int64(ev.CreatedAt),
 			effectiveKey: key, effective: key == "", topics: protocol.Topics(ev), isNew: true, ev: ev}
 		p.byID[ev.ID] = st
-		p.results[i] = Result{true, ""}
+		p.results[i] = protocol.Verdict{OK: true, Message: ""}
 		if key != "" {
 			p.versions[key] = append(p.versions[key], st)
 			p.touched[key] = true

@@ -44,7 +44,7 @@ func (f *fixture) event(t *testing.T, author, kind int, at nostr.Timestamp, tags
 	return ev
 }
 
-func (f *fixture) ingest(t *testing.T, evs ...*nostr.Event) []Result {
+func (f *fixture) ingest(t *testing.T, evs ...*nostr.Event) []protocol.Verdict {
 	t.Helper()
 	res, err := f.store.Ingest(context.Background(), evs)
 	require.NoError(t, err)
@@ -83,8 +83,8 @@ func TestIngestRegularAndDuplicate(t *testing.T) {
 	f := newFixture(t)
 	a := f.event(t, 0, 1, base, nostr.Tags{topic("Go"), topic("nostr"), {"p", strings.Repeat("ab", 32)}}, "hello")
 	res := f.ingest(t, a, a)
-	require.Equal(t, []Result{{true, ""}, {true, msgDuplicate}}, res)
-	require.Equal(t, []Result{{true, msgDuplicate}}, f.ingest(t, a))
+	require.Equal(t, []protocol.Verdict{{OK: true, Message: ""}, {OK: true, Message: msgDuplicate}}, res)
+	require.Equal(t, []protocol.Verdict{{OK: true, Message: msgDuplicate}}, f.ingest(t, a))
 
 	rows, _ := f.rows(t, 0)
 	require.Equal(t, []string{"upsert " + a.ID[:8] + " go", "upsert " + a.ID[:8] + " nostr"}, rows)
@@ -107,7 +107,7 @@ func TestReplaceableAndAddressable(t *testing.T) {
 	old := f.event(t, 0, 0, base-10, nostr.Tags{topic("x")}, "old")
 	f.ingest(t, v1)
 	f.ingest(t, v2)
-	require.Equal(t, []Result{{true, ""}}, f.ingest(t, old), "a late older version is stored")
+	require.Equal(t, []protocol.Verdict{{OK: true, Message: ""}}, f.ingest(t, old), "a late older version is stored")
 	profile := nostr.Filter{Kinds: []int{0}, Limit: 10}
 	require.Equal(t, []string{v2.ID}, f.query(t, profile))
 	key := "0:" + v1.PubKey
@@ -153,16 +153,16 @@ func TestDeletion(t *testing.T) {
 		"delete " + note.ID[:8] + " a  nip09", "delete " + note.ID[:8] + " b  nip09",
 	}, rows, "one delete row per topic; other authors' events are untouched")
 	require.ElementsMatch(t, []string{del.ID, other.ID}, f.query(t, nostr.Filter{Tags: nostr.TagMap{"t": {"a"}}, Limit: 10}))
-	require.Equal(t, []Result{{false, msgDeleted}}, f.ingest(t, note), "deleted events never come back")
+	require.Equal(t, []protocol.Verdict{{OK: false, Message: msgDeleted}}, f.ingest(t, note), "deleted events never come back")
 
 	// A deletion that arrives before its target wins when the target arrives.
 	late := f.event(t, 0, 1, base, nostr.Tags{topic("a")}, "late")
 	f.ingest(t, f.event(t, 0, 5, base+1, nostr.Tags{{"e", late.ID}, topic("a")}, ""))
-	require.Equal(t, []Result{{false, msgDeletedByAuth}}, f.ingest(t, late))
+	require.Equal(t, []protocol.Verdict{{OK: false, Message: msgDeletedByAuth}}, f.ingest(t, late))
 	// Someone else's deletion of it does not.
 	late2 := f.event(t, 0, 1, base, nostr.Tags{topic("a")}, "late2")
 	f.ingest(t, f.event(t, 1, 5, base+1, nostr.Tags{{"e", late2.ID}, topic("a")}, ""))
-	require.Equal(t, []Result{{true, ""}}, f.ingest(t, late2))
+	require.Equal(t, []protocol.Verdict{{OK: true, Message: ""}}, f.ingest(t, late2))
 	_ = after
 
 	// Deleting the effective version of a replaceable event promotes the previous one.
@@ -185,9 +185,9 @@ func TestDeletion(t *testing.T) {
 	f.ingest(t, a1)
 	f.ingest(t, f.event(t, 1, 5, base+10, nostr.Tags{{"a", addr}, topic("p")}, ""))
 	require.Empty(t, f.query(t, nostr.Filter{Kinds: []int{30023}, Limit: 10}))
-	require.Equal(t, []Result{{false, msgDeletedByAuth}}, f.ingest(t, f.event(t, 1, 30023, base+5, nostr.Tags{{"d", "doc"}, topic("p")}, "a2")))
+	require.Equal(t, []protocol.Verdict{{OK: false, Message: msgDeletedByAuth}}, f.ingest(t, f.event(t, 1, 30023, base+5, nostr.Tags{{"d", "doc"}, topic("p")}, "a2")))
 	a3 := f.event(t, 1, 30023, base+20, nostr.Tags{{"d", "doc"}, topic("p")}, "a3")
-	require.Equal(t, []Result{{true, ""}}, f.ingest(t, a3))
+	require.Equal(t, []protocol.Verdict{{OK: true, Message: ""}}, f.ingest(t, a3))
 	require.Equal(t, []string{a3.ID}, f.query(t, nostr.Filter{Kinds: []int{30023}, Limit: 10}))
 }
 
