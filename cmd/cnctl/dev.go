@@ -16,12 +16,15 @@ func devCommand() *cli.Command {
 				Usage: "where the embedded Postgres keeps its data (reused across runs)"},
 			&cli.IntFlag{Name: "pg-port", EnvVars: []string{"CN_DEV_PG_PORT"},
 				Usage: "port of the embedded Postgres (0: last used, else a free one)"},
+			&cli.StringFlag{Name: "relay-listen", Value: "127.0.0.1:7777", EnvVars: []string{"CN_RELAY_LISTEN"},
+				Usage: "address of the relay (WebSocket, NIP-11, /healthz, /metrics)"},
 		},
 		Action: func(c *cli.Context) error {
 			cfg := devnode.Config{
 				DatabaseURL: databaseURL(c),
 				DataDir:     c.String("data-dir"),
 				Port:        c.Int("pg-port"),
+				RelayListen: c.String("relay-listen"),
 				Logger:      textLogger(c),
 				Out:         c.App.Writer,
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/relay"
+	"github.com/kukuri/communitynode/internal/relaynode"
 )
 
 // settings is everything the command line says: the relay's Config and what the
@@ -84,7 +85,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				return err
 			}
 			logger := slog.New(slog.NewJSONHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: s.logLevel}))
-			return serve(c.Context, s, logger)
+			return relaynode.Run(c.Context, relaynode.Options{DatabaseURL: s.databaseURL, Relay: s.relay, SweepInterval: s.sweepInterval, Logger: logger})
 		},
 	}
 }

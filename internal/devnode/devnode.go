@@ -15,6 +15,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kukuri/communitynode/internal/pgembed"
+	"github.com/kukuri/communitynode/internal/relay"
+	"github.com/kukuri/communitynode/internal/relaynode"
 	"github.com/kukuri/communitynode/schema"
 )
 
@@ -28,8 +30,10 @@ type Config struct {
 	// DataDir holds the embedded server's cluster; it is reused across runs.
 	DataDir string
 	// Port for the embedded server; 0 reuses the last one or picks a free one.
-	Port   int
-	Logger *slog.Logger
+	Port int
+	// RelayListen is where the relay serves WebSocket, NIP-11, /healthz and /metrics.
+	RelayListen string
+	Logger      *slog.Logger
 	// Out receives the lines a developer reads: URLs and what is running.
 	Out io.Writer
 }
@@ -86,6 +90,15 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	// Every daemon of the node runs here, each with Run(ctx) error; the first that
 	// fails stops the others.
 	g, gctx := errgroup.WithContext(ctx)
+	relayCfg := relay.DefaultConfig()
+	if cfg.RelayListen != "" {
+		relayCfg.Listen = cfg.RelayListen
+	}
+	g.Go(func() error {
+		return relaynode.Run(gctx, relaynode.Options{DatabaseURL: dbURL, Relay: relayCfg,
+			SweepInterval: 30 * time.Second, Logger: cfg.Logger.With("daemon", "relay")})
+	})
+	fmt.Fprintf(cfg.Out, "relay: ws://%s (NIP-11, /healthz and /metrics on the same address)\n", relayCfg.Listen)
 	fmt.Fprintln(cfg.Out, "node is up; press Ctrl-C to stop")
 	<-gctx.Done()
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {

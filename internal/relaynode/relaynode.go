@@ -1,0 +1,120 @@
+// Package relaynode runs one relay process: it wires the database pool, the outbox
+// writer, the event store and the relay together. cmd/relay and the dev node
+// (`cnctl dev`) both run it.
+package relaynode
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kukuri/communitynode/internal/relay"
+	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+// Options is what one relay process needs.
+type Options struct {
+	DatabaseURL string
+	Relay       relay.Config
+	// SweepInterval is how often expired (NIP-40) events are swept; 0 turns it off.
+	SweepInterval time.Duration
+	Logger        *slog.Logger
+}
+
+// Run wires the database, the outbox writer, the store and the relay together and
+// runs them until ctx is done or one of them fails. The writer outlives the relay,
+// whose final flush commits through it.
+func Run(ctx context.Context, s Options) error {
+	logger := s.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	poolCfg, err := pgxpool.ParseConfig(s.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("database url: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return fmt.Errorf("open database pool: %w", err)
+	}
+	defer pool.Close()
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = pool.Ping(pctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("connect to database: %w", err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	writer := outbox.NewWriter(pool, outbox.WriterConfig{Logger: logger, Registerer: reg})
+	st := store.New(pool, writer)
+	r, err := relay.New(s.Relay, relay.Deps{
+		Store:      st,
+		Feed:       relay.NewPGFeed(pool, logger),
+		Logger:     logger,
+		Registerer: reg,
+		Gatherer:   reg,
+	})
+	if err != nil {
+		return err
+	}
+
+	// The writer outlives the relay: the relay's final flush commits through it.
+	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWriter()
+	writerDone := make(chan error, 1)
+	go func() { writerDone <- writer.Run(writerCtx) }()
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return r.Run(gctx) })
+	if s.SweepInterval > 0 {
+		g.Go(func() error { sweepExpired(gctx, st, s.SweepInterval, logger); return nil })
+	}
+	err = g.Wait()
+	stopWriter()
+	if werr := <-writerDone; werr != nil && err == nil {
+		err = fmt.Errorf("outbox writer: %w", werr)
+	}
+	return err
+}
+
+// sweepBatch is how many expired events one sweep transaction marks.
+const sweepBatch = 1000
+
+// sweepExpired marks expired (NIP-40) events deleted every interval until ctx is
+// done; a full batch is followed at once by the next. The store lets one relay at
+// a time sweep.
+func sweepExpired(ctx context.Context, st *store.Store, interval time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for ctx.Err() == nil {
+			n, err := st.Sweep(ctx, sweepBatch)
+			if err != nil {
+				if ctx.Err() == nil {
+					logger.Warn("expiry sweep failed", "err", err)
+				}
+				break
+			}
+			if n > 0 {
+				logger.Info("expired events swept", "events", n)
+			}
+			if n < sweepBatch {
+				break
+			}
+		}
+	}
+}
