@@ -11,9 +11,10 @@ import (
 )
 
 // batcher groups events from all connections into Store.Ingest calls (group
-// commit, design rule 2). A batch is flushed when it holds BatchMaxEvents events
-// or its first event has waited BatchMaxDelay. At most IngestConcurrency flushes
-// run at once; while they all run, events queue up and, once the queue is full,
+// commit, design rule 2). A batch is flushed as soon as a flush slot is idle, when
+// it holds BatchMaxEvents events, or when its first event has waited BatchMaxDelay:
+// a lone event is not delayed, and under load batches grow while the slots are
+// busy. At most IngestConcurrency flushes run at once; while they all run, events queue up and, once the queue is full,
 // the readers that submit them wait (backpressure to the clients).
 //
 // Promises: every submitted event gets exactly one reply, and only after the
@@ -30,6 +31,7 @@ type batcher struct {
 
 	in    chan ingestJob
 	slots chan struct{}
+	freed chan struct{} // a flush finished: its slot is free again
 
 	mu      sync.RWMutex // submit holds it shared; close exclusively
 	closed  bool
@@ -54,6 +56,7 @@ func newBatcher(cfg Config, store Store, m *metrics, log *slog.Logger, onCommit 
 		onCommit: onCommit,
 		in:       make(chan ingestJob, 2*cfg.BatchMaxEvents),
 		slots:    make(chan struct{}, cfg.IngestConcurrency),
+		freed:    make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -89,12 +92,16 @@ func (b *batcher) run() {
 		select {
 		case j := <-b.in:
 			batch = append(batch, j)
-			if len(batch) == 1 {
+			switch {
+			case len(batch) >= b.maxBatch || len(b.slots) < cap(b.slots):
+				// Full, or a flush slot is idle: waiting would only add latency.
+				// Under load the slots are busy and batches grow by themselves.
+				flush()
+			case len(batch) == 1:
 				timer.Reset(b.maxDelay)
 			}
-			if len(batch) >= b.maxBatch {
-				flush()
-			}
+		case <-b.freed:
+			flush() // what queued up while every slot was busy
 		case <-timer.C:
 			flush()
 		case <-b.stop:
@@ -124,7 +131,13 @@ func (b *batcher) flush(batch []ingestJob) {
 	b.flushes.Add(1)
 	go func() {
 		defer b.flushes.Done()
-		defer func() { <-b.slots }()
+		defer func() {
+			<-b.slots
+			select {
+			case b.freed <- struct{}{}:
+			default:
+			}
+		}()
 		b.ingest(batch)
 	}()
 }

@@ -164,8 +164,9 @@ func TestEventStoreVerdictAndFailure(t *testing.T) {
 	require.True(t, strings.HasPrefix(reason, "error: "), reason)
 }
 
-// TestEventGroupCommit: events from many clients within BatchMaxDelay share one
-// Ingest call, and every OK comes after it.
+// TestEventGroupCommit: an event meeting an idle flush slot is flushed at once;
+// events arriving while every slot is busy share the next Ingest call; every OK
+// comes after the commit that carried it.
 func TestEventGroupCommit(t *testing.T) {
 	t.Parallel()
 	store := newFakeStore()
@@ -175,22 +176,25 @@ func TestEventGroupCommit(t *testing.T) {
 		return store.store(evs), nil
 	}
 	tr := startRelay(t, store, func(c *Config) {
-		c.BatchMaxEvents = 5
+		c.BatchMaxEvents = 4
 		c.BatchMaxDelay = time.Hour
 		c.IngestConcurrency = 1
 	})
 	k := newKey(t)
-	clients := make([]*client, 5)
-	for i := range clients {
-		clients[i] = dial(t, tr.url)
-		clients[i].send("EVENT", k.note(t, string(rune('a'+i)), nil))
-	}
+	first := dial(t, tr.url)
+	first.send("EVENT", k.note(t, "first", nil))
 	require.Eventually(t, func() bool {
 		store.mu.Lock()
 		defer store.mu.Unlock()
 		return len(store.batches) == 1
-	}, waitTimeout, time.Millisecond)
-	for _, c := range clients {
+	}, waitTimeout, time.Millisecond, "a lone event is flushed without waiting")
+	clients := make([]*client, 4)
+	for i := range clients {
+		clients[i] = dial(t, tr.url)
+		clients[i].send("EVENT", k.note(t, string(rune('a'+i)), nil))
+	}
+	time.Sleep(50 * time.Millisecond) // the four queue behind the busy slot
+	for _, c := range append(clients, first) {
 		select {
 		case msg := <-c.msgs:
 			t.Fatalf("answer before the commit: %s", join(msg))
@@ -198,9 +202,11 @@ func TestEventGroupCommit(t *testing.T) {
 		}
 	}
 	close(release)
-	for _, c := range clients {
+	for _, c := range append(clients, first) {
 		c.expect("OK")
 	}
-	require.Len(t, store.batches[0], 5)
+	require.Len(t, store.batches, 2)
+	require.Len(t, store.batches[0], 1)
+	require.Len(t, store.batches[1], 4, "the events that waited share one Ingest")
 	require.Equal(t, 1, testutil.CollectAndCount(tr.m.batchSize))
 }

@@ -232,21 +232,38 @@ func TestSlowSubscriberDoesNotDelayOthers(t *testing.T) {
 // answered before the connections are closed with 1001.
 func TestShutdownFlushesPendingBatch(t *testing.T) {
 	t.Parallel()
-	tr := startRelay(t, nil, func(c *Config) {
+	store := newFakeStore()
+	release := make(chan struct{})
+	store.ingestHook = func(_ context.Context, evs []*nostr.Event) ([]IngestResult, error) {
+		<-release
+		return store.store(evs), nil
+	}
+	tr := startRelay(t, store, func(c *Config) {
 		c.BatchMaxDelay = time.Hour
 		c.BatchMaxEvents = 1000
+		c.IngestConcurrency = 1
 	})
 	c := dial(t, tr.url)
+	busy := newKey(t).note(t, "keeps the only flush slot busy", nil)
+	c.send("EVENT", busy)
+	require.Eventually(t, func() bool {
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		return len(store.batches) == 1
+	}, waitTimeout, time.Millisecond)
 	ev := newKey(t).note(t, "last words", nil)
 	c.send("EVENT", ev)
 	require.Empty(t, c.drain()) // the EVENT has been handed to the batcher
-	require.Empty(t, tr.store.ingested())
+	require.Len(t, tr.store.ingested(), 1, "only the first event has reached the store")
 
+	go func() { time.Sleep(50 * time.Millisecond); close(release) }()
 	stopped := make(chan error, 1)
 	go func() { stopped <- tr.stop() }()
-	ok, reason := c.ok(ev.ID)
+	ok, reason := c.ok(busy.ID)
 	require.True(t, ok, reason)
-	require.Len(t, tr.store.ingested(), 1)
+	ok, reason = c.ok(ev.ID)
+	require.True(t, ok, reason)
+	require.Len(t, tr.store.ingested(), 2)
 	<-c.gone
 	var cerr *websocket.CloseError
 	require.ErrorAs(t, c.err, &cerr)
