@@ -33,6 +33,14 @@ func (s *Store) Query(ctx context.Context, filters []nostr.Filter) ([]*nostr.Eve
 		}
 		sql := "SELECT " + eventColumns + " FROM cn_relay.events e WHERE " + where +
 			" ORDER BY e.created_at DESC, e.id"
+		if topic, ok := topicDriven(f); ok {
+			// Walk the topic's (topic_id, created_at DESC) index in order and stop
+			// at the limit, instead of matching the whole topic first.
+			args = append(args, topic)
+			sql = "SELECT " + eventColumns + " FROM cn_relay.event_topics tt JOIN cn_relay.events e ON e.id = tt.event_id" +
+				" WHERE tt.topic_id = $" + strconv.Itoa(len(args)) + " AND " + where +
+				" ORDER BY tt.created_at DESC, tt.event_id"
+		}
 		if f.Limit > 0 {
 			args = append(args, f.Limit)
 			sql += " LIMIT $" + strconv.Itoa(len(args))
@@ -95,6 +103,16 @@ func (s *Store) filterSQL(f nostr.Filter) (string, []any, bool) {
 	return s.filterSQLFrom(f, 0)
 }
 
+// topicDriven reports whether a query is best driven by the topic index: one #t
+// value and neither ids nor authors, which have more selective indexes.
+func topicDriven(f nostr.Filter) (string, bool) {
+	t, ok := f.Tags["t"]
+	if !ok || len(t) != 1 || f.IDs != nil || f.Authors != nil {
+		return "", false
+	}
+	return t[0], true
+}
+
 // filterSQLFrom turns a filter into a WHERE clause whose placeholders start after
 // `offset`; ok is false when the filter can match nothing stored.
 func (s *Store) filterSQLFrom(f nostr.Filter, offset int) (string, []any, bool) {
@@ -134,7 +152,10 @@ func (s *Store) filterSQLFrom(f nostr.Filter, offset int) (string, []any, bool) 
 		case len(name) != 1:
 			return "", nil, false // only single-letter tags are indexed (NIP-01)
 		case name == "t":
-			conds = append(conds, "EXISTS (SELECT 1 FROM cn_relay.event_topics t WHERE t.event_id = e.id AND t.topic_id = ANY("+ph(values)+"))")
+			// A per-row probe of the (event_id, topic_id) key: as EXISTS, Postgres
+			// would hash the whole topic before looking at the few rows that
+			// ids, authors or the topic index already select.
+			conds = append(conds, "(SELECT true FROM cn_relay.event_topics t WHERE t.event_id = e.id AND t.topic_id = ANY("+ph(values)+") LIMIT 1)")
 		default:
 			conds = append(conds, "EXISTS (SELECT 1 FROM cn_relay.event_tags g WHERE g.event_id = e.id AND g.name = "+
 				ph(name)+" AND g.value = ANY("+ph(values)+"))")
