@@ -31,7 +31,6 @@ func New(pool *pgxpool.Pool, writer *outbox.Writer) *Store {
 	return &Store{pool: pool, writer: writer, now: time.Now}
 }
 
-
 const (
 	msgDuplicate     = "duplicate: already have this event"
 	msgDeleted       = "blocked: this event was deleted"
