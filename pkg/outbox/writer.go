@@ -80,6 +80,15 @@ func NewWriter(pool *pgxpool.Pool, cfg WriterConfig) *Writer {
 // outbox never has a hole. If only the flush fails, the rows are committed and
 // announced and Write returns an error wrapping ErrDurabilityUnknown.
 func (w *Writer) Write(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) ([]Record, error)) (Range, error) {
+	return w.WriteBatch(ctx, func(ctx context.Context, tx pgx.Tx, _ *pgx.Batch) ([]Record, error) { return fn(ctx, tx) })
+}
+
+// WriteBatch is Write for callers that can queue their writes instead of running
+// them: the statements fn queues on b run, in order, in the same pipeline as the
+// append and the commit, which saves their round trips. If one of them fails,
+// nothing is committed and WriteBatch returns its error. fn may still run
+// statements (reads, typically) through tx.
+func (w *Writer) WriteBatch(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx, b *pgx.Batch) ([]Record, error)) (Range, error) {
 	pc, err := w.pool.Acquire(ctx)
 	if err != nil {
 		return Range{}, fmt.Errorf("acquire connection: %w", err)
@@ -96,11 +105,11 @@ func (w *Writer) Write(ctx context.Context, fn func(ctx context.Context, tx pgx.
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
-	recs, err := fn(ctx, writeTx{tx})
+	var b pgx.Batch
+	recs, err := fn(ctx, writeTx{tx}, &b)
 	if err != nil {
 		return Range{}, err
 	}
-	var b pgx.Batch
 	var r Range
 	if len(recs) > 0 {
 		if err := queueAppend(&b, recs, appendOptions{lock: !w.cfg.disableAppendLock, asyncCommit: true}, &r); err != nil {
@@ -108,7 +117,10 @@ func (w *Writer) Write(ctx context.Context, fn func(ctx context.Context, tx pgx.
 		}
 	}
 	committed := false
-	b.Queue("COMMIT").Exec(func(pgconn.CommandTag) error { committed = true; return nil })
+	b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
+		committed = tag.String() == "COMMIT" // an aborted transaction answers ROLLBACK
+		return nil
+	})
 	if len(recs) > 0 {
 		// A transaction with an xid commits synchronously, flushing all WAL before it.
 		b.Queue("BEGIN")
@@ -130,6 +142,8 @@ func (w *Writer) Write(ctx context.Context, fn func(ctx context.Context, tx pgx.
 		return r, fmt.Errorf("flush write: %w: %w", ErrDurabilityUnknown, err)
 	case err != nil:
 		return Range{}, fmt.Errorf("append and commit: %w", err)
+	case !committed:
+		return Range{}, errors.New("append and commit: the transaction was rolled back")
 	}
 	return r, nil
 }
