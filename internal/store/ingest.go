@@ -63,14 +63,12 @@ func retryable(err error) bool {
 
 func (s *Store) ingestOnce(ctx context.Context, evs []*nostr.Event) ([]protocol.Verdict, error) {
 	p := newPlan(evs, s.now())
-	_, err := s.writer.Write(ctx, func(ctx context.Context, tx pgx.Tx) ([]outbox.Record, error) {
+	_, err := s.writer.WriteBatch(ctx, func(ctx context.Context, tx pgx.Tx, b *pgx.Batch) ([]outbox.Record, error) {
 		if err := p.load(ctx, tx); err != nil {
 			return nil, err
 		}
 		p.decide()
-		if err := p.write(ctx, tx); err != nil {
-			return nil, err
-		}
+		p.queueWrites(b) // they travel with the outbox append and the commit
 		return p.records, nil
 	})
 	if err != nil {
@@ -105,6 +103,7 @@ type plan struct {
 	tombAddr   map[string]int64           // address -> newest deletion created_at
 	oldWinner  map[string]string          // effective key -> id effective before the batch
 	touched    map[string]bool            // effective keys whose versions changed
+	topicSeen  map[[2]string]bool         // (event id, topic) pairs loaded
 	newTombs   [][4]string                // target, pubkey, deletion id, created_at
 	deletedIDs []string                   // stored or new events deleted by this batch
 	records    []outbox.Record
@@ -115,7 +114,7 @@ func newPlan(evs []*nostr.Event, now time.Time) *plan {
 		evs: evs, ingestedAt: now, results: make([]protocol.Verdict, len(evs)),
 		byID: map[string]*stored{}, versions: map[string][]*stored{},
 		tombIDs: map[string]map[string]bool{}, tombAddr: map[string]int64{},
-		oldWinner: map[string]string{}, touched: map[string]bool{},
+		oldWinner: map[string]string{}, touched: map[string]bool{}, topicSeen: map[[2]string]bool{},
 	}
 }
 
@@ -171,9 +170,12 @@ func eventAddress(ev *nostr.Event) string {
 	return address(ev.Kind, ev.PubKey, d)
 }
 
-// load reads what the decisions need, after taking the effective-key locks.
+// load reads what the decisions need, after taking the effective-key locks, in
+// one pipelined round trip; a second one only when deletion targets turn out to
+// belong to keys not locked yet.
 func (p *plan) load(ctx context.Context, tx pgx.Tx) error {
 	ids := map[string]bool{}
+	targetIDs := map[string]bool{} // 'e' targets: their topics are needed for delete rows
 	keys := map[string]bool{}
 	addrs := map[string]bool{}
 	for _, ev := range p.evs {
@@ -186,6 +188,7 @@ func (p *plan) load(ctx context.Context, tx pgx.Tx) error {
 			eids, as := deletionTargets(ev)
 			for _, id := range eids {
 				ids[id] = true
+				targetIDs[id] = true
 			}
 			for _, a := range as {
 				k, _, _, _ := keyOfAddress(a)
@@ -193,37 +196,33 @@ func (p *plan) load(ctx context.Context, tx pgx.Tx) error {
 			}
 		}
 	}
-	if err := lockKeys(ctx, tx, keys); err != nil {
-		return err
+	var b pgx.Batch
+	queueLocks(&b, keys)
+	b.Queue(`SELECT id, pubkey, kind, created_at, coalesce(effective_key, ''), is_effective, deleted_at IS NOT NULL
+		FROM cn_relay.events WHERE id = ANY($1)`, setSlice(ids)).
+		Query(func(rows pgx.Rows) error { return p.scanStored(rows, nil) })
+	p.queueVersions(&b, keys, targetIDs)
+	targets := append(setSlice(ids), setSlice(addrs)...)
+	b.Queue(`SELECT target, pubkey, max(created_at) FROM cn_relay.deletion_targets
+		WHERE target = ANY($1) GROUP BY target, pubkey`, targets).Query(p.scanTombstones)
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return fmt.Errorf("load: %w", err)
 	}
-	rows, err := tx.Query(ctx, `
-		SELECT id, pubkey, kind, created_at, coalesce(effective_key, ''), is_effective, deleted_at IS NOT NULL
-		FROM cn_relay.events WHERE id = ANY($1)`, setSlice(ids))
-	if err != nil {
-		return fmt.Errorf("load events: %w", err)
-	}
-	if err := p.scanStored(rows, nil); err != nil {
-		return err
-	}
+
 	// Deletion targets may belong to keys not locked yet.
 	more := map[string]bool{}
 	for _, st := range p.byID {
 		if st.effectiveKey != "" && !keys[st.effectiveKey] {
 			more[st.effectiveKey] = true
-			keys[st.effectiveKey] = true
 		}
 	}
-	if err := lockKeys(ctx, tx, more); err != nil {
-		return err
-	}
-	rows, err = tx.Query(ctx, `
-		SELECT id, pubkey, kind, created_at, effective_key, is_effective, deleted_at IS NOT NULL
-		FROM cn_relay.events WHERE effective_key = ANY($1)`, setSlice(keys))
-	if err != nil {
-		return fmt.Errorf("load versions: %w", err)
-	}
-	if err := p.scanStored(rows, p.versions); err != nil {
-		return err
+	if len(more) > 0 {
+		var b pgx.Batch
+		queueLocks(&b, more)
+		p.queueVersions(&b, more, nil)
+		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+			return fmt.Errorf("load more versions: %w", err)
+		}
 	}
 	for k, vs := range p.versions {
 		for _, v := range vs {
@@ -232,14 +231,52 @@ func (p *plan) load(ctx context.Context, tx pgx.Tx) error {
 			}
 		}
 	}
-	targets := setSlice(ids)
-	targets = append(targets, setSlice(addrs)...)
-	rows, err = tx.Query(ctx, `SELECT target, pubkey, max(created_at) FROM cn_relay.deletion_targets
-		WHERE target = ANY($1) GROUP BY target, pubkey`, targets)
-	if err != nil {
-		return fmt.Errorf("load deletions: %w", err)
+	return nil
+}
+
+// queueVersions queues the read of every version of keys, and of the topics of
+// those versions and of the events ids (deletion targets).
+func (p *plan) queueVersions(b *pgx.Batch, keys, ids map[string]bool) {
+	if len(keys) > 0 {
+		b.Queue(`SELECT id, pubkey, kind, created_at, effective_key, is_effective, deleted_at IS NOT NULL
+			FROM cn_relay.events WHERE effective_key = ANY($1)`, setSlice(keys)).
+			Query(func(rows pgx.Rows) error { return p.scanStored(rows, p.versions) })
 	}
-	defer rows.Close()
+	if len(ids) > 0 {
+		b.Queue("SELECT event_id, topic_id FROM cn_relay.event_topics WHERE event_id = ANY($1) ORDER BY event_id, topic_id",
+			setSlice(ids)).Query(p.scanTopics)
+	}
+	if len(keys) > 0 {
+		b.Queue(`SELECT t.event_id, t.topic_id FROM cn_relay.events e JOIN cn_relay.event_topics t ON t.event_id = e.id
+			WHERE e.effective_key = ANY($1) ORDER BY t.event_id, t.topic_id`, setSlice(keys)).Query(p.scanTopics)
+	}
+}
+
+// scanTopics attaches topics to the stored rows the plan knows.
+func (p *plan) scanTopics(rows pgx.Rows) error {
+	index := map[string]*stored{}
+	for id, st := range p.byID {
+		index[id] = st
+	}
+	for _, vs := range p.versions {
+		for _, v := range vs {
+			index[v.id] = v
+		}
+	}
+	for rows.Next() {
+		var id, topic string
+		if err := rows.Scan(&id, &topic); err != nil {
+			return fmt.Errorf("load topics: %w", err)
+		}
+		if st := index[id]; st != nil && !p.topicSeen[[2]string{id, topic}] {
+			p.topicSeen[[2]string{id, topic}] = true
+			st.topics = append(st.topics, topic)
+		}
+	}
+	return rows.Err()
+}
+
+func (p *plan) scanTombstones(rows pgx.Rows) error {
 	for rows.Next() {
 		var target, pubkey string
 		var at int64
@@ -252,58 +289,7 @@ func (p *plan) load(ctx context.Context, tx pgx.Tx) error {
 			p.tombAddr[target] = max(p.tombAddr[target], at)
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("load deletions: %w", err)
-	}
-	return p.loadTopics(ctx, tx)
-}
-
-// loadTopics reads the topics of every stored row the batch may delete or promote.
-func (p *plan) loadTopics(ctx context.Context, tx pgx.Tx) error {
-	var ids []string
-	for id := range p.byID {
-		ids = append(ids, id)
-	}
-	index := map[string]*stored{}
-	for id, st := range p.byID {
-		index[id] = st
-	}
-	for _, vs := range p.versions {
-		for _, v := range vs {
-			if index[v.id] == nil {
-				index[v.id] = v
-				ids = append(ids, v.id)
-			}
-		}
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	rows, err := tx.Query(ctx, "SELECT event_id, topic_id FROM cn_relay.event_topics WHERE event_id = ANY($1) ORDER BY event_id, topic_id", ids)
-	if err != nil {
-		return fmt.Errorf("load topics: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id, topic string
-		if err := rows.Scan(&id, &topic); err != nil {
-			return fmt.Errorf("load topics: %w", err)
-		}
-		st := index[id]
-		st.topics = append(st.topics, topic)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("load topics: %w", err)
-	}
-	// byID and versions may hold distinct structs for one id: share the topics.
-	for _, vs := range p.versions {
-		for _, v := range vs {
-			if st := p.byID[v.id]; st != nil && st != v {
-				v.topics = st.topics
-			}
-		}
-	}
-	return nil
+	return rows.Err()
 }
 
 func (p *plan) scanStored(rows pgx.Rows, into map[string][]*stored) error {
@@ -335,20 +321,12 @@ func (p *plan) addTombID(id, pubkey string) {
 	p.tombIDs[id][pubkey] = true
 }
 
-// lockKeys takes the transaction-level advisory lock of each key in sorted order.
-func lockKeys(ctx context.Context, tx pgx.Tx, keys map[string]bool) error {
-	if len(keys) == 0 {
-		return nil
-	}
-	sorted := setSlice(keys)
-	var b pgx.Batch
-	for _, k := range sorted {
+// queueLocks queues the transaction-level advisory lock of each key in sorted
+// order, so that concurrent batches cannot deadlock on them.
+func queueLocks(b *pgx.Batch, keys map[string]bool) {
+	for _, k := range setSlice(keys) {
 		b.Queue("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", k)
 	}
-	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-		return fmt.Errorf("lock effective keys: %w", err)
-	}
-	return nil
 }
 
 func setSlice(m map[string]bool) []string {
@@ -479,9 +457,9 @@ func (p *plan) deletes(st *stored, reason string) {
 	}
 }
 
-// write applies the decisions: effective flags off first (the unique effective-key
-// index), then the new rows, then flags on, deletions and tombstones.
-func (p *plan) write(ctx context.Context, tx pgx.Tx) error {
+// queueWrites queues the decisions: effective flags off first (the unique
+// effective-key index), then the new rows, then flags on, deletions and tombstones.
+func (p *plan) queueWrites(b *pgx.Batch) {
 	var off, on []string
 	var ins []*stored
 	for _, st := range p.byID {
@@ -503,14 +481,13 @@ func (p *plan) write(ctx context.Context, tx pgx.Tx) error {
 			}
 		}
 	}
-	slices.SortFunc(ins, func(a, b *stored) int { return strings.Compare(a.id, b.id) })
+	slices.SortFunc(ins, func(x, y *stored) int { return strings.Compare(x.id, y.id) })
 
-	var b pgx.Batch
 	if len(off) > 0 {
 		b.Queue("UPDATE cn_relay.events SET is_effective = false WHERE id = ANY($1)", off)
 	}
 	if len(ins) > 0 {
-		queueInsert(&b, ins, p.ingestedAt)
+		queueInsert(b, ins, p.ingestedAt)
 	}
 	if len(on) > 0 {
 		b.Queue("UPDATE cn_relay.events SET is_effective = true WHERE id = ANY($1)", on)
@@ -536,13 +513,6 @@ func (p *plan) write(ctx context.Context, tx pgx.Tx) error {
 			SELECT t, pk, d, at::bigint FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(t, pk, d, at)
 			ON CONFLICT DO NOTHING`, cols[0], cols[1], cols[2], cols[3])
 	}
-	if b.Len() == 0 {
-		return nil
-	}
-	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-		return fmt.Errorf("write events: %w", err)
-	}
-	return nil
 }
 
 // queueInsert queues the rows, topics and single-letter tags of new events.
