@@ -15,7 +15,12 @@ func TestMetricsFollowTheConsumer(t *testing.T) {
 	const name = "metrics-v1"
 	reg := prometheus.NewRegistry()
 	r := start(t, e.db.Pool, HandlerFunc(record), Config{Name: name, Registerer: reg, PollInterval: time.Hour, MinPollInterval: time.Hour})
-	require.Eventually(t, func() bool { return testutil.ToFloat64(r.c.m.active) == 1 }, 5*time.Second, 10*time.Millisecond)
+	// Active, and its LISTEN connection is up (it wakes once on connecting): from
+	// here on only a NOTIFY can wake it within the test.
+	require.Eventually(t, func() bool {
+		return testutil.ToFloat64(r.c.m.active) == 1 && testutil.ToFloat64(r.c.m.wakeups.WithLabelValues(wakeReconnect)) >= 1
+	}, 5*time.Second, 10*time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // let it finish the read the reconnect triggered
 
 	e.append(t, "a", "b")
 	e.append(t, "c")
