@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kukuri/communitynode/internal/debugserver"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/relaynode"
@@ -75,6 +76,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 
 			&cli.DurationFlag{Name: "expiry-sweep-interval", Value: 30 * time.Second, EnvVars: []string{"CN_RELAY_EXPIRY_SWEEP_INTERVAL"}, Usage: "how often expired (NIP-40) events are swept (0: never)"},
 			&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"CN_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
+			&cli.StringFlag{Name: "debug-listen", EnvVars: []string{"CN_DEBUG_LISTEN"}, Usage: "address to serve Go profiles (/debug/pprof/) on; keep it private (default: off)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
@@ -85,6 +87,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				return err
 			}
 			logger := slog.New(slog.NewJSONHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: s.logLevel}))
+			if err := debugserver.Start(c.Context, c.String("debug-listen"), logger); err != nil {
+				return fmt.Errorf("debug listener: %w", err)
+			}
 			return relaynode.Run(c.Context, relaynode.Options{DatabaseURL: s.databaseURL, Relay: s.relay, SweepInterval: s.sweepInterval, Logger: logger})
 		},
 	}

@@ -5,7 +5,9 @@
 //   - One transaction per Ingest batch: events, topics, tags, effective-version
 //     markers, NIP-09 deletions and their tombstones are written together, and the
 //     outbox append (pkg/outbox) is the transaction's last statement. Results are
-//     returned only after the commit.
+//     returned only after the commit. The topic and tag rows of an event exist
+//     only together with the event (no foreign keys enforce it since migration
+//     0004: this store is their only writer).
 //   - Replaceable (0, 3, 10000-19999) and addressable (30000-39999) events: the
 //     effective version of a key is the newest created_at, ties broken by the lowest
 //     id. Older versions are stored but never effective; an `upsert` outbox row (with
