@@ -18,15 +18,18 @@ func devCommand() *cli.Command {
 				Usage: "port of the embedded Postgres (0: last used, else a free one)"},
 			&cli.StringFlag{Name: "relay-listen", Value: "127.0.0.1:7777", EnvVars: []string{"CN_RELAY_LISTEN"},
 				Usage: "address of the relay (WebSocket, NIP-11, /healthz, /metrics)"},
+			&cli.StringFlag{Name: "indexer-listen", Value: "127.0.0.1:7780", EnvVars: []string{"CN_INDEXER_LISTEN"},
+				Usage: "address of the indexer's search API (/v1/search, /healthz, /metrics)"},
 		},
 		Action: func(c *cli.Context) error {
 			cfg := devnode.Config{
-				DatabaseURL: databaseURL(c),
-				DataDir:     c.String("data-dir"),
-				Port:        c.Int("pg-port"),
-				RelayListen: c.String("relay-listen"),
-				Logger:      textLogger(c),
-				Out:         c.App.Writer,
+				DatabaseURL:   databaseURL(c),
+				DataDir:       c.String("data-dir"),
+				Port:          c.Int("pg-port"),
+				RelayListen:   c.String("relay-listen"),
+				IndexerListen: c.String("indexer-listen"),
+				Logger:        textLogger(c),
+				Out:           c.App.Writer,
 			}
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kukuri/communitynode/internal/indexer"
 	"github.com/kukuri/communitynode/internal/pgembed"
 	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/relaynode"
@@ -33,7 +34,9 @@ type Config struct {
 	Port int
 	// RelayListen is where the relay serves WebSocket, NIP-11, /healthz and /metrics.
 	RelayListen string
-	Logger      *slog.Logger
+	// IndexerListen is where the indexer serves /v1/search, /healthz and /metrics.
+	IndexerListen string
+	Logger        *slog.Logger
 	// Out receives the lines a developer reads: URLs and what is running.
 	Out io.Writer
 }
@@ -99,6 +102,14 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			SweepInterval: 30 * time.Second, Logger: cfg.Logger.With("daemon", "relay")})
 	})
 	fmt.Fprintf(cfg.Out, "relay: ws://%s (NIP-11, /healthz and /metrics on the same address)\n", relayCfg.Listen)
+	indexerListen := cfg.IndexerListen
+	if indexerListen == "" {
+		indexerListen = "127.0.0.1:7780"
+	}
+	g.Go(func() error {
+		return indexer.Run(gctx, indexer.Options{DatabaseURL: dbURL, Listen: indexerListen, Logger: cfg.Logger.With("daemon", "indexer")})
+	})
+	fmt.Fprintf(cfg.Out, "indexer: http://%s/v1/search?q=... (consumer %s; /healthz and /metrics on the same address)\n", indexerListen, indexer.ConsumerName)
 	fmt.Fprintln(cfg.Out, "node is up; press Ctrl-C to stop")
 	<-gctx.Done()
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {

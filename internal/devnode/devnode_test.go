@@ -39,7 +39,9 @@ func TestRunMigratesAndStopsOnCancel(t *testing.T) {
 	var out syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, Config{DatabaseURL: url, Out: &out, RelayListen: "127.0.0.1:0"}) }()
+	go func() {
+		done <- Run(ctx, Config{DatabaseURL: url, Out: &out, RelayListen: "127.0.0.1:0", IndexerListen: "127.0.0.1:0"})
+	}()
 	require.Eventually(t, func() bool { return bytes.Contains([]byte(out.String()), []byte("node is up")) },
 		30*time.Second, 20*time.Millisecond)
 	require.Contains(t, out.String(), "applied migration 0001_outbox_foundation")

@@ -18,7 +18,8 @@ const (
 	ReasonFilterTagTooLong    = "invalid: tag value too long"
 	ReasonFilterBadText       = "invalid: tag values must be valid UTF-8 without NUL characters"
 	ReasonFilterTagName       = "unsupported: only single-letter tag filters (#a-#z, #A-#Z) are supported"
-	ReasonFilterSearch        = "unsupported: search (NIP-50) is not supported"
+	ReasonFilterSearch        = "unsupported: search (NIP-50) is not enabled on this relay"
+	ReasonFilterSearchTooLong = "invalid: search string too long"
 	ReasonTopicFilterRequired = "restricted: every filter needs #t with at least one topic"
 )
 
@@ -128,7 +129,12 @@ func checkFilter(f nostr.Filter, l Limits) string {
 		return ReasonFilterNegativeLimit
 	}
 	if f.Search != "" {
-		return ReasonFilterSearch
+		if !l.Search {
+			return ReasonFilterSearch
+		}
+		if l.MaxSearchBytes > 0 && len(f.Search) > l.MaxSearchBytes {
+			return ReasonFilterSearchTooLong
+		}
 	}
 	// Sorted names make the reported failure independent of map order.
 	names := make([]string, 0, len(f.Tags))

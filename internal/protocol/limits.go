@@ -61,6 +61,11 @@ type Limits struct {
 	// see NormalizeTopic); an event or filter naming any other topic gets
 	// ReasonTopicNotEnabled. Nil enables every topic.
 	AllowedTopics map[string]bool
+	// Search enables NIP-50 `search` in filters (default true: the node's indexer
+	// keeps the index the relay searches). Off, such a filter gets ReasonFilterSearch.
+	Search bool
+	// MaxSearchBytes bounds a filter's `search` string (default 256).
+	MaxSearchBytes int
 }
 
 // DefaultLimits returns the limits documented on each Limits field.
@@ -79,6 +84,8 @@ func DefaultLimits() Limits {
 		RequireTopic:      true,
 		TopicExemptKinds:  map[int]bool{5: true},
 		RequireTopicInREQ: true,
+		Search:            true,
+		MaxSearchBytes:    256,
 	}
 }
 

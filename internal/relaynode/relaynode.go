@@ -9,11 +9,11 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/pkg/outbox"
@@ -36,32 +36,11 @@ func Run(ctx context.Context, s Options) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	poolCfg, err := pgxpool.ParseConfig(s.DatabaseURL)
+	pool, err := dbpool.Open(ctx, s.DatabaseURL)
 	if err != nil {
-		return fmt.Errorf("database url: %w", err)
-	}
-	// Short OLTP queries only: JIT compiling a plan costs far more than running it
-	// (seen here: 11 ms of JIT for a 1 ms topic query whose generic plan looked big).
-	// Plan every statement with its parameters and the table's current size: a
-	// generic plan cached while a table was small (a fresh node, before autovacuum
-	// has analysed it) kept choosing sequential scans as it grew (seen here:
-	// ingest fell from 1,500 to 400 events/s within 60,000 events).
-	for param, value := range map[string]string{"jit": "off", "plan_cache_mode": "force_custom_plan"} {
-		if _, set := poolCfg.ConnConfig.RuntimeParams[param]; !set {
-			poolCfg.ConnConfig.RuntimeParams[param] = value
-		}
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
-	if err != nil {
-		return fmt.Errorf("open database pool: %w", err)
+		return err
 	}
 	defer pool.Close()
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err = pool.Ping(pctx)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("connect to database: %w", err)
-	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

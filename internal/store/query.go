@@ -31,6 +31,23 @@ func (s *Store) Query(ctx context.Context, filters []nostr.Filter) ([]*nostr.Eve
 		if !ok {
 			continue
 		}
+		if f.Search != "" {
+			sql, sargs, ok := searchSQL(f, where, args)
+			if !ok {
+				continue
+			}
+			evs, err := s.queryEvents(ctx, sql, sargs...)
+			if err != nil {
+				return nil, err
+			}
+			for _, ev := range evs {
+				if !seen[ev.ID] {
+					seen[ev.ID] = true
+					out = append(out, ev)
+				}
+			}
+			continue
+		}
 		sql := "SELECT " + eventColumns + " FROM cn_relay.events e WHERE " + where +
 			" ORDER BY e.created_at DESC, e.id"
 		if topic, ok := topicDriven(f); ok {
@@ -56,7 +73,7 @@ func (s *Store) Query(ctx context.Context, filters []nostr.Filter) ([]*nostr.Eve
 			}
 		}
 	}
-	if len(filters) > 1 {
+	if len(filters) > 1 { // (a lone search filter keeps its relevance order)
 		slices.SortFunc(out, func(a, b *nostr.Event) int {
 			if a.CreatedAt != b.CreatedAt {
 				return int(b.CreatedAt - a.CreatedAt)
@@ -78,6 +95,17 @@ func (s *Store) Count(ctx context.Context, filters []nostr.Filter) (int64, error
 			continue
 		}
 		args = append(args, fargs...)
+		if f.Search != "" {
+			q, ok := SearchQuery(f.Search)
+			if !ok {
+				args = args[:len(args)-len(fargs)]
+				continue
+			}
+			args = append(args, q.TSQuery())
+			parts = append(parts, "SELECT e.id FROM cn_index.documents d JOIN cn_relay.events e ON e.id = d.event_id WHERE d.tsv @@ $"+
+				strconv.Itoa(len(args))+"::tsquery AND "+where)
+			continue
+		}
 		parts = append(parts, "SELECT e.id FROM cn_relay.events e WHERE "+where)
 	}
 	if len(parts) == 0 {

@@ -1,0 +1,260 @@
+package indexer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+// RebuildOptions configures Rebuild.
+type RebuildOptions struct {
+	Kinds       []int  // indexed kinds; DefaultKinds when nil
+	RequestedBy string // recorded in cn_index.rebuilds
+	Logger      *slog.Logger
+	Now         func() time.Time
+}
+
+// RebuildResult tells what a rebuild did.
+type RebuildResult struct {
+	SnapshotSeq int64 // outbox head the stored events were read at
+	SwitchedSeq int64 // index-v1 offset at the switch-over
+	Documents   int64 // documents in the index after the switch-over
+	Loaded      int64 // documents loaded from the snapshot
+	CaughtUp    int64 // outbox rows applied after the snapshot
+}
+
+// rebuildChunk is how many documents one INSERT of the initial load carries, and
+// how many outbox rows one catch-up step applies.
+const rebuildChunk = 2000
+
+// Rebuild builds a new index from the stored events and switches it in, while the
+// current index keeps answering searches and the live consumer keeps running:
+//
+//  1. Load: in one REPEATABLE READ snapshot, read the outbox head H and every
+//     visible event of an indexed kind, analyse them, and insert the documents
+//     into cn_index.documents_rebuild (created fresh; a leftover of an aborted
+//     rebuild is dropped). Events and their outbox rows commit together, and seq
+//     order is commit order, so the snapshot holds exactly the effects of the
+//     rows up to H.
+//  2. Index the new table, then catch up by applying the outbox rows after H.
+//  3. Switch, in one transaction: take the switch lock exclusively (it waits for
+//     the live consumer's running batch and holds off the next one), read the
+//     index-v1 offset L, apply the rows up to L still missing, swap the tables,
+//     drop the old one. Rows the new table has seen beyond L are applied again by
+//     the live consumer after the switch: applying is idempotent.
+//
+// If index-v1 has never run, its offset is created at the rebuilt position, so
+// the consumer starts where the rebuild ended. Rebuild is safe to run again after
+// a failure at any step.
+func Rebuild(ctx context.Context, pool *pgxpool.Pool, o RebuildOptions) (RebuildResult, error) {
+	var res RebuildResult
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	kinds := o.Kinds
+	if kinds == nil {
+		kinds = DefaultKinds
+	}
+	h := &Handler{Kinds: NewKinds(kinds), Now: o.Now}
+	var id int64
+	if err := pool.QueryRow(ctx, "INSERT INTO cn_index.rebuilds (requested_by) VALUES ($1) RETURNING id", o.RequestedBy).Scan(&id); err != nil {
+		return res, fmt.Errorf("record rebuild: %w", err)
+	}
+	if _, err := pool.Exec(ctx, "DROP TABLE IF EXISTS "+rebuildTable+`;
+		CREATE TABLE `+rebuildTable+` (LIKE `+documentsTable+` INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`, pgx.QueryExecModeSimpleProtocol); err != nil {
+		return res, fmt.Errorf("create %s: %w", rebuildTable, err)
+	}
+
+	start := time.Now()
+	var err error
+	if res.SnapshotSeq, res.Loaded, err = loadSnapshot(ctx, pool, h); err != nil {
+		return res, err
+	}
+	logger.Info("reindex: snapshot loaded", "documents", res.Loaded, "snapshot_seq", res.SnapshotSeq, "took", time.Since(start).Round(time.Millisecond))
+	if _, err := pool.Exec(ctx, "SET maintenance_work_mem = '256MB'; "+indexDDL(rebuildTable, "documents_rebuild")+"; ANALYZE "+rebuildTable, pgx.QueryExecModeSimpleProtocol); err != nil {
+		return res, fmt.Errorf("index %s: %w", rebuildTable, err)
+	}
+	logger.Info("reindex: indexes built", "took", time.Since(start).Round(time.Millisecond))
+
+	pos := res.SnapshotSeq
+	for {
+		n, next, err := catchUp(ctx, pool, h, pos)
+		if err != nil {
+			return res, err
+		}
+		res.CaughtUp += int64(n)
+		pos = next
+		if n < rebuildChunk {
+			break
+		}
+	}
+	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		return h.switchOver(ctx, tx, id, pos, &res)
+	}); err != nil {
+		return res, fmt.Errorf("switch over: %w", err)
+	}
+	logger.Info("reindex: switched", "documents", res.Documents, "offset", res.SwitchedSeq, "took", time.Since(start).Round(time.Millisecond))
+	return res, nil
+}
+
+// loadSnapshot fills the rebuild table from one snapshot of the stored events and
+// returns the outbox head of that snapshot.
+func loadSnapshot(ctx context.Context, pool *pgxpool.Pool, h *Handler) (head, loaded int64, err error) {
+	read, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return 0, 0, fmt.Errorf("snapshot: %w", err)
+	}
+	defer func() { _ = read.Rollback(context.WithoutCancel(ctx)) }()
+	if head, err = outbox.Head(ctx, read); err != nil {
+		return 0, 0, err
+	}
+	kinds := make([]int32, 0, len(h.Kinds))
+	for k := range h.Kinds {
+		kinds = append(kinds, int32(k))
+	}
+	rows, err := read.Query(ctx, loadAllSQL, kinds)
+	if err != nil {
+		return 0, 0, fmt.Errorf("snapshot: %w", err)
+	}
+	defer rows.Close()
+	var cols docColumns
+	flush := func() error {
+		if len(cols.ids) == 0 {
+			return nil
+		}
+		var b pgx.Batch
+		cols.queueInsert(&b, rebuildTable, true)
+		if err := pool.SendBatch(ctx, &b).Close(); err != nil {
+			return fmt.Errorf("load %s: %w", rebuildTable, err)
+		}
+		loaded += int64(len(cols.ids))
+		cols = docColumns{}
+		return nil
+	}
+	for rows.Next() {
+		var s source
+		if err := rows.Scan(&s.id, &s.pubkey, &s.kind, &s.createdAt, &s.content, &s.key, &s.visible, &s.expiresAt, &s.topics); err != nil {
+			return 0, 0, fmt.Errorf("snapshot: %w", err)
+		}
+		if h.indexable(s) {
+			cols.add(s)
+		}
+		if len(cols.ids) >= rebuildChunk {
+			if err := flush(); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, 0, fmt.Errorf("snapshot: %w", err)
+	}
+	return head, loaded, flush()
+}
+
+// catchUp applies the outbox rows after pos to the rebuild table.
+func catchUp(ctx context.Context, pool *pgxpool.Pool, h *Handler, pos int64) (n int, next int64, err error) {
+	rows, err := outbox.ReadAfter(ctx, pool, pos, rebuildChunk, nil)
+	if err != nil || len(rows) == 0 {
+		return 0, pos, err
+	}
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return h.apply(ctx, tx, rebuildTable, rowIDs(rows), false) })
+	if err != nil {
+		return 0, pos, fmt.Errorf("catch up: %w", err)
+	}
+	return len(rows), rows[len(rows)-1].Seq, nil
+}
+
+// switchOver is step 3 of Rebuild, inside tx.
+func (h *Handler) switchOver(ctx context.Context, tx pgx.Tx, id, pos int64, res *RebuildResult) error {
+	if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '10s'"); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", switchLockKey); err != nil {
+		return fmt.Errorf("wait for the live consumer's batch: %w", err)
+	}
+	var offset int64
+	err := tx.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1 FOR UPDATE", ConsumerName).Scan(&offset)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		// index-v1 never ran: it starts where the rebuilt index ends.
+		offset = pos
+		if _, err := tx.Exec(ctx, "INSERT INTO cn_relay.consumer_offsets (consumer, last_seq) VALUES ($1, $2)", ConsumerName, pos); err != nil {
+			return fmt.Errorf("register %s: %w", ConsumerName, err)
+		}
+	case err != nil:
+		return fmt.Errorf("read %s offset: %w", ConsumerName, err)
+	}
+	for pos < offset {
+		rows, err := outbox.ReadAfter(ctx, tx, pos, rebuildChunk, nil)
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			break
+		}
+		if rows[len(rows)-1].Seq > offset {
+			cut := 0
+			for cut < len(rows) && rows[cut].Seq <= offset {
+				cut++
+			}
+			rows = rows[:cut]
+		}
+		if len(rows) == 0 {
+			break
+		}
+		if err := h.apply(ctx, tx, rebuildTable, rowIDs(rows), false); err != nil {
+			return err
+		}
+		res.CaughtUp += int64(len(rows))
+		pos = rows[len(rows)-1].Seq
+	}
+	swap := `
+ALTER TABLE cn_index.documents RENAME TO documents_old;
+ALTER INDEX cn_index.documents_pkey RENAME TO documents_old_pkey;
+ALTER INDEX cn_index.documents_tsv_idx RENAME TO documents_old_tsv_idx;
+ALTER INDEX cn_index.documents_topics_idx RENAME TO documents_old_topics_idx;
+ALTER INDEX cn_index.documents_pubkey_idx RENAME TO documents_old_pubkey_idx;
+ALTER INDEX cn_index.documents_effective_key_idx RENAME TO documents_old_effective_key_idx;
+ALTER TABLE cn_index.documents_rebuild RENAME TO documents;
+ALTER INDEX cn_index.documents_rebuild_pkey RENAME TO documents_pkey;
+ALTER INDEX cn_index.documents_rebuild_tsv_idx RENAME TO documents_tsv_idx;
+ALTER INDEX cn_index.documents_rebuild_topics_idx RENAME TO documents_topics_idx;
+ALTER INDEX cn_index.documents_rebuild_pubkey_idx RENAME TO documents_pubkey_idx;
+ALTER INDEX cn_index.documents_rebuild_effective_key_idx RENAME TO documents_effective_key_idx;
+ALTER TABLE cn_index.documents SET (autovacuum_analyze_scale_factor = 0.05);
+DROP TABLE cn_index.documents_old`
+	if _, err := tx.Exec(ctx, swap, pgx.QueryExecModeSimpleProtocol); err != nil {
+		return fmt.Errorf("swap tables: %w", err)
+	}
+	res.SwitchedSeq = offset
+	return tx.QueryRow(ctx, `UPDATE cn_index.rebuilds SET snapshot_seq = $2, switched_seq = $3, finished_at = now(),
+		documents = (SELECT count(*) FROM cn_index.documents) WHERE id = $1 RETURNING documents`,
+		id, res.SnapshotSeq, offset).Scan(&res.Documents)
+}
+
+// indexDDL creates the live index's indexes on table, named prefix_*. It must
+// match schema/0005_search_index.sql.
+func indexDDL(table, prefix string) string {
+	return fmt.Sprintf(`
+ALTER TABLE %[1]s ADD CONSTRAINT %[2]s_pkey PRIMARY KEY (event_id);
+CREATE INDEX %[2]s_tsv_idx ON %[1]s USING gin (tsv);
+CREATE INDEX %[2]s_topics_idx ON %[1]s USING gin (topics);
+CREATE INDEX %[2]s_pubkey_idx ON %[1]s (pubkey, created_at DESC);
+CREATE UNIQUE INDEX %[2]s_effective_key_idx ON %[1]s (effective_key) WHERE effective_key IS NOT NULL`, table, prefix)
+}
+
+func rowIDs(rows []outbox.Row) []string {
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.EventID
+	}
+	return ids
+}

@@ -1,0 +1,159 @@
+package indexer
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/textsearch"
+)
+
+var words = []string{"東京", "タワー", "北京", "大学", "running", "cities", "nostr", "relay", "寿司", "ramen", "会議", "meetup"}
+
+// randomHistory publishes a mix of notes, addressable versions (some late),
+// deletions by id and by address, and non-indexed kinds.
+func randomHistory(t *testing.T, n *node, rng *rand.Rand, count int, at nostr.Timestamp) nostr.Timestamp {
+	t.Helper()
+	var published []*nostr.Event
+	for i := 0; i < count; i++ {
+		at++
+		author := rng.IntN(len(n.keys))
+		text := words[rng.IntN(len(words))] + " " + words[rng.IntN(len(words))] + fmt.Sprintf(" %d", i)
+		tags := nostr.Tags{topic(fmt.Sprintf("topic%d", rng.IntN(3)))}
+		var ev *nostr.Event
+		switch r := rng.IntN(10); {
+		case r < 5:
+			ev = n.event(t, author, 1, at, tags, text)
+		case r < 7:
+			// Addressable: d from a small set, created_at sometimes in the past.
+			created := at - nostr.Timestamp(rng.IntN(3)*5)
+			ev = n.event(t, author, 30023, created, append(tags, nostr.Tag{"d", fmt.Sprintf("d%d", rng.IntN(2))}), text)
+		case r < 8 && len(published) > 0:
+			target := published[rng.IntN(len(published))]
+			if target.Kind >= 30000 {
+				ev = n.event(t, n.authorOf(target), 5, at, nostr.Tags{{"a", fmt.Sprintf("%d:%s:%s", target.Kind, target.PubKey, target.Tags.GetD())}}, "")
+			} else {
+				ev = n.event(t, n.authorOf(target), 5, at, nostr.Tags{{"e", target.ID}}, "")
+			}
+		default:
+			ev = n.event(t, author, 7, at, tags, text)
+		}
+		res, err := n.store.Ingest(context.Background(), []*nostr.Event{ev})
+		require.NoError(t, err)
+		if res[0].OK && ev.Kind != 5 {
+			published = append(published, ev)
+		}
+	}
+	return at
+}
+
+func TestReplayEquivalence(t *testing.T) {
+	n := newNode(t)
+	ctx := context.Background()
+	randomHistory(t, n, rand.New(rand.NewPCG(1, 2)), 400, base)
+	n.sync(t)
+	live := n.dump(t)
+	require.NotEqual(t, "0:", live[:2], "the history indexed something")
+
+	// Replay from offset 0 into an empty index.
+	n.stop()
+	_, err := n.db.Pool.Exec(ctx, "TRUNCATE cn_index.documents; UPDATE cn_relay.consumer_offsets SET last_seq = 0 WHERE consumer = '"+ConsumerName+"'", pgx.QueryExecModeSimpleProtocol)
+	require.NoError(t, err)
+	n.start(t)
+	n.sync(t)
+	require.Equal(t, live, n.dump(t), "replayed index == live index")
+
+	// Rebuild from the stored events.
+	res, err := Rebuild(ctx, n.db.Pool, RebuildOptions{RequestedBy: "test"})
+	require.NoError(t, err)
+	require.Equal(t, live, n.dump(t), "rebuilt index == live index")
+	require.EqualValues(t, n.documents(t), res.Documents)
+}
+
+// Author returns the index of the event's author key in the node (test helper).
+func (n *node) authorOf(ev *nostr.Event) int {
+	for i, k := range n.keys {
+		if pk, _ := nostr.GetPublicKey(k); pk == ev.PubKey {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestRebuildWhileLive(t *testing.T) {
+	n := newNode(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(3, 4))
+	at := randomHistory(t, n, rng, 300, base)
+	n.sync(t)
+
+	// Searches keep answering and writes keep flowing during the rebuild.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var searches, failures atomic.Int64
+	query, err := textsearch.ParseQuery("nostr")
+	require.NoError(t, err)
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, _, err := Search(ctx, n.db.Pool, SearchParams{Query: query, Limit: 20}, time.Now()); err != nil {
+				failures.Add(1)
+				t.Errorf("search during rebuild: %v", err)
+			}
+			searches.Add(1)
+		}
+	})
+	writes := make(chan nostr.Timestamp, 1)
+	wg.Go(func() {
+		writes <- randomHistory(t, n, rand.New(rand.NewPCG(5, 6)), 300, at+10_000)
+	})
+	for range 3 {
+		_, err := Rebuild(ctx, n.db.Pool, RebuildOptions{RequestedBy: "test"})
+		require.NoError(t, err)
+	}
+	<-writes
+	close(stop)
+	wg.Wait()
+	require.Zero(t, failures.Load())
+	require.Positive(t, searches.Load())
+	n.sync(t)
+	afterRebuilds := n.dump(t)
+
+	// The reference: the same history replayed from 0 into an empty index.
+	n.stop()
+	_, err = n.db.Pool.Exec(ctx, "TRUNCATE cn_index.documents; UPDATE cn_relay.consumer_offsets SET last_seq = 0 WHERE consumer = '"+ConsumerName+"'", pgx.QueryExecModeSimpleProtocol)
+	require.NoError(t, err)
+	n.start(t)
+	n.sync(t)
+	require.Equal(t, n.dump(t), afterRebuilds, "rebuilds under live traffic lost or kept nothing extra")
+}
+
+func TestRebuildBeforeTheConsumerEverRan(t *testing.T) {
+	n := newNode(t)
+	n.stop()
+	ctx := context.Background()
+	_, err := n.db.Pool.Exec(ctx, "DELETE FROM cn_relay.consumer_offsets WHERE consumer = $1", ConsumerName)
+	require.NoError(t, err)
+	randomHistory(t, n, rand.New(rand.NewPCG(7, 8)), 100, base)
+	res, err := Rebuild(ctx, n.db.Pool, RebuildOptions{RequestedBy: "test"})
+	require.NoError(t, err)
+	head := res.SnapshotSeq
+	require.Positive(t, head)
+	require.Equal(t, head, res.SwitchedSeq, "index-v1 starts where the rebuild ended")
+	rebuilt := n.dump(t)
+	n.start(t)
+	n.sync(t)
+	require.Equal(t, rebuilt, n.dump(t))
+}

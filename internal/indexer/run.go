@@ -1,0 +1,91 @@
+package indexer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kukuri/communitynode/internal/dbpool"
+	"github.com/kukuri/communitynode/pkg/consumer"
+)
+
+// Options is what one indexer process needs.
+type Options struct {
+	DatabaseURL string
+	Listen      string // HTTP address of the search API; "" serves nothing
+	Kinds       []int  // indexed kinds; DefaultKinds when nil
+	BatchSize   int    // outbox rows per batch; the consumer's default when 0
+	Logger      *slog.Logger
+	// Ready, if set, is called with the HTTP listener's address once it listens.
+	Ready func(addr string)
+}
+
+// Run runs the index-v1 consumer and the search API until ctx is done or one of
+// them fails. Only one indexer leads at a time (the consumer's lease); a second
+// one waits as a standby and serves searches meanwhile.
+func Run(ctx context.Context, o Options) error {
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	kinds := o.Kinds
+	if kinds == nil {
+		kinds = DefaultKinds
+	}
+	pool, err := dbpool.Open(ctx, o.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	c, err := consumer.New(pool, &Handler{Kinds: NewKinds(kinds)}, consumer.Config{
+		Name:       ConsumerName,
+		BatchSize:  o.BatchSize,
+		Logger:     logger,
+		Registerer: reg,
+	})
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return c.Run(gctx) })
+	if o.Listen != "" {
+		ln, err := net.Listen("tcp", o.Listen)
+		if err != nil {
+			return fmt.Errorf("search API listener: %w", err)
+		}
+		api := &API{Pool: pool, Gatherer: reg, Logger: logger}
+		srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		g.Go(func() error {
+			<-gctx.Done()
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), 5*time.Second)
+			defer cancel()
+			return srv.Shutdown(sctx)
+		})
+		g.Go(func() error {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("search API: %w", err)
+			}
+			return nil
+		})
+		logger.Info("search API listening", "url", "http://"+ln.Addr().String()+"/v1/search")
+		if o.Ready != nil {
+			o.Ready(ln.Addr().String())
+		}
+	}
+	err = g.Wait()
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
