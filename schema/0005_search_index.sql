@@ -12,18 +12,18 @@ CREATE TABLE cn_index.documents (
     pubkey        text     NOT NULL,
     kind          integer  NOT NULL,
     created_at    bigint   NOT NULL,
-    -- every normalised topic of the event (cn_relay.event_topics)
+    -- every normalised topic of the event (cn_relay.event_topics), for results
     topics        text[]   NOT NULL,
     -- 'kind:pubkey[:d]' for replaceable and addressable kinds, else NULL
     effective_key text,
     expires_at    bigint,
-    -- lexemes from internal/textsearch.Analyze: CJK bigrams and stemmed words
+    -- lexemes from internal/textsearch.WithTopics: CJK bigrams and stemmed words of
+    -- the text, plus one '#t:<topic>' lexeme per topic, so that one GIN index
+    -- serves the text and the topic filter
     tsv           tsvector NOT NULL,
     CONSTRAINT documents_pkey PRIMARY KEY (event_id)
 );
 CREATE INDEX documents_tsv_idx ON cn_index.documents USING gin (tsv);
-CREATE INDEX documents_topics_idx ON cn_index.documents USING gin (topics);
-CREATE INDEX documents_pubkey_idx ON cn_index.documents (pubkey, created_at DESC);
 CREATE UNIQUE INDEX documents_effective_key_idx ON cn_index.documents (effective_key)
     WHERE effective_key IS NOT NULL;
 ALTER TABLE cn_index.documents SET (autovacuum_analyze_scale_factor = 0.05);

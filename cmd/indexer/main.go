@@ -46,7 +46,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7780", EnvVars: []string{"CN_INDEXER_LISTEN"}, Usage: "address to serve /v1/search, /healthz and /metrics on"},
 			&cli.StringFlag{Name: "database-url", EnvVars: []string{"DATABASE_URL"}, Required: true, Usage: "Postgres URL of the node's database"},
 			&cli.StringFlag{Name: "kinds", EnvVars: []string{"CN_INDEXER_KINDS"}, Usage: fmt.Sprintf("comma-separated kinds to index (default: %v)", indexer.DefaultKinds)},
-			&cli.IntFlag{Name: "batch-size", Value: 500, EnvVars: []string{"CN_INDEXER_BATCH_SIZE"}, Usage: "outbox rows per index transaction"},
+			&cli.IntFlag{Name: "batch-size", Value: indexer.DefaultBatchSize, EnvVars: []string{"CN_INDEXER_BATCH_SIZE"}, Usage: "outbox rows per index transaction"},
 			&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"CN_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
 			&cli.StringFlag{Name: "debug-listen", EnvVars: []string{"CN_DEBUG_LISTEN"}, Usage: "address to serve Go profiles (/debug/pprof/) on; keep it private (default: off)"},
 		},

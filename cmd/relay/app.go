@@ -44,8 +44,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.DurationFlag{Name: "batch-max-delay", Value: d.BatchMaxDelay, EnvVars: []string{"CN_RELAY_BATCH_MAX_DELAY"}, Usage: "longest wait of an event for its group commit"},
 			&cli.IntFlag{Name: "ingest-concurrency", Value: d.IngestConcurrency, EnvVars: []string{"CN_RELAY_INGEST_CONCURRENCY"}, Usage: "group commits running at once"},
 			&cli.IntFlag{Name: "send-queue", Value: d.SendQueueSize, EnvVars: []string{"CN_RELAY_SEND_QUEUE"}, Usage: "outgoing messages queued per connection before the client counts as too slow"},
+			&cli.IntFlag{Name: "send-queue-bytes", Value: d.SendQueueBytes, EnvVars: []string{"CN_RELAY_SEND_QUEUE_BYTES"}, Usage: "bytes of outgoing messages queued per connection before the client counts as too slow (at least --max-message-bytes)"},
 			&cli.IntFlag{Name: "max-subscriptions", Value: d.MaxSubscriptions, EnvVars: []string{"CN_RELAY_MAX_SUBSCRIPTIONS"}, Usage: "open subscriptions per connection"},
-			&cli.IntFlag{Name: "max-conns-per-ip", Value: d.MaxConnsPerIP, EnvVars: []string{"CN_RELAY_MAX_CONNS_PER_IP"}, Usage: "simultaneous connections per client address"},
+			&cli.IntFlag{Name: "max-conns-per-ip", Value: d.MaxConnsPerIP, EnvVars: []string{"CN_RELAY_MAX_CONNS_PER_IP"}, Usage: "simultaneous connections per client address (an IPv6 /64 counts as one address, here and in the per-address rates)"},
 			&cli.Float64Flag{Name: "event-rate-ip", Value: d.EventRatePerIP.PerSecond, EnvVars: []string{"CN_RELAY_EVENT_RATE_IP"}, Usage: "EVENT and AUTH messages per second per client address (0: no limit)"},
 			&cli.IntFlag{Name: "event-burst-ip", Value: d.EventRatePerIP.Burst, EnvVars: []string{"CN_RELAY_EVENT_BURST_IP"}, Usage: "burst for --event-rate-ip"},
 			&cli.Float64Flag{Name: "event-rate-pubkey", Value: d.EventRatePerPubkey.PerSecond, EnvVars: []string{"CN_RELAY_EVENT_RATE_PUBKEY"}, Usage: "EVENT messages per second per author (0: no limit)"},
@@ -66,6 +67,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.IntFlag{Name: "max-limit", Value: l.MaxLimit, EnvVars: []string{"CN_RELAY_MAX_LIMIT"}, Usage: "cap of a filter's limit"},
 			&cli.IntFlag{Name: "default-limit", Value: l.DefaultLimit, EnvVars: []string{"CN_RELAY_DEFAULT_LIMIT"}, Usage: "limit of a filter without one"},
 			&cli.BoolFlag{Name: "require-topic", Value: l.RequireTopic, EnvVars: []string{"CN_RELAY_REQUIRE_TOPIC"}, Usage: "refuse events without a t tag"},
+			&cli.BoolFlag{Name: "search", Value: l.Search, EnvVars: []string{"CN_RELAY_SEARCH"}, Usage: "answer NIP-50 search filters from the indexer's index (cn_index)"},
 			&cli.BoolFlag{Name: "require-topic-in-req", Value: l.RequireTopicInREQ, EnvVars: []string{"CN_RELAY_REQUIRE_TOPIC_IN_REQ"}, Usage: "refuse REQ and COUNT filters without #t"},
 			&cli.StringSliceFlag{Name: "allowed-topics", EnvVars: []string{"CN_RELAY_ALLOWED_TOPICS"}, Usage: "the only topics accepted (comma separated; default: all)"},
 
@@ -105,6 +107,7 @@ func parseSettings(c *cli.Context) (settings, error) {
 	cfg.BatchMaxDelay = c.Duration("batch-max-delay")
 	cfg.IngestConcurrency = c.Int("ingest-concurrency")
 	cfg.SendQueueSize = c.Int("send-queue")
+	cfg.SendQueueBytes = c.Int("send-queue-bytes")
 	cfg.MaxSubscriptions = c.Int("max-subscriptions")
 	cfg.MaxConnsPerIP = c.Int("max-conns-per-ip")
 	cfg.EventRatePerIP = relay.Rate{PerSecond: c.Float64("event-rate-ip"), Burst: c.Int("event-burst-ip")}
@@ -132,6 +135,7 @@ func parseSettings(c *cli.Context) (settings, error) {
 	cfg.Limits.DefaultLimit = c.Int("default-limit")
 	cfg.Limits.RequireTopic = c.Bool("require-topic")
 	cfg.Limits.RequireTopicInREQ = c.Bool("require-topic-in-req")
+	cfg.Limits.Search = c.Bool("search")
 	if topics := c.StringSlice("allowed-topics"); len(topics) > 0 {
 		cfg.Limits.AllowedTopics = make(map[string]bool, len(topics))
 		for _, t := range topics {

@@ -165,7 +165,7 @@ func catchUp(ctx context.Context, pool *pgxpool.Pool, h *Handler, pos int64) (n 
 	if err != nil || len(rows) == 0 {
 		return 0, pos, err
 	}
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return h.apply(ctx, tx, rebuildTable, rowIDs(rows), false) })
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return h.apply(ctx, tx, rebuildTable, h.rowIDs(rows), false) })
 	if err != nil {
 		return 0, pos, fmt.Errorf("catch up: %w", err)
 	}
@@ -210,7 +210,7 @@ func (h *Handler) switchOver(ctx context.Context, tx pgx.Tx, id, pos int64, res 
 		if len(rows) == 0 {
 			break
 		}
-		if err := h.apply(ctx, tx, rebuildTable, rowIDs(rows), false); err != nil {
+		if err := h.apply(ctx, tx, rebuildTable, h.rowIDs(rows), false); err != nil {
 			return err
 		}
 		res.CaughtUp += int64(len(rows))
@@ -220,14 +220,10 @@ func (h *Handler) switchOver(ctx context.Context, tx pgx.Tx, id, pos int64, res 
 ALTER TABLE cn_index.documents RENAME TO documents_old;
 ALTER INDEX cn_index.documents_pkey RENAME TO documents_old_pkey;
 ALTER INDEX cn_index.documents_tsv_idx RENAME TO documents_old_tsv_idx;
-ALTER INDEX cn_index.documents_topics_idx RENAME TO documents_old_topics_idx;
-ALTER INDEX cn_index.documents_pubkey_idx RENAME TO documents_old_pubkey_idx;
 ALTER INDEX cn_index.documents_effective_key_idx RENAME TO documents_old_effective_key_idx;
 ALTER TABLE cn_index.documents_rebuild RENAME TO documents;
 ALTER INDEX cn_index.documents_rebuild_pkey RENAME TO documents_pkey;
 ALTER INDEX cn_index.documents_rebuild_tsv_idx RENAME TO documents_tsv_idx;
-ALTER INDEX cn_index.documents_rebuild_topics_idx RENAME TO documents_topics_idx;
-ALTER INDEX cn_index.documents_rebuild_pubkey_idx RENAME TO documents_pubkey_idx;
 ALTER INDEX cn_index.documents_rebuild_effective_key_idx RENAME TO documents_effective_key_idx;
 ALTER TABLE cn_index.documents SET (autovacuum_analyze_scale_factor = 0.05);
 DROP TABLE cn_index.documents_old`
@@ -246,15 +242,16 @@ func indexDDL(table, prefix string) string {
 	return fmt.Sprintf(`
 ALTER TABLE %[1]s ADD CONSTRAINT %[2]s_pkey PRIMARY KEY (event_id);
 CREATE INDEX %[2]s_tsv_idx ON %[1]s USING gin (tsv);
-CREATE INDEX %[2]s_topics_idx ON %[1]s USING gin (topics);
-CREATE INDEX %[2]s_pubkey_idx ON %[1]s (pubkey, created_at DESC);
 CREATE UNIQUE INDEX %[2]s_effective_key_idx ON %[1]s (effective_key) WHERE effective_key IS NOT NULL`, table, prefix)
 }
 
-func rowIDs(rows []outbox.Row) []string {
-	ids := make([]string, len(rows))
-	for i, r := range rows {
-		ids[i] = r.EventID
+// rowIDs returns the events of rows of indexed kinds (see Handle).
+func (h *Handler) rowIDs(rows []outbox.Row) []string {
+	ids := make([]string, 0, len(rows))
+	for _, r := range rows {
+		if h.Kinds[r.Kind] {
+			ids = append(ids, r.EventID)
+		}
 	}
 	return ids
 }

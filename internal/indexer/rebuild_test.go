@@ -71,9 +71,19 @@ func TestReplayEquivalence(t *testing.T) {
 	n.sync(t)
 	require.Equal(t, live, n.dump(t), "replayed index == live index")
 
-	// Rebuild from the stored events.
+	// Rebuild from the stored events; the new table has the indexes the migration made.
+	indexes := func() []string {
+		rows, err := n.db.Pool.Query(ctx, "SELECT indexdef FROM pg_indexes WHERE schemaname = 'cn_index' AND tablename = 'documents' ORDER BY indexname")
+		require.NoError(t, err)
+		defs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return defs
+	}
+	before := indexes()
+	require.Len(t, before, 3)
 	res, err := Rebuild(ctx, n.db.Pool, RebuildOptions{RequestedBy: "test"})
 	require.NoError(t, err)
+	require.Equal(t, before, indexes())
 	require.Equal(t, live, n.dump(t), "rebuilt index == live index")
 	require.EqualValues(t, n.documents(t), res.Documents)
 }

@@ -22,7 +22,7 @@ type Options struct {
 	DatabaseURL string
 	Listen      string // HTTP address of the search API; "" serves nothing
 	Kinds       []int  // indexed kinds; DefaultKinds when nil
-	BatchSize   int    // outbox rows per batch; the consumer's default when 0
+	BatchSize   int    // outbox rows per batch; DefaultBatchSize when 0
 	Logger      *slog.Logger
 	// Ready, if set, is called with the HTTP listener's address once it listens.
 	Ready func(addr string)
@@ -48,6 +48,9 @@ func Run(ctx context.Context, o Options) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if o.BatchSize == 0 {
+		o.BatchSize = DefaultBatchSize
+	}
 	c, err := consumer.New(pool, &Handler{Kinds: NewKinds(kinds)}, consumer.Config{
 		Name:       ConsumerName,
 		BatchSize:  o.BatchSize,

@@ -106,7 +106,7 @@ func Search(ctx context.Context, db querier, p SearchParams, now time.Time) ([]H
 	}
 	conds := []string{"d.tsv @@ q", "(d.expires_at IS NULL OR d.expires_at > $2)"}
 	if p.Topic != "" {
-		conds = append(conds, "d.topics @> ARRAY["+ph(p.Topic)+"::text]")
+		conds = append(conds, "d.tsv @@ "+ph(textsearch.TopicQuery([]string{p.Topic}))+"::tsquery")
 	}
 	if p.Author != "" {
 		conds = append(conds, "d.pubkey = "+ph(p.Author))

@@ -238,3 +238,41 @@ func redact(s string) string {
 	}
 	return u.Redacted()
 }
+
+// Fixture returns a migrated database that outlives the test process, for
+// benchmark data that takes minutes to build. Its name is key plus the migration
+// fingerprint; when it does not exist yet, fill builds it in a scratch database
+// that is renamed to the final name only after fill succeeded, so a crashed or
+// failed fill never leaves a half-built fixture behind. Drop fixtures with
+// `DROP DATABASE` (they are named cn_fx_*). The pool is closed when t ends.
+func Fixture(t testing.TB, key string, fill func(db *DB) error) *DB {
+	t.Helper()
+	if admin == nil {
+		t.Fatal("pgtest: call pgtest.Main(m) from TestMain")
+	}
+	ctx := context.Background()
+	name := "cn_fx_" + key + "_" + template[len(template)-8:]
+	var exists bool
+	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		t.Fatalf("pgtest: look up fixture %s: %v", name, err)
+	}
+	if !exists {
+		scratch := New(t) // dropped when t ends unless renamed below
+		if err := fill(scratch); err != nil {
+			t.Fatalf("pgtest: fill fixture %s: %v", name, err)
+		}
+		scratch.Pool.Close()
+		scratch.Pool = nil
+		if _, err := admin.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s RENAME TO %s",
+			pgx.Identifier{scratch.Name}.Sanitize(), pgx.Identifier{name}.Sanitize())); err != nil {
+			t.Fatalf("pgtest: keep fixture %s: %v", name, err)
+		}
+	}
+	db := &DB{Name: name, URL: databaseURL(name)}
+	var err error
+	if db.Pool, err = pgxpool.New(ctx, db.URL); err != nil {
+		t.Fatalf("pgtest: connect %s: %v", name, err)
+	}
+	t.Cleanup(db.Pool.Close)
+	return db
+}

@@ -71,6 +71,7 @@ func (b *batcher) submit(ev *nostr.Event, reply func(IngestResult)) bool {
 	if b.closed {
 		return false
 	}
+	b.m.ingestWaiting.Inc()
 	b.in <- ingestJob{ev: ev, reply: reply}
 	return true
 }
@@ -128,6 +129,7 @@ func (b *batcher) run() {
 // flush starts an Ingest of batch as soon as a slot is free.
 func (b *batcher) flush(batch []ingestJob) {
 	b.slots <- struct{}{}
+	b.m.ingestWaiting.Sub(float64(len(batch)))
 	b.flushes.Add(1)
 	go func() {
 		defer b.flushes.Done()

@@ -79,15 +79,20 @@ type Config struct {
 	// IngestTimeout bounds one Store.Ingest call.
 	IngestTimeout time.Duration
 
-	// SendQueueSize is the number of outgoing messages a connection may have
-	// queued; a client that lets it fill up is disconnected as too slow.
-	SendQueueSize int
+	// SendQueueSize and SendQueueBytes bound a connection's queue of outgoing
+	// messages, in messages and in bytes; a client that lets either fill up is
+	// disconnected as too slow. The queue holds no memory while it is empty, so
+	// only busy connections pay for large limits. SendQueueBytes must be at least
+	// Limits.MaxMessageBytes.
+	SendQueueSize  int
+	SendQueueBytes int
 	// MaxSubscriptions is the number of open subscriptions per connection.
 	MaxSubscriptions int
 	// MaxQueriesPerConn is the number of REQ/COUNT queries a connection may have
 	// running at once; its further messages are read when one ends.
 	MaxQueriesPerConn int
 	// MaxConnsPerIP is the number of simultaneous connections per client address.
+	// This and the per-IP rates count an IPv6 client by its /64 (see ipKey).
 	MaxConnsPerIP int
 
 	EventRatePerIP     Rate // EVENT and AUTH messages per client address
@@ -119,7 +124,8 @@ func DefaultConfig() Config {
 		BatchMaxDelay:      5 * time.Millisecond,
 		IngestConcurrency:  2,
 		IngestTimeout:      10 * time.Second,
-		SendQueueSize:      256,
+		SendQueueSize:      4096,
+		SendQueueBytes:     4 << 20,
 		MaxSubscriptions:   20,
 		MaxQueriesPerConn:  4,
 		MaxConnsPerIP:      100,
@@ -164,6 +170,7 @@ func (c Config) Validate() error {
 		{"batch max events", c.BatchMaxEvents},
 		{"ingest concurrency", c.IngestConcurrency},
 		{"send queue size", c.SendQueueSize},
+		{"send queue bytes", c.SendQueueBytes},
 		{"max subscriptions", c.MaxSubscriptions},
 		{"max queries per connection", c.MaxQueriesPerConn},
 		{"max connections per ip", c.MaxConnsPerIP},
@@ -189,6 +196,9 @@ func (c Config) Validate() error {
 		if d.v <= 0 {
 			add("%s must be positive, got %s", d.name, d.v)
 		}
+	}
+	if c.SendQueueBytes > 0 && c.SendQueueBytes < c.Limits.MaxMessageBytes {
+		add("send queue bytes (%d) must be at least the max message bytes (%d)", c.SendQueueBytes, c.Limits.MaxMessageBytes)
 	}
 	if c.PingInterval > 0 && c.ReadTimeout > 0 && c.PingInterval >= c.ReadTimeout {
 		add("ping interval (%s) must be shorter than the read timeout (%s)", c.PingInterval, c.ReadTimeout)

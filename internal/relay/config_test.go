@@ -20,6 +20,8 @@ func TestConfigValidate(t *testing.T) {
 		{"batch size", func(c *Config) { c.BatchMaxEvents = 0 }, "batch max events"},
 		{"batch delay", func(c *Config) { c.BatchMaxDelay = 0 }, "batch max delay"},
 		{"queue", func(c *Config) { c.SendQueueSize = 0 }, "send queue size"},
+		{"queue bytes", func(c *Config) { c.SendQueueBytes = 0 }, "send queue bytes"},
+		{"queue bytes vs message", func(c *Config) { c.SendQueueBytes = c.Limits.MaxMessageBytes - 1 }, "at least the max message bytes"},
 		{"ping vs read", func(c *Config) { c.PingInterval = time.Minute; c.ReadTimeout = time.Minute }, "ping interval"},
 		{"rate burst", func(c *Config) { c.EventRatePerIP = Rate{PerSecond: 1} }, "burst must be at least 1"},
 		{"auth required but off", func(c *Config) { c.Auth.RequiredForWrites = true }, "not enabled"},

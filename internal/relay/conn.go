@@ -30,27 +30,32 @@ const (
 
 // conn is one WebSocket client. Its HTTP handler goroutine reads and handles
 // messages one at a time (reader); one writer goroutine owns every write of data
-// frames. Everything else (query goroutines, the batcher's answers, the live
-// fan-out) only puts complete messages into the bounded send queue:
+// frames, in queue order. Everything else (query goroutines, the batcher's
+// answers, the live fan-out) only puts complete messages into the send queue,
+// which is bounded by SendQueueSize messages and SendQueueBytes bytes and holds no
+// buffer while it is empty (see sendQueue):
 //
-//   - enqueue never blocks. When the queue is full the client is too slow: it is
-//     disconnected, so that a client that does not read can never hold up the
-//     fan-out or another connection.
-//   - enqueueBulk (query results) waits for room while the queue is more than
-//     three quarters full, leaving the rest for live traffic, and gives the client
-//     WriteTimeout to make room before it is declared too slow.
+//   - enqueue never blocks. When the message would take the queue past either
+//     limit, the client is too slow: it is disconnected, so that a client that
+//     does not read can never hold up the fan-out or another connection.
+//   - enqueueBulk (query results) waits for room while the message would take the
+//     queue past three quarters of either limit, leaving the rest for live
+//     traffic, and gives the client WriteTimeout to make room before it is
+//     declared too slow.
+//
+// A message is always accepted into an empty queue, whatever its size.
 type conn struct {
 	r    *Relay
 	ws   *websocket.Conn
-	ip   string
+	ip   string // the client's address, for logs
+	key  string // what the per-IP limits count: ipKey(ip)
 	host string // the request's Host header, for AUTH when no PublicURL is set
 	log  *slog.Logger
 
 	ctx    context.Context // cancelled when the connection ends
 	cancel context.CancelFunc
 
-	send       chan []byte
-	space      chan struct{} // the writer took a message off send
+	send       *sendQueue
 	quit       chan struct{} // closed once, when the connection starts closing
 	quitOnce   sync.Once
 	mode       atomic.Int32 // closeMode
@@ -66,18 +71,18 @@ type conn struct {
 	sem     chan struct{}  // bounds running queries
 }
 
-func newConn(r *Relay, ws *websocket.Conn, ip, host string) *conn {
+func newConn(r *Relay, ws *websocket.Conn, ip, key, host string) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &conn{
 		r:          r,
 		ws:         ws,
 		ip:         ip,
+		key:        key,
 		host:       host,
 		log:        r.log.With("remote", ip),
 		ctx:        ctx,
 		cancel:     cancel,
-		send:       make(chan []byte, r.cfg.SendQueueSize),
-		space:      make(chan struct{}, 1),
+		send:       newSendQueue(r.cfg.SendQueueSize, r.cfg.SendQueueBytes),
 		quit:       make(chan struct{}),
 		writerDone: make(chan struct{}),
 		readerDone: make(chan struct{}),
@@ -129,8 +134,10 @@ func (c *conn) readLoop() {
 	}
 }
 
-// writeLoop is the only writer of data frames. It sends pings, and when the
-// connection closes it says goodbye as the close mode asks and closes the socket.
+// writeLoop is the only writer of data frames. It sends the queued messages in
+// order and pings (also while the queue never empties, so that a client that only
+// listens keeps answering), and when the connection closes it says goodbye as the
+// close mode asks and closes the socket.
 func (c *conn) writeLoop() {
 	defer close(c.writerDone)
 	ping := time.NewTicker(c.r.cfg.PingInterval)
@@ -140,24 +147,25 @@ func (c *conn) writeLoop() {
 		case <-c.quit:
 			c.goodbye()
 			return
+		case <-ping.C:
+			if !c.ping() {
+				return
+			}
 		default:
 		}
-		select {
-		case msg := <-c.send:
-			select {
-			case c.space <- struct{}{}:
-			default:
-			}
+		if msg, ok := c.send.pop(); ok {
 			if err := c.write(msg, time.Now().Add(c.r.cfg.WriteTimeout)); err != nil {
 				c.log.Debug("write failed", "err", err)
 				c.closeWith(closePeerGone)
 				_ = c.ws.Close()
 				return
 			}
+			continue
+		}
+		select {
+		case <-c.send.ready:
 		case <-ping.C:
-			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.r.cfg.WriteTimeout)); err != nil {
-				c.closeWith(closePeerGone)
-				_ = c.ws.Close()
+			if !c.ping() {
 				return
 			}
 		case <-c.quit:
@@ -165,6 +173,16 @@ func (c *conn) writeLoop() {
 			return
 		}
 	}
+}
+
+// ping sends a ping; when that fails it closes the connection and reports false.
+func (c *conn) ping() bool {
+	if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.r.cfg.WriteTimeout)); err != nil {
+		c.closeWith(closePeerGone)
+		_ = c.ws.Close()
+		return false
+	}
+	return true
 }
 
 func (c *conn) write(msg []byte, deadline time.Time) error {
@@ -188,15 +206,13 @@ func (c *conn) goodbye() {
 		code, text = websocket.ClosePolicyViolation, "too slow"
 	case closeShutdown:
 		deadline = time.Now().Add(c.r.cfg.ShutdownTimeout / 2)
-	drain:
 		for {
-			select {
-			case msg := <-c.send:
-				if err := c.write(msg, deadline); err != nil {
-					return
-				}
-			default:
-				break drain
+			msg, ok := c.send.pop()
+			if !ok {
+				break
+			}
+			if err := c.write(msg, deadline); err != nil {
+				return
 			}
 		}
 		code, text = websocket.CloseGoingAway, "relay shutting down"
@@ -233,7 +249,8 @@ func (c *conn) tooSlow() {
 		return
 	}
 	c.r.m.slowDisconnects.Inc()
-	c.log.Info("client too slow; disconnecting", "queue", cap(c.send))
+	msgs, bytes := c.send.size()
+	c.log.Info("client too slow; disconnecting", "queued_messages", msgs, "queued_bytes", bytes)
 	// The writer may be blocked on the stuck socket for up to WriteTimeout (a
 	// deadline nudge would not stick: the websocket library sets its own deadline
 	// for every frame). Closing the socket is safe from any goroutine and ends
@@ -249,20 +266,17 @@ func (c *conn) enqueue(msg []byte) bool {
 		return false
 	default:
 	}
-	select {
-	case c.send <- msg:
-		return true
-	default:
+	if !c.send.push(msg) {
 		c.tooSlow()
 		return false
 	}
+	return true
 }
 
-// enqueueBulk queues msg, waiting while the queue is more than three quarters
-// full; see conn. It gives up (false) when ctx or the connection ends, or when the
+// enqueueBulk queues msg, waiting while msg would take the queue past three
+// quarters of either limit; see conn. It gives up (false) when ctx or the connection ends, or when the
 // client has not made room within WriteTimeout (it is then too slow).
 func (c *conn) enqueueBulk(ctx context.Context, msg []byte) bool {
-	high := cap(c.send) - cap(c.send)/4
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -270,22 +284,22 @@ func (c *conn) enqueueBulk(ctx context.Context, msg []byte) bool {
 		}
 	}()
 	for {
-		if len(c.send) < high {
-			select {
-			case c.send <- msg:
-				return true
-			case <-c.quit:
-				return false
-			case <-ctx.Done():
-				return false
-			default: // filled up meanwhile: wait below
-			}
+		select {
+		case <-c.quit:
+			return false
+		case <-ctx.Done():
+			return false
+		default:
+		}
+		ok, room := c.send.pushBulk(msg)
+		if ok {
+			return true
 		}
 		if timer == nil {
 			timer = time.NewTimer(c.r.cfg.WriteTimeout)
 		}
 		select {
-		case <-c.space:
+		case <-room:
 		case <-c.quit:
 			return false
 		case <-ctx.Done():
@@ -297,8 +311,11 @@ func (c *conn) enqueueBulk(ctx context.Context, msg []byte) bool {
 	}
 }
 
-// maxPending bounds the live events a subscription holds while its query runs.
-func (c *conn) maxPending() int { return 4 * cap(c.send) }
+// maxPendingMsgs and maxPendingBytes bound the live events a subscription holds
+// while its query runs: as much as the send queue holds, which is where they go
+// after EOSE (waiting for room there as query results do).
+func (c *conn) maxPendingMsgs() int  { return c.r.cfg.SendQueueSize }
+func (c *conn) maxPendingBytes() int { return c.r.cfg.SendQueueBytes }
 
 // teardown runs after the reader has ended: it stops every subscription and query
 // and waits for the writer.

@@ -28,11 +28,13 @@
 //
 // # Slow clients
 //
-// Each connection has one writer goroutine draining a bounded send queue. The
-// fan-out and the batcher's answers never wait for a socket: when a connection's
-// queue is full, the client is sent (best effort) NOTICE "error: too slow,
-// disconnecting" and is disconnected. Query results wait for room but leave a
-// quarter of the queue to live traffic (see conn).
+// Each connection has one writer goroutine draining a send queue bounded in
+// messages (SendQueueSize) and bytes (SendQueueBytes), which holds no memory while
+// empty. The fan-out and the batcher's answers never wait for a socket: when a
+// message would take a connection's queue past either limit, the client is sent
+// (best effort) NOTICE "error: too slow, disconnecting" and is disconnected. Query
+// results wait for room but leave a quarter of the queue to live traffic (see
+// conn).
 //
 // # Shutdown
 //

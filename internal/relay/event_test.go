@@ -193,7 +193,8 @@ func TestEventGroupCommit(t *testing.T) {
 		clients[i] = dial(t, tr.url)
 		clients[i].send("EVENT", k.note(t, string(rune('a'+i)), nil))
 	}
-	time.Sleep(50 * time.Millisecond) // the four queue behind the busy slot
+	require.Eventually(t, func() bool { return testutil.ToFloat64(tr.m.ingestWaiting) == 4 },
+		waitTimeout, time.Millisecond, "the four queue behind the busy slot")
 	for _, c := range append(clients, first) {
 		select {
 		case msg := <-c.msgs:

@@ -25,10 +25,11 @@ type fakeStore struct {
 	listener []func()
 
 	// Hooks, set before use. ingestHook replaces the default Ingest; queryHook runs
-	// before Query and may fail it; eventsHook before Events.
+	// before Query and may fail it; eventsHook before Events; pingHook answers Ping.
 	ingestHook func(ctx context.Context, evs []*nostr.Event) ([]IngestResult, error)
 	queryHook  func(ctx context.Context) error
 	eventsHook func(ctx context.Context) error
+	pingHook   func(ctx context.Context) error
 }
 
 func newFakeStore() *fakeStore {
@@ -180,6 +181,17 @@ func (s *fakeStore) Events(ctx context.Context, ids []string) ([]*nostr.Event, e
 		}
 	}
 	return out, nil
+}
+
+// Ping answers nil, or what pingHook says.
+func (s *fakeStore) Ping(ctx context.Context) error {
+	s.mu.Lock()
+	hook := s.pingHook
+	s.mu.Unlock()
+	if hook != nil {
+		return hook(ctx)
+	}
+	return nil
 }
 
 // Head implements Feed.

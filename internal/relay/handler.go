@@ -6,6 +6,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 
 	"github.com/gorilla/websocket"
@@ -17,7 +18,8 @@ import (
 //	GET /  with Upgrade: websocket        the Nostr protocol
 //	GET /  with Accept: application/nostr+json   the NIP-11 document (CORS enabled)
 //	GET /  otherwise                      a short plain-text note
-//	GET /healthz                          200 while serving, 503 while shutting down
+//	GET /healthz                          200 while serving and the database answers,
+//	                                      else 503 and the reason (see healthCheck)
 //	GET /metrics                          the injected Gatherer, if any
 func (r *Relay) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -34,6 +36,11 @@ func (r *Relay) serveHealth(w http.ResponseWriter, _ *http.Request) {
 	if r.closing.Load() {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = w.Write([]byte("shutting down\n"))
+		return
+	}
+	if err := r.health.check(); err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("database unreachable: " + oneLine(err.Error()) + "\n"))
 		return
 	}
 	_, _ = w.Write([]byte("ok\n"))
@@ -92,17 +99,18 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	ip := r.clientIP(req)
-	if !r.connsPerIP.acquire(ip) {
+	key := ipKey(ip)
+	if !r.connsPerIP.acquire(key) {
 		r.m.refusedConns.WithLabelValues("per_ip_limit").Inc()
 		http.Error(w, "too many connections from your address", http.StatusTooManyRequests)
 		return
 	}
-	defer r.connsPerIP.release(ip)
+	defer r.connsPerIP.release(key)
 	ws, err := r.upgrader.Upgrade(w, req, nil)
 	if err != nil {
 		return // the upgrader has answered the request
 	}
-	c := newConn(r, ws, ip, req.Host)
+	c := newConn(r, ws, ip, key, req.Host)
 	if !r.track(c) {
 		r.m.refusedConns.WithLabelValues("shutting_down").Inc()
 		_ = ws.WriteControl(websocket.CloseMessage,
@@ -116,9 +124,10 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 	c.serve()
 }
 
-// clientIP is the address per-IP limits count: the last entry of the last
-// RealIPHeader line when configured and present (the address the trusted proxy
-// saw; earlier entries may come from the client), else the TCP peer.
+// clientIP is the client's address (ipKey turns it into the key of the per-IP
+// limits): the last entry of the last RealIPHeader line when configured and
+// present (the address the trusted proxy saw; earlier entries may come from the
+// client), else the TCP peer.
 func (r *Relay) clientIP(req *http.Request) string {
 	if h := r.cfg.RealIPHeader; h != "" {
 		if values := req.Header.Values(h); len(values) > 0 {
@@ -133,6 +142,30 @@ func (r *Relay) clientIP(req *http.Request) string {
 		return req.RemoteAddr
 	}
 	return host
+}
+
+// ipKey is what per-IP limits count for a client address: an IPv4 address (also
+// when IPv4-mapped, or given with a port) as is, an IPv6 address as its /64, which
+// a single client typically owns in whole ("2001:db8:1:2::/64"), and anything
+// unparsable as the raw string.
+func ipKey(ip string) string {
+	addr, err := netip.ParseAddr(ip)
+	if err != nil {
+		ap, perr := netip.ParseAddrPort(ip)
+		if perr != nil {
+			return ip
+		}
+		addr = ap.Addr()
+	}
+	addr = addr.Unmap()
+	if addr.Is4() {
+		return addr.String()
+	}
+	prefix, err := addr.Prefix(64) // drops a zone
+	if err != nil {
+		return ip
+	}
+	return prefix.String()
 }
 
 // newChallenge returns a fresh NIP-42 challenge.

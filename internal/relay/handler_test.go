@@ -32,6 +32,7 @@ func TestNIP11(t *testing.T) {
 		c.MaxSubscriptions = 7
 		c.Limits.MaxMessageBytes = 5000
 		c.Limits.MaxLimit = 300
+		c.Limits.Search = false
 	})
 	resp, doc := getInfo(t, tr.http)
 	require.Equal(t, "application/nostr+json", resp.Header.Get("Content-Type"))
@@ -58,7 +59,7 @@ func TestNIP11(t *testing.T) {
 		c.Auth = AuthConfig{Enabled: true, RequiredForReads: true, RequiredForWrites: true}
 	})
 	_, doc = getInfo(t, authed.http)
-	require.Equal(t, []any{1.0, 9.0, 11.0, 40.0, 42.0, 45.0, 70.0}, doc["supported_nips"])
+	require.Equal(t, []any{1.0, 9.0, 11.0, 40.0, 42.0, 45.0, 50.0, 70.0}, doc["supported_nips"], "search is on by default")
 	require.Equal(t, true, doc["limitation"].(map[string]any)["auth_required"])
 
 	// CORS preflight.
@@ -133,4 +134,50 @@ func TestClientIP(t *testing.T) {
 	require.Equal(t, "192.0.2.7", r.clientIP(req), "the entry the proxy added, not the client's")
 	req.Header.Del("X-Forwarded-For")
 	require.Equal(t, "10.0.0.1", r.clientIP(req))
+}
+
+func TestIPKey(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ ip, want string }{
+		{"192.0.2.7", "192.0.2.7"},
+		{"::ffff:192.0.2.7", "192.0.2.7"},
+		{"192.0.2.7:5555", "192.0.2.7"},
+		{"2001:db8:1:2:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::/64"},
+		{"2001:db8:1:2::1", "2001:db8:1:2::/64"},
+		{"2001:DB8:1:2::FFFF", "2001:db8:1:2::/64"},
+		{"2001:db8:1:3::1", "2001:db8:1:3::/64"},
+		{"[2001:db8:1:2::1]:443", "2001:db8:1:2::/64"},
+		{"fe80::1%eth0", "fe80::/64"},
+		{"::1", "::/64"},
+		{"unknown", "unknown"},
+		{"192.0.2.999", "192.0.2.999"},
+		{"", ""},
+	}
+	for _, tc := range cases {
+		require.Equal(t, tc.want, ipKey(tc.ip), tc.ip)
+	}
+}
+
+// TestConnectionsPerIPv6Prefix: addresses of one IPv6 /64 share the per-IP limits;
+// another /64 has its own.
+func TestConnectionsPerIPv6Prefix(t *testing.T) {
+	t.Parallel()
+	tr := startRelay(t, nil, func(c *Config) {
+		c.MaxConnsPerIP = 2
+		c.RealIPHeader = "X-Real-IP"
+	})
+	dialFrom := func(ip string) (*websocket.Conn, *http.Response, error) {
+		return websocket.DefaultDialer.Dial(tr.url, http.Header{"X-Real-IP": {ip}})
+	}
+	for _, ip := range []string{"2001:db8:1:2::1", "2001:db8:1:2::2"} {
+		ws, _, err := dialFrom(ip)
+		require.NoError(t, err)
+		defer ws.Close()
+	}
+	_, resp, err := dialFrom("2001:db8:1:2:ffff::3")
+	require.Error(t, err)
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	ws, _, err := dialFrom("2001:db8:1:3::1")
+	require.NoError(t, err, "another /64")
+	ws.Close()
 }

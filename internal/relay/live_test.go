@@ -273,3 +273,68 @@ func TestShutdownFlushesPendingBatch(t *testing.T) {
 	_, _, err := websocket.DefaultDialer.Dial(tr.url, nil)
 	require.Error(t, err, "no new connections after shutdown")
 }
+
+// TestLiveBurstToFastClient: a burst of live events several times larger than one
+// follower read reaches a subscriber that reads promptly completely, each event
+// once and in commit order; the subscriber is not taken for a slow client.
+func TestLiveBurstToFastClient(t *testing.T) {
+	t.Parallel()
+	const window = 500 // EVENTs the publisher has in flight
+	cases := []struct {
+		name    string
+		events  int
+		signed  bool // the relay verifies them
+		publish func(t *testing.T, tr *testRelay, evs []*nostr.Event)
+	}{
+		{"commits of 500 straight into the store", 2500, false, func(_ *testing.T, tr *testRelay, evs []*nostr.Event) {
+			for len(evs) > 0 {
+				n := min(500, len(evs))
+				tr.store.store(evs[:n])
+				evs = evs[n:]
+			}
+		}},
+		{"pipelined publisher", 1000, true, func(t *testing.T, tr *testRelay, evs []*nostr.Event) {
+			pub := dial(t, tr.url)
+			for i, ev := range evs {
+				if i >= window {
+					ok, reason := pub.ok(evs[i-window].ID)
+					require.True(t, ok, reason)
+				}
+				pub.send("EVENT", ev)
+			}
+			for _, ev := range evs[max(0, len(evs)-window):] {
+				ok, reason := pub.ok(ev.ID)
+				require.True(t, ok, reason)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			// One ingest at a time, so that commit order is publish order.
+			tr := startRelay(t, nil, func(c *Config) { c.IngestConcurrency = 1 })
+			sub := dial(t, tr.url)
+			sub.send("REQ", "s", goFilter())
+			sub.eose("s")
+			k := newKey(t)
+			evs := make([]*nostr.Event, tc.events)
+			for i := range evs {
+				content := fmt.Sprintf("%d %s", i, strings.Repeat("x", 1000))
+				if tc.signed {
+					evs[i] = k.note(t, content, nil)
+					continue
+				}
+				// Unsigned: the store does not check, and signing is slow under -race.
+				evs[i] = &nostr.Event{PubKey: k.pk, Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: content}
+				evs[i].ID = evs[i].GetID()
+			}
+			tc.publish(t, tr, evs)
+			for i, ev := range evs {
+				require.Equal(t, ev.ID, sub.event("s").ID, "event %d", i)
+			}
+			require.Empty(t, sub.drain(), "an event came twice")
+			require.Zero(t, testutil.ToFloat64(tr.m.slowDisconnects))
+			require.Equal(t, float64(tc.events), testutil.ToFloat64(tr.m.liveDeliveries))
+		})
+	}
+}

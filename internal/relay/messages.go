@@ -101,7 +101,7 @@ func (c *conn) onEvent(ev *nostr.Event) {
 // cheapest first, and returns "" or the OK reason.
 func (c *conn) admit(ev *nostr.Event) string {
 	cfg := &c.r.cfg
-	if !c.r.eventsPerIP.allow(c.ip) {
+	if !c.r.eventsPerIP.allow(c.key) {
 		return reasonEventRateIP
 	}
 	if cfg.Auth.RequiredForWrites && len(c.authed) == 0 {
@@ -134,7 +134,7 @@ func (c *conn) onAuth(ev *nostr.Event) {
 		c.enqueue(okMsg(ev.ID, false, reasonAuthDisabled))
 		return
 	}
-	if !c.r.eventsPerIP.allow(c.ip) {
+	if !c.r.eventsPerIP.allow(c.key) {
 		c.enqueue(okMsg(ev.ID, false, reasonEventRateIP))
 		return
 	}
@@ -153,7 +153,7 @@ func (c *conn) checkRead(filters []nostr.Filter) ([]nostr.Filter, string) {
 	if c.r.cfg.Auth.RequiredForReads && len(c.authed) == 0 {
 		return nil, reasonAuthForReads
 	}
-	if !c.r.reqsPerIP.allow(c.ip) {
+	if !c.r.reqsPerIP.allow(c.key) {
 		return nil, reasonReqRate
 	}
 	out := make([]nostr.Filter, len(filters))

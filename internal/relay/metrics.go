@@ -20,6 +20,7 @@ type metrics struct {
 	refusedConns     *prometheus.CounterVec // by reason
 	followerSeq      prometheus.Gauge
 	followerFailures prometheus.Counter
+	ingestWaiting    prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -75,9 +76,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "cn_relay_follower_failures_total",
 			Help: "Failed outbox reads or event loads of the live follower (retried).",
 		}),
+		ingestWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cn_relay_ingest_waiting_events",
+			Help: "Verified events handed to the group commit and not yet in a running Ingest.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.connections, m.subscriptions, m.messages, m.events, m.batchSize,
+		reg.MustRegister(m.ingestWaiting, m.connections, m.subscriptions, m.messages, m.events, m.batchSize,
 			m.ingestSeconds, m.querySeconds, m.slowDisconnects, m.liveDeliveries, m.refusedConns,
 			m.followerSeq, m.followerFailures)
 	}

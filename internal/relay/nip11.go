@@ -38,11 +38,14 @@ type limitation struct {
 }
 
 // supportedNIPs lists what this configuration implements: NIP-42 only when AUTH
-// is enabled.
+// is enabled, NIP-50 only when search is.
 func (c Config) supportedNIPs() []int {
 	nips := []int{1, 9, 11, 40, 45, 70}
 	if c.Auth.Enabled {
 		nips = append(nips, 42)
+	}
+	if c.Limits.Search {
+		nips = append(nips, 50)
 	}
 	slices.Sort(nips)
 	return nips

@@ -45,6 +45,7 @@ type Relay struct {
 	index    *subIndex
 	batcher  *batcher
 	follower *follower
+	health   *healthCheck
 
 	eventsPerIP     *limiter
 	eventsPerPubkey *limiter
@@ -93,6 +94,7 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 			CheckOrigin: func(*http.Request) bool { return true },
 		},
 	}
+	r.health = newHealthCheck(deps.Store.Ping, r.log)
 	r.follower = newFollower(deps.Feed, deps.Store, r.fanout, r.m, r.log)
 	r.batcher = newBatcher(cfg, deps.Store, r.m, r.log, r.follower.poke)
 	return r, nil

@@ -104,7 +104,7 @@ func TestReqReplacesSameID(t *testing.T) {
 
 func TestReqClosed(t *testing.T) {
 	t.Parallel()
-	tr := startRelay(t, nil, func(c *Config) { c.MaxSubscriptions = 2 })
+	tr := startRelay(t, nil, func(c *Config) { c.MaxSubscriptions = 2; c.Limits.Search = false })
 	c := dial(t, tr.url)
 	c.send("REQ", "no-topic", map[string]any{"kinds": []int{1}})
 	require.True(t, strings.HasPrefix(c.closed("no-topic"), "restricted: "))

@@ -26,6 +26,9 @@ type Store interface {
 	// Events loads visible events by id (for live fan-out of outbox rows); missing
 	// ids are skipped.
 	Events(ctx context.Context, ids []string) ([]*nostr.Event, error)
+	// Ping reports whether the database answers (for /healthz, which calls it about
+	// once a second at most, with a short deadline).
+	Ping(ctx context.Context) error
 }
 
 // IngestResult is the answer to one event of an Ingest batch.

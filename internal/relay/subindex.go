@@ -6,6 +6,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/textsearch"
 )
 
 // subIndex finds the subscriptions an event may match without testing every
@@ -26,8 +27,19 @@ type subIndex struct {
 type indexEntry struct {
 	sub    *subscription
 	filter nostr.Filter
-	keys   []indexKey // empty: filed in rest (unless never)
-	never  bool       // matches no event; not filed
+	search *textsearch.Query // the filter's NIP-50 search, parsed; nil without one
+	keys   []indexKey        // empty: filed in rest (unless never)
+	never  bool              // matches no event; not filed
+}
+
+// matches reports whether ev matches the entry's filter, its search included: a
+// live event matches a NIP-50 filter when its text (content, and the title and
+// summary of long-form kinds, as the indexer indexes them) matches the query.
+func (e *indexEntry) matches(ev *nostr.Event) bool {
+	if !protocol.Match(e.filter, ev) {
+		return false
+	}
+	return e.search == nil || e.search.Match(protocol.SearchText(ev))
 }
 
 type indexDim uint8
@@ -110,7 +122,12 @@ func (x *subIndex) add(s *subscription) {
 	entries := make([]*indexEntry, len(s.filters))
 	for i, f := range s.filters {
 		keys, never := keysFor(f)
-		entries[i] = &indexEntry{sub: s, filter: f, keys: keys, never: never}
+		e := &indexEntry{sub: s, filter: f, keys: keys, never: never}
+		if f.Search != "" {
+			q, ok := protocol.ParseSearch(f.Search)
+			e.search, e.never = &q, never || !ok
+		}
+		entries[i] = e
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -181,7 +198,7 @@ func (x *subIndex) matching(ev *nostr.Event, out []*subscription) []*subscriptio
 			if _, ok := seen[e.sub]; ok {
 				continue
 			}
-			if protocol.Match(e.filter, ev) {
+			if e.matches(ev) {
 				if seen == nil {
 					seen = make(map[*subscription]struct{})
 				}

@@ -26,10 +26,11 @@ type subscription struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when its query goroutine has ended
 
-	mu      sync.Mutex
-	closed  bool
-	live    bool          // stored events and EOSE are queued; deliver directly
-	pending []pendingLive // live matches held until EOSE
+	mu           sync.Mutex
+	closed       bool
+	live         bool          // stored events and EOSE are queued; deliver directly
+	pending      []pendingLive // live matches held until EOSE
+	pendingBytes int           // the total length of their JSON
 }
 
 type pendingLive struct {
@@ -52,11 +53,12 @@ func (s *subscription) deliver(id string, evJSON []byte) bool {
 		return false
 	}
 	if !s.live {
-		if len(s.pending) >= s.conn.maxPending() {
+		if len(s.pending) > 0 && (len(s.pending) >= s.conn.maxPendingMsgs() || s.pendingBytes+len(evJSON) > s.conn.maxPendingBytes()) {
 			s.conn.tooSlow()
 			return false
 		}
 		s.pending = append(s.pending, pendingLive{id: id, json: evJSON})
+		s.pendingBytes += len(evJSON)
 		return true
 	}
 	return s.conn.enqueue(eventMsg(s.id, evJSON))
@@ -85,7 +87,7 @@ func (s *subscription) replay(stored []*nostr.Event) {
 			return
 		}
 		held := s.pending
-		s.pending = nil
+		s.pending, s.pendingBytes = nil, 0
 		if len(held) == 0 {
 			s.live = true
 			s.mu.Unlock()
@@ -108,7 +110,7 @@ func (s *subscription) replay(stored []*nostr.Event) {
 func (s *subscription) close() {
 	s.mu.Lock()
 	s.closed = true
-	s.pending = nil
+	s.pending, s.pendingBytes = nil, 0
 	s.mu.Unlock()
 	s.cancel()
 }

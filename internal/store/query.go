@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/kukuri/communitynode/internal/protocol"
 )
 
 const eventColumns = "e.id, e.pubkey, e.created_at, e.kind, e.tags, e.content, e.sig"
@@ -96,7 +98,7 @@ func (s *Store) Count(ctx context.Context, filters []nostr.Filter) (int64, error
 		}
 		args = append(args, fargs...)
 		if f.Search != "" {
-			q, ok := SearchQuery(f.Search)
+			q, ok := protocol.ParseSearch(f.Search)
 			if !ok {
 				args = args[:len(args)-len(fargs)]
 				continue

@@ -6,35 +6,9 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/textsearch"
 )
-
-// nip50Extensions are the key:value extensions NIP-50 defines for search strings.
-// This relay supports none of them; they are removed before parsing, as NIP-50
-// asks relays to ignore extensions they do not support.
-var nip50Extensions = []string{"include:", "domain:", "language:", "sentiment:", "nsfw:"}
-
-// SearchQuery parses a NIP-50 search string: unsupported extensions are dropped,
-// the rest is a textsearch query. ok is false when nothing searchable remains
-// (the filter then matches nothing).
-func SearchQuery(search string) (textsearch.Query, bool) {
-	fields := strings.Fields(search)
-	kept := fields[:0]
-	for _, f := range fields {
-		ext := false
-		for _, p := range nip50Extensions {
-			if strings.HasPrefix(strings.ToLower(f), p) {
-				ext = true
-				break
-			}
-		}
-		if !ext {
-			kept = append(kept, f)
-		}
-	}
-	q, err := textsearch.ParseQuery(strings.Join(kept, " "))
-	return q, err == nil
-}
 
 // searchSQL turns a filter with `search` into a query over the search index
 // (cn_index.documents, kept by the indexer) joined with the events: where and
@@ -43,7 +17,7 @@ func SearchQuery(search string) (textsearch.Query, bool) {
 // match first. Results are ordered by relevance, then newest first, ties by
 // lowest id (NIP-50: relevance replaces created_at ordering); the limit applies.
 func searchSQL(f nostr.Filter, where string, args []any) (string, []any, bool) {
-	q, ok := SearchQuery(f.Search)
+	q, ok := protocol.ParseSearch(f.Search)
 	if !ok {
 		return "", nil, false
 	}
@@ -54,7 +28,7 @@ func searchSQL(f nostr.Filter, where string, args []any) (string, []any, bool) {
 	tsq := ph(q.TSQuery())
 	conds := []string{"d.tsv @@ " + tsq + "::tsquery", where}
 	if topics, ok := f.Tags["t"]; ok {
-		conds = append(conds, "d.topics && "+ph(topics)+"::text[]")
+		conds = append(conds, "d.tsv @@ "+ph(textsearch.TopicQuery(topics))+"::tsquery")
 	}
 	if f.Kinds != nil {
 		kinds := make([]int32, len(f.Kinds))

@@ -18,6 +18,7 @@ type Query struct {
 	tsquery string
 	str     string
 	needles []string // lexemes and words of positive terms, for Snippet
+	terms   []qterm  // positive terms first, for Match
 }
 
 // TSQuery returns the tsquery literal, to be passed as $n::tsquery. Postgres
@@ -160,7 +161,7 @@ func ParseQuery(q string) (Query, error) {
 	}
 	slices.Sort(needles)
 	needles = slices.Compact(needles)
-	return Query{tsquery: tsq.String(), str: str.String(), needles: needles}, nil
+	return Query{tsquery: tsq.String(), str: str.String(), needles: needles, terms: terms}, nil
 }
 
 func isQuote(r rune) bool { return r == '"' || r == '“' || r == '”' }

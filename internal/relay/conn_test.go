@@ -1,0 +1,77 @@
+package relay
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+)
+
+// TestTooSlowGoodbye: a message that would take the send queue past either of its
+// limits makes the client too slow. What is queued is dropped; the client gets
+// NOTICE "error: too slow, disconnecting" and a close frame 1008 "too slow".
+func TestTooSlowGoodbye(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name       string
+		msgs       int // SendQueueSize
+		bytes      int // SendQueueBytes
+		size       int // of each message
+		wantQueued int
+	}{
+		{"messages", 10, 4 << 20, 100, 10},
+		{"bytes", 1000, 131072, 10000, 13},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := testConfig()
+			cfg.SendQueueSize, cfg.SendQueueBytes = tc.msgs, tc.bytes
+			store := newFakeStore()
+			r, err := New(cfg, Deps{Store: store, Feed: store})
+			require.NoError(t, err)
+			upgraded := make(chan *websocket.Conn, 1)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				ws, err := r.upgrader.Upgrade(w, req, nil)
+				if err == nil {
+					upgraded <- ws
+				}
+			}))
+			defer srv.Close()
+			cl := dial(t, "ws"+strings.TrimPrefix(srv.URL, "http"))
+			c := newConn(r, <-upgraded, "127.0.0.1", "127.0.0.1", "relay.example.com")
+
+			// The writer is not running yet, so nothing leaves the queue.
+			msg := noticeMsg("")
+			msg = noticeMsg(strings.Repeat("x", tc.size-len(msg)))
+			require.Len(t, msg, tc.size)
+			queued := 0
+			for c.enqueue(msg) {
+				queued++
+			}
+			require.Equal(t, tc.wantQueued, queued)
+			require.Equal(t, 1.0, testutil.ToFloat64(r.m.slowDisconnects))
+			require.False(t, c.enqueue(msg), "queued after the connection started closing")
+
+			served := make(chan struct{})
+			go func() { defer close(served); c.serve() }()
+			notice := cl.expect("NOTICE")
+			require.Equal(t, "error: too slow, disconnecting", str(t, notice[1]))
+			<-cl.gone
+			var cerr *websocket.CloseError
+			require.ErrorAs(t, cl.err, &cerr)
+			require.Equal(t, websocket.ClosePolicyViolation, cerr.Code)
+			require.Equal(t, "too slow", cerr.Text)
+			select {
+			case <-served:
+			case <-time.After(waitTimeout):
+				t.Fatal("the connection did not end")
+			}
+		})
+	}
+}

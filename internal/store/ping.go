@@ -1,0 +1,6 @@
+package store
+
+import "context"
+
+// Ping reports whether the database answers (the relay's /healthz).
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
