@@ -26,18 +26,46 @@ import (
 //	GET /healthz   200 "ok" when the database answers, else 503 with the reason
 //	GET /metrics   the injected Gatherer, if any
 type API struct {
-	Pool     *pgxpool.Pool
-	Gatherer prometheus.Gatherer // may be nil
-	Logger   *slog.Logger
-	Timeout  time.Duration // per search; 5s when zero
-	Now      func() time.Time
+	Pool       *pgxpool.Pool
+	Gatherer   prometheus.Gatherer   // may be nil
+	Registerer prometheus.Registerer // may be nil; where the search metrics go
+	Logger     *slog.Logger          // may be nil
+	Timeout    time.Duration         // per search; 5s when zero
+	Now        func() time.Time
+
+	m *apiMetrics
 }
 
 // DefaultSearchLimit is the page size when limit is absent.
 const DefaultSearchLimit = 20
 
-// Handler returns the HTTP handler.
+// apiMetrics are the search API's metrics.
+type apiMetrics struct {
+	seconds *prometheus.HistogramVec // by result: ok, error
+	invalid prometheus.Counter
+}
+
+func newAPIMetrics(reg prometheus.Registerer) *apiMetrics {
+	m := &apiMetrics{
+		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "cn_index_search_seconds",
+			Help:    "Search API requests that reached the database, by result (ok, error).",
+			Buckets: []float64{.001, .0025, .005, .01, .02, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"result"}),
+		invalid: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cn_index_search_invalid_total",
+			Help: "Search API requests refused with 400 (bad parameters).",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.seconds, m.invalid)
+	}
+	return m
+}
+
+// Handler returns the HTTP handler. Call it once per API (it registers metrics).
 func (a *API) Handler() http.Handler {
+	a.m = newAPIMetrics(a.Registerer)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/search", a.serveSearch)
 	mux.HandleFunc("GET /healthz", a.serveHealth)
@@ -55,6 +83,7 @@ type searchResponse struct {
 func (a *API) serveSearch(w http.ResponseWriter, r *http.Request) {
 	p, err := parseSearchParams(r)
 	if err != nil {
+		a.m.invalid.Inc()
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
@@ -68,9 +97,15 @@ func (a *API) serveSearch(w http.ResponseWriter, r *http.Request) {
 	if a.Now != nil {
 		now = a.Now
 	}
+	start := time.Now()
 	hits, next, err := Search(ctx, a.Pool, p, now())
+	result := "ok"
 	if err != nil {
-		a.Logger.Warn("search failed", "query", p.Query.String(), "err", err)
+		result = "error"
+	}
+	a.m.seconds.WithLabelValues(result).Observe(time.Since(start).Seconds())
+	if err != nil {
+		a.logger().Warn("search failed", "query", p.Query.String(), "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "search failed; try again"})
 		return
 	}
@@ -179,4 +214,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func contextWithTimeout(r *http.Request, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), d)
+}
+
+func (a *API) logger() *slog.Logger {
+	if a.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return a.Logger
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 )
 
@@ -44,7 +45,8 @@ func TestSearchAPI(t *testing.T) {
 	evs = append(evs, other)
 	n.publish(t, evs...)
 	n.sync(t)
-	srv := httptest.NewServer((&API{Pool: n.db.Pool}).Handler())
+	reg := prometheus.NewRegistry()
+	srv := httptest.NewServer((&API{Pool: n.db.Pool, Registerer: reg, Gatherer: reg}).Handler())
 	defer srv.Close()
 
 	// Pages of 10 walk all 26 hits exactly once, in (score, created_at, id) order.
@@ -140,4 +142,12 @@ func TestSearchAPI(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	resp, err = http.Get(srv.URL + "/metrics")
+	require.NoError(t, err)
+	metrics, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Contains(t, string(metrics), `cn_index_search_invalid_total 14`)
+	require.Regexp(t, `cn_index_search_seconds_count\{result="ok"\} [1-9]`, string(metrics))
 }

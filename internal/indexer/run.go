@@ -67,7 +67,7 @@ func Run(ctx context.Context, o Options) error {
 		if err != nil {
 			return fmt.Errorf("search API listener: %w", err)
 		}
-		api := &API{Pool: pool, Gatherer: reg, Logger: logger}
+		api := &API{Pool: pool, Gatherer: reg, Registerer: reg, Logger: logger}
 		srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 5 * time.Second}
 		g.Go(func() error {
 			<-gctx.Done()
