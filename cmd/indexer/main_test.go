@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// TestRunServesAndStops runs the command against a real database: the search API
+// answers, the consumer registers, and cancel stops it cleanly.
+func TestRunServesAndStops(t *testing.T) {
+	db := pgtest.New(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"indexer", "--listen", addr, "--database-url", db.URL, "--kinds", "1,30023"}, io.Discard, io.Discard)
+	}()
+	var resp *http.Response
+	require.Eventually(t, func() bool {
+		resp, err = http.Get("http://" + addr + "/v1/search?q=nostr")
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond)
+	var body map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, []any{}, body["items"])
+	require.Eventually(t, func() bool {
+		var n int
+		_ = db.Pool.QueryRow(ctx, "SELECT count(*) FROM cn_relay.consumer_offsets WHERE consumer = 'index-v1' AND owner_id IS NOT NULL").Scan(&n)
+		return n == 1
+	}, 10*time.Second, 20*time.Millisecond, "index-v1 holds its lease")
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("indexer did not stop")
+	}
+}
+
+func TestBadCommandLines(t *testing.T) {
+	for _, args := range [][]string{
+		{"indexer"}, // no database
+		{"indexer", "--database-url", "postgres://x", "--kinds", "one"},
+		{"indexer", "--database-url", "postgres://x", "--batch-size", "0"},
+		{"indexer", "--database-url", "postgres://x", "--log-level", "loud"},
+		{"indexer", "--database-url", "postgres://x", "extra"},
+	} {
+		err := run(context.Background(), args, io.Discard, io.Discard)
+		require.Error(t, err, "%v", args)
+	}
+}
