@@ -113,13 +113,14 @@ func BenchmarkSearch(b *testing.B) {
 	defer pool.Close()
 	st := store.New(pool, nil)
 
-	english := englishWords[40:50] // mid-frequency words of the Zipf vocabulary
-	var japanese []string          // two-character words
-	for _, w := range japaneseWords {
+	english := englishWords[40:50] // mid-frequency words of the Zipf vocabulary (ranks 41-50 of 215)
+	var japanese []string          // mid-frequency two-character words (ranks 11-30 of 62)
+	for _, w := range japaneseWords[10:30] {
 		if len([]rune(w)) == 2 && len(japanese) < 10 {
 			japanese = append(japanese, w)
 		}
 	}
+	tokyo := []string{"東京"} // rank 4: in most Japanese notes
 	shapes := []struct {
 		name  string
 		words []string
@@ -128,6 +129,7 @@ func BenchmarkSearch(b *testing.B) {
 	}{
 		{"en-word/topic/api", english, true, false},
 		{"ja-2chars/topic/api", japanese, true, false},
+		{"ja-東京/topic/api", tokyo, true, false},
 		{"en-word/topic/nip50", english, true, true},
 		{"ja-2chars/topic/nip50", japanese, true, true},
 		{"en-word/no-topic/api", english, false, false},
@@ -172,6 +174,22 @@ func BenchmarkSearch(b *testing.B) {
 			if hits == 0 {
 				b.Fatal("no hits: the benchmark measures nothing")
 			}
+			// How many documents the queries matched (before the limit), on average.
+			var matched int64
+			for i := range 10 {
+				q, _ := textsearch.ParseQuery(sh.words[i%len(sh.words)])
+				sql, args := "SELECT count(*) FROM cn_index.documents WHERE tsv @@ $1::tsquery", []any{q.TSQuery()}
+				if sh.topic {
+					sql += " AND tsv @@ $2::tsquery"
+					args = append(args, textsearch.TopicQuery([]string{fmt.Sprintf("topic%d", i%50)}))
+				}
+				var n int64
+				if err := pool.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+					b.Fatal(err)
+				}
+				matched += n
+			}
+			b.ReportMetric(float64(matched)/10, "matches/query")
 			reportPercentiles(b, lat)
 			b.ReportMetric(float64(hits)/float64(len(lat)), "hits/query")
 		})

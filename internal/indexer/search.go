@@ -97,7 +97,7 @@ const rankSQL = "ts_rank(d.tsv, q, 1)"
 
 // Search returns one page of hits and the cursor of the next page (nil at the
 // end). Hits whose event became invisible after it was indexed (the index lags the
-// relay by a batch) are dropped from the page.
+// relay by a batch) are skipped; searchSlack extra rows keep the page full.
 func Search(ctx context.Context, db querier, p SearchParams, now time.Time) ([]Hit, *Cursor, error) {
 	args := []any{p.Query.TSQuery(), now.Unix()}
 	ph := func(v any) string {
@@ -132,7 +132,7 @@ WITH page AS (
 	FROM cn_index.documents d, CAST($1 AS tsquery) q
 	WHERE ` + strings.Join(conds, " AND ") + `
 	ORDER BY score DESC, d.created_at DESC, d.event_id
-	LIMIT ` + ph(limit+1) + `
+	LIMIT ` + ph(limit+1+searchSlack) + `
 )
 SELECT p.event_id, p.kind, p.pubkey, p.created_at, p.topics, p.score, coalesce(e.content, ''),
        coalesce(e.deleted_at IS NULL AND e.is_effective, false)
@@ -156,14 +156,14 @@ ORDER BY p.score DESC, p.created_at DESC, p.event_id`
 	if err != nil {
 		return nil, nil, fmt.Errorf("search: %w", err)
 	}
+	hits := make([]Hit, 0, limit)
 	var next *Cursor
-	if len(got) > limit {
-		last := got[limit-1].hit
-		next = &Cursor{Score: last.Score, CreatedAt: last.CreatedAt, EventID: last.EventID}
-		got = got[:limit]
-	}
-	hits := make([]Hit, 0, len(got))
 	for _, x := range got {
+		if len(hits) == limit { // and more rows follow
+			last := hits[limit-1]
+			next = &Cursor{Score: last.Score, CreatedAt: last.CreatedAt, EventID: last.EventID}
+			break
+		}
 		if !x.visible {
 			continue
 		}
@@ -174,8 +174,17 @@ ORDER BY p.score DESC, p.created_at DESC, p.event_id`
 		x.hit.Snippet = textsearch.Snippet(x.content, p.Query, snippetRunes)
 		hits = append(hits, x.hit)
 	}
+	if next == nil && len(got) == limit+1+searchSlack {
+		// Too many hidden rows for the slack: a short page, then go on after it.
+		last := got[len(got)-1].hit
+		next = &Cursor{Score: last.Score, CreatedAt: last.CreatedAt, EventID: last.EventID}
+	}
 	return hits, next, nil
 }
+
+// searchSlack is how many rows beyond a page are read, to fill it when some of
+// its events were hidden since they were indexed.
+const searchSlack = 16
 
 // snippetRunes is the length of a hit's snippet.
 const snippetRunes = 160

@@ -12,10 +12,16 @@ import (
 
 // searchSQL turns a filter with `search` into a query over the search index
 // (cn_index.documents, kept by the indexer) joined with the events: where and
-// args are the filter's conditions on e (filterSQL); kinds, authors, the time
-// range and #t are also applied to the documents so that the index narrows the
-// match first. Results are ordered by relevance, then newest first, ties by
-// lowest id (NIP-50: relevance replaces created_at ordering); the limit applies.
+// args are the filter's conditions on e (filterSQL, $1 is now). Results are
+// ordered by relevance, then newest first, ties by lowest id (NIP-50: relevance
+// replaces created_at ordering); the limit applies.
+//
+// Every field but tags other than #t can be checked on the documents, so the
+// usual filter is ranked and cut to its limit there, and only that page is joined
+// with the events, whose conditions (visibility above all) are checked again: a
+// document whose event was deleted a moment ago, before the indexer caught up,
+// never shows up (searchSlack extra documents keep the page full). A filter with other tags (#p, #e, ...)
+// is joined with the events before the limit.
 func searchSQL(f nostr.Filter, where string, args []any) (string, []any, bool) {
 	q, ok := protocol.ParseSearch(f.Search)
 	if !ok {
@@ -26,9 +32,16 @@ func searchSQL(f nostr.Filter, where string, args []any) (string, []any, bool) {
 		return "$" + strconv.Itoa(len(args))
 	}
 	tsq := ph(q.TSQuery())
-	conds := []string{"d.tsv @@ " + tsq + "::tsquery", where}
+	conds := []string{"d.tsv @@ " + tsq + "::tsquery", "(d.expires_at IS NULL OR d.expires_at > $1)"}
+	otherTags := false
+	for name := range f.Tags {
+		otherTags = otherTags || name != "t"
+	}
 	if topics, ok := f.Tags["t"]; ok {
 		conds = append(conds, "d.tsv @@ "+ph(textsearch.TopicQuery(topics))+"::tsquery")
+	}
+	if f.IDs != nil {
+		conds = append(conds, "d.event_id = ANY("+ph(f.IDs)+")")
 	}
 	if f.Kinds != nil {
 		kinds := make([]int32, len(f.Kinds))
@@ -46,11 +59,24 @@ func searchSQL(f nostr.Filter, where string, args []any) (string, []any, bool) {
 	if f.Until != nil {
 		conds = append(conds, "d.created_at <= "+ph(int64(*f.Until)))
 	}
-	sql := "SELECT " + eventColumns + " FROM cn_index.documents d JOIN cn_relay.events e ON e.id = d.event_id WHERE " +
-		strings.Join(conds, " AND ") +
-		" ORDER BY ts_rank(d.tsv, " + tsq + "::tsquery, 1) DESC, e.created_at DESC, e.id"
+	limit, inner := "", ""
 	if f.Limit > 0 {
-		sql += " LIMIT " + ph(f.Limit)
+		limit = " LIMIT " + ph(f.Limit)
+		inner = " LIMIT " + ph(f.Limit+searchSlack)
 	}
-	return sql, args, true
+	rank := "ts_rank(d.tsv, " + tsq + "::tsquery, 1)"
+	if otherTags {
+		return "SELECT " + eventColumns + " FROM cn_index.documents d JOIN cn_relay.events e ON e.id = d.event_id WHERE " +
+			strings.Join(append(conds, where), " AND ") +
+			" ORDER BY " + rank + " DESC, e.created_at DESC, e.id" + limit, args, true
+	}
+	return "SELECT " + eventColumns + " FROM (SELECT d.event_id, d.created_at, " + rank + " AS score" +
+		" FROM cn_index.documents d WHERE " + strings.Join(conds, " AND ") +
+		" ORDER BY score DESC, d.created_at DESC, d.event_id" + inner + ") p" +
+		" JOIN cn_relay.events e ON e.id = p.event_id WHERE " + where +
+		" ORDER BY p.score DESC, p.created_at DESC, p.event_id" + limit, args, true
 }
+
+// searchSlack is how many more documents than the limit are ranked, so that
+// events hidden since they were indexed do not shorten the page.
+const searchSlack = 16

@@ -81,13 +81,15 @@
 //     followed-by operator <-> in the order and at the distances Analyze gives the
 //     same text (a CJK trailing unigram is never part of a query: inside a longer
 //     run of a document it does not exist at that position). So 東京タワー becomes
-//     '東京' <-> '京タ' <-> 'タワ' <-> 'ワー', e-mail becomes 'e' <-> 'mail':*, and
-//     東京tower becomes '東京' <-> 'tower':*.
-//   - In an unquoted term the last word token (a stem) is a prefix match if it has
-//     at least two characters: run → 'run':*, which finds running, runs, runner;
-//     city → 'citi':* finds cities. A one-character word (a, 7) matches exactly —
-//     a one-letter prefix would match a large part of the index and find nothing
-//     useful. Inside quotes no word is a prefix match.
+//     '東京' <-> '京タ' <-> 'タワ' <-> 'ワー', e-mail becomes 'e' <-> 'mail', and
+//     東京tower becomes '東京' <-> 'tower'.
+//   - Words match by their stem, which covers inflections: run → 'run' finds
+//     running and runs; city → 'citi' finds cities. An unquoted term ending in '*'
+//     makes its last word token a prefix match if it has at least two characters:
+//     run* → 'run':* also finds runner. Prefix matches are opt-in because a GIN
+//     index answers them several times slower (measured: 7.5 ms instead of 1.3 ms
+//     for one common word over 1,000,000 documents); a one-character word (a*)
+//     stays exact, and inside quotes no word is a prefix match.
 //   - A one-character CJK run is always a prefix match, quoted or not, since CJK
 //     text has no word boundaries: 東 → '東':* matches the unigram 東 and every
 //     bigram starting with 東. A CJK run of two or more characters becomes its

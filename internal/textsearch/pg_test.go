@@ -71,7 +71,7 @@ var acceptance = []struct {
 	{"Meetup at 東京 tomorrow 🎉 #nostr", "#nostr", true},
 	{"Meetup at 東京 tomorrow 🎉 #nostr", "\"at 東京 tomorrow\"", true},
 	{"Meetup at 東京 tomorrow 🎉 #nostr", "\"東京 meetup\"", false},
-	{"Meetup at 東京 tomorrow 🎉 #nostr", "nost", true},
+	{"Meetup at 東京 tomorrow 🎉 #nostr", "nost*", true},
 	{"Meetup at 東京 tomorrow 🎉 #nostr", "🎉 nostr", true},
 
 	{"서울에서 만나요", "서울", true},

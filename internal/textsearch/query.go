@@ -209,7 +209,10 @@ func analyzeTerm(text string, neg, quoted bool, scratch *[]byte) qterm {
 			t.toks = append(t.toks, qtok{lex: run[ps:pe], prefix: true})
 		}
 	}
-	if !quoted && lastWord >= 0 && utf8.RuneCountInString(t.toks[lastWord].lex) >= 2 {
+	// Words match by their stem, which covers inflections (running, runs -> run);
+	// a trailing '*' asks for a prefix match of the last word (run* -> runner).
+	// Prefix matches are opt-in: on a GIN index they cost several times more.
+	if !quoted && lastWord >= 0 && strings.HasSuffix(text, "*") && utf8.RuneCountInString(t.toks[lastWord].lex) >= 2 {
 		t.toks[lastWord].prefix = true
 	}
 	var b []byte
