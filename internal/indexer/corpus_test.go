@@ -117,9 +117,10 @@ func bulkLoad(ctx context.Context, pool *pgxpool.Pool, c *corpus, n int, outboxR
 			id := hex.EncodeToString(sum[:])
 			at := int64(1_700_000_000 + i)
 			topic := fmt.Sprintf("topic%d", c.rng.IntN(c.topicCount))
-			events = append(events, []any{id, c.authors[c.rng.IntN(len(c.authors))], int32(1), at,
+			pubkey := c.authors[c.rng.IntN(len(c.authors))]
+			events = append(events, []any{id, pubkey, int32(1), at,
 				`[["t","` + topic + `"]]`, c.text(), sig, now})
-			topics = append(topics, []any{id, topic, at})
+			topics = append(topics, []any{id, topic, at, pubkey, int32(1)})
 			rows = append(rows, []any{"upsert", id, topic, int32(1), at, now})
 		}
 		if _, err := pool.CopyFrom(ctx, pgx.Identifier{"cn_relay", "events"},
@@ -127,7 +128,7 @@ func bulkLoad(ctx context.Context, pool *pgxpool.Pool, c *corpus, n int, outboxR
 			return fmt.Errorf("copy events: %w", err)
 		}
 		if _, err := pool.CopyFrom(ctx, pgx.Identifier{"cn_relay", "event_topics"},
-			[]string{"event_id", "topic_id", "created_at"}, pgx.CopyFromRows(topics)); err != nil {
+			[]string{"event_id", "topic_id", "created_at", "pubkey", "kind"}, pgx.CopyFromRows(topics)); err != nil {
 			return fmt.Errorf("copy topics: %w", err)
 		}
 		if outboxRows {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
@@ -21,7 +22,12 @@ func BenchmarkIngest(b *testing.B) {
 	for _, batch := range []int{1, 4, 16, 64} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			db := pgtest.New(b)
-			st := New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}))
+			pool, err := dbpool.Open(context.Background(), db.URL) // the relay's session settings
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pool.Close()
+			st := New(pool, outbox.NewWriter(pool, outbox.WriterConfig{}))
 			evs := signedNotes(b, b.N, 500)
 			ctx := context.Background()
 			var next int

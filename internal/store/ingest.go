@@ -521,8 +521,9 @@ func queueInsert(b *pgx.Batch, ins []*stored, ingestedAt time.Time) {
 	ids, pubkeys, contents, sigs, keys, tags := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	kinds, createdAts, expires := make([]int32, n), make([]int64, n), make([]*int64, n)
 	effective, deleted := make([]bool, n), make([]bool, n)
-	var tIDs, tTopics []string
+	var tIDs, tTopics, tPubkeys []string
 	var tAts []int64
+	var tKinds []int32
 	var gIDs, gNames, gValues []string
 	var gAts []int64
 	for i, st := range ins {
@@ -540,6 +541,7 @@ func queueInsert(b *pgx.Batch, ins []*stored, ingestedAt time.Time) {
 		tags[i] = string(tagsJSON)
 		for _, t := range st.topics {
 			tIDs, tTopics, tAts = append(tIDs, ev.ID), append(tTopics, t), append(tAts, int64(ev.CreatedAt))
+			tPubkeys, tKinds = append(tPubkeys, ev.PubKey), append(tKinds, int32(ev.Kind))
 		}
 		seen := map[[2]string]bool{}
 		for _, t := range ev.Tags {
@@ -566,8 +568,9 @@ func queueInsert(b *pgx.Batch, ins []*stored, ingestedAt time.Time) {
 		ON CONFLICT (id) DO NOTHING`,
 		ids, pubkeys, kinds, createdAts, tags, contents, sigs, keys, effective, deleted, expires, ingestedAt)
 	if len(tIDs) > 0 {
-		b.Queue(`INSERT INTO cn_relay.event_topics (event_id, topic_id, created_at)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) ON CONFLICT DO NOTHING`, tIDs, tTopics, tAts)
+		b.Queue(`INSERT INTO cn_relay.event_topics (event_id, topic_id, created_at, pubkey, kind)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::int[]) ON CONFLICT DO NOTHING`,
+			tIDs, tTopics, tAts, tPubkeys, tKinds)
 	}
 	if len(gIDs) > 0 {
 		b.Queue(`INSERT INTO cn_relay.event_tags (event_id, name, value, created_at)

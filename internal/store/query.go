@@ -52,7 +52,14 @@ func (s *Store) Query(ctx context.Context, filters []nostr.Filter) ([]*nostr.Eve
 		}
 		sql := "SELECT " + eventColumns + " FROM cn_relay.events e WHERE " + where +
 			" ORDER BY e.created_at DESC, e.id"
-		if topic, ok := topicDriven(f); ok {
+		if topic, ok := topicAuthorsDriven(f); ok {
+			// One index range per author inside the topic, newest first: only the
+			// author's events in this topic are read (schema 0006).
+			args = append(args, topic, f.Authors)
+			sql = "SELECT " + eventColumns + " FROM cn_relay.event_topics tt JOIN cn_relay.events e ON e.id = tt.event_id" +
+				" WHERE tt.topic_id = $" + strconv.Itoa(len(args)-1) + " AND tt.pubkey = ANY($" + strconv.Itoa(len(args)) + ") AND " + where +
+				" ORDER BY tt.created_at DESC, tt.event_id"
+		} else if topic, ok := topicDriven(f); ok {
 			// Walk the topic's (topic_id, created_at DESC) index in order and stop
 			// at the limit, instead of matching the whole topic first.
 			args = append(args, topic)
@@ -138,6 +145,16 @@ func (s *Store) filterSQL(f nostr.Filter) (string, []any, bool) {
 func topicDriven(f nostr.Filter) (string, bool) {
 	t, ok := f.Tags["t"]
 	if !ok || len(t) != 1 || f.IDs != nil || f.Authors != nil {
+		return "", false
+	}
+	return t[0], true
+}
+
+// topicAuthorsDriven reports whether a query is best driven by the (topic,
+// author) index: one #t value, authors, no ids.
+func topicAuthorsDriven(f nostr.Filter) (string, bool) {
+	t, ok := f.Tags["t"]
+	if !ok || len(t) != 1 || f.IDs != nil || f.Authors == nil {
 		return "", false
 	}
 	return t[0], true
