@@ -9,4 +9,4 @@ UPDATE cn_relay.event_topics t SET pubkey = e.pubkey, kind = e.kind
 FROM cn_relay.events e WHERE e.id = t.event_id;
 ALTER TABLE cn_relay.event_topics ALTER COLUMN pubkey SET NOT NULL, ALTER COLUMN kind SET NOT NULL;
 CREATE INDEX event_topics_topic_pubkey_created_at_idx
-    ON cn_relay.event_topics (topic_id, pubkey, created_at DESC, event_id);
+    ON cn_relay.event_topics (topic_id, pubkey, created_at DESC, event_id) INCLUDE (kind);

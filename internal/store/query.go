@@ -52,6 +52,21 @@ func (s *Store) Query(ctx context.Context, filters []nostr.Filter) ([]*nostr.Eve
 		}
 		sql := "SELECT " + eventColumns + " FROM cn_relay.events e WHERE " + where +
 			" ORDER BY e.created_at DESC, e.id"
+		if topic, ok := topicAuthorsDriven(f); ok && len(f.Tags) == 1 && f.Limit > 0 {
+			evs, complete, err := s.queryTopicAuthors(ctx, f, topic)
+			if err != nil {
+				return nil, err
+			}
+			if complete {
+				for _, ev := range evs {
+					if !seen[ev.ID] {
+						seen[ev.ID] = true
+						out = append(out, ev)
+					}
+				}
+				continue
+			}
+		}
 		if topic, ok := topicAuthorsDriven(f); ok {
 			// One index range per author inside the topic, newest first: only the
 			// author's events in this topic are read (schema 0006).
@@ -148,6 +163,65 @@ func topicDriven(f nostr.Filter) (string, bool) {
 		return "", false
 	}
 	return t[0], true
+}
+
+// topicAuthorsSlack is how many more (topic, author) rows than the limit are
+// read before the events are joined: hidden versions (replaced, deleted,
+// expired) among them still leave a full page.
+const topicAuthorsSlack = 16
+
+// queryTopicAuthors answers a filter with one #t value, authors and a limit (and
+// no other tags) from the (topic, author, created_at) index alone, joining only
+// the newest limit+slack rows with the events. complete is false when hidden
+// events left the page short although more rows may match: the caller then runs
+// the general query.
+func (s *Store) queryTopicAuthors(ctx context.Context, f nostr.Filter, topic string) (evs []*nostr.Event, complete bool, err error) {
+	rest := f
+	rest.Tags = nil // the topic is the index's; no other tags (see Query)
+	where, args, _ := s.filterSQL(rest)
+	ph := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	conds := []string{"tt.topic_id = " + ph(topic), "tt.pubkey = ANY(" + ph(f.Authors) + ")"}
+	if f.Kinds != nil {
+		kinds := make([]int32, len(f.Kinds))
+		for i, k := range f.Kinds {
+			kinds[i] = int32(k)
+		}
+		conds = append(conds, "tt.kind = ANY("+ph(kinds)+")")
+	}
+	if f.Since != nil {
+		conds = append(conds, "tt.created_at >= "+ph(int64(*f.Since)))
+	}
+	if f.Until != nil {
+		conds = append(conds, "tt.created_at <= "+ph(int64(*f.Until)))
+	}
+	inner := f.Limit + topicAuthorsSlack
+	sql := "WITH p AS (SELECT tt.event_id, tt.created_at FROM cn_relay.event_topics tt WHERE " + strings.Join(conds, " AND ") +
+		" ORDER BY tt.created_at DESC, tt.event_id LIMIT " + ph(inner) + ")" +
+		" SELECT " + eventColumns + ", (SELECT count(*) FROM p) FROM p JOIN cn_relay.events e ON e.id = p.event_id WHERE " + where +
+		" ORDER BY p.created_at DESC, p.event_id LIMIT " + ph(f.Limit)
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("query events: %w", err)
+	}
+	var read int64
+	evs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (*nostr.Event, error) {
+		ev := &nostr.Event{}
+		var createdAt int64
+		var kind int32
+		if err := row.Scan(&ev.ID, &ev.PubKey, &createdAt, &kind, &ev.Tags, &ev.Content, &ev.Sig, &read); err != nil {
+			return nil, err
+		}
+		ev.CreatedAt, ev.Kind = nostr.Timestamp(createdAt), int(kind)
+		return ev, nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("query events: %w", err)
+	}
+	// Without a row, the count is unknown: "no match" and "all hidden" look alike.
+	return evs, len(evs) == f.Limit || (len(evs) > 0 && read < int64(inner)), nil
 }
 
 // topicAuthorsDriven reports whether a query is best driven by the (topic,
