@@ -185,11 +185,7 @@ func (s *Store) queryTopicAuthors(ctx context.Context, f nostr.Filter, topic str
 	}
 	conds := []string{"tt.topic_id = " + ph(topic), "tt.pubkey = ANY(" + ph(f.Authors) + ")"}
 	if f.Kinds != nil {
-		kinds := make([]int32, len(f.Kinds))
-		for i, k := range f.Kinds {
-			kinds[i] = int32(k)
-		}
-		conds = append(conds, "tt.kind = ANY("+ph(kinds)+")")
+		conds = append(conds, "tt.kind = ANY("+ph(int32s(f.Kinds))+")")
 	}
 	if f.Since != nil {
 		conds = append(conds, "tt.created_at >= "+ph(int64(*f.Since)))
@@ -207,16 +203,7 @@ func (s *Store) queryTopicAuthors(ctx context.Context, f nostr.Filter, topic str
 		return nil, false, fmt.Errorf("query events: %w", err)
 	}
 	var read int64
-	evs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (*nostr.Event, error) {
-		ev := &nostr.Event{}
-		var createdAt int64
-		var kind int32
-		if err := row.Scan(&ev.ID, &ev.PubKey, &createdAt, &kind, &ev.Tags, &ev.Content, &ev.Sig, &read); err != nil {
-			return nil, err
-		}
-		ev.CreatedAt, ev.Kind = nostr.Timestamp(createdAt), int(kind)
-		return ev, nil
-	})
+	evs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (*nostr.Event, error) { return scanEvent(row, &read) })
 	if err != nil {
 		return nil, false, fmt.Errorf("query events: %w", err)
 	}
@@ -250,11 +237,7 @@ func (s *Store) filterSQLFrom(f nostr.Filter, offset int) (string, []any, bool) 
 		conds = append(conds, "e.pubkey = ANY("+ph(f.Authors)+")")
 	}
 	if f.Kinds != nil {
-		kinds := make([]int32, len(f.Kinds))
-		for i, k := range f.Kinds {
-			kinds[i] = int32(k)
-		}
-		conds = append(conds, "e.kind = ANY("+ph(kinds)+")")
+		conds = append(conds, "e.kind = ANY("+ph(int32s(f.Kinds))+")")
 	}
 	if f.Since != nil {
 		conds = append(conds, "e.created_at >= "+ph(int64(*f.Since)))
@@ -290,18 +273,30 @@ func (s *Store) queryEvents(ctx context.Context, sql string, args ...any) ([]*no
 	if err != nil {
 		return nil, fmt.Errorf("query events: %w", err)
 	}
-	evs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*nostr.Event, error) {
-		ev := &nostr.Event{}
-		var createdAt int64
-		var kind int32
-		if err := row.Scan(&ev.ID, &ev.PubKey, &createdAt, &kind, &ev.Tags, &ev.Content, &ev.Sig); err != nil {
-			return nil, err
-		}
-		ev.CreatedAt, ev.Kind = nostr.Timestamp(createdAt), int(kind)
-		return ev, nil
-	})
+	evs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*nostr.Event, error) { return scanEvent(row) })
 	if err != nil {
 		return nil, fmt.Errorf("query events: %w", err)
 	}
 	return evs, nil
+}
+
+// scanEvent reads eventColumns, then extra columns into extra.
+func scanEvent(row pgx.CollectableRow, extra ...any) (*nostr.Event, error) {
+	ev := &nostr.Event{}
+	var createdAt int64
+	var kind int32
+	if err := row.Scan(append([]any{&ev.ID, &ev.PubKey, &createdAt, &kind, &ev.Tags, &ev.Content, &ev.Sig}, extra...)...); err != nil {
+		return nil, err
+	}
+	ev.CreatedAt, ev.Kind = nostr.Timestamp(createdAt), int(kind)
+	return ev, nil
+}
+
+// int32s converts kinds for an int[] parameter.
+func int32s(kinds []int) []int32 {
+	out := make([]int32, len(kinds))
+	for i, k := range kinds {
+		out[i] = int32(k)
+	}
+	return out
 }

@@ -44,11 +44,7 @@ func searchSQL(f nostr.Filter, where string, args []any) (string, []any, bool) {
 		conds = append(conds, "d.event_id = ANY("+ph(f.IDs)+")")
 	}
 	if f.Kinds != nil {
-		kinds := make([]int32, len(f.Kinds))
-		for i, k := range f.Kinds {
-			kinds[i] = int32(k)
-		}
-		conds = append(conds, "d.kind = ANY("+ph(kinds)+")")
+		conds = append(conds, "d.kind = ANY("+ph(int32s(f.Kinds))+")")
 	}
 	if f.Authors != nil {
 		conds = append(conds, "d.pubkey = ANY("+ph(f.Authors)+")")
