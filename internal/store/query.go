@@ -176,9 +176,9 @@ const topicAuthorsSlack = 16
 // events left the page short although more rows may match: the caller then runs
 // the general query.
 func (s *Store) queryTopicAuthors(ctx context.Context, f nostr.Filter, topic string) (evs []*nostr.Event, complete bool, err error) {
-	rest := f
-	rest.Tags = nil // the topic is the index's; no other tags (see Query)
-	where, args, _ := s.filterSQL(rest)
+	// The index rows carry topic, author, kind and created_at, so only visibility
+	// is left to check on the events.
+	where, args, _ := s.filterSQL(nostr.Filter{})
 	ph := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
