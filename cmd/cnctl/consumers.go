@@ -284,7 +284,7 @@ func connectPool(c *cli.Context) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, usageError{fmt.Errorf("bad database URL: %w", err)}
 	}
-	cfg.MaxConns = 2
+	cfg.MaxConns = 4 // reindex: a lock, a snapshot and a writer at once
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
 	}

@@ -21,6 +21,13 @@ type RebuildOptions struct {
 	Now         func() time.Time
 }
 
+// ErrRebuildRunning is returned by Rebuild while another rebuild runs.
+var ErrRebuildRunning = errors.New("another reindex is running")
+
+// rebuildLockKey is the session-level advisory lock a rebuild holds
+// ('cn_reidx' in ASCII).
+const rebuildLockKey int64 = 0x636e5f7265696478
+
 // RebuildResult tells what a rebuild did.
 type RebuildResult struct {
 	SnapshotSeq int64 // outbox head the stored events were read at
@@ -64,6 +71,25 @@ func Rebuild(ctx context.Context, pool *pgxpool.Pool, o RebuildOptions) (Rebuild
 		kinds = DefaultKinds
 	}
 	h := &Handler{Kinds: NewKinds(kinds), Now: o.Now}
+
+	// One rebuild at a time: a session lock, held on a connection of its own for
+	// the whole run (it ends with the connection if the process dies).
+	lockConn, err := pool.Acquire(ctx)
+	if err != nil {
+		return res, fmt.Errorf("connect: %w", err)
+	}
+	defer lockConn.Release()
+	var locked bool
+	if err := lockConn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", rebuildLockKey).Scan(&locked); err != nil {
+		return res, fmt.Errorf("take the rebuild lock: %w", err)
+	}
+	if !locked {
+		return res, ErrRebuildRunning
+	}
+	defer func() {
+		_, _ = lockConn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", rebuildLockKey)
+	}()
+
 	var id int64
 	if err := pool.QueryRow(ctx, "INSERT INTO cn_index.rebuilds (requested_by) VALUES ($1) RETURNING id", o.RequestedBy).Scan(&id); err != nil {
 		return res, fmt.Errorf("record rebuild: %w", err)
@@ -74,7 +100,6 @@ func Rebuild(ctx context.Context, pool *pgxpool.Pool, o RebuildOptions) (Rebuild
 	}
 
 	start := time.Now()
-	var err error
 	if res.SnapshotSeq, res.Loaded, err = loadSnapshot(ctx, pool, h); err != nil {
 		return res, err
 	}

@@ -167,3 +167,18 @@ func TestRebuildBeforeTheConsumerEverRan(t *testing.T) {
 	n.sync(t)
 	require.Equal(t, rebuilt, n.dump(t))
 }
+
+func TestOneRebuildAtATime(t *testing.T) {
+	n := newNode(t)
+	ctx := context.Background()
+	conn := n.db.Conn(t)
+	var locked bool
+	require.NoError(t, conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", rebuildLockKey).Scan(&locked))
+	require.True(t, locked)
+	_, err := Rebuild(ctx, n.db.Pool, RebuildOptions{RequestedBy: "test"})
+	require.ErrorIs(t, err, ErrRebuildRunning)
+	_, err = conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", rebuildLockKey)
+	require.NoError(t, err)
+	_, err = Rebuild(ctx, n.db.Pool, RebuildOptions{RequestedBy: "test"})
+	require.NoError(t, err)
+}
