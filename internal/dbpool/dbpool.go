@@ -5,10 +5,14 @@ package dbpool
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// defaultMaxConns is the pool size unless the URL sets pool_max_conns.
+const defaultMaxConns = 16
 
 // Open parses url, applies the node's session defaults (unless url sets them),
 // opens the pool and waits up to 10 s for the database to answer.
@@ -24,6 +28,11 @@ func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("database url: %w", err)
+	}
+	// pgxpool's default (4 on a 2-CPU machine) is too few for a daemon whose
+	// ingest slots, follower, LISTEN, consumers and queries all hold connections.
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = defaultMaxConns
 	}
 	for param, value := range map[string]string{"jit": "off", "plan_cache_mode": "force_custom_plan"} {
 		if _, set := cfg.ConnConfig.RuntimeParams[param]; !set {

@@ -3,6 +3,7 @@ package indexer
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -29,7 +30,7 @@ func envInt(name string, def int) int {
 
 // BenchmarkCatchUp measures index-v1 draining a backlog of kind-1 upsert rows
 // (CN_BENCH_BACKLOG, default 200,000) from a cold start, with the production pool
-// settings. Run: go test ./internal/indexer -run '^$' -bench CatchUp -benchtime 1x -count 3
+// settings and the pending-list merger that Run starts. Run: go test ./internal/indexer -run '^$' -bench CatchUp -benchtime 1x -count 3
 func BenchmarkCatchUp(b *testing.B) {
 	backlog := envInt("CN_BENCH_BACKLOG", 200_000)
 	for _, batch := range []int{500, 2000} {
@@ -59,6 +60,7 @@ func BenchmarkCatchUp(b *testing.B) {
 				b.StartTimer()
 				start := time.Now()
 				go func() { done <- c.Run(runCtx) }()
+				go CleanPending(runCtx, pool, slog.New(slog.DiscardHandler)) // as Run does
 				for {
 					var last int64
 					if err := pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1", ConsumerName).Scan(&last); err == nil && last >= head {

@@ -62,6 +62,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return c.Run(gctx) })
+	g.Go(func() error { CleanPending(gctx, pool, logger); return nil })
 	if o.Listen != "" {
 		ln, err := net.Listen("tcp", o.Listen)
 		if err != nil {
