@@ -232,6 +232,7 @@ func BenchmarkPublishToSearchable(b *testing.B) {
 		var wg sync.WaitGroup
 		wg.Go(func() { _ = writer.Run(ctx) })
 		wg.Go(func() { _ = c.Run(ctx) })
+		wg.Go(func() { CleanPending(ctx, pool, slog.New(slog.DiscardHandler)) }) // as Run does
 		key := nostr.GeneratePrivateKey()
 		evs := make([]*nostr.Event, events)
 		for i := range evs {
