@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"testing"
 	"time"
@@ -49,12 +50,15 @@ func (n *node) start(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
+	merged := make(chan struct{})
+	go func() { defer close(merged); CleanPending(ctx, n.db.Pool, slog.New(slog.DiscardHandler)) }()
 	stopped := false
 	n.stop = func() {
 		if !stopped {
 			stopped = true
 			cancel()
 			require.NoError(t, <-done)
+			<-merged
 		}
 	}
 	t.Cleanup(func() { n.stop() })

@@ -2,9 +2,11 @@ package indexer
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -23,6 +25,8 @@ const cleanPendingEvery = 100 * time.Millisecond
 // other CPU, and keeps the list short for searches (which scan it whole). When
 // the list is empty a call costs a metapage read. Needs ownership of the index
 // (the role that ran the migrations); without it the loop logs once and stops.
+// Other failures (a reindex swapping the index under it, a lost connection) are
+// retried.
 func CleanPending(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) {
 	wait := time.NewTimer(cleanPendingEvery)
 	defer wait.Stop()
@@ -38,8 +42,16 @@ func CleanPending(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) 
 			if ctx.Err() != nil {
 				return
 			}
-			logger.Warn("cannot merge the search index's pending list; the indexer does it inline", "err", err)
-			return
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "42501" { // insufficient_privilege: for good
+				logger.Warn("cannot merge the search index's pending list (not the index's owner); Postgres merges inline", "err", err)
+				return
+			}
+			// Anything else passes (a reindex swapping the index, a lost connection):
+			// try again later.
+			logger.Debug("merging the search index's pending list failed; retrying", "err", err)
+			wait.Reset(10 * cleanPendingEvery)
+			continue
 		}
 		if pages > 0 {
 			wait.Reset(0) // a backlog is being indexed: keep merging
