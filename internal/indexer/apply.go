@@ -3,6 +3,7 @@ package indexer
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"slices"
 	"strconv"
@@ -50,6 +51,22 @@ func NewKinds(kinds []int) Kinds {
 		k[kind] = true
 	}
 	return k
+}
+
+// kindsOrDefault is kinds, or DefaultKinds when nil.
+func kindsOrDefault(kinds []int) []int {
+	if kinds == nil {
+		return DefaultKinds
+	}
+	return kinds
+}
+
+// orDiscard is logger, or one that discards when nil.
+func orDiscard(logger *slog.Logger) *slog.Logger {
+	if logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return logger
 }
 
 // ParseKinds parses a comma-separated list of kinds ("1,30023"); "" is nil (the

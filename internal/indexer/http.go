@@ -105,7 +105,7 @@ func (a *API) serveSearch(w http.ResponseWriter, r *http.Request) {
 	}
 	a.m.seconds.WithLabelValues(result).Observe(time.Since(start).Seconds())
 	if err != nil {
-		a.logger().Warn("search failed", "query", p.Query.String(), "err", err)
+		orDiscard(a.Logger).Warn("search failed", "query", p.Query.String(), "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "search failed; try again"})
 		return
 	}
@@ -214,11 +214,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func contextWithTimeout(r *http.Request, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), d)
-}
-
-func (a *API) logger() *slog.Logger {
-	if a.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return a.Logger
 }

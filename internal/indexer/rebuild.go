@@ -62,14 +62,7 @@ const rebuildChunk = 2000
 // a failure at any step.
 func Rebuild(ctx context.Context, pool *pgxpool.Pool, o RebuildOptions) (RebuildResult, error) {
 	var res RebuildResult
-	logger := o.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	kinds := o.Kinds
-	if kinds == nil {
-		kinds = DefaultKinds
-	}
+	logger, kinds := orDiscard(o.Logger), kindsOrDefault(o.Kinds)
 	h := &Handler{Kinds: NewKinds(kinds), Now: o.Now}
 
 	// One rebuild at a time: a session lock, held on a connection of its own for

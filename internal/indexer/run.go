@@ -32,14 +32,7 @@ type Options struct {
 // them fails. Only one indexer leads at a time (the consumer's lease); a second
 // one waits as a standby and serves searches meanwhile.
 func Run(ctx context.Context, o Options) error {
-	logger := o.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	kinds := o.Kinds
-	if kinds == nil {
-		kinds = DefaultKinds
-	}
+	logger, kinds := orDiscard(o.Logger), kindsOrDefault(o.Kinds)
 	pool, err := dbpool.Open(ctx, o.DatabaseURL)
 	if err != nil {
 		return err

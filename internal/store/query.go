@@ -26,67 +26,7 @@ func (s *Store) Query(ctx context.Context, filters []nostr.Filter) ([]*nostr.Eve
 	seen := map[string]bool{}
 	var out []*nostr.Event
 	for _, f := range filters {
-		if f.LimitZero {
-			continue
-		}
-		where, args, ok := s.filterSQL(f)
-		if !ok {
-			continue
-		}
-		if f.Search != "" {
-			sql, sargs, ok := searchSQL(f, where, args)
-			if !ok {
-				continue
-			}
-			evs, err := s.queryEvents(ctx, sql, sargs...)
-			if err != nil {
-				return nil, err
-			}
-			for _, ev := range evs {
-				if !seen[ev.ID] {
-					seen[ev.ID] = true
-					out = append(out, ev)
-				}
-			}
-			continue
-		}
-		sql := "SELECT " + eventColumns + " FROM cn_relay.events e WHERE " + where +
-			" ORDER BY e.created_at DESC, e.id"
-		if topic, ok := topicAuthorsDriven(f); ok && len(f.Tags) == 1 && f.Limit > 0 {
-			evs, complete, err := s.queryTopicAuthors(ctx, f, topic)
-			if err != nil {
-				return nil, err
-			}
-			if complete {
-				for _, ev := range evs {
-					if !seen[ev.ID] {
-						seen[ev.ID] = true
-						out = append(out, ev)
-					}
-				}
-				continue
-			}
-		}
-		if topic, ok := topicAuthorsDriven(f); ok {
-			// One index range per author inside the topic, newest first: only the
-			// author's events in this topic are read (schema 0006).
-			args = append(args, topic, f.Authors)
-			sql = "SELECT " + eventColumns + " FROM cn_relay.event_topics tt JOIN cn_relay.events e ON e.id = tt.event_id" +
-				" WHERE tt.topic_id = $" + strconv.Itoa(len(args)-1) + " AND tt.pubkey = ANY($" + strconv.Itoa(len(args)) + ") AND " + where +
-				" ORDER BY tt.created_at DESC, tt.event_id"
-		} else if topic, ok := topicDriven(f); ok {
-			// Walk the topic's (topic_id, created_at DESC) index in order and stop
-			// at the limit, instead of matching the whole topic first.
-			args = append(args, topic)
-			sql = "SELECT " + eventColumns + " FROM cn_relay.event_topics tt JOIN cn_relay.events e ON e.id = tt.event_id" +
-				" WHERE tt.topic_id = $" + strconv.Itoa(len(args)) + " AND " + where +
-				" ORDER BY tt.created_at DESC, tt.event_id"
-		}
-		if f.Limit > 0 {
-			args = append(args, f.Limit)
-			sql += " LIMIT $" + strconv.Itoa(len(args))
-		}
-		evs, err := s.queryEvents(ctx, sql, args...)
+		evs, err := s.queryFilter(ctx, f)
 		if err != nil {
 			return nil, err
 		}
@@ -106,6 +46,54 @@ func (s *Store) Query(ctx context.Context, filters []nostr.Filter) ([]*nostr.Eve
 		})
 	}
 	return out, nil
+}
+
+// queryFilter returns one filter's matches, in its order (relevance for search,
+// else newest first), its Limit applied; it picks the query shape.
+func (s *Store) queryFilter(ctx context.Context, f nostr.Filter) ([]*nostr.Event, error) {
+	if f.LimitZero {
+		return nil, nil
+	}
+	where, args, ok := s.filterSQL(f)
+	if !ok {
+		return nil, nil
+	}
+	if f.Search != "" {
+		sql, sargs, ok := searchSQL(f, where, args)
+		if !ok {
+			return nil, nil
+		}
+		return s.queryEvents(ctx, sql, sargs...)
+	}
+	topicAuthors, byTopicAuthors := topicAuthorsDriven(f)
+	if byTopicAuthors && len(f.Tags) == 1 && f.Limit > 0 {
+		evs, complete, err := s.queryTopicAuthors(ctx, f, topicAuthors)
+		if err != nil || complete {
+			return evs, err
+		}
+	}
+	sql := "SELECT " + eventColumns + " FROM cn_relay.events e WHERE " + where +
+		" ORDER BY e.created_at DESC, e.id"
+	if byTopicAuthors {
+		// One index range per author inside the topic, newest first: only the
+		// author's events in this topic are read (schema 0006).
+		args = append(args, topicAuthors, f.Authors)
+		sql = "SELECT " + eventColumns + " FROM cn_relay.event_topics tt JOIN cn_relay.events e ON e.id = tt.event_id" +
+			" WHERE tt.topic_id = $" + strconv.Itoa(len(args)-1) + " AND tt.pubkey = ANY($" + strconv.Itoa(len(args)) + ") AND " + where +
+			" ORDER BY tt.created_at DESC, tt.event_id"
+	} else if topic, ok := topicDriven(f); ok {
+		// Walk the topic's (topic_id, created_at DESC) index in order and stop
+		// at the limit, instead of matching the whole topic first.
+		args = append(args, topic)
+		sql = "SELECT " + eventColumns + " FROM cn_relay.event_topics tt JOIN cn_relay.events e ON e.id = tt.event_id" +
+			" WHERE tt.topic_id = $" + strconv.Itoa(len(args)) + " AND " + where +
+			" ORDER BY tt.created_at DESC, tt.event_id"
+	}
+	if f.Limit > 0 {
+		args = append(args, f.Limit)
+		sql += " LIMIT $" + strconv.Itoa(len(args))
+	}
+	return s.queryEvents(ctx, sql, args...)
 }
 
 // Count returns how many distinct visible events match any filter (NIP-45); limits
