@@ -33,6 +33,12 @@
 // tables of the Go release and golang.org/x/text in use; stored topic ids are never
 // re-normalised, so a Unicode upgrade can only affect newly assigned characters.
 //
+// Every stored event belongs to community topics (TopicRules): its own, or those
+// it inherits from the stored events it references (TopicRefs), or NodeTopic for
+// identity events (IsIdentityKind). #t in a filter matches those topics
+// (MatchTopics), so a topic's REQ also returns the reactions and replies to its
+// notes.
+//
 // # Reason prefixes
 //
 // OK and CLOSED reasons use the NIP-01 prefixes. "invalid:" means the message, event

@@ -26,9 +26,10 @@ const (
 	ReasonNoDTag           = "invalid: addressable event without d tag"
 	ReasonBadExpiration    = "invalid: malformed expiration tag"
 	ReasonExpired          = "invalid: expired"
-	ReasonMissingTopic     = "invalid: missing topic"
+	ReasonMissingTopic     = "invalid: missing topic: add a t tag, or reply to, react to or quote (e, a or q tag) an event stored on this relay"
 	ReasonTopicTooLong     = "invalid: topic too long"
 	ReasonTopicNotEnabled  = "restricted: topic not enabled"
+	ReasonIdentityMembers  = "restricted: profiles and lists are accepted from authors who have posted in a topic of this relay"
 	ReasonBadID            = "invalid: bad event id"
 	ReasonBadSignature     = "invalid: bad signature"
 	ReasonAuthNotAuthKind  = "invalid: auth event must be kind 22242"
@@ -51,7 +52,7 @@ const AuthMaxSkew = 10 * time.Minute
 // created_at at most MaxFutureSkew ahead of now, content size, tag count, text
 // encoding, empty tags, single-letter tag value size, the d tag of addressable kinds,
 // the NIP-40 expiration (malformed, or at or before now: ReasonExpired), topics
-// (RequireTopic, TopicExemptKinds, AllowedTopics: every topic must be enabled), then
+// (checkTopics: the part of TopicRules that needs no storage), then
 // the id hash, and last the signature, through go-nostr's Event.CheckSignature so that
 // building with the `libsecp256k1` tag speeds it up.
 func ValidateEvent(ev *nostr.Event, now time.Time, l Limits) string {
@@ -102,17 +103,8 @@ func ValidateEvent(ev *nostr.Event, now time.Time, l Limits) string {
 			return ReasonExpired
 		}
 	}
-	topics := Topics(ev)
-	if len(topics) == 0 && l.RequireTopic && !l.TopicExemptKinds[ev.Kind] {
-		return ReasonMissingTopic
-	}
-	for _, t := range topics {
-		if l.MaxTagValueBytes > 0 && len(t) > l.MaxTagValueBytes {
-			return ReasonTopicTooLong
-		}
-		if l.AllowedTopics != nil && !l.AllowedTopics[t] {
-			return ReasonTopicNotEnabled
-		}
+	if r := checkTopics(ev, l.TopicRules, l.MaxTagValueBytes); r != "" {
+		return r
 	}
 	return checkIDAndSignature(ev)
 }
@@ -146,6 +138,33 @@ func ValidateAuthEvent(ev *nostr.Event, challenge, relayURL string, now time.Tim
 		return ReasonAuthRelay
 	}
 	return checkIDAndSignature(ev)
+}
+
+// checkTopics applies the topic rules that need no storage. Identity events
+// belong to NodeTopic whatever their tags say. An event with own topics needs
+// every one enabled. An event without any passes when it references something
+// (the store decides whether it inherits a topic), is exempt, or topics are not
+// required.
+func checkTopics(ev *nostr.Event, r TopicRules, maxBytes int) string {
+	if IsIdentityKind(ev.Kind) {
+		return ""
+	}
+	topics := Topics(ev)
+	if len(topics) == 0 {
+		if r.RequireTopic && !r.TopicExemptKinds[ev.Kind] && TopicRefs(ev).Empty() {
+			return ReasonMissingTopic
+		}
+		return ""
+	}
+	for _, t := range topics {
+		if maxBytes > 0 && len(t) > maxBytes {
+			return ReasonTopicTooLong
+		}
+		if !r.Enabled(t) {
+			return ReasonTopicNotEnabled
+		}
+	}
+	return ""
 }
 
 // checkFormat checks the hex fields and the kind range. It also guarantees the id

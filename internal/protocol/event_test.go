@@ -51,6 +51,21 @@ func TestValidateEvent(t *testing.T) {
 		{name: "valid enabled topic", ev: func() *nostr.Event {
 			return signed(t, sk, func(ev *nostr.Event) { ev.Tags = nostr.Tags{{"t", "ＧＯ"}} })
 		}, limits: func(l *protocol.Limits) { l.AllowedTopics = map[string]bool{"go": true} }},
+		{name: "reaction without topic: the store decides inheritance", ev: func() *nostr.Event {
+			return signed(t, sk, func(ev *nostr.Event) { ev.Kind = 7; ev.Tags = nostr.Tags{{"e", hex64('1')}, {"p", hex64('2')}} })
+		}},
+		{name: "comment with only a root address", ev: func() *nostr.Event {
+			return signed(t, sk, func(ev *nostr.Event) { ev.Kind = 1111; ev.Tags = nostr.Tags{{"A", "30023:" + hex64('2') + ":post"}} })
+		}},
+		{name: "quote by id", ev: func() *nostr.Event {
+			return signed(t, sk, func(ev *nostr.Event) { ev.Tags = nostr.Tags{{"q", hex64('1')}} })
+		}},
+		{name: "profile without topic", ev: func() *nostr.Event {
+			return signed(t, sk, func(ev *nostr.Event) { ev.Kind = 0; ev.Tags = nil })
+		}},
+		{name: "interest list: its t tags are not community topics", ev: func() *nostr.Event {
+			return signed(t, sk, func(ev *nostr.Event) { ev.Kind = 10015; ev.Tags = nostr.Tags{{"t", "rust"}} })
+		}, limits: func(l *protocol.Limits) { l.AllowedTopics = map[string]bool{"go": true} }},
 		{name: "valid long non-indexed tag", ev: func() *nostr.Event {
 			return signed(t, sk, func(ev *nostr.Event) { ev.Tags = append(ev.Tags, nostr.Tag{"alt", strings.Repeat("x", 5000)}) })
 		}},
@@ -141,9 +156,15 @@ func TestValidateEvent(t *testing.T) {
 		{name: "only empty topics", ev: func() *nostr.Event {
 			return signed(t, sk, func(ev *nostr.Event) { ev.Tags = nostr.Tags{{"t", " \u3000"}, {"t"}} })
 		}, want: protocol.ReasonMissingTopic},
-		{name: "deletion without topic when not exempt", ev: func() *nostr.Event {
-			return signed(t, sk, func(ev *nostr.Event) { ev.Kind = 5; ev.Tags = nostr.Tags{{"e", hex64('1')}} })
+		{name: "deletion without topic or reference when not exempt", ev: func() *nostr.Event {
+			return signed(t, sk, func(ev *nostr.Event) { ev.Kind = 5; ev.Tags = nostr.Tags{{"k", "1"}} })
 		}, limits: func(l *protocol.Limits) { l.TopicExemptKinds = nil }, want: protocol.ReasonMissingTopic},
+		{name: "malformed references give no topic", ev: func() *nostr.Event {
+			return signed(t, sk, func(ev *nostr.Event) {
+				ev.Kind = 7
+				ev.Tags = nostr.Tags{{"e", "abc"}, {"a", "1:" + hex64('2') + ":x"}, {"q", "nope"}}
+			})
+		}, want: protocol.ReasonMissingTopic},
 		{name: "topic too long once normalised", ev: func() *nostr.Event {
 			// U+FDFA is 3 bytes and expands to 33 under NFKC.
 			return signed(t, sk, func(ev *nostr.Event) { ev.Tags = nostr.Tags{{"t", strings.Repeat("\ufdfa", 300)}} })

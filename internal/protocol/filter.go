@@ -33,7 +33,8 @@ const (
 // values; kinds are 0..65535; since <= until when both are set; limit is not negative;
 // search is refused; tag filters are single letters; tag values fit
 // MaxTagValueBytes and are valid UTF-8 without NUL; #t has at least one topic when
-// RequireTopicInREQ, and every topic is enabled (AllowedTopics).
+// RequireTopicInREQ (unless the filter asks only for identity kinds), and every
+// topic is enabled (AllowedTopics).
 //
 // The returned filter has #t values normalised (NormalizeTopic), deduplicated, empty
 // ones dropped; tag entries whose list is nil removed; and a limit: `limit:0`
@@ -63,7 +64,7 @@ func ValidateFilter(in nostr.Filter, l Limits) (nostr.Filter, string) {
 		}
 		f.Tags["t"] = norm
 	}
-	if l.RequireTopicInREQ && len(f.Tags["t"]) == 0 {
+	if l.RequireTopicInREQ && len(f.Tags["t"]) == 0 && !identityOnly(f) {
 		return nostr.Filter{IDs: []string{}, LimitZero: true}, ReasonTopicFilterRequired
 	}
 	for _, t := range f.Tags["t"] {
@@ -165,17 +166,41 @@ func checkFilter(f nostr.Filter, l Limits) string {
 	return ""
 }
 
-// Match reports whether ev matches f under NIP-01: every condition that f sets holds.
-// A list that is nil is no condition; a present list (even empty) needs the event's
-// value in it: ids, authors, kinds, and for each #x at least one `x` tag whose first
-// value is in the list. since <= created_at <= until. For #t the event's tag values
-// are normalised (NormalizeTopic, empty ones ignored) before comparing, and f's #t
-// values are taken as given: they are normalised when f comes from ValidateFilter.
-// limit and search play no part (ValidateFilter refuses search).
+// identityOnly reports whether f asks only for identity kinds, which belong to no
+// community topic and so are exempt from RequireTopicInREQ.
+func identityOnly(f nostr.Filter) bool {
+	if len(f.Kinds) == 0 {
+		return false
+	}
+	for _, k := range f.Kinds {
+		if !IsIdentityKind(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// Match reports whether ev matches f under NIP-01 with #t taken from the event's
+// own `t` tags: MatchTopics(f, ev, Topics(ev)). It is right for events that carry
+// their topics themselves (ephemeral events, tests); stored events are matched
+// with the topics the store gave them.
+func Match(f nostr.Filter, ev *nostr.Event) bool {
+	return MatchTopics(f, ev, Topics(ev))
+}
+
+// MatchTopics reports whether ev, stored under topics, matches f: every condition
+// that f sets holds. A list that is nil is no condition; a present list (even
+// empty) needs the event's value in it: ids, authors, kinds, and for each #x other
+// than #t at least one `x` tag whose first value is in the list. #t matches the
+// event's community topics (own or inherited, see TopicRules), not its raw `t`
+// tags: a reaction inherits the topic of the note it reacts to, and an identity
+// event (NodeTopic, which no #t value can name) matches no #t. f's #t values are
+// taken as given: they are normalised when f comes from ValidateFilter.
+// since <= created_at <= until. limit and search play no part.
 //
 // This is the reference matcher: live fan-out uses it and the SQL query engine is
 // tested against it.
-func Match(f nostr.Filter, ev *nostr.Event) bool {
+func MatchTopics(f nostr.Filter, ev *nostr.Event, topics []string) bool {
 	if ev == nil {
 		return false
 	}
@@ -195,7 +220,16 @@ func Match(f nostr.Filter, ev *nostr.Event) bool {
 		return false
 	}
 	for name, values := range f.Tags {
-		if values != nil && !hasTagValue(ev, name, values) {
+		if values == nil {
+			continue
+		}
+		if name == "t" {
+			if !slices.ContainsFunc(topics, func(t string) bool { return slices.Contains(values, t) }) {
+				return false
+			}
+			continue
+		}
+		if !hasTagValue(ev, name, values) {
 			return false
 		}
 	}
@@ -205,16 +239,7 @@ func Match(f nostr.Filter, ev *nostr.Event) bool {
 // hasTagValue reports whether ev has a tag `name` whose first value is in values.
 func hasTagValue(ev *nostr.Event, name string, values []string) bool {
 	for _, tag := range ev.Tags {
-		if len(tag) < 2 || tag[0] != name {
-			continue
-		}
-		v := tag[1]
-		if name == "t" {
-			if v = NormalizeTopic(v); v == "" {
-				continue
-			}
-		}
-		if slices.Contains(values, v) {
+		if len(tag) >= 2 && tag[0] == name && slices.Contains(values, tag[1]) {
 			return true
 		}
 	}

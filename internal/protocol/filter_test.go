@@ -53,7 +53,7 @@ func TestValidateFilter(t *testing.T) {
 				require.Equal(t, []string{"Go"}, f.Tags["T"], "only #t is a topic")
 				require.Equal(t, []int{0, 65535}, f.Kinds)
 			}},
-		{name: "no topic needed when not required", in: `{"kinds":[1]}`, limits: func(l *protocol.Limits) { l.RequireTopicInREQ = false }, check: func(t *testing.T, f nostr.Filter) {
+		{name: "no topic needed when not required", in: `{"kinds":[1]}`, check: func(t *testing.T, f nostr.Filter) {
 			require.Nil(t, f.Tags)
 		}},
 		{name: "empty topic list kept, matches nothing", in: `{"#t":[]}`, limits: func(l *protocol.Limits) { l.RequireTopicInREQ = false }, check: func(t *testing.T, f nostr.Filter) {
@@ -63,9 +63,15 @@ func TestValidateFilter(t *testing.T) {
 		{name: "enabled topic", in: `{"#t":["GO"]}`, limits: func(l *protocol.Limits) { l.AllowedTopics = map[string]bool{"go": true} }},
 		{name: "max values", in: `{"#t":["go"],"kinds":[` + strings.TrimSuffix(strings.Repeat("1,", 500), ",") + `]}`},
 
-		{name: "no #t", in: `{"kinds":[1]}`, want: protocol.ReasonTopicFilterRequired},
-		{name: "#t without a topic", in: `{"#t":[" ",""]}`, want: protocol.ReasonTopicFilterRequired},
-		{name: "empty #t", in: `{"#t":[]}`, want: protocol.ReasonTopicFilterRequired},
+		{name: "no #t needed by default", in: `{"kinds":[7],"#e":["` + hex64('1') + `"]}`},
+		{name: "strict: identity kinds need no #t", in: `{"kinds":[0,3,10002],"authors":["` + hex64('2') + `"]}`, limits: func(l *protocol.Limits) { l.RequireTopicInREQ = true }, check: func(t *testing.T, f nostr.Filter) {
+			require.Nil(t, f.Tags)
+		}},
+		{name: "strict: no #t", in: `{"kinds":[1]}`, limits: func(l *protocol.Limits) { l.RequireTopicInREQ = true }, want: protocol.ReasonTopicFilterRequired},
+		{name: "strict: identity and other kinds without #t", in: `{"kinds":[0,1]}`, limits: func(l *protocol.Limits) { l.RequireTopicInREQ = true }, want: protocol.ReasonTopicFilterRequired},
+		{name: "strict: no kinds, no #t", in: `{"authors":["` + hex64('2') + `"]}`, limits: func(l *protocol.Limits) { l.RequireTopicInREQ = true }, want: protocol.ReasonTopicFilterRequired},
+		{name: "strict: #t without a topic", in: `{"#t":[" ",""]}`, limits: func(l *protocol.Limits) { l.RequireTopicInREQ = true }, want: protocol.ReasonTopicFilterRequired},
+		{name: "strict: empty #t", in: `{"#t":[]}`, limits: func(l *protocol.Limits) { l.RequireTopicInREQ = true }, want: protocol.ReasonTopicFilterRequired},
 		{name: "topic not enabled", in: `{"#t":["go","rust"]}`, limits: func(l *protocol.Limits) { l.AllowedTopics = map[string]bool{"go": true} }, want: protocol.ReasonTopicNotEnabled},
 		{name: "short id", in: `{"#t":["go"],"ids":["abcd"]}`, want: protocol.ReasonFilterBadID},
 		{name: "upper-case id", in: `{"#t":["go"],"ids":["` + strings.ToUpper(hex64('a')) + `"]}`, want: protocol.ReasonFilterBadID},

@@ -46,21 +46,8 @@ type Limits struct {
 	// MaxSubIDBytes bounds a subscription id in bytes (NIP-01 says 64 characters;
 	// counting bytes is stricter for non-ASCII ids). Default 64.
 	MaxSubIDBytes int
-	// RequireTopic: events need at least one non-empty `t` tag, else
-	// ReasonMissingTopic (default true). Kinds in TopicExemptKinds are exempt.
-	RequireTopic bool
-	// TopicExemptKinds are kinds accepted without a topic even when RequireTopic is
-	// set. The default exempts kind 5 (NIP-09 deletion): clients do not put `t` tags on
-	// deletions, and a deletion acts on its targets, whose topics are known.
-	TopicExemptKinds map[int]bool
-	// RequireTopicInREQ: every REQ/COUNT filter must carry "#t" with at least one
-	// topic, else ReasonTopicFilterRequired (default true). The prefix is
-	// "restricted:": such a filter is valid NIP-01, this relay's policy refuses it.
-	RequireTopicInREQ bool
-	// AllowedTopics, when not nil, lists the enabled topics (keys must be normalised,
-	// see NormalizeTopic); an event or filter naming any other topic gets
-	// ReasonTopicNotEnabled. Nil enables every topic.
-	AllowedTopics map[string]bool
+	// TopicRules are the community's topic rules (see TopicRules).
+	TopicRules
 	// Search enables NIP-50 `search` in filters (default true: the node's indexer
 	// keeps the index the relay searches). Off, such a filter gets ReasonFilterSearch.
 	Search bool
@@ -71,21 +58,19 @@ type Limits struct {
 // DefaultLimits returns the limits documented on each Limits field.
 func DefaultLimits() Limits {
 	return Limits{
-		MaxMessageBytes:   131072,
-		MaxContentBytes:   65536,
-		MaxTags:           2000,
-		MaxTagValueBytes:  1024,
-		MaxFutureSkew:     15 * time.Minute,
-		MaxFilters:        10,
-		MaxFilterValues:   500,
-		MaxLimit:          500,
-		DefaultLimit:      100,
-		MaxSubIDBytes:     64,
-		RequireTopic:      true,
-		TopicExemptKinds:  map[int]bool{5: true},
-		RequireTopicInREQ: true,
-		Search:            true,
-		MaxSearchBytes:    256,
+		MaxMessageBytes:  131072,
+		MaxContentBytes:  65536,
+		MaxTags:          2000,
+		MaxTagValueBytes: 1024,
+		MaxFutureSkew:    15 * time.Minute,
+		MaxFilters:       10,
+		MaxFilterValues:  500,
+		MaxLimit:         500,
+		DefaultLimit:     100,
+		MaxSubIDBytes:    64,
+		TopicRules:       DefaultTopicRules(),
+		Search:           true,
+		MaxSearchBytes:   256,
 	}
 }
 
@@ -113,6 +98,9 @@ func (l Limits) Validate() error {
 	}
 	if l.DefaultLimit > l.MaxLimit {
 		errs = append(errs, fmt.Errorf("DefaultLimit %d is above MaxLimit %d", l.DefaultLimit, l.MaxLimit))
+	}
+	if _, err := ParseIdentityWriters(string(l.IdentityWriters)); err != nil {
+		errs = append(errs, err)
 	}
 	for topic := range l.AllowedTopics {
 		if n := NormalizeTopic(topic); n == "" || n != topic {
