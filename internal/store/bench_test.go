@@ -11,6 +11,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -27,7 +28,7 @@ func BenchmarkIngest(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer pool.Close()
-			st := New(pool, outbox.NewWriter(pool, outbox.WriterConfig{}))
+			st := New(pool, outbox.NewWriter(pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
 			evs := signedNotes(b, b.N, 500)
 			ctx := context.Background()
 			var next int

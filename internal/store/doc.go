@@ -21,10 +21,18 @@
 //   - NIP-40: expired events are invisible to queries at once; Sweep marks them
 //     deleted (reason expiration) and writes `delete` outbox rows, one relay at a
 //     time when several share the database.
+//   - Topics (protocol.TopicRules) are decided in the ingest transaction, from
+//     what is stored and what came earlier in the batch: own `t` tags; else the
+//     topics of the referenced events (e, E, a, A, q), enabled ones only; identity
+//     events get protocol.NodeTopic, from members only unless the rules say any
+//     author. The chosen topics go into event_topics and the outbox alike, so a
+//     deletion's `delete` rows name the inherited topics too. The first event an
+//     author stores in a community topic makes them a member (cn_relay.members).
 //   - Queries only ever return visible events: effective, not deleted, not expired.
 //   - Concurrent batches (several relays on one database) serialise on
 //     transaction-level advisory locks per effective key, taken in sorted order.
 //
-// Events without a topic (allowed only when the relay does not require one) are
-// stored and queryable but produce no outbox rows: consumers follow topics.
+// Events without a topic (exempt kinds such as deletions whose targets are not
+// here, or any event when the relay does not require topics) are stored and
+// queryable but produce no outbox rows: consumers follow topics.
 package store

@@ -23,12 +23,14 @@ import (
 type Store struct {
 	pool   *pgxpool.Pool
 	writer *outbox.Writer
+	rules  protocol.TopicRules
 	now    func() time.Time
 }
 
-// New returns a Store that writes through writer (whose Run the caller runs).
-func New(pool *pgxpool.Pool, writer *outbox.Writer) *Store {
-	return &Store{pool: pool, writer: writer, now: time.Now}
+// New returns a Store that writes through writer (whose Run the caller runs) and
+// applies the topic rules that depend on stored state (see Ingest).
+func New(pool *pgxpool.Pool, writer *outbox.Writer, rules protocol.TopicRules) *Store {
+	return &Store{pool: pool, writer: writer, rules: rules, now: time.Now}
 }
 
 const (
@@ -41,6 +43,18 @@ const (
 // outbox append and returns one result per event, in order. An error means nothing
 // was stored. A batch that loses a race with another relay (deadlock, unique key)
 // is retried a few times.
+//
+// Each stored event gets its topics here, and they go into event_topics and into
+// the outbox (one row per topic): an identity event (protocol.IsIdentityKind) gets
+// protocol.NodeTopic, and only from a member when the rules say so; an event with
+// `t` tags gets those; any other event inherits the topics of the events it
+// references (protocol.TopicRefs) that are stored, or accepted earlier in the
+// same batch, keeping the enabled ones. One that ends with no topic is refused
+// (protocol.ReasonMissingTopic, or ReasonTopicNotEnabled when everything it
+// inherited is disabled) unless its kind is exempt or topics are not required.
+// Inheritance follows arrival: a reply that arrives before its parent has
+// nothing to inherit from. An author becomes a member (cn_relay.members) with
+// the first stored event in a community topic.
 func (s *Store) Ingest(ctx context.Context, evs []*nostr.Event) ([]protocol.Verdict, error) {
 	var results []protocol.Verdict
 	var err error
@@ -62,7 +76,7 @@ func retryable(err error) bool {
 }
 
 func (s *Store) ingestOnce(ctx context.Context, evs []*nostr.Event) ([]protocol.Verdict, error) {
-	p := newPlan(evs, s.now())
+	p := newPlan(evs, s.now(), s.rules)
 	_, err := s.writer.WriteBatch(ctx, func(ctx context.Context, tx pgx.Tx, b *pgx.Batch) ([]outbox.Record, error) {
 		if err := p.load(ctx, tx); err != nil {
 			return nil, err
@@ -107,14 +121,20 @@ type plan struct {
 	newTombs   [][4]string                // target, pubkey, deletion id, created_at
 	deletedIDs []string                   // stored or new events deleted by this batch
 	records    []outbox.Record
+
+	rules      protocol.TopicRules
+	refTopics  map[string][]string // referenced stored id or effective key -> its topics
+	members    map[string]bool     // authors known to be members (loaded or new)
+	newMembers [][2]string         // pubkey, first event id
 }
 
-func newPlan(evs []*nostr.Event, now time.Time) *plan {
+func newPlan(evs []*nostr.Event, now time.Time, rules protocol.TopicRules) *plan {
 	return &plan{
 		evs: evs, ingestedAt: now, results: make([]protocol.Verdict, len(evs)),
 		byID: map[string]*stored{}, versions: map[string][]*stored{},
 		tombIDs: map[string]map[string]bool{}, tombAddr: map[string]int64{},
 		oldWinner: map[string]string{}, touched: map[string]bool{}, topicSeen: map[[2]string]bool{},
+		rules: rules, refTopics: map[string][]string{}, members: map[string]bool{},
 	}
 }
 
@@ -178,8 +198,22 @@ func (p *plan) load(ctx context.Context, tx pgx.Tx) error {
 	targetIDs := map[string]bool{} // 'e' targets: their topics are needed for delete rows
 	keys := map[string]bool{}
 	addrs := map[string]bool{}
+	refIDs, refKeys := map[string]bool{}, map[string]bool{} // topic sources (inheritance)
+	authors := map[string]bool{}
 	for _, ev := range p.evs {
 		ids[ev.ID] = true
+		authors[ev.PubKey] = true
+		if inherits(ev) {
+			refs := protocol.TopicRefs(ev)
+			for _, id := range refs.IDs {
+				refIDs[id] = true
+			}
+			for _, a := range refs.Addresses {
+				if k, _, _, ok := keyOfAddress(a); ok {
+					refKeys[k] = true
+				}
+			}
+		}
 		if k := protocol.EffectiveKey(ev); k != "" {
 			keys[k] = true
 			addrs[eventAddress(ev)] = true
@@ -205,6 +239,16 @@ func (p *plan) load(ctx context.Context, tx pgx.Tx) error {
 	targets := append(setSlice(ids), setSlice(addrs)...)
 	b.Queue(`SELECT target, pubkey, max(created_at) FROM cn_relay.deletion_targets
 		WHERE target = ANY($1) GROUP BY target, pubkey`, targets).Query(p.scanTombstones)
+	if len(refIDs) > 0 {
+		b.Queue("SELECT event_id, topic_id FROM cn_relay.event_topics WHERE event_id = ANY($1)", setSlice(refIDs)).
+			Query(p.scanRefTopics)
+	}
+	if len(refKeys) > 0 {
+		b.Queue(`SELECT DISTINCT e.effective_key, t.topic_id FROM cn_relay.events e
+			JOIN cn_relay.event_topics t ON t.event_id = e.id WHERE e.effective_key = ANY($1)`, setSlice(refKeys)).
+			Query(p.scanRefTopics)
+	}
+	b.Queue("SELECT pubkey FROM cn_relay.members WHERE pubkey = ANY($1)", setSlice(authors)).Query(p.scanMembers)
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
@@ -272,6 +316,35 @@ func (p *plan) scanTopics(rows pgx.Rows) error {
 			p.topicSeen[[2]string{id, topic}] = true
 			st.topics = append(st.topics, topic)
 		}
+	}
+	return rows.Err()
+}
+
+// inherits reports whether ev takes its topics from the events it references:
+// it is no identity event and has no topic of its own.
+func inherits(ev *nostr.Event) bool {
+	return !protocol.IsIdentityKind(ev.Kind) && len(protocol.Topics(ev)) == 0
+}
+
+// scanRefTopics reads (event id or effective key, topic) pairs of topic sources.
+func (p *plan) scanRefTopics(rows pgx.Rows) error {
+	for rows.Next() {
+		var ref, topic string
+		if err := rows.Scan(&ref, &topic); err != nil {
+			return fmt.Errorf("load referenced topics: %w", err)
+		}
+		p.refTopics[ref] = append(p.refTopics[ref], topic)
+	}
+	return rows.Err()
+}
+
+func (p *plan) scanMembers(rows pgx.Rows) error {
+	for rows.Next() {
+		var pubkey string
+		if err := rows.Scan(&pubkey); err != nil {
+			return fmt.Errorf("load members: %w", err)
+		}
+		p.members[pubkey] = true
 	}
 	return rows.Err()
 }
@@ -362,8 +435,14 @@ func (p *plan) decide() {
 				continue
 			}
 		}
+		topics, reason := p.topicsOf(ev)
+		if reason != "" {
+			p.results[i] = protocol.Verdict{OK: false, Message: reason}
+			continue
+		}
+		p.join(ev, topics)
 		st := &stored{id: ev.ID, pubkey: ev.PubKey, kind: ev.Kind, createdAt: int64(ev.CreatedAt),
-			effectiveKey: key, effective: key == "", topics: protocol.Topics(ev), isNew: true, ev: ev}
+			effectiveKey: key, effective: key == "", topics: topics, isNew: true, ev: ev}
 		p.byID[ev.ID] = st
 		p.results[i] = protocol.Verdict{OK: true, Message: ""}
 		if key != "" {
@@ -377,6 +456,83 @@ func (p *plan) decide() {
 		}
 	}
 	p.settleKeys()
+}
+
+// topicsOf returns the topics ev is stored under, or the reason it is refused
+// (see Ingest).
+func (p *plan) topicsOf(ev *nostr.Event) ([]string, string) {
+	if protocol.IsIdentityKind(ev.Kind) {
+		if p.rules.IdentityWriters != protocol.IdentityWritersAny && !p.members[ev.PubKey] {
+			return nil, protocol.ReasonIdentityMembers
+		}
+		return []string{protocol.NodeTopic}, ""
+	}
+	if own := protocol.Topics(ev); len(own) > 0 {
+		for _, t := range own {
+			if t == protocol.NodeTopic || !p.rules.Enabled(t) { // (ValidateEvent refused these already)
+				return nil, protocol.ReasonTopicNotEnabled
+			}
+		}
+		return own, ""
+	}
+	inherited := p.inherit(ev)
+	var enabled []string
+	for _, t := range inherited {
+		if p.rules.Enabled(t) {
+			enabled = append(enabled, t)
+		}
+	}
+	switch {
+	case len(enabled) > 0:
+		return enabled, ""
+	case p.rules.TopicExemptKinds[ev.Kind]:
+		return nil, ""
+	case len(inherited) > 0:
+		return nil, protocol.ReasonTopicNotEnabled
+	case !p.rules.RequireTopic:
+		return nil, ""
+	}
+	return nil, protocol.ReasonMissingTopic
+}
+
+// inherit returns the sorted union of the topics of the events ev references:
+// stored ones, and ones accepted earlier in this batch.
+func (p *plan) inherit(ev *nostr.Event) []string {
+	set := map[string]bool{}
+	add := func(topics []string) {
+		for _, t := range topics {
+			set[t] = true
+		}
+	}
+	refs := protocol.TopicRefs(ev)
+	for _, id := range refs.IDs {
+		add(p.refTopics[id])
+		if st := p.byID[id]; st != nil && st.isNew {
+			add(st.topics)
+		}
+	}
+	for _, a := range refs.Addresses {
+		key, _, _, ok := keyOfAddress(a)
+		if !ok {
+			continue
+		}
+		add(p.refTopics[key])
+		for _, v := range p.versions[key] {
+			if v.isNew {
+				add(v.topics)
+			}
+		}
+	}
+	return setSlice(set)
+}
+
+// join makes ev's author a member when ev is stored in a community topic.
+func (p *plan) join(ev *nostr.Event, topics []string) {
+	if p.members[ev.PubKey] || !slices.ContainsFunc(topics, func(t string) bool { return t != protocol.NodeTopic }) {
+		return
+	}
+	p.members[ev.PubKey] = true
+	p.newMembers = append(p.newMembers, [2]string{ev.PubKey, ev.ID})
 }
 
 // applyDeletion soft-deletes the author's targets and remembers them.
@@ -501,6 +657,16 @@ func (p *plan) queueWrites(b *pgx.Batch) {
 	if len(oldDeleted) > 0 {
 		b.Queue(`UPDATE cn_relay.events SET deleted_at = now(), deleted_reason = 'nip09'
 			WHERE id = ANY($1) AND deleted_at IS NULL`, oldDeleted)
+	}
+	if len(p.newMembers) > 0 {
+		slices.SortFunc(p.newMembers, func(x, y [2]string) int { return strings.Compare(x[0], y[0]) })
+		pubkeys, firsts := make([]string, len(p.newMembers)), make([]string, len(p.newMembers))
+		for i, m := range p.newMembers {
+			pubkeys[i], firsts[i] = m[0], m[1]
+		}
+		b.Queue(`INSERT INTO cn_relay.members (pubkey, first_event_id, joined_at)
+			SELECT pk, id, $3 FROM unnest($1::text[], $2::text[]) AS u(pk, id) ON CONFLICT DO NOTHING`,
+			pubkeys, firsts, p.ingestedAt)
 	}
 	if len(p.newTombs) > 0 {
 		cols := [4][]string{}

@@ -130,13 +130,28 @@ func (s *Store) Count(ctx context.Context, filters []nostr.Filter) (int64, error
 	return n, nil
 }
 
-// Events returns the visible events with these ids; missing ones are skipped.
-func (s *Store) Events(ctx context.Context, ids []string) ([]*nostr.Event, error) {
+// Events returns the visible events with these ids, each with its topics
+// (in byte order); missing ones are skipped.
+func (s *Store) Events(ctx context.Context, ids []string) ([]protocol.StoredEvent, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return s.queryEvents(ctx, "SELECT "+eventColumns+" FROM cn_relay.events e WHERE "+visibleSQL+" AND e.id = ANY($2)",
-		s.now().Unix(), ids)
+	rows, err := s.pool.Query(ctx, "SELECT "+eventColumns+
+		", ARRAY(SELECT t.topic_id FROM cn_relay.event_topics t WHERE t.event_id = e.id ORDER BY t.topic_id COLLATE \"C\")"+
+		" FROM cn_relay.events e WHERE "+visibleSQL+" AND e.id = ANY($2)", s.now().Unix(), ids)
+	if err != nil {
+		return nil, fmt.Errorf("load events: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (protocol.StoredEvent, error) {
+		var se protocol.StoredEvent
+		ev, err := scanEvent(row, &se.Topics)
+		se.Event = ev
+		return se, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load events: %w", err)
+	}
+	return out, nil
 }
 
 func (s *Store) filterSQL(f nostr.Filter) (string, []any, bool) {

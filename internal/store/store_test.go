@@ -28,7 +28,9 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	db := pgtest.New(t)
-	f := &fixture{db: db, store: New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}))}
+	rules := protocol.DefaultTopicRules()
+	rules.IdentityWriters = protocol.IdentityWritersAny // TestTopics covers the default
+	f := &fixture{db: db, store: New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), rules)}
 	for range 3 {
 		f.keys = append(f.keys, nostr.GeneratePrivateKey())
 	}
@@ -94,7 +96,8 @@ func TestIngestRegularAndDuplicate(t *testing.T) {
 	got, err := f.store.Events(context.Background(), []string{a.ID})
 	require.NoError(t, err)
 	require.Len(t, got, 1)
-	ok, err := got[0].CheckSignature()
+	require.Equal(t, []string{"go", "nostr"}, got[0].Topics)
+	ok, err := got[0].Event.CheckSignature()
 	require.NoError(t, err)
 	require.True(t, ok, "stored events come back byte-exact")
 }
@@ -112,8 +115,8 @@ func TestReplaceableAndAddressable(t *testing.T) {
 	require.Equal(t, []string{v2.ID}, f.query(t, profile))
 	key := "0:" + v1.PubKey
 	rows, _ := f.rows(t, 0)
-	require.Equal(t, []string{"upsert " + v1.ID[:8] + " x " + key, "upsert " + v2.ID[:8] + " x " + key}, rows,
-		"an upsert each time the effective version changes, none for the late older one")
+	require.Equal(t, []string{"upsert " + v1.ID[:8] + " NODE " + key, "upsert " + v2.ID[:8] + " NODE " + key}, rows,
+		"an upsert each time the effective version changes, none for the late older one; identity events are node-wide")
 
 	// Same created_at: the lowest id wins, whichever arrives first.
 	a := f.event(t, 1, 10002, base, nostr.Tags{topic("x")}, "a")
@@ -173,8 +176,8 @@ func TestDeletion(t *testing.T) {
 	f.ingest(t, f.event(t, 2, 5, base+6, nostr.Tags{{"e", p2.ID}, topic("p")}, ""))
 	rows, _ = f.rows(t, after)
 	key := "0:" + p1.PubKey
-	require.Contains(t, rows, "delete "+p2.ID[:8]+" p "+key+" nip09")
-	require.Contains(t, rows, "upsert "+p1.ID[:8]+" p "+key)
+	require.Contains(t, rows, "delete "+p2.ID[:8]+" NODE "+key+" nip09")
+	require.Contains(t, rows, "upsert "+p1.ID[:8]+" NODE "+key)
 	require.Equal(t, []string{p1.ID}, f.query(t, nostr.Filter{Kinds: []int{0}, Authors: []string{p1.PubKey}, Limit: 10}))
 
 	// An 'a' deletion covers versions up to its created_at, not later ones.
@@ -218,8 +221,10 @@ func TestExpiration(t *testing.T) {
 	require.EqualValues(t, 1, c)
 }
 
-// TestQueryMatchesReference compares stored-query results with the plain NIP-01
-// matcher (protocol.Match) over random events and filters.
+// TestQueryMatchesReference compares stored-query results with the NIP-01
+// reference matcher (protocol.MatchTopics, with the topics each event must have
+// been stored under: own, inherited through e and a tags, or NodeTopic) over
+// random events and filters.
 func TestQueryMatchesReference(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -229,11 +234,25 @@ func TestQueryMatchesReference(t *testing.T) {
 	}
 	topics := []string{"go", "nostr", "日本語"}
 	var all []*nostr.Event
+	stored := map[string][]string{} // id and address -> topics
 	pvals := []string{strings.Repeat("1", 64), strings.Repeat("2", 64), strings.Repeat("3", 64)}
 	for i := range 300 {
 		kind := []int{1, 1, 1, 7, 0, 10002, 30023}[rng.IntN(7)]
 		tags := nostr.Tags{topic(topics[rng.IntN(len(topics))])}
-		if rng.IntN(2) == 0 {
+		var inherited []string
+		if kind == 7 && len(all) > 0 && rng.IntN(2) == 0 {
+			// No topic of its own: it inherits from what it references.
+			target := all[rng.IntN(len(all))]
+			tags = nostr.Tags{{"e", target.ID}}
+			inherited = append(inherited, stored[target.ID]...)
+			if rng.IntN(2) == 0 {
+				if a := all[rng.IntN(len(all))]; a.Kind == 30023 {
+					addr := fmt.Sprintf("30023:%s:%s", a.PubKey, a.Tags.GetD())
+					tags = append(tags, nostr.Tag{"a", addr})
+					inherited = append(inherited, stored[addr]...)
+				}
+			}
+		} else if rng.IntN(2) == 0 {
 			tags = append(tags, topic(topics[rng.IntN(len(topics))]))
 		}
 		if rng.IntN(2) == 0 {
@@ -244,6 +263,19 @@ func TestQueryMatchesReference(t *testing.T) {
 		}
 		ev := f.event(t, rng.IntN(len(f.keys)), kind, base+nostr.Timestamp(rng.IntN(50)), tags, fmt.Sprint("n", i))
 		all = append(all, ev)
+		switch {
+		case protocol.IsIdentityKind(kind):
+			stored[ev.ID] = []string{protocol.NodeTopic}
+		case inherited != nil:
+			slices.Sort(inherited)
+			stored[ev.ID] = slices.Compact(inherited)
+		default:
+			stored[ev.ID] = protocol.Topics(ev)
+		}
+		if kind == 30023 {
+			addr := fmt.Sprintf("30023:%s:%s", ev.PubKey, ev.Tags.GetD())
+			stored[addr] = append(stored[addr], stored[ev.ID]...)
+		}
 	}
 	for i := 0; i < len(all); i += 37 {
 		f.ingest(t, all[i:min(i+37, len(all))]...)
@@ -287,7 +319,7 @@ func TestQueryMatchesReference(t *testing.T) {
 
 		var want []string
 		for _, ev := range visible {
-			if protocol.Match(flt, ev) {
+			if protocol.MatchTopics(flt, ev, stored[ev.ID]) {
 				want = append(want, ev.ID)
 			}
 		}
@@ -296,6 +328,12 @@ func TestQueryMatchesReference(t *testing.T) {
 			nonEmpty++
 		}
 		require.Equal(t, nonNil(want), nonNil(f.query(t, flt)), "filter %d: %+v", i, flt)
+	}
+	for _, ev := range visible {
+		got, err := f.store.Events(context.Background(), []string{ev.ID})
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.ElementsMatch(t, stored[ev.ID], got[0].Topics, "topics of %s", ev.ID)
 	}
 	require.Greater(t, nonEmpty, 150, "most random filters must match something")
 }
@@ -350,4 +388,91 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// TestTopics covers where events land: own topics, topics inherited from
+// referenced events (stored or earlier in the batch; by e, a and q), identity
+// events under NodeTopic from members only, the allow-list on inherited topics,
+// and deletions of inherited-topic events.
+func TestTopics(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	rules := protocol.DefaultTopicRules() // identity writers: members
+	f.store.rules = rules
+	ok := protocol.Verdict{OK: true}
+	refused := func(reason string) []protocol.Verdict { return []protocol.Verdict{{OK: false, Message: reason}} }
+
+	// A newcomer's profile is refused until they have posted in a topic.
+	profile := f.event(t, 0, 0, base, nostr.Tags{topic("ignored")}, `{"name":"a"}`)
+	require.Equal(t, refused(protocol.ReasonIdentityMembers), f.ingest(t, profile))
+	note := f.event(t, 0, 1, base, nostr.Tags{topic("go"), topic("nostr")}, "hello")
+	require.Equal(t, []protocol.Verdict{ok, ok}, f.ingest(t, note, profile), "the note makes its author a member within the batch")
+	rows, after := f.rows(t, 0)
+	require.Equal(t, []string{
+		"upsert " + note.ID[:8] + " go", "upsert " + note.ID[:8] + " nostr",
+		"upsert " + profile.ID[:8] + " NODE 0:" + profile.PubKey,
+	}, rows, "identity events are node-wide whatever their t tags say")
+	var members int
+	require.NoError(t, f.db.Pool.QueryRow(context.Background(),
+		"SELECT count(*) FROM cn_relay.members WHERE pubkey = $1 AND first_event_id = $2", note.PubKey, note.ID).Scan(&members))
+	require.Equal(t, 1, members)
+
+	// Replies, reactions and quotes inherit; one outbox row per inherited topic.
+	reaction := f.event(t, 1, 7, base+1, nostr.Tags{{"e", note.ID}, {"p", note.PubKey}}, "+")
+	article := f.event(t, 2, 30023, base, nostr.Tags{{"d", "doc"}, topic("rust")}, "long")
+	comment := f.event(t, 1, 1111, base+2, nostr.Tags{{"A", "30023:" + article.PubKey + ":doc"}, {"K", "30023"}}, "nice")
+	quote := f.event(t, 2, 1, base+3, nostr.Tags{{"q", reaction.ID}}, "quoting a reaction")
+	require.Equal(t, []protocol.Verdict{ok, ok, ok, ok}, f.ingest(t, reaction, article, comment, quote))
+	rows, after = f.rows(t, after)
+	require.ElementsMatch(t, []string{ // (versioned events' rows come when the batch settles its keys)
+		"upsert " + reaction.ID[:8] + " go", "upsert " + reaction.ID[:8] + " nostr",
+		"upsert " + article.ID[:8] + " rust 30023:" + article.PubKey + ":doc",
+		"upsert " + comment.ID[:8] + " rust",
+		"upsert " + quote.ID[:8] + " go", "upsert " + quote.ID[:8] + " nostr",
+	}, rows)
+	require.Equal(t, []string{reaction.ID}, f.query(t, nostr.Filter{Kinds: []int{7}, Tags: nostr.TagMap{"t": {"go"}}, Limit: 10}))
+	require.Equal(t, []string{reaction.ID}, f.query(t, nostr.Filter{Kinds: []int{7}, Tags: nostr.TagMap{"e": {note.ID}}, Limit: 10}))
+
+	// Nothing to inherit from: refused with a reason that says what would do.
+	orphan := f.event(t, 1, 1, base, nostr.Tags{{"e", strings.Repeat("ab", 32)}}, "reply to the unknown")
+	require.Equal(t, refused(protocol.ReasonMissingTopic), f.ingest(t, orphan))
+	require.Contains(t, protocol.ReasonMissingTopic, "invalid: missing topic")
+	// A reaction to a profile is node-wide, and does not make its author a member.
+	outsider := f.event(t, 2, 7, base, nostr.Tags{{"e", profile.ID}}, "+")
+	require.Equal(t, []protocol.Verdict{ok}, f.ingest(t, outsider))
+	rows, after = f.rows(t, after)
+	require.Equal(t, []string{"upsert " + outsider.ID[:8] + " NODE"}, rows)
+
+	// The allow-list applies to inherited topics: disabled ones are dropped, and
+	// an event left with none is refused.
+	f.store.rules.AllowedTopics = map[string]bool{"go": true}
+	onlyGo := f.event(t, 2, 7, base+5, nostr.Tags{{"e", note.ID}}, "+")
+	require.Equal(t, []protocol.Verdict{ok}, f.ingest(t, onlyGo))
+	rows, after = f.rows(t, after)
+	require.Equal(t, []string{"upsert " + onlyGo.ID[:8] + " go"}, rows)
+	require.Equal(t, refused(protocol.ReasonTopicNotEnabled), f.ingest(t, f.event(t, 2, 7, base+6, nostr.Tags{{"e", article.ID}}, "+")))
+	f.store.rules.AllowedTopics = nil
+
+	// Deleting an inherited-topic event: delete rows in the inherited topics; the
+	// deletion itself inherits them too.
+	del := f.event(t, 1, 5, base+9, nostr.Tags{{"e", reaction.ID}, {"k", "7"}}, "")
+	require.Equal(t, []protocol.Verdict{ok}, f.ingest(t, del))
+	rows, after = f.rows(t, after)
+	require.Equal(t, []string{
+		"upsert " + del.ID[:8] + " go", "upsert " + del.ID[:8] + " nostr",
+		"delete " + reaction.ID[:8] + " go  nip09", "delete " + reaction.ID[:8] + " nostr  nip09",
+	}, rows)
+	// A deletion whose target is not here is accepted without a topic (exempt).
+	early := f.event(t, 1, 5, base+9, nostr.Tags{{"e", strings.Repeat("cd", 32)}}, "")
+	require.Equal(t, []protocol.Verdict{ok}, f.ingest(t, early))
+	rows, _ = f.rows(t, after)
+	require.Empty(t, rows)
+
+	// Without the topic rule an orphan is stored without a topic.
+	f.store.rules.RequireTopic = false
+	require.Equal(t, []protocol.Verdict{ok}, f.ingest(t, orphan))
+	got, err := f.store.Events(context.Background(), []string{orphan.ID})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Empty(t, got[0].Topics)
 }
