@@ -66,9 +66,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.IntFlag{Name: "max-filters", Value: l.MaxFilters, EnvVars: []string{"CN_RELAY_MAX_FILTERS"}, Usage: "most filters per REQ or COUNT"},
 			&cli.IntFlag{Name: "max-limit", Value: l.MaxLimit, EnvVars: []string{"CN_RELAY_MAX_LIMIT"}, Usage: "cap of a filter's limit"},
 			&cli.IntFlag{Name: "default-limit", Value: l.DefaultLimit, EnvVars: []string{"CN_RELAY_DEFAULT_LIMIT"}, Usage: "limit of a filter without one"},
-			&cli.BoolFlag{Name: "require-topic", Value: l.RequireTopic, EnvVars: []string{"CN_RELAY_REQUIRE_TOPIC"}, Usage: "refuse events without a t tag"},
+			&cli.BoolFlag{Name: "require-topic", Value: l.RequireTopic, EnvVars: []string{"CN_RELAY_REQUIRE_TOPIC"}, Usage: "refuse events that have no topic: no t tag, nothing stored to inherit one from, and not an identity kind (0, 3, 10000-19999)"},
+			&cli.StringFlag{Name: "identity-writers", Value: string(l.IdentityWriters), EnvVars: []string{"CN_RELAY_IDENTITY_WRITERS"}, Usage: "who may publish profiles and lists (kinds 0, 3, 10000-19999): members (authors who have posted in a topic here) or any"},
 			&cli.BoolFlag{Name: "search", Value: l.Search, EnvVars: []string{"CN_RELAY_SEARCH"}, Usage: "answer NIP-50 search filters from the indexer's index (cn_index)"},
-			&cli.BoolFlag{Name: "require-topic-in-req", Value: l.RequireTopicInREQ, EnvVars: []string{"CN_RELAY_REQUIRE_TOPIC_IN_REQ"}, Usage: "refuse REQ and COUNT filters without #t"},
+			&cli.BoolFlag{Name: "require-topic-in-req", Value: l.RequireTopicInREQ, EnvVars: []string{"CN_RELAY_REQUIRE_TOPIC_IN_REQ"}, Usage: "refuse REQ and COUNT filters without #t (filters for identity kinds only are exempt)"},
 			&cli.StringSliceFlag{Name: "allowed-topics", EnvVars: []string{"CN_RELAY_ALLOWED_TOPICS"}, Usage: "the only topics accepted (comma separated; default: all)"},
 
 			&cli.StringFlag{Name: "name", EnvVars: []string{"CN_RELAY_NAME"}, Usage: "NIP-11 name"},
@@ -135,6 +136,11 @@ func parseSettings(c *cli.Context) (settings, error) {
 	cfg.Limits.DefaultLimit = c.Int("default-limit")
 	cfg.Limits.RequireTopic = c.Bool("require-topic")
 	cfg.Limits.RequireTopicInREQ = c.Bool("require-topic-in-req")
+	writers, err := protocol.ParseIdentityWriters(c.String("identity-writers"))
+	if err != nil {
+		return settings{}, err
+	}
+	cfg.Limits.IdentityWriters = writers
 	cfg.Limits.Search = c.Bool("search")
 	if topics := c.StringSlice("allowed-topics"); len(topics) > 0 {
 		cfg.Limits.AllowedTopics = make(map[string]bool, len(topics))

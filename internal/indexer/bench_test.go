@@ -15,6 +15,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/internal/textsearch"
 	"github.com/kukuri/communitynode/pkg/consumer"
@@ -113,7 +114,7 @@ func BenchmarkSearch(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer pool.Close()
-	st := store.New(pool, nil)
+	st := store.New(pool, nil, protocol.DefaultTopicRules())
 
 	english := englishWords[40:50] // mid-frequency words of the Zipf vocabulary (ranks 41-50 of 215)
 	var japanese []string          // mid-frequency two-character words (ranks 11-30 of 62)
@@ -224,7 +225,7 @@ func BenchmarkPublishToSearchable(b *testing.B) {
 			b.Fatal(err)
 		}
 		writer := outbox.NewWriter(pool, outbox.WriterConfig{})
-		st := store.New(pool, writer)
+		st := store.New(pool, writer, protocol.DefaultTopicRules())
 		c, err := consumer.New(pool, &Handler{Kinds: NewKinds(DefaultKinds)}, consumer.Config{Name: ConsumerName})
 		if err != nil {
 			b.Fatal(err)

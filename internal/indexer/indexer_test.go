@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/internal/textsearch"
 	"github.com/kukuri/communitynode/pkg/consumer"
@@ -34,7 +35,7 @@ type node struct {
 func newNode(t *testing.T) *node {
 	t.Helper()
 	db := pgtest.New(t)
-	n := &node{db: db, store: store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}))}
+	n := &node{db: db, store: store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())}
 	for range 3 {
 		n.keys = append(n.keys, nostr.GeneratePrivateKey())
 	}
@@ -223,4 +224,26 @@ func TestIndexReflectsRelayChanges(t *testing.T) {
 	var left int
 	require.NoError(t, n.db.Pool.QueryRow(ctx, "SELECT count(*) FROM cn_index.documents WHERE event_id = $1", short.ID).Scan(&left))
 	require.Zero(t, left, "the sweep's delete row removed the document")
+}
+
+// TestInheritedTopicsAreIndexed: replies and NIP-22 comments without t tags are
+// indexed under the topics they inherit (they are human text); reactions are not
+// indexed (not a text kind by default).
+func TestInheritedTopicsAreIndexed(t *testing.T) {
+	t.Parallel()
+	n := newNode(t)
+	note := n.event(t, 0, 1, 1_700_000_000, nostr.Tags{{"t", "go"}, {"t", "nostr"}}, "a question about goroutines")
+	reply := n.event(t, 1, 1, 1_700_000_001, nostr.Tags{{"e", note.ID, "", "root"}}, "use channels for goroutines")
+	comment := n.event(t, 2, 1111, 1_700_000_002, nostr.Tags{{"E", note.ID}, {"K", "1"}}, "goroutines are cheap")
+	reaction := n.event(t, 2, 7, 1_700_000_003, nostr.Tags{{"e", note.ID}}, "goroutines")
+	n.publish(t, note, reply, comment, reaction)
+	n.sync(t)
+	want := []string{comment.ID, reply.ID, note.ID} // relevance ties: newest first
+	require.ElementsMatch(t, want, n.search(t, "goroutines", SearchParams{Topic: "go"}))
+	require.ElementsMatch(t, want, n.search(t, "goroutines", SearchParams{Topic: "nostr"}))
+	require.Empty(t, n.search(t, "goroutines", SearchParams{Topic: "rust"}))
+	var topics []string
+	require.NoError(t, n.db.Pool.QueryRow(context.Background(),
+		"SELECT topics FROM cn_index.documents WHERE event_id = $1", reply.ID).Scan(&topics))
+	require.ElementsMatch(t, []string{"go", "nostr"}, topics)
 }

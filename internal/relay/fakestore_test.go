@@ -163,7 +163,8 @@ func (s *fakeStore) Count(ctx context.Context, filters []nostr.Filter) (int64, e
 	return n, nil
 }
 
-func (s *fakeStore) Events(ctx context.Context, ids []string) ([]*nostr.Event, error) {
+// Events returns the events with their own topics (the fake knows no inheritance).
+func (s *fakeStore) Events(ctx context.Context, ids []string) ([]protocol.StoredEvent, error) {
 	s.mu.Lock()
 	hook := s.eventsHook
 	s.mu.Unlock()
@@ -174,10 +175,10 @@ func (s *fakeStore) Events(ctx context.Context, ids []string) ([]*nostr.Event, e
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []*nostr.Event
+	var out []protocol.StoredEvent
 	for _, id := range ids {
 		if ev := s.events[id]; ev != nil {
-			out = append(out, ev)
+			out = append(out, protocol.StoredEvent{Event: ev, Topics: protocol.Topics(ev)})
 		}
 	}
 	return out, nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -25,7 +26,7 @@ import (
 type follower struct {
 	feed         Feed
 	store        Store
-	fanout       func(*nostr.Event)
+	fanout       func(ev *nostr.Event, topics []string)
 	m            *metrics
 	log          *slog.Logger
 	batchSize    int
@@ -38,7 +39,7 @@ type follower struct {
 	ready chan struct{} // closed once the start position (the head) is known
 }
 
-func newFollower(feed Feed, store Store, fanout func(*nostr.Event), m *metrics, log *slog.Logger) *follower {
+func newFollower(feed Feed, store Store, fanout func(*nostr.Event, []string), m *metrics, log *slog.Logger) *follower {
 	return &follower{
 		feed:         feed,
 		store:        store,
@@ -149,13 +150,13 @@ func (f *follower) deliver(ctx context.Context, rows []outbox.Row, skip map[stri
 	if err != nil {
 		return skip, err
 	}
-	byID := make(map[string]*nostr.Event, len(evs))
-	for _, ev := range evs {
-		byID[ev.ID] = ev
+	byID := make(map[string]protocol.StoredEvent, len(evs))
+	for _, se := range evs {
+		byID[se.Event.ID] = se
 	}
 	for _, id := range ids { // seq order
-		if ev := byID[id]; ev != nil {
-			f.fanout(ev)
+		if se, ok := byID[id]; ok {
+			f.fanout(se.Event, se.Topics)
 		}
 	}
 	return seen, nil

@@ -9,6 +9,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/protocol"
 )
 
 func getInfo(t *testing.T, url string) (*http.Response, map[string]any) {
@@ -54,12 +56,26 @@ func TestNIP11(t *testing.T) {
 	require.Equal(t, 900.0, lim["created_at_upper_limit"])
 	require.Equal(t, false, lim["auth_required"])
 	require.Equal(t, true, lim["restricted_writes"], "topics are required")
+	require.Equal(t, map[string]any{
+		"events_need_topic": true, "inherit_from": []any{"e", "E", "a", "A", "q"},
+		"identity_kinds": "0,3,10000-19999", "identity_writers": "members", "req_requires_topic": false,
+	}, doc["topic_policy"], "the topic policy in force")
 
 	authed := startRelay(t, nil, func(c *Config) {
 		c.Auth = AuthConfig{Enabled: true, RequiredForReads: true, RequiredForWrites: true}
 	})
 	_, doc = getInfo(t, authed.http)
 	require.Equal(t, []any{1.0, 9.0, 11.0, 40.0, 42.0, 45.0, 50.0, 70.0}, doc["supported_nips"], "search is on by default")
+	strict := startRelay(t, nil, func(c *Config) {
+		c.Limits.RequireTopicInREQ = true
+		c.Limits.AllowedTopics = map[string]bool{"go": true, "nostr": true}
+		c.Limits.IdentityWriters = protocol.IdentityWritersAny
+	})
+	_, sdoc := getInfo(t, strict.http)
+	policy := sdoc["topic_policy"].(map[string]any)
+	require.Equal(t, true, policy["req_requires_topic"])
+	require.Equal(t, "any", policy["identity_writers"])
+	require.Equal(t, []any{"go", "nostr"}, policy["allowed_topics"])
 	require.Equal(t, true, doc["limitation"].(map[string]any)["auth_required"])
 
 	// CORS preflight.

@@ -19,6 +19,28 @@ type infoDocument struct {
 	Software      string     `json:"software"`
 	Version       string     `json:"version,omitempty"`
 	Limitation    limitation `json:"limitation"`
+	// TopicPolicy is this node's own field (NIP-11 documents may carry more than
+	// the NIP lists): the community's topic rules, so that a client can tell
+	// why an event or a REQ is refused before it tries.
+	TopicPolicy topicPolicy `json:"topic_policy"`
+}
+
+// topicPolicy describes protocol.TopicRules to clients.
+type topicPolicy struct {
+	// EventsNeedTopic: an event needs a topic, its own (t tags) or inherited.
+	EventsNeedTopic bool `json:"events_need_topic"`
+	// InheritFrom lists the tags through which an event without t tags takes the
+	// topics of stored events it references.
+	InheritFrom []string `json:"inherit_from"`
+	// IdentityKinds are node-wide (no topic needed) and IdentityWriters may
+	// publish them: "members" (authors who have posted in a topic here) or "any".
+	IdentityKinds   string `json:"identity_kinds"`
+	IdentityWriters string `json:"identity_writers"`
+	// ReqRequiresTopic: every REQ/COUNT filter needs #t (identity-kind filters
+	// excepted).
+	ReqRequiresTopic bool `json:"req_requires_topic"`
+	// AllowedTopics, when present, are the only enabled topics.
+	AllowedTopics []string `json:"allowed_topics,omitempty"`
 }
 
 // limitation is NIP-11's `limitation` object, with the values the relay enforces.
@@ -54,6 +76,11 @@ func (c Config) supportedNIPs() []int {
 func (r *Relay) info() infoDocument {
 	l := r.cfg.Limits
 	base := l.Limitation()
+	var allowed []string
+	for t := range l.AllowedTopics {
+		allowed = append(allowed, t)
+	}
+	slices.Sort(allowed)
 	return infoDocument{
 		Name:          r.cfg.Info.Name,
 		Description:   r.cfg.Info.Description,
@@ -75,6 +102,14 @@ func (r *Relay) info() infoDocument {
 			AuthRequired:        r.cfg.Auth.RequiredForReads && r.cfg.Auth.RequiredForWrites,
 			RestrictedWrites:    base.RestrictedWrites || r.cfg.Auth.RequiredForWrites,
 			CreatedAtUpperLimit: int64(l.MaxFutureSkew.Seconds()),
+		},
+		TopicPolicy: topicPolicy{
+			EventsNeedTopic:  l.RequireTopic,
+			InheritFrom:      []string{"e", "E", "a", "A", "q"},
+			IdentityKinds:    "0,3,10000-19999",
+			IdentityWriters:  string(l.IdentityWriters),
+			ReqRequiresTopic: l.RequireTopicInREQ,
+			AllowedTopics:    allowed,
 		},
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
@@ -103,7 +104,7 @@ func (s pgStore) Ingest(ctx context.Context, evs []*nostr.Event) ([]IngestResult
 func TestTwoRelaysShareDatabase(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
-	st := pgStore{store.New(db.Pool, startWriter(t, db))}
+	st := pgStore{store.New(db.Pool, startWriter(t, db), protocol.DefaultTopicRules())}
 	start := func() *testRelay {
 		reg := prometheus.NewRegistry()
 		r, err := New(testConfig(), Deps{Store: st, Feed: NewPGFeed(db.Pool, nil), Registerer: reg})

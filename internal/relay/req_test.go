@@ -104,10 +104,17 @@ func TestReqReplacesSameID(t *testing.T) {
 
 func TestReqClosed(t *testing.T) {
 	t.Parallel()
-	tr := startRelay(t, nil, func(c *Config) { c.MaxSubscriptions = 2; c.Limits.Search = false })
+	tr := startRelay(t, nil, func(c *Config) {
+		c.MaxSubscriptions = 2
+		c.Limits.Search = false
+		c.Limits.RequireTopicInREQ = true
+	})
 	c := dial(t, tr.url)
 	c.send("REQ", "no-topic", map[string]any{"kinds": []int{1}})
 	require.True(t, strings.HasPrefix(c.closed("no-topic"), "restricted: "))
+	c.send("REQ", "profiles", map[string]any{"kinds": []int{0, 3}, "authors": []string{strings.Repeat("ab", 32)}})
+	c.eose("profiles") // identity kinds have no topic to ask for
+	c.send("CLOSE", "profiles")
 	c.send("REQ", "bad-id", map[string]any{"#t": []string{"go"}, "ids": []string{"abc"}})
 	require.True(t, strings.HasPrefix(c.closed("bad-id"), "invalid: "))
 	c.send("REQ", "search", map[string]any{"#t": []string{"go"}, "search": "x"})
@@ -151,7 +158,7 @@ func TestCount(t *testing.T) {
 		k.note(t, "1", nil), k.note(t, "2", nil),
 		k.note(t, "3", func(ev *nostr.Event) { ev.Tags = nostr.Tags{{"t", "rust"}} }),
 	})
-	tr := startRelay(t, store, nil)
+	tr := startRelay(t, store, func(c *Config) { c.Limits.RequireTopicInREQ = true })
 	c := dial(t, tr.url)
 	c.send("COUNT", "c", goFilter(), map[string]any{"#t": []string{"rust"}})
 	msg := c.expect("COUNT")

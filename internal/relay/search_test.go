@@ -15,6 +15,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/indexer"
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/pkg/consumer"
 	"github.com/kukuri/communitynode/pkg/outbox"
@@ -26,7 +27,7 @@ import (
 func TestNIP50Search(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
-	st := pgStore{store.New(db.Pool, startWriter(t, db))}
+	st := pgStore{store.New(db.Pool, startWriter(t, db), protocol.DefaultTopicRules())}
 	r, err := New(testConfig(), Deps{Store: st, Feed: NewPGFeed(db.Pool, nil), Registerer: prometheus.NewRegistry()})
 	require.NoError(t, err)
 	tr := serveRelay(t, r)

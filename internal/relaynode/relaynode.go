@@ -45,7 +45,7 @@ func Run(ctx context.Context, s Options) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	writer := outbox.NewWriter(pool, outbox.WriterConfig{Logger: logger, Registerer: reg})
-	st := store.New(pool, writer)
+	st := store.New(pool, writer, s.Relay.Limits.TopicRules)
 	r, err := relay.New(s.Relay, relay.Deps{
 		Store:      st,
 		Feed:       relay.NewPGFeed(pool, logger),
