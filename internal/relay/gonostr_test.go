@@ -53,3 +53,32 @@ func TestGoNostrClient(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 2, n)
 }
+
+// TestGoNostrStockClient is what a go-nostr app does with no idea of topics: it
+// posts a tagged note, publishes a profile, reacts, and reads the profile and
+// the reaction count without #t.
+func TestGoNostrStockClient(t *testing.T) {
+	t.Parallel()
+	tr, _ := startPGRelay(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	rl, err := nostr.RelayConnect(ctx, tr.url)
+	require.NoError(t, err)
+	alice, bob := newKey(t), newKey(t)
+	note := alice.signed(t, 1, nostr.Tags{{"t", "go"}}, "hello")
+	require.NoError(t, rl.Publish(ctx, *note))
+	profile := alice.signed(t, 0, nil, `{"name":"alice"}`)
+	require.NoError(t, rl.Publish(ctx, *profile))
+	reaction := bob.signed(t, 7, nostr.Tags{{"e", note.ID}, {"p", alice.pk}}, "+")
+	require.NoError(t, rl.Publish(ctx, *reaction))
+	err = rl.Publish(ctx, *bob.signed(t, 1, nil, "no topic, no reference"))
+	require.ErrorContains(t, err, "invalid: missing topic")
+
+	evs, err := rl.QuerySync(ctx, nostr.Filter{Kinds: []int{0}, Authors: []string{alice.pk}})
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	require.Equal(t, profile.ID, evs[0].ID)
+	n, err := rl.Count(ctx, nostr.Filters{{Kinds: []int{7}, Tags: nostr.TagMap{"e": {note.ID}}}})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+}

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,10 +23,48 @@ import (
 
 // Store is the relay's event store. It is safe for concurrent use.
 type Store struct {
-	pool   *pgxpool.Pool
-	writer *outbox.Writer
-	rules  protocol.TopicRules
-	now    func() time.Time
+	pool    *pgxpool.Pool
+	writer  *outbox.Writer
+	rules   protocol.TopicRules
+	now     func() time.Time
+	members memberCache
+}
+
+// memberCache remembers authors known to be members, so that a batch of
+// regulars does not look them up again. Membership is never revoked, so a
+// cached entry never goes stale; the cache is cleared when it reaches
+// maxCachedMembers entries (about 15 MB).
+type memberCache struct {
+	mu    sync.Mutex
+	known map[string]struct{}
+}
+
+const maxCachedMembers = 100_000
+
+// unknown returns the authors not known to be members.
+func (c *memberCache) unknown(authors map[string]bool) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for a := range authors {
+		if _, ok := c.known[a]; !ok {
+			out = append(out, a)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// add remembers members (call after the commit that made them members).
+func (c *memberCache) add(members map[string]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.known == nil || len(c.known)+len(members) > maxCachedMembers {
+		c.known = make(map[string]struct{}, len(members))
+	}
+	for m := range members {
+		c.known[m] = struct{}{}
+	}
 }
 
 // New returns a Store that writes through writer (whose Run the caller runs) and
@@ -37,6 +77,9 @@ const (
 	msgDuplicate     = "duplicate: already have this event"
 	msgDeleted       = "blocked: this event was deleted"
 	msgDeletedByAuth = "blocked: this event was deleted by its author"
+
+	reasonNIP09      = "nip09"
+	reasonModeration = "moderation"
 )
 
 // Ingest stores verified, non-ephemeral events in one transaction ending with the
@@ -75,8 +118,40 @@ func retryable(err error) bool {
 	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001" || pgErr.Code == "23505")
 }
 
+// IngestTx stores events as Ingest does, but inside the caller's transaction,
+// which the caller commits and then announces (outbox.Notifier): a consumer
+// publishes the node's own events (labels, assertions) in the transaction that
+// moves its offset, so they are written exactly once with its other effects.
+// The events are trusted (no ValidateEvent: the node made and signed them); the
+// topic rules apply. The outbox append is the last statement: it holds the
+// outbox lock until the caller's commit, so commit soon after.
+func (s *Store) IngestTx(ctx context.Context, tx outbox.Batcher, evs []*nostr.Event) ([]protocol.Verdict, outbox.Range, error) {
+	p := s.newPlan(evs)
+	r, err := p.runTx(ctx, tx)
+	if err != nil {
+		return nil, outbox.Range{}, fmt.Errorf("ingest %d events: %w", len(evs), err)
+	}
+	return p.results, r, nil
+}
+
+// runTx loads, decides, writes and appends the outbox rows in tx.
+func (p *plan) runTx(ctx context.Context, tx outbox.Batcher) (outbox.Range, error) {
+	if err := p.load(ctx, tx); err != nil {
+		return outbox.Range{}, err
+	}
+	p.decide()
+	var b pgx.Batch
+	p.queueWrites(&b)
+	if b.Len() > 0 {
+		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+			return outbox.Range{}, fmt.Errorf("write events: %w", err)
+		}
+	}
+	return outbox.Append(ctx, tx, p.records)
+}
+
 func (s *Store) ingestOnce(ctx context.Context, evs []*nostr.Event) ([]protocol.Verdict, error) {
-	p := newPlan(evs, s.now(), s.rules)
+	p := s.newPlan(evs)
 	_, err := s.writer.WriteBatch(ctx, func(ctx context.Context, tx pgx.Tx, b *pgx.Batch) ([]outbox.Record, error) {
 		if err := p.load(ctx, tx); err != nil {
 			return nil, err
@@ -88,6 +163,7 @@ func (s *Store) ingestOnce(ctx context.Context, evs []*nostr.Event) ([]protocol.
 	if err != nil {
 		return nil, err
 	}
+	s.members.add(p.members) // committed
 	return p.results, nil
 }
 
@@ -100,6 +176,7 @@ type stored struct {
 	effectiveKey string
 	effective    bool
 	deleted      bool
+	reason       string // why it is deleted: nip09, expiration or moderation
 	topics       []string
 	isNew        bool
 	ev           *nostr.Event // new events only
@@ -120,12 +197,23 @@ type plan struct {
 	topicSeen  map[[2]string]bool         // (event id, topic) pairs loaded
 	newTombs   [][4]string                // target, pubkey, deletion id, created_at
 	deletedIDs []string                   // stored or new events deleted by this batch
+	hideIDs    []string                   // events to hide (reason moderation)
+	unhideIDs  []string                   // events to show again
+	unhidden   []string                   // events this plan shows again
+	outcomes   map[string]Outcome         // what hiding or unhiding did, by id
 	records    []outbox.Record
 
 	rules      protocol.TopicRules
 	refTopics  map[string][]string // referenced stored id or effective key -> its topics
-	members    map[string]bool     // authors known to be members (loaded or new)
+	members    map[string]bool     // authors known to be members (cached, loaded or new)
+	cache      *memberCache
 	newMembers [][2]string         // pubkey, first event id
+}
+
+func (s *Store) newPlan(evs []*nostr.Event) *plan {
+	p := newPlan(evs, s.now(), s.rules)
+	p.cache = &s.members
+	return p
 }
 
 func newPlan(evs []*nostr.Event, now time.Time, rules protocol.TopicRules) *plan {
@@ -134,13 +222,22 @@ func newPlan(evs []*nostr.Event, now time.Time, rules protocol.TopicRules) *plan
 		byID: map[string]*stored{}, versions: map[string][]*stored{},
 		tombIDs: map[string]map[string]bool{}, tombAddr: map[string]int64{},
 		oldWinner: map[string]string{}, touched: map[string]bool{}, topicSeen: map[[2]string]bool{},
-		rules: rules, refTopics: map[string][]string{}, members: map[string]bool{},
+		rules: rules, refTopics: map[string][]string{}, members: map[string]bool{}, outcomes: map[string]Outcome{},
 	}
 }
 
 // address is the NIP-09 'a' address of a replaceable or addressable event.
 func address(kind int, pubkey, d string) string {
 	return strconv.Itoa(kind) + ":" + pubkey + ":" + d
+}
+
+// addressOfKey maps an effective key to its 'a' address: "kind:pubkey:" for a
+// replaceable key, the key itself for an addressable one.
+func addressOfKey(key string) string {
+	if strings.Count(key, ":") == 1 {
+		return key + ":"
+	}
+	return key
 }
 
 // keyOfAddress maps an 'a' address to the effective key of the events it names.
@@ -193,13 +290,17 @@ func eventAddress(ev *nostr.Event) string {
 // load reads what the decisions need, after taking the effective-key locks, in
 // one pipelined round trip; a second one only when deletion targets turn out to
 // belong to keys not locked yet.
-func (p *plan) load(ctx context.Context, tx pgx.Tx) error {
+func (p *plan) load(ctx context.Context, tx outbox.Batcher) error {
 	ids := map[string]bool{}
 	targetIDs := map[string]bool{} // 'e' targets: their topics are needed for delete rows
 	keys := map[string]bool{}
 	addrs := map[string]bool{}
 	refIDs, refKeys := map[string]bool{}, map[string]bool{} // topic sources (inheritance)
 	authors := map[string]bool{}
+	for _, id := range slices.Concat(p.hideIDs, p.unhideIDs) {
+		ids[id] = true
+		targetIDs[id] = true
+	}
 	for _, ev := range p.evs {
 		ids[ev.ID] = true
 		authors[ev.PubKey] = true
@@ -232,7 +333,7 @@ func (p *plan) load(ctx context.Context, tx pgx.Tx) error {
 	}
 	var b pgx.Batch
 	queueLocks(&b, keys)
-	b.Queue(`SELECT id, pubkey, kind, created_at, coalesce(effective_key, ''), is_effective, deleted_at IS NOT NULL
+	b.Queue(`SELECT id, pubkey, kind, created_at, coalesce(effective_key, ''), is_effective, coalesce(deleted_reason, '')
 		FROM cn_relay.events WHERE id = ANY($1)`, setSlice(ids)).
 		Query(func(rows pgx.Rows) error { return p.scanStored(rows, nil) })
 	p.queueVersions(&b, keys, targetIDs)
@@ -248,7 +349,18 @@ func (p *plan) load(ctx context.Context, tx pgx.Tx) error {
 			JOIN cn_relay.event_topics t ON t.event_id = e.id WHERE e.effective_key = ANY($1)`, setSlice(refKeys)).
 			Query(p.scanRefTopics)
 	}
-	b.Queue("SELECT pubkey FROM cn_relay.members WHERE pubkey = ANY($1)", setSlice(authors)).Query(p.scanMembers)
+	lookup := setSlice(authors)
+	if p.cache != nil {
+		lookup = p.cache.unknown(authors)
+		for a := range authors {
+			if !slices.Contains(lookup, a) {
+				p.members[a] = true
+			}
+		}
+	}
+	if len(lookup) > 0 {
+		b.Queue("SELECT pubkey FROM cn_relay.members WHERE pubkey = ANY($1)", lookup).Query(p.scanMembers)
+	}
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
@@ -264,6 +376,12 @@ func (p *plan) load(ctx context.Context, tx pgx.Tx) error {
 		var b pgx.Batch
 		queueLocks(&b, more)
 		p.queueVersions(&b, more, nil)
+		var moreAddrs []string // for unhiding: NIP-09 'a' deletions of these keys
+		for k := range more {
+			moreAddrs = append(moreAddrs, addressOfKey(k))
+		}
+		b.Queue(`SELECT target, pubkey, max(created_at) FROM cn_relay.deletion_targets
+			WHERE target = ANY($1) GROUP BY target, pubkey`, moreAddrs).Query(p.scanTombstones)
 		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 			return fmt.Errorf("load more versions: %w", err)
 		}
@@ -282,7 +400,7 @@ func (p *plan) load(ctx context.Context, tx pgx.Tx) error {
 // those versions and of the events ids (deletion targets).
 func (p *plan) queueVersions(b *pgx.Batch, keys, ids map[string]bool) {
 	if len(keys) > 0 {
-		b.Queue(`SELECT id, pubkey, kind, created_at, effective_key, is_effective, deleted_at IS NOT NULL
+		b.Queue(`SELECT id, pubkey, kind, created_at, effective_key, is_effective, coalesce(deleted_reason, '')
 			FROM cn_relay.events WHERE effective_key = ANY($1)`, setSlice(keys)).
 			Query(func(rows pgx.Rows) error { return p.scanStored(rows, p.versions) })
 	}
@@ -369,9 +487,10 @@ func (p *plan) scanStored(rows pgx.Rows, into map[string][]*stored) error {
 	defer rows.Close()
 	for rows.Next() {
 		st := &stored{}
-		if err := rows.Scan(&st.id, &st.pubkey, &st.kind, &st.createdAt, &st.effectiveKey, &st.effective, &st.deleted); err != nil {
+		if err := rows.Scan(&st.id, &st.pubkey, &st.kind, &st.createdAt, &st.effectiveKey, &st.effective, &st.reason); err != nil {
 			return fmt.Errorf("scan event: %w", err)
 		}
+		st.deleted = st.reason != ""
 		if into == nil {
 			p.byID[st.id] = st
 			continue
@@ -455,6 +574,7 @@ func (p *plan) decide() {
 			p.applyDeletion(ev)
 		}
 	}
+	p.applyModeration()
 	p.settleKeys()
 }
 
@@ -558,19 +678,22 @@ func (p *plan) applyDeletion(ev *nostr.Event) {
 	}
 }
 
-// delete marks st deleted; a visible regular event gets its delete rows now,
-// effective-keyed events are settled in settleKeys.
+// delete marks st deleted (reason nip09 unless set); a visible regular event
+// gets its delete rows now, effective-keyed events are settled in settleKeys.
 func (p *plan) delete(st *stored) {
 	if st.deleted {
 		return
 	}
 	st.deleted = true
+	if st.reason == "" {
+		st.reason = reasonNIP09
+	}
 	p.deletedIDs = append(p.deletedIDs, st.id)
 	if st.effectiveKey != "" {
 		p.touched[st.effectiveKey] = true
 		return
 	}
-	p.deletes(st, "nip09")
+	p.deletes(st, st.reason)
 }
 
 // settleKeys recomputes the effective version of every touched key: the newest
@@ -589,7 +712,7 @@ func (p *plan) settleKeys() {
 		oldID := p.oldWinner[key]
 		for _, v := range p.versions[key] {
 			if v.id == oldID && v.deleted {
-				p.deletes(v, "nip09") // the visible version goes away
+				p.deletes(v, v.reason) // the visible version goes away
 			}
 			v.effective = v == winner
 		}
@@ -648,15 +771,19 @@ func (p *plan) queueWrites(b *pgx.Batch) {
 	if len(on) > 0 {
 		b.Queue("UPDATE cn_relay.events SET is_effective = true WHERE id = ANY($1)", on)
 	}
-	var oldDeleted []string
+	oldDeleted := map[string][]string{} // reason -> ids
 	for _, id := range p.deletedIDs {
-		if st := p.byID[id]; st == nil || !st.isNew {
-			oldDeleted = append(oldDeleted, id)
+		if st := p.byID[id]; st != nil && !st.isNew {
+			oldDeleted[st.reason] = append(oldDeleted[st.reason], id)
 		}
 	}
-	if len(oldDeleted) > 0 {
-		b.Queue(`UPDATE cn_relay.events SET deleted_at = now(), deleted_reason = 'nip09'
-			WHERE id = ANY($1) AND deleted_at IS NULL`, oldDeleted)
+	for _, reason := range slices.Sorted(maps.Keys(oldDeleted)) {
+		b.Queue(`UPDATE cn_relay.events SET deleted_at = now(), deleted_reason = $2
+			WHERE id = ANY($1) AND deleted_at IS NULL`, oldDeleted[reason], reason)
+	}
+	if len(p.unhidden) > 0 {
+		b.Queue(`UPDATE cn_relay.events SET deleted_at = NULL, deleted_reason = NULL
+			WHERE id = ANY($1) AND deleted_reason = 'moderation'`, p.unhidden)
 	}
 	if len(p.newMembers) > 0 {
 		slices.SortFunc(p.newMembers, func(x, y [2]string) int { return strings.Compare(x[0], y[0]) })

@@ -476,3 +476,56 @@ func TestTopics(t *testing.T) {
 	require.Len(t, got, 1)
 	require.Empty(t, got[0].Topics)
 }
+
+// moderate runs ModerateTx in a transaction of its own.
+func (f *fixture) moderate(t *testing.T, hide, unhide []string) map[string]Outcome {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := f.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	out, _, err := f.store.ModerateTx(ctx, tx, hide, unhide)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	return out
+}
+
+func TestModerate(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	note := f.event(t, 0, 1, base, nostr.Tags{topic("a"), topic("b")}, "rude")
+	p1 := f.event(t, 1, 0, base, nil, "p1")
+	p2 := f.event(t, 1, 0, base+5, nil, "p2")
+	f.ingest(t, note, p1, p2)
+	_, after := f.rows(t, 0)
+	key := "0:" + p1.PubKey
+
+	require.Equal(t, map[string]Outcome{note.ID: Hidden, p2.ID: Hidden}, f.moderate(t, []string{note.ID, p2.ID}, nil))
+	rows, after := f.rows(t, after)
+	require.ElementsMatch(t, []string{
+		"delete " + note.ID[:8] + " a  moderation", "delete " + note.ID[:8] + " b  moderation",
+		"delete " + p2.ID[:8] + " NODE " + key + " moderation", "upsert " + p1.ID[:8] + " NODE " + key,
+	}, rows, "hiding the effective version promotes the previous one")
+	require.Empty(t, f.query(t, nostr.Filter{IDs: []string{note.ID}, Limit: 10}))
+	require.Equal(t, []string{p1.ID}, f.query(t, nostr.Filter{Kinds: []int{0}, Limit: 10}))
+	require.Equal(t, []protocol.Verdict{{OK: false, Message: msgDeleted}}, f.ingest(t, note), "re-submitted, it stays hidden")
+	require.Equal(t, map[string]Outcome{note.ID: Unchanged}, f.moderate(t, []string{note.ID}, nil), "already hidden")
+	missing := strings.Repeat("ef", 32)
+	require.Equal(t, map[string]Outcome{missing: NotFound}, f.moderate(t, []string{missing}, []string{missing}))
+
+	require.Equal(t, map[string]Outcome{note.ID: Unhidden, p2.ID: Unhidden}, f.moderate(t, nil, []string{note.ID, p2.ID}))
+	rows, after = f.rows(t, after)
+	require.ElementsMatch(t, []string{
+		"upsert " + note.ID[:8] + " a", "upsert " + note.ID[:8] + " b",
+		"upsert " + p2.ID[:8] + " NODE " + key, // (an upsert with the key replaces p1, as a newer version does)
+	}, rows)
+	require.Equal(t, []string{note.ID}, f.query(t, nostr.Filter{IDs: []string{note.ID}, Limit: 10}))
+	require.Equal(t, []string{p2.ID}, f.query(t, nostr.Filter{Kinds: []int{0}, Limit: 10}))
+	require.Equal(t, map[string]Outcome{note.ID: Unchanged}, f.moderate(t, nil, []string{note.ID}), "not hidden")
+
+	// Moderation never undoes an author's deletion.
+	f.moderate(t, []string{note.ID}, nil)
+	f.ingest(t, f.event(t, 0, 5, base+1, nostr.Tags{{"e", note.ID}}, ""))
+	require.Equal(t, map[string]Outcome{note.ID: Unchanged}, f.moderate(t, nil, []string{note.ID}))
+	require.Empty(t, f.query(t, nostr.Filter{IDs: []string{note.ID}, Limit: 10}))
+}

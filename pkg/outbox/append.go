@@ -27,6 +27,13 @@ WITH ins AS (
 )
 SELECT coalesce(min(seq), 0), coalesce(max(seq), 0), count(*) FROM ins`
 
+// Batcher is what Append needs of a transaction: pgx.Tx, or the transaction a
+// pkg/consumer handler is given (so that a consumer can publish events, such as
+// the node's labels, in the same transaction as its offset).
+type Batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
 // Append inserts recs into the outbox inside tx and returns the seq values drawn.
 //
 // It must be the last statement of tx before COMMIT: it takes the outbox advisory
@@ -34,7 +41,7 @@ SELECT coalesce(min(seq), 0), coalesce(max(seq), 0), count(*) FROM ins`
 // transaction does after Append delays all other writers. The caller commits, then
 // announces the new rows with Notifier.Notify(r.Last) (Writer.Write does all of this).
 // Append with no records does nothing and takes no lock.
-func Append(ctx context.Context, tx pgx.Tx, recs []Record) (Range, error) {
+func Append(ctx context.Context, tx Batcher, recs []Record) (Range, error) {
 	return appendRecords(ctx, tx, recs, appendOptions{lock: true})
 }
 
@@ -48,7 +55,7 @@ type appendOptions struct {
 	asyncCommit bool
 }
 
-func appendRecords(ctx context.Context, tx pgx.Tx, recs []Record, opt appendOptions) (Range, error) {
+func appendRecords(ctx context.Context, tx Batcher, recs []Record, opt appendOptions) (Range, error) {
 	if len(recs) == 0 {
 		return Range{}, nil
 	}
