@@ -207,7 +207,7 @@ type plan struct {
 	refTopics  map[string][]string // referenced stored id or effective key -> its topics
 	members    map[string]bool     // authors known to be members (cached, loaded or new)
 	cache      *memberCache
-	newMembers [][2]string         // pubkey, first event id
+	newMembers [][2]string // pubkey, first event id
 }
 
 func (s *Store) newPlan(evs []*nostr.Event) *plan {

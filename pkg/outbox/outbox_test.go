@@ -68,10 +68,10 @@ func TestSequenceCacheIsOne(t *testing.T) {
 // appends and commits, a follower polls in between, then T1 commits. It returns what
 // the follower delivered and what was committed. appendFn nil means appending without
 // the lock, to show the failure the lock prevents.
-func outOfOrderCommit(t *testing.T, pool *pgxpool.Pool, appendFn func(context.Context, pgx.Tx, []Record) (Range, error)) (delivered, committed []string) {
+func outOfOrderCommit(t *testing.T, pool *pgxpool.Pool, appendFn func(context.Context, Batcher, []Record) (Range, error)) (delivered, committed []string) {
 	lock := appendFn != nil
 	if appendFn == nil {
-		appendFn = func(ctx context.Context, tx pgx.Tx, recs []Record) (Range, error) {
+		appendFn = func(ctx context.Context, tx Batcher, recs []Record) (Range, error) {
 			return appendRecords(ctx, tx, recs, appendOptions{})
 		}
 	}
