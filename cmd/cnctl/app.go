@@ -75,6 +75,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			outboxCommand(),
 			benchCommand(),
 			reindexCommand(),
+			nodeKeyCommand(),
+			moderationCommand(),
 		},
 	}
 }

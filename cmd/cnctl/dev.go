@@ -3,6 +3,8 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/kukuri/communitynode/internal/nodekey"
+
 	"github.com/kukuri/communitynode/internal/devnode"
 )
 
@@ -20,16 +22,22 @@ func devCommand() *cli.Command {
 				Usage: "address of the relay (WebSocket, NIP-11, /healthz, /metrics)"},
 			&cli.StringFlag{Name: "indexer-listen", Value: "127.0.0.1:7780", EnvVars: []string{"CN_INDEXER_LISTEN"},
 				Usage: "address of the indexer's search API (/v1/search, /healthz, /metrics)"},
+			&cli.StringFlag{Name: "moderator-listen", Value: "127.0.0.1:7781", EnvVars: []string{"CN_MODERATOR_LISTEN"},
+				Usage: "address of the moderator's /healthz and /metrics"},
+			&cli.StringFlag{Name: "node-key-file", Value: nodekey.DefaultFile, EnvVars: []string{"CN_NODE_KEY_FILE"},
+				Usage: "the node's key; created on first run"},
 		},
 		Action: func(c *cli.Context) error {
 			cfg := devnode.Config{
-				DatabaseURL:   databaseURL(c),
-				DataDir:       c.String("data-dir"),
-				Port:          c.Int("pg-port"),
-				RelayListen:   c.String("relay-listen"),
-				IndexerListen: c.String("indexer-listen"),
-				Logger:        textLogger(c),
-				Out:           c.App.Writer,
+				DatabaseURL:     databaseURL(c),
+				DataDir:         c.String("data-dir"),
+				Port:            c.Int("pg-port"),
+				RelayListen:     c.String("relay-listen"),
+				IndexerListen:   c.String("indexer-listen"),
+				ModeratorListen: c.String("moderator-listen"),
+				NodeKeyFile:     c.String("node-key-file"),
+				Logger:          textLogger(c),
+				Out:             c.App.Writer,
 			}
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}

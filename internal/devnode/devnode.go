@@ -4,6 +4,7 @@
 package devnode
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kukuri/communitynode/internal/indexer"
+	"github.com/kukuri/communitynode/internal/moderation"
+	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgembed"
 	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/relaynode"
@@ -36,7 +39,11 @@ type Config struct {
 	RelayListen string
 	// IndexerListen is where the indexer serves /v1/search, /healthz and /metrics.
 	IndexerListen string
-	Logger        *slog.Logger
+	// ModeratorListen is where the moderator serves /healthz and /metrics.
+	ModeratorListen string
+	// NodeKeyFile holds the node's key; it is created on the first run.
+	NodeKeyFile string
+	Logger      *slog.Logger
 	// Out receives the lines a developer reads: URLs and what is running.
 	Out io.Writer
 }
@@ -89,6 +96,15 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err := migrate(ctx, dbURL, cfg.Out); err != nil {
 		return err
 	}
+	keyFile := cmp.Or(cfg.NodeKeyFile, nodekey.DefaultFile)
+	key, created, err := nodekey.LoadOrGenerate(keyFile)
+	if err != nil {
+		return err
+	}
+	if created {
+		fmt.Fprintf(cfg.Out, "created the node key %s\n", keyFile)
+	}
+	fmt.Fprintf(cfg.Out, "node pubkey %s (%s)\n", key.PubKey, key.Npub())
 
 	// Every daemon of the node runs here, each with Run(ctx) error; the first that
 	// fails stops the others.
@@ -110,6 +126,12 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return indexer.Run(gctx, indexer.Options{DatabaseURL: dbURL, Listen: indexerListen, Logger: cfg.Logger.With("daemon", "indexer")})
 	})
 	fmt.Fprintf(cfg.Out, "indexer: http://%s/v1/search?q=... (consumer %s; /healthz and /metrics on the same address)\n", indexerListen, indexer.ConsumerName)
+	moderatorListen := cmp.Or(cfg.ModeratorListen, "127.0.0.1:7781")
+	g.Go(func() error {
+		return moderation.Run(gctx, moderation.Options{DatabaseURL: dbURL, Listen: moderatorListen, Key: key,
+			Logger: cfg.Logger.With("daemon", "moderator")})
+	})
+	fmt.Fprintf(cfg.Out, "moderator: http://%s/metrics (consumer %s; labels signed by %s)\n", moderatorListen, moderation.ConsumerName, key.Npub())
 	fmt.Fprintln(cfg.Out, "node is up; press Ctrl-C to stop")
 	<-gctx.Done()
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {

@@ -3,6 +3,7 @@ package devnode
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -36,15 +37,19 @@ func (s *syncBuffer) String() string {
 
 func TestRunMigratesAndStopsOnCancel(t *testing.T) {
 	url := pgtest.EmptyDatabase(t)
+	keyFile := filepath.Join(t.TempDir(), "node.key")
 	var out syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Config{DatabaseURL: url, Out: &out, RelayListen: "127.0.0.1:0", IndexerListen: "127.0.0.1:0"})
+		done <- Run(ctx, Config{DatabaseURL: url, Out: &out, RelayListen: "127.0.0.1:0", IndexerListen: "127.0.0.1:0",
+			ModeratorListen: "127.0.0.1:0", NodeKeyFile: keyFile})
 	}()
 	require.Eventually(t, func() bool { return bytes.Contains([]byte(out.String()), []byte("node is up")) },
 		30*time.Second, 20*time.Millisecond)
 	require.Contains(t, out.String(), "applied migration 0001_outbox_foundation")
+	require.Contains(t, out.String(), "created the node key "+keyFile)
+	require.Contains(t, out.String(), "moderator: http://")
 
 	conn, err := pgx.Connect(context.Background(), url)
 	require.NoError(t, err)

@@ -35,6 +35,15 @@ type Handler interface {
 	Handle(ctx context.Context, tx Tx, rows []outbox.Row) error
 }
 
+// AfterCommitter is implemented by handlers that want to know when the batch
+// their last successful Handle call belongs to has committed: a handler that
+// appended to the outbox in its transaction announces the new rows from
+// AfterCommit (outbox.Notifier). It is called from the consumer's goroutine,
+// never after a failed or rolled-back commit.
+type AfterCommitter interface {
+	AfterCommit()
+}
+
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(ctx context.Context, tx Tx, rows []outbox.Row) error
 
@@ -497,6 +506,9 @@ func (c *Consumer) commitBatch(ctx context.Context, generation, last int64, rows
 	}
 	if park == nil {
 		c.m.processed.Add(float64(len(rows)))
+		if ac, ok := c.handler.(AfterCommitter); ok {
+			ac.AfterCommit()
+		}
 	}
 	c.m.batchDuration.Observe(time.Since(start).Seconds())
 	return nil

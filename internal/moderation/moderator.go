@@ -1,0 +1,444 @@
+package moderation
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kukuri/communitynode/internal/nodekey"
+	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/pkg/consumer"
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+// ConsumerName is the moderator's consumer (its row in cn_relay.consumer_offsets).
+const ConsumerName = "moderation-v1"
+
+// DefaultNamespace is the NIP-32 label namespace (`L`) of the node's labels.
+const DefaultNamespace = "social.kukuri.moderation"
+
+// Config configures a Moderator.
+type Config struct {
+	Key       nodekey.Key  // signs the labels and their retractions
+	Store     *store.Store // writes them (and hides) in the consumer's transaction
+	Namespace string       // NIP-32 namespace; DefaultNamespace when empty
+	// Notifier, if set, announces the outbox rows the moderator appended once
+	// their batch committed, so relays deliver labels live at once.
+	Notifier   *outbox.Notifier
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+	Now        func() time.Time // the time recorded with decisions; time.Now when nil
+}
+
+// Moderator is the moderation-v1 handler (pkg/consumer). Per batch, in the
+// consumer's transaction, it:
+//
+//   - runs the content rules on every stored event an upsert row names (never on
+//     the node's own events), whatever the event's current state, so that a
+//     replay makes the same decisions;
+//   - tallies NIP-56 reports (kind 1984) per target and runs the report rules on
+//     each reported event that got a report;
+//   - emits one NIP-32 label per (rule version, target) through the store: its
+//     created_at is the target's, so its id is deterministic and a replayed label
+//     is a duplicate; it inherits the target's topics;
+//   - hides events (store.ModerateTx) for `hide` rules unless an operator has
+//     decided about them, queues `hold` rules' events for the operator;
+//   - takes back (NIP-09, signed by the node) the labels of a target its author
+//     deleted or that expired, and withdraws deleted reports from the tally.
+//
+// Every effect is keyed (label id, report and target, rule decision per event)
+// and commits with the offset, so a replay or a crash mid-batch ends in the same
+// state.
+type Moderator struct {
+	cfg      Config
+	m        *metrics
+	compiled map[string]*compiled // by name@version
+
+	pending     outbox.Range // appended by the last Handle
+	pendingDone counts       // what the last Handle did, counted after its commit
+}
+
+// New returns a Moderator.
+func New(cfg Config) *Moderator {
+	if cfg.Namespace == "" {
+		cfg.Namespace = DefaultNamespace
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Moderator{cfg: cfg, m: newMetrics(cfg.Registerer), compiled: map[string]*compiled{}}
+}
+
+// target is a stored event as the rules see it.
+type target struct {
+	*nostr.Event
+	effectiveKey string
+	topics       []string
+}
+
+// fired is one rule firing on one event.
+type fired struct {
+	rule   *compiled
+	target *target
+}
+
+// counts are the metrics of one batch.
+type counts struct {
+	labels  map[string]int // by rule
+	hides   int
+	reports map[string]int // by type
+	ruleDur time.Duration
+}
+
+// Handle applies rows; see Moderator.
+func (m *Moderator) Handle(ctx context.Context, tx consumer.Tx, rows []outbox.Row) error {
+	m.pending, m.pendingDone = outbox.Range{}, counts{labels: map[string]int{}, reports: map[string]int{}}
+	var upserts []string
+	seen := map[string]bool{}
+	var deletes []outbox.Row
+	for _, r := range rows {
+		switch {
+		case r.Op == outbox.OpUpsert && !seen[r.EventID]:
+			seen[r.EventID] = true
+			upserts = append(upserts, r.EventID)
+		case r.Op == outbox.OpDelete && r.Reason != "moderation" && !seen["-"+r.EventID]:
+			seen["-"+r.EventID] = true
+			deletes = append(deletes, r)
+		}
+	}
+
+	var contentRules, reportRules []*compiled
+	targets := map[string]*target{}
+	var b pgx.Batch
+	b.Queue("SELECT spec, version FROM cn_moderation.rules ORDER BY position, name").Query(func(rows pgx.Rows) error {
+		var err error
+		contentRules, reportRules, err = m.scanRules(rows)
+		return err
+	})
+	queueLoadTargets(&b, upserts, targets)
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return fmt.Errorf("load rules and events: %w", err)
+	}
+
+	start := time.Now()
+	var fires []fired
+	var reports []report
+	for _, id := range upserts {
+		t := targets[id]
+		if t == nil || t.PubKey == m.cfg.Key.PubKey {
+			continue
+		}
+		var lower string
+		lowerOnce := func() string {
+			if lower == "" {
+				lower = strings.ToLower(t.Content)
+			}
+			return lower
+		}
+		for _, r := range contentRules {
+			if r.matchesEvent(t, lowerOnce) {
+				fires = append(fires, fired{rule: r, target: t})
+			}
+		}
+		if t.Kind == nostr.KindReporting {
+			reports = append(reports, parseReport(t.Event)...)
+		}
+	}
+	m.pendingDone.ruleDur = time.Since(start)
+
+	if err := m.tallyReports(ctx, tx, reports, reportRules, targets, &fires); err != nil {
+		return err
+	}
+	labels, err := m.writeLabels(ctx, tx, fires)
+	if err != nil {
+		return err
+	}
+	retractions, err := m.retract(ctx, tx, deletes)
+	if err != nil {
+		return err
+	}
+	hides, err := m.decide(ctx, tx, fires)
+	if err != nil {
+		return err
+	}
+
+	// Last: the store writes the node's events and hides, ending with the
+	// outbox append (which holds the outbox lock until our commit).
+	evs := append(labels, retractions...)
+	if len(evs) == 0 && len(hides) == 0 {
+		return nil
+	}
+	p, err := m.cfg.Store.PublishTx(ctx, tx, evs, hides, nil)
+	if err != nil {
+		return err
+	}
+	for i, v := range p.Verdicts {
+		if i < len(labels) && v.OK && v.Message == "" {
+			m.pendingDone.labels[fires[i].rule.Name]++
+		}
+	}
+	for _, o := range p.Outcomes {
+		if o == store.Hidden {
+			m.pendingDone.hides++
+		}
+	}
+	m.pending = p.Range
+	return nil
+}
+
+// AfterCommit announces what the last batch appended and counts what it did.
+func (m *Moderator) AfterCommit() {
+	if m.pending.Last > 0 && m.cfg.Notifier != nil {
+		m.cfg.Notifier.Notify(m.pending.Last)
+	}
+	for rule, n := range m.pendingDone.labels {
+		m.m.labels.WithLabelValues(rule).Add(float64(n))
+	}
+	m.m.hides.WithLabelValues("rule").Add(float64(m.pendingDone.hides))
+	for typ, n := range m.pendingDone.reports {
+		m.m.reports.WithLabelValues(typ).Add(float64(n))
+	}
+	m.m.ruleSeconds.Observe(m.pendingDone.ruleDur.Seconds())
+	m.pending, m.pendingDone = outbox.Range{}, counts{}
+}
+
+// scanRules compiles the stored rules (cached by name@version).
+func (m *Moderator) scanRules(rows pgx.Rows) (content, reports []*compiled, err error) {
+	sr, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StoredRule, error) {
+		var s StoredRule
+		var spec []byte
+		if err := row.Scan(&spec, &s.Version); err != nil {
+			return s, err
+		}
+		return s, json.Unmarshal(spec, &s.Rule)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("load rules: %w", err)
+	}
+	for _, s := range sr {
+		key := s.Name + "@" + strconv.Itoa(s.Version)
+		c := m.compiled[key]
+		if c == nil {
+			if c, err = compile(s.Rule, s.Version); err != nil {
+				return nil, nil, err
+			}
+			m.compiled[key] = c
+		}
+		if c.IsReportRule() {
+			reports = append(reports, c)
+		} else {
+			content = append(content, c)
+		}
+	}
+	return content, reports, nil
+}
+
+// queueLoadTargets queues the read of events by id (any state) with their topics.
+func queueLoadTargets(b *pgx.Batch, ids []string, into map[string]*target) {
+	if len(ids) == 0 {
+		return
+	}
+	b.Queue(`SELECT e.id, e.pubkey, e.created_at, e.kind, e.tags, e.content, e.sig, coalesce(e.effective_key, ''),
+			ARRAY(SELECT t.topic_id FROM cn_relay.event_topics t WHERE t.event_id = e.id)
+		FROM cn_relay.events e WHERE e.id = ANY($1)`, ids).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			ev := &nostr.Event{}
+			t := &target{Event: ev}
+			var createdAt int64
+			var kind int32
+			if err := rows.Scan(&ev.ID, &ev.PubKey, &createdAt, &kind, &ev.Tags, &ev.Content, &ev.Sig, &t.effectiveKey, &t.topics); err != nil {
+				return fmt.Errorf("load events: %w", err)
+			}
+			ev.CreatedAt, ev.Kind = nostr.Timestamp(createdAt), int(kind)
+			into[ev.ID] = t
+		}
+		return rows.Err()
+	})
+}
+
+// labelEvent is the node's NIP-32 label of t by rule r. Everything in it comes
+// from (r, t), so the same rule version labelling the same event always makes
+// the same event id.
+func (m *Moderator) labelEvent(r *compiled, t *target) (*nostr.Event, error) {
+	ns := m.cfg.Namespace
+	tags := nostr.Tags{{"L", ns}, {"l", r.Label, ns}, {"e", t.ID}, {"p", t.PubKey}}
+	if t.effectiveKey != "" && protocol.ClassOf(t.Kind) == protocol.Addressable {
+		tags = append(tags, nostr.Tag{"a", t.effectiveKey})
+	}
+	if r.Expire > 0 {
+		tags = append(tags, nostr.Tag{"expiration", strconv.FormatInt(int64(t.CreatedAt)+int64(time.Duration(r.Expire)/time.Second), 10)})
+	}
+	ev := &nostr.Event{
+		Kind:      1985,
+		CreatedAt: t.CreatedAt,
+		Tags:      tags,
+		Content:   fmt.Sprintf("rule %s version %d", r.Name, r.version),
+	}
+	if err := m.cfg.Key.Sign(ev); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// writeLabels signs the labels of fires (in order) and records them.
+func (m *Moderator) writeLabels(ctx context.Context, tx consumer.Tx, fires []fired) ([]*nostr.Event, error) {
+	if len(fires) == 0 {
+		return nil, nil
+	}
+	labels := make([]*nostr.Event, len(fires))
+	ids, targets, rules, labelValues := make([]string, len(fires)), make([]string, len(fires)), make([]string, len(fires)), make([]string, len(fires))
+	versions := make([]int32, len(fires))
+	for i, f := range fires {
+		ev, err := m.labelEvent(f.rule, f.target)
+		if err != nil {
+			return nil, err
+		}
+		labels[i] = ev
+		ids[i], targets[i], rules[i], labelValues[i], versions[i] = ev.ID, f.target.ID, f.rule.Name, f.rule.Label, int32(f.rule.version)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO cn_moderation.labels (label_id, target_id, rule, rule_version, label)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[]) ON CONFLICT DO NOTHING`,
+		ids, targets, rules, versions, labelValues); err != nil {
+		return nil, fmt.Errorf("record labels: %w", err)
+	}
+	return labels, nil
+}
+
+// retract takes back, with one NIP-09 deletion per target, the labels of targets
+// their author deleted or that expired, and withdraws deleted reports.
+func (m *Moderator) retract(ctx context.Context, tx consumer.Tx, deletes []outbox.Row) ([]*nostr.Event, error) {
+	if len(deletes) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(deletes))
+	createdAt := map[string]int64{}
+	var reportIDs []string
+	for i, r := range deletes {
+		ids[i] = r.EventID
+		createdAt[r.EventID] = r.CreatedAt
+		if r.Kind == nostr.KindReporting {
+			reportIDs = append(reportIDs, r.EventID)
+		}
+	}
+	if len(reportIDs) > 0 {
+		if _, err := tx.Exec(ctx, "UPDATE cn_moderation.reports SET withdrawn = true WHERE report_id = ANY($1) AND NOT withdrawn", reportIDs); err != nil {
+			return nil, fmt.Errorf("withdraw reports: %w", err)
+		}
+	}
+	rows, err := tx.Query(ctx, `SELECT target_id, label_id FROM cn_moderation.labels
+		WHERE target_id = ANY($1) AND retracted_by IS NULL ORDER BY target_id, label_id`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("find labels to retract: %w", err)
+	}
+	byTarget := map[string][]string{}
+	for rows.Next() {
+		var tid, lid string
+		if err := rows.Scan(&tid, &lid); err != nil {
+			return nil, fmt.Errorf("find labels to retract: %w", err)
+		}
+		byTarget[tid] = append(byTarget[tid], lid)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("find labels to retract: %w", err)
+	}
+	var out []*nostr.Event
+	var labelIDs, by []string
+	for _, tid := range slices.Sorted(maps.Keys(byTarget)) {
+		tags := nostr.Tags{}
+		for _, lid := range byTarget[tid] {
+			tags = append(tags, nostr.Tag{"e", lid})
+		}
+		tags = append(tags, nostr.Tag{"k", "1985"})
+		del := &nostr.Event{Kind: nostr.KindDeletion, CreatedAt: nostr.Timestamp(createdAt[tid]), Tags: tags,
+			Content: "the labelled event was deleted"}
+		if err := m.cfg.Key.Sign(del); err != nil {
+			return nil, err
+		}
+		out = append(out, del)
+		for _, lid := range byTarget[tid] {
+			labelIDs, by = append(labelIDs, lid), append(by, del.ID)
+		}
+	}
+	if len(labelIDs) > 0 {
+		if _, err := tx.Exec(ctx, `UPDATE cn_moderation.labels l SET retracted_by = u.by
+			FROM unnest($1::text[], $2::text[]) AS u(id, by) WHERE l.label_id = u.id`, labelIDs, by); err != nil {
+			return nil, fmt.Errorf("record retractions: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// decide records the rules' hide and hold decisions and returns the events to
+// hide: those of `hide` rules about which no operator has decided.
+func (m *Moderator) decide(ctx context.Context, tx consumer.Tx, fires []fired) ([]string, error) {
+	var ids, actions, actors, reasons []string
+	for _, f := range fires {
+		if f.rule.Action == ActionLabel {
+			continue
+		}
+		ids = append(ids, f.target.ID)
+		actions = append(actions, f.rule.Action)
+		actors = append(actors, f.rule.ref())
+		reasons = append(reasons, "label "+f.rule.Label)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	decided := map[string]bool{}
+	rows, err := tx.Query(ctx, "SELECT DISTINCT event_id FROM cn_moderation.actions WHERE event_id = ANY($1) AND source = 'operator'", ids)
+	if err != nil {
+		return nil, fmt.Errorf("load operator decisions: %w", err)
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("load operator decisions: %w", err)
+		}
+		decided[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load operator decisions: %w", err)
+	}
+	var hide []string
+	var keep []int
+	for i, id := range ids {
+		if decided[id] {
+			continue // the operator's decision stands
+		}
+		keep = append(keep, i)
+		if actions[i] == ActionHide && !slices.Contains(hide, id) {
+			hide = append(hide, id)
+		}
+	}
+	pick := func(s []string) []string {
+		out := make([]string, len(keep))
+		for j, i := range keep {
+			out[j] = s[i]
+		}
+		return out
+	}
+	if len(keep) > 0 {
+		if _, err := tx.Exec(ctx, `INSERT INTO cn_moderation.actions (event_id, action, source, actor, reason, at)
+			SELECT id, a, 'rule', actor, reason, $5 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(id, a, actor, reason)
+			ON CONFLICT DO NOTHING`, pick(ids), pick(actions), pick(actors), pick(reasons), m.cfg.Now()); err != nil {
+			return nil, fmt.Errorf("record decisions: %w", err)
+		}
+	}
+	sort.Strings(hide)
+	return hide, nil
+}

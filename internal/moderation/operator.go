@@ -1,0 +1,119 @@
+package moderation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+// ErrNotFound is returned when an operator names an event that is not stored.
+var ErrNotFound = errors.New("no such event")
+
+// Decide applies an operator's decision about an event ("hide", "unhide" or
+// "dismiss": looked at, leave it) and records it (who, when, why) in
+// cn_moderation.actions, in one transaction; then it announces the outbox rows.
+// An operator's decision is final for the rules: the moderator never hides an
+// event an operator decided about. It returns what happened to the event.
+func Decide(ctx context.Context, pool *pgxpool.Pool, st *store.Store, eventID, action, actor, reason string) (store.Outcome, error) {
+	var hide, unhide []string
+	switch action {
+	case "hide":
+		hide = []string{eventID}
+	case "unhide":
+		unhide = []string{eventID}
+	case "dismiss":
+	default:
+		return "", fmt.Errorf("unknown decision %q", action)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", action, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	var exists bool
+	if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM cn_relay.events WHERE id = $1)", eventID).Scan(&exists); err != nil {
+		return "", fmt.Errorf("%s: %w", action, err)
+	}
+	if !exists {
+		return store.NotFound, fmt.Errorf("%w: %s", ErrNotFound, eventID)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO cn_moderation.actions (event_id, action, source, actor, reason, at)
+		VALUES ($1, $2, 'operator', $3, $4, $5)`, eventID, action, actor, reason, time.Now()); err != nil {
+		return "", fmt.Errorf("record %s: %w", action, err)
+	}
+	outcome := store.Unchanged
+	var r outbox.Range
+	if hide != nil || unhide != nil {
+		p, err := st.PublishTx(ctx, tx, nil, hide, unhide)
+		if err != nil {
+			return "", err
+		}
+		outcome, r = p.Outcomes[eventID], p.Range
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return "", fmt.Errorf("%s: %w", action, err)
+	}
+	if r.Last > 0 {
+		// A wake-up only: consumers also poll, so a lost NOTIFY loses nothing.
+		_, _ = pool.Exec(ctx, "SELECT pg_notify($1, $2)", outbox.Channel, fmt.Sprint(r.Last))
+	}
+	return outcome, nil
+}
+
+// QueueItem is an event that needs an operator's decision: it has open reports
+// or a rule put it on hold, and no operator has decided about it yet.
+type QueueItem struct {
+	EventID   string         `json:"event_id"`
+	Reporters int            `json:"reporters"`
+	Reports   map[string]int `json:"reports"` // by NIP-56 type
+	Held      []string       `json:"held_by,omitempty"`
+	Hidden    bool           `json:"hidden"`
+	LastAt    int64          `json:"last_report_at"` // created_at of the newest report (0: none)
+}
+
+// Queue lists the events waiting for an operator, newest report first.
+func Queue(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, limit int) ([]QueueItem, error) {
+	rows, err := q.Query(ctx, `
+		WITH open AS (
+			SELECT target AS event_id, count(DISTINCT reporter) AS reporters, max(created_at) AS last_at
+			FROM cn_moderation.reports WHERE target_kind = 'event' AND NOT withdrawn GROUP BY target
+		), types AS (
+			SELECT target AS event_id, jsonb_object_agg(report_type, n) AS types
+			FROM (SELECT target, report_type, count(*) AS n FROM cn_moderation.reports
+			      WHERE target_kind = 'event' AND NOT withdrawn GROUP BY target, report_type) t
+			GROUP BY target
+		), held AS (
+			SELECT event_id, array_agg(actor ORDER BY actor) AS held_by FROM cn_moderation.actions
+			WHERE source = 'rule' AND action = 'hold' GROUP BY event_id
+		)
+		SELECT coalesce(o.event_id, h.event_id), coalesce(o.reporters, 0),
+		       coalesce((SELECT types FROM types t WHERE t.event_id = o.event_id), '{}'::jsonb),
+		       coalesce(h.held_by, '{}'), coalesce(o.last_at, 0),
+		       EXISTS (SELECT 1 FROM cn_relay.events e WHERE e.id = coalesce(o.event_id, h.event_id) AND e.deleted_reason = 'moderation')
+		FROM open o FULL JOIN held h ON h.event_id = o.event_id
+		WHERE NOT EXISTS (SELECT 1 FROM cn_moderation.actions a
+		                  WHERE a.event_id = coalesce(o.event_id, h.event_id) AND a.source = 'operator')
+		ORDER BY coalesce(o.last_at, 0) DESC, 1
+		LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("moderation queue: %w", err)
+	}
+	items, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (QueueItem, error) {
+		var it QueueItem
+		err := row.Scan(&it.EventID, &it.Reporters, &it.Reports, &it.Held, &it.LastAt, &it.Hidden)
+		return it, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("moderation queue: %w", err)
+	}
+	return items, nil
+}
