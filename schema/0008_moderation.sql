@@ -35,21 +35,27 @@ CREATE TABLE cn_moderation.rule_changes (
 );
 
 -- The NIP-32 labels (kind 1985, signed by the node key) the moderator emitted:
--- one per (target, rule, version), so its event id is deterministic. retracted_by
--- is the node's NIP-09 deletion that took it back when the target was deleted.
+-- one per (target, rule, version), so its event id is deterministic. seq is the
+-- outbox row that made the rule fire; retracted_by is the node's NIP-09 deletion
+-- that took the label back when the target was deleted (only labels from before
+-- the deletion's row: a replay decides as of each row, never with hindsight).
 CREATE TABLE cn_moderation.labels (
     label_id     text    PRIMARY KEY,
     target_id    text    NOT NULL,
     rule         text    NOT NULL,
     rule_version integer NOT NULL,
     label        text    NOT NULL,
+    seq          bigint  NOT NULL,
     retracted_by text
 );
 CREATE INDEX labels_target_id_idx ON cn_moderation.labels (target_id);
 
 -- NIP-56 reports (kind 1984), one row per (report, target). target is an event
--- id (target_kind 'event') or a pubkey ('pubkey': a report about a person).
--- withdrawn: the reporter deleted the report, or it expired.
+-- id (target_kind 'event') or a pubkey ('pubkey': a report about a person). seq
+-- is the outbox row that brought the report, withdrawn_seq the one that took it
+-- away (the reporter deleted it, or it expired): report rules count the reports
+-- open as of the row they run on, so a replay counts exactly what the live run
+-- counted.
 CREATE TABLE cn_moderation.reports (
     report_id     text    NOT NULL,
     target        text    NOT NULL,
@@ -58,7 +64,8 @@ CREATE TABLE cn_moderation.reports (
     reporter      text    NOT NULL,
     report_type   text    NOT NULL,
     created_at    bigint  NOT NULL,
-    withdrawn     boolean NOT NULL DEFAULT false,
+    seq           bigint  NOT NULL,
+    withdrawn_seq bigint,
     PRIMARY KEY (report_id, target)
 );
 CREATE INDEX reports_target_idx ON cn_moderation.reports (target, created_at);

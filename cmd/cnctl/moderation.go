@@ -22,8 +22,11 @@ func moderationCommand() *cli.Command {
 			Name:      name,
 			Usage:     usage,
 			ArgsUsage: "EVENT_ID",
-			Flags:     []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why (recorded with the decision)", Required: name == "hide"}},
+			Flags:     []cli.Flag{databaseURLFlag(), &cli.StringFlag{Name: "reason", Usage: "why (recorded with the decision)", Required: name == "hide"}},
 			Action: func(c *cli.Context) error {
+				if err := flagsFirst(c); err != nil {
+					return err
+				}
 				id := c.Args().First()
 				if c.NArg() != 1 || len(id) != 64 || strings.Trim(id, "0123456789abcdef") != "" {
 					return usageError{fmt.Errorf("%s needs one event id (64 hex characters)", name)}
@@ -56,6 +59,7 @@ func moderationCommand() *cli.Command {
 						Usage:     "make a rules file (YAML) the rule set: prints the changes; --execute applies them",
 						ArgsUsage: "FILE",
 						Flags: []cli.Flag{
+							databaseURLFlag(),
 							&cli.BoolFlag{Name: "execute", Usage: "apply the changes (default: only show them)"},
 							&cli.BoolFlag{Name: "rejudge", Usage: "after applying, replay the retained outbox through the new rules (moves moderation-v1 to the earliest retained row)"},
 						},
@@ -64,7 +68,7 @@ func moderationCommand() *cli.Command {
 					{
 						Name:  "list",
 						Usage: "the rules in force, with their versions",
-						Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "one JSON object per rule"}},
+						Flags: []cli.Flag{databaseURLFlag(), &cli.BoolFlag{Name: "json", Usage: "one JSON object per rule"}},
 						Action: func(c *cli.Context) error {
 							pool, err := connectPool(c)
 							if err != nil {
@@ -102,6 +106,7 @@ func moderationCommand() *cli.Command {
 				Name:  "queue",
 				Usage: "events waiting for a decision (open reports, held by a rule), newest report first",
 				Flags: []cli.Flag{
+					databaseURLFlag(),
 					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most this many events"},
 					&cli.BoolFlag{Name: "json", Usage: "one JSON object per event"},
 				},
@@ -146,7 +151,22 @@ func moderationCommand() *cli.Command {
 	}
 }
 
+// flagsFirst refuses flags written after the arguments (the command-line
+// parser stops at the first argument), saying where they go.
+func flagsFirst(c *cli.Context) error {
+	for _, a := range c.Args().Slice()[1:] {
+		if strings.HasPrefix(a, "-") {
+			return usageError{fmt.Errorf("flag %s after the arguments: put flags first (cnctl moderation %s [flags] %s)",
+				a, c.Command.Name, c.Command.ArgsUsage)}
+		}
+	}
+	return nil
+}
+
 func rulesApply(c *cli.Context) error {
+	if err := flagsFirst(c); err != nil {
+		return err
+	}
 	if c.NArg() != 1 {
 		return usageError{errors.New("rules apply needs one rules file")}
 	}

@@ -91,10 +91,11 @@ type target struct {
 	topics       []string
 }
 
-// fired is one rule firing on one event.
+// fired is one rule firing on one event, at the outbox row seq.
 type fired struct {
 	rule   *compiled
 	target *target
+	seq    int64
 }
 
 // counts are the metrics of one batch.
@@ -108,7 +109,10 @@ type counts struct {
 // Handle applies rows; see Moderator.
 func (m *Moderator) Handle(ctx context.Context, tx consumer.Tx, rows []outbox.Row) error {
 	m.pending, m.pendingDone = outbox.Range{}, counts{labels: map[string]int{}, reports: map[string]int{}}
+	// Every decision is taken as of the row that causes it (its seq), never
+	// with hindsight, so that batches cut anywhere and replays decide alike.
 	var upserts []string
+	upsertSeq := map[string]int64{}
 	seen := map[string]bool{}
 	var deletes []outbox.Row
 	for _, r := range rows {
@@ -116,6 +120,7 @@ func (m *Moderator) Handle(ctx context.Context, tx consumer.Tx, rows []outbox.Ro
 		case r.Op == outbox.OpUpsert && !seen[r.EventID]:
 			seen[r.EventID] = true
 			upserts = append(upserts, r.EventID)
+			upsertSeq[r.EventID] = r.Seq
 		case r.Op == outbox.OpDelete && r.Reason != "moderation" && !seen["-"+r.EventID]:
 			seen["-"+r.EventID] = true
 			deletes = append(deletes, r)
@@ -152,16 +157,25 @@ func (m *Moderator) Handle(ctx context.Context, tx consumer.Tx, rows []outbox.Ro
 		}
 		for _, r := range contentRules {
 			if r.matchesEvent(t, lowerOnce) {
-				fires = append(fires, fired{rule: r, target: t})
+				fires = append(fires, fired{rule: r, target: t, seq: upsertSeq[id]})
 			}
 		}
 		if t.Kind == nostr.KindReporting {
-			reports = append(reports, parseReport(t.Event)...)
+			for _, rep := range parseReport(t.Event) {
+				rep.seq = upsertSeq[id]
+				reports = append(reports, rep)
+			}
 		}
 	}
 	m.pendingDone.ruleDur = time.Since(start)
 
-	if err := m.tallyReports(ctx, tx, reports, reportRules, targets, &fires); err != nil {
+	if err := m.recordReports(ctx, tx, reports); err != nil {
+		return err
+	}
+	if err := withdrawReports(ctx, tx, deletes); err != nil {
+		return err
+	}
+	if err := m.runReportRules(ctx, tx, reports, reportRules, targets, &fires); err != nil {
 		return err
 	}
 	labels, err := m.writeLabels(ctx, tx, fires)
@@ -303,6 +317,7 @@ func (m *Moderator) writeLabels(ctx context.Context, tx consumer.Tx, fires []fir
 	labels := make([]*nostr.Event, len(fires))
 	ids, targets, rules, labelValues := make([]string, len(fires)), make([]string, len(fires)), make([]string, len(fires)), make([]string, len(fires))
 	versions := make([]int32, len(fires))
+	seqs := make([]int64, len(fires))
 	for i, f := range fires {
 		ev, err := m.labelEvent(f.rule, f.target)
 		if err != nil {
@@ -310,37 +325,30 @@ func (m *Moderator) writeLabels(ctx context.Context, tx consumer.Tx, fires []fir
 		}
 		labels[i] = ev
 		ids[i], targets[i], rules[i], labelValues[i], versions[i] = ev.ID, f.target.ID, f.rule.Name, f.rule.Label, int32(f.rule.version)
+		seqs[i] = f.seq
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO cn_moderation.labels (label_id, target_id, rule, rule_version, label)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[]) ON CONFLICT DO NOTHING`,
-		ids, targets, rules, versions, labelValues); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO cn_moderation.labels (label_id, target_id, rule, rule_version, label, seq)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::bigint[]) ON CONFLICT DO NOTHING`,
+		ids, targets, rules, versions, labelValues, seqs); err != nil {
 		return nil, fmt.Errorf("record labels: %w", err)
 	}
 	return labels, nil
 }
 
 // retract takes back, with one NIP-09 deletion per target, the labels of targets
-// their author deleted or that expired, and withdraws deleted reports.
+// their author deleted or that expired: the labels made before the deletion's
+// row (a label made after it, by a later report, stays).
 func (m *Moderator) retract(ctx context.Context, tx consumer.Tx, deletes []outbox.Row) ([]*nostr.Event, error) {
 	if len(deletes) == 0 {
 		return nil, nil
 	}
 	ids := make([]string, len(deletes))
-	createdAt := map[string]int64{}
-	var reportIDs []string
+	deleted := map[string]outbox.Row{}
 	for i, r := range deletes {
 		ids[i] = r.EventID
-		createdAt[r.EventID] = r.CreatedAt
-		if r.Kind == nostr.KindReporting {
-			reportIDs = append(reportIDs, r.EventID)
-		}
+		deleted[r.EventID] = r
 	}
-	if len(reportIDs) > 0 {
-		if _, err := tx.Exec(ctx, "UPDATE cn_moderation.reports SET withdrawn = true WHERE report_id = ANY($1) AND NOT withdrawn", reportIDs); err != nil {
-			return nil, fmt.Errorf("withdraw reports: %w", err)
-		}
-	}
-	rows, err := tx.Query(ctx, `SELECT target_id, label_id FROM cn_moderation.labels
+	rows, err := tx.Query(ctx, `SELECT target_id, label_id, seq FROM cn_moderation.labels
 		WHERE target_id = ANY($1) AND retracted_by IS NULL ORDER BY target_id, label_id`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("find labels to retract: %w", err)
@@ -348,10 +356,13 @@ func (m *Moderator) retract(ctx context.Context, tx consumer.Tx, deletes []outbo
 	byTarget := map[string][]string{}
 	for rows.Next() {
 		var tid, lid string
-		if err := rows.Scan(&tid, &lid); err != nil {
+		var seq int64
+		if err := rows.Scan(&tid, &lid, &seq); err != nil {
 			return nil, fmt.Errorf("find labels to retract: %w", err)
 		}
-		byTarget[tid] = append(byTarget[tid], lid)
+		if seq < deleted[tid].Seq {
+			byTarget[tid] = append(byTarget[tid], lid)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("find labels to retract: %w", err)
@@ -364,7 +375,7 @@ func (m *Moderator) retract(ctx context.Context, tx consumer.Tx, deletes []outbo
 			tags = append(tags, nostr.Tag{"e", lid})
 		}
 		tags = append(tags, nostr.Tag{"k", "1985"})
-		del := &nostr.Event{Kind: nostr.KindDeletion, CreatedAt: nostr.Timestamp(createdAt[tid]), Tags: tags,
+		del := &nostr.Event{Kind: nostr.KindDeletion, CreatedAt: nostr.Timestamp(deleted[tid].CreatedAt), Tags: tags,
 			Content: "the labelled event was deleted"}
 		if err := m.cfg.Key.Sign(del); err != nil {
 			return nil, err

@@ -85,11 +85,11 @@ func Queue(ctx context.Context, q interface {
 	rows, err := q.Query(ctx, `
 		WITH open AS (
 			SELECT target AS event_id, count(DISTINCT reporter) AS reporters, max(created_at) AS last_at
-			FROM cn_moderation.reports WHERE target_kind = 'event' AND NOT withdrawn GROUP BY target
+			FROM cn_moderation.reports WHERE target_kind = 'event' AND withdrawn_seq IS NULL GROUP BY target
 		), types AS (
 			SELECT target AS event_id, jsonb_object_agg(report_type, n) AS types
 			FROM (SELECT target, report_type, count(*) AS n FROM cn_moderation.reports
-			      WHERE target_kind = 'event' AND NOT withdrawn GROUP BY target, report_type) t
+			      WHERE target_kind = 'event' AND withdrawn_seq IS NULL GROUP BY target, report_type) t
 			GROUP BY target
 		), held AS (
 			SELECT event_id, array_agg(actor ORDER BY actor) AS held_by FROM cn_moderation.actions

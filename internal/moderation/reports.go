@@ -12,12 +12,14 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/pkg/consumer"
+	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
-// report is one (report event, target) pair of a NIP-56 report.
+// report is one (report event, target) pair of a NIP-56 report; seq is the
+// outbox row that brought it, withdrawn the one that took it away (0: none).
 type report struct {
 	id, target, targetKind, targetPubkey, reporter, typ string
-	createdAt                                           int64
+	createdAt, seq, withdrawn                           int64
 }
 
 // parseReport reads a kind 1984 event (NIP-56): each `e` tag names a reported
@@ -69,26 +71,23 @@ func parseReport(ev *nostr.Event) []report {
 	return out
 }
 
-// tallyReports records reports and runs the report rules on every reported
-// event that got one, appending what fires to fires.
-func (m *Moderator) tallyReports(ctx context.Context, tx consumer.Tx, reports []report, rules []*compiled,
-	targets map[string]*target, fires *[]fired) error {
+// recordReports records the reports of this batch (once: a replay changes
+// nothing) and counts the new ones.
+func (m *Moderator) recordReports(ctx context.Context, tx consumer.Tx, reports []report) error {
 	if len(reports) == 0 {
 		return nil
 	}
 	n := len(reports)
 	ids, tgts, kinds, pks, reporters, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	ats := make([]int64, n)
-	touched := map[string]bool{}
+	ats, seqs := make([]int64, n), make([]int64, n)
 	for i, r := range reports {
-		ids[i], tgts[i], kinds[i], pks[i], reporters[i], types[i], ats[i] = r.id, r.target, r.targetKind, r.targetPubkey, r.reporter, r.typ, r.createdAt
-		if r.targetKind == "event" {
-			touched[r.target] = true
-		}
+		ids[i], tgts[i], kinds[i], pks[i], reporters[i], types[i] = r.id, r.target, r.targetKind, r.targetPubkey, r.reporter, r.typ
+		ats[i], seqs[i] = r.createdAt, r.seq
 	}
-	rows, err := tx.Query(ctx, `INSERT INTO cn_moderation.reports (report_id, target, target_kind, target_pubkey, reporter, report_type, created_at)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[])
-		ON CONFLICT DO NOTHING RETURNING report_type`, ids, tgts, kinds, pks, reporters, types, ats)
+	rows, err := tx.Query(ctx, `INSERT INTO cn_moderation.reports
+			(report_id, target, target_kind, target_pubkey, reporter, report_type, created_at, seq)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[])
+		ON CONFLICT DO NOTHING RETURNING report_type`, ids, tgts, kinds, pks, reporters, types, ats, seqs)
 	if err != nil {
 		return fmt.Errorf("record reports: %w", err)
 	}
@@ -102,25 +101,58 @@ func (m *Moderator) tallyReports(ctx context.Context, tx consumer.Tx, reports []
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("record reports: %w", err)
 	}
-	if len(rules) == 0 || len(touched) == 0 {
+	return nil
+}
+
+// withdrawReports marks the reports whose events were deleted (or expired) as
+// withdrawn from the row that deleted them on.
+func withdrawReports(ctx context.Context, tx consumer.Tx, deletes []outbox.Row) error {
+	var ids []string
+	var seqs []int64
+	for _, r := range deletes {
+		if r.Kind == nostr.KindReporting {
+			ids, seqs = append(ids, r.EventID), append(seqs, r.Seq)
+		}
+	}
+	if len(ids) == 0 {
 		return nil
 	}
+	if _, err := tx.Exec(ctx, `UPDATE cn_moderation.reports r SET withdrawn_seq = u.seq
+		FROM unnest($1::text[], $2::bigint[]) AS u(id, seq) WHERE r.report_id = u.id AND r.withdrawn_seq IS NULL`, ids, seqs); err != nil {
+		return fmt.Errorf("withdraw reports: %w", err)
+	}
+	return nil
+}
 
-	// Every open report about the touched events, and the events themselves.
+// runReportRules runs the report rules on every reported event that got a
+// report in this batch, as of each such report's row: the reports counted are
+// those brought by rows up to it and not withdrawn by then. What fires is
+// appended to fires, once per (rule, event) and batch.
+func (m *Moderator) runReportRules(ctx context.Context, tx consumer.Tx, reports []report, rules []*compiled,
+	targets map[string]*target, fires *[]fired) error {
+	triggers := map[string][]int64{} // reported event -> seqs of this batch's reports about it
+	for _, r := range reports {
+		if r.targetKind == "event" {
+			triggers[r.target] = append(triggers[r.target], r.seq)
+		}
+	}
+	if len(rules) == 0 || len(triggers) == 0 {
+		return nil
+	}
 	tally := map[string][]report{}
 	var missing []string
-	for id := range touched {
+	for id := range triggers {
 		if targets[id] == nil {
 			missing = append(missing, id)
 		}
 	}
 	var b pgx.Batch
-	b.Queue(`SELECT target, reporter, report_type, created_at FROM cn_moderation.reports
-		WHERE target = ANY($1) AND target_kind = 'event' AND NOT withdrawn`, slices.Sorted(maps.Keys(touched))).
+	b.Queue(`SELECT target, reporter, report_type, created_at, seq, coalesce(withdrawn_seq, 0) FROM cn_moderation.reports
+		WHERE target = ANY($1) AND target_kind = 'event'`, slices.Sorted(maps.Keys(triggers))).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var r report
-				if err := rows.Scan(&r.target, &r.reporter, &r.typ, &r.createdAt); err != nil {
+				if err := rows.Scan(&r.target, &r.reporter, &r.typ, &r.createdAt, &r.seq, &r.withdrawn); err != nil {
 					return err
 				}
 				tally[r.target] = append(tally[r.target], r)
@@ -131,19 +163,38 @@ func (m *Moderator) tallyReports(ctx context.Context, tx consumer.Tx, reports []
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		return fmt.Errorf("tally reports: %w", err)
 	}
-	for _, id := range slices.Sorted(maps.Keys(touched)) {
+	for _, id := range slices.Sorted(maps.Keys(triggers)) {
 		t := targets[id]
 		if t == nil || t.PubKey == m.cfg.Key.PubKey {
 			continue // not stored here, or the node's own
 		}
+		seqs := triggers[id]
+		slices.Sort(seqs)
 		lower := func() string { return strings.ToLower(t.Content) }
 		for _, r := range rules {
-			if r.matchesEvent(t, lower) && r.thresholdMet(tally[id]) {
-				*fires = append(*fires, fired{rule: r, target: t})
+			if !r.matchesEvent(t, lower) {
+				continue
+			}
+			for _, s := range seqs {
+				if r.thresholdMet(openAt(tally[id], s)) {
+					*fires = append(*fires, fired{rule: r, target: t, seq: s})
+					break
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// openAt returns the reports open as of row seq.
+func openAt(all []report, seq int64) []report {
+	var out []report
+	for _, r := range all {
+		if r.seq <= seq && (r.withdrawn == 0 || r.withdrawn > seq) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // thresholdMet reports whether at least MinReports distinct reporters (of

@@ -163,7 +163,8 @@ func PlanReset(ctx context.Context, q outbox.Querier, name string, target ResetT
 
 // ExecuteReset moves the consumer's offset to plan.To and records who did it. It
 // refuses while an instance holds the lease unless force; a forced reset under a
-// running instance makes its next commit fail, after which it reloads the offset.
+// running instance makes its next commit fail, after which it reloads the offset
+// (an idle instance notices at its next poll).
 // It also refuses if the offset moved since the plan was made.
 func ExecuteReset(ctx context.Context, pool *pgxpool.Pool, plan ResetPlan, force bool, requestedBy string) error {
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {

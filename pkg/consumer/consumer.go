@@ -216,6 +216,16 @@ func (c *Consumer) lead(ctx context.Context, l lease) error {
 		rows := batch.rows
 		bufs[cur] = rows
 		if len(rows) == 0 {
+			// An operator may have moved the offset (a forced reset-offset) while we
+			// were idle: no commit would tell us, so look.
+			var stored int64
+			if err := c.pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1",
+				c.cfg.Name).Scan(&stored); err == nil && stored != last {
+				log.Warn("offset was moved by an operator; continuing from it", "last_seq", stored)
+				last = stored
+				c.m.lastSeq.Set(float64(last))
+				continue
+			}
 			c.refreshMetrics(ctx, last, true)
 			if err := c.retryDeadLetters(ctx, l.generation); err != nil {
 				if ctx.Err() != nil {

@@ -1,0 +1,189 @@
+package moderation
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/indexer"
+	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/textsearch"
+	"github.com/kukuri/communitynode/pkg/consumer"
+)
+
+// TestModerationEndToEnd: what a community sees through a stock client, with the
+// issue's two rules.
+func TestModerationEndToEnd(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t)
+	n.applyRules(t, issueRules)
+	n.startModerator(t)
+	c := n.dial(t)
+	alice := newAuthor(t)
+
+	// A matching note gets the node's label within a second; a plain one none.
+	spam := alice.event(t, 1, nostr.Tags{{"t", "go"}}, "Win big at the CASINO tonight")
+	ok, reason := c.publish(spam)
+	require.True(t, ok, reason)
+	plain := alice.event(t, 1, nostr.Tags{{"t", "go"}}, "goroutines are great")
+	ok, reason = c.publish(plain)
+	require.True(t, ok, reason)
+	var labels []*nostr.Event
+	require.Eventually(t, func() bool {
+		labels = c.req(map[string]any{"kinds": []int{1985}, "#e": []string{spam.ID}})
+		return len(labels) == 1
+	}, time.Second, 10*time.Millisecond, "the label is readable by REQ within a second")
+	label := labels[0]
+	require.Equal(t, n.key.PubKey, label.PubKey, "signed by the node key")
+	ok, err := label.CheckSignature()
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, []string{"L", DefaultNamespace}, []string(*label.Tags.GetFirst([]string{"L"})))
+	require.Equal(t, []string{"l", "spam", DefaultNamespace}, []string(*label.Tags.GetFirst([]string{"l"})))
+	require.Equal(t, alice.pk, label.Tags.GetFirst([]string{"p"}).Value())
+	require.Equal(t, spam.CreatedAt, label.CreatedAt, "deterministic: created_at is the target's")
+	require.Equal(t, "rule casino-spam version 1", label.Content)
+	require.Equal(t, []string{label.ID}, ids(c.req(map[string]any{"kinds": []int{1985}, "authors": []string{n.key.PubKey}})))
+	require.Contains(t, ids(c.req(map[string]any{"#t": []string{"go"}})), label.ID, "labels live in the target's topics")
+	n.sync(t, ConsumerName)
+	require.Empty(t, c.req(map[string]any{"kinds": []int{1985}, "#e": []string{plain.ID}}), "no label for a plain note")
+
+	// Three reports from one key do not reach the report rule.
+	mallory := newAuthor(t)
+	victim := alice.event(t, 1, nostr.Tags{{"t", "go"}}, "an honest note")
+	ok, _ = c.publish(victim)
+	require.True(t, ok)
+	for i := range 3 {
+		r := mallory.event(t, 1984, nostr.Tags{{"e", victim.ID, "spam"}, {"p", alice.pk}}, strings.Repeat("!", i))
+		ok, reason = c.publish(r)
+		require.True(t, ok, reason)
+	}
+	n.sync(t, ConsumerName)
+	require.Len(t, c.req(map[string]any{"ids": []string{victim.ID}}), 1, "one reporter is one reporter")
+
+	// Three distinct reporters hide the reported note: REQ by id, #t and search.
+	target := alice.event(t, 1, nostr.Tags{{"t", "go"}}, "a note about channels")
+	ok, _ = c.publish(target)
+	require.True(t, ok)
+	n.sync(t, indexer.ConsumerName)
+	require.Equal(t, []string{target.ID}, search(t, n, "channels"))
+	for range 3 {
+		r := newAuthor(t).event(t, 1984, nostr.Tags{{"e", target.ID, "spam"}, {"p", alice.pk}}, "")
+		ok, reason = c.publish(r)
+		require.True(t, ok, reason)
+	}
+	n.sync(t, ConsumerName)
+	require.Empty(t, c.req(map[string]any{"ids": []string{target.ID}}), "hidden from REQ by id")
+	require.NotContains(t, ids(c.req(map[string]any{"#t": []string{"go"}})), target.ID, "hidden from #t")
+	n.sync(t, indexer.ConsumerName)
+	require.Empty(t, search(t, n, "channels"), "hidden from search")
+	reported := c.req(map[string]any{"kinds": []int{1985}, "#e": []string{target.ID}})
+	require.Len(t, reported, 1)
+	require.Equal(t, "reported", reported[0].Tags.GetFirst([]string{"l"}).Value())
+	ok, reason = c.publish(target)
+	require.False(t, ok, "re-submitted by its author, it stays hidden")
+	require.True(t, strings.HasPrefix(reason, "blocked:"), reason)
+
+	items, err := Queue(context.Background(), n.db.Pool, 10)
+	require.NoError(t, err)
+	require.Len(t, items, 2)
+	require.Equal(t, map[string]int{"spam": 3}, items[0].Reports)
+	require.ElementsMatch(t, []string{target.ID, victim.ID}, []string{items[0].EventID, items[1].EventID})
+
+	// The operator unhides it: back everywhere, and the rule does not hide it again.
+	outcome, err := Decide(context.Background(), n.db.Pool, n.store, target.ID, "unhide", "ops@test", "false alarm")
+	require.NoError(t, err)
+	require.Equal(t, store.Unhidden, outcome)
+	require.Len(t, c.req(map[string]any{"ids": []string{target.ID}}), 1)
+	require.Contains(t, ids(c.req(map[string]any{"#t": []string{"go"}})), target.ID)
+	n.sync(t, indexer.ConsumerName)
+	require.Equal(t, []string{target.ID}, search(t, n, "channels"))
+	fourth := newAuthor(t).event(t, 1984, nostr.Tags{{"e", target.ID, "spam"}, {"p", alice.pk}}, "")
+	ok, _ = c.publish(fourth)
+	require.True(t, ok)
+	n.sync(t, ConsumerName)
+	require.Len(t, c.req(map[string]any{"ids": []string{target.ID}}), 1, "the operator's decision stands")
+	items, err = Queue(context.Background(), n.db.Pool, 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{victim.ID}, []string{items[0].EventID}, "decided events leave the queue")
+
+	// Operator hide, then the author deletes the note: the label is taken back.
+	_, err = Decide(context.Background(), n.db.Pool, n.store, spam.ID, "hide", "ops@test", "spam")
+	require.NoError(t, err)
+	require.Empty(t, c.req(map[string]any{"ids": []string{spam.ID}}))
+	require.Len(t, c.req(map[string]any{"kinds": []int{1985}, "#e": []string{spam.ID}}), 1, "a hide keeps the label")
+
+	// The author deletes a labelled note: the node takes its label back (NIP-09).
+	again := alice.event(t, 1, nostr.Tags{{"t", "go"}}, "casino night, again")
+	ok, _ = c.publish(again)
+	require.True(t, ok)
+	n.sync(t, ConsumerName)
+	againLabels := c.req(map[string]any{"kinds": []int{1985}, "#e": []string{again.ID}})
+	require.Len(t, againLabels, 1)
+	ok, reason = c.publish(alice.event(t, 5, nostr.Tags{{"e", again.ID}}, ""))
+	require.True(t, ok, reason)
+	n.sync(t, ConsumerName)
+	require.Empty(t, c.req(map[string]any{"kinds": []int{1985}, "#e": []string{again.ID}}), "the label is retracted")
+	retractions := c.req(map[string]any{"kinds": []int{5}, "authors": []string{n.key.PubKey}})
+	require.Len(t, retractions, 1)
+	require.Equal(t, againLabels[0].ID, retractions[0].Tags.GetFirst([]string{"e"}).Value())
+
+	m := n.mod.m
+	require.Equal(t, 2.0, testutil.ToFloat64(m.labels.WithLabelValues("casino-spam")))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.labels.WithLabelValues("reported-three-times")))
+	require.Equal(t, 7.0, testutil.ToFloat64(m.reports.WithLabelValues("spam")))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.hides.WithLabelValues("rule")))
+}
+
+// search asks the index (as /v1/search does) in topic "go".
+func search(t *testing.T, n *testNode, q string) []string {
+	t.Helper()
+	query, err := textsearch.ParseQuery(q)
+	require.NoError(t, err)
+	hits, _, err := indexer.Search(context.Background(), n.db.Pool, indexer.SearchParams{Query: query, Topic: "go", Limit: 20}, time.Now())
+	require.NoError(t, err)
+	out := []string{}
+	for _, h := range hits {
+		out = append(out, h.EventID)
+	}
+	return out
+}
+
+// TestRejudge: a changed rule applies to new rows; a rejudge (what `cnctl
+// moderation rules apply --execute --rejudge` does: the new rules, then
+// moderation-v1 back to the earliest retained row, while it runs) judges the
+// retained outbox again under the new version.
+func TestRejudge(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t)
+	n.applyRules(t, "rules:\n  - {name: casino, content_regex: '(?i)casino', label: spam, action: label}\n")
+	n.startModerator(t)
+	c := n.dial(t)
+	note := newAuthor(t).event(t, 1, nostr.Tags{{"t", "go"}}, "casino")
+	ok, reason := c.publish(note)
+	require.True(t, ok, reason)
+	n.sync(t, ConsumerName)
+	labelsOf := func() []string {
+		var out []string
+		for _, ev := range c.req(map[string]any{"kinds": []int{1985}, "#e": []string{note.ID}}) {
+			out = append(out, ev.Tags.GetFirst([]string{"l"}).Value()+" "+ev.Content)
+		}
+		return out
+	}
+	require.Equal(t, []string{"spam rule casino version 1"}, labelsOf())
+
+	n.applyRules(t, "rules:\n  - {name: casino, content_regex: '(?i)casino', label: gambling, action: label}\n")
+	n.sync(t, ConsumerName)
+	require.Equal(t, []string{"spam rule casino version 1"}, labelsOf(), "a rule change applies to new rows only")
+
+	plan, err := consumer.PlanReset(context.Background(), n.db.Pool, ConsumerName, consumer.ResetTarget{Earliest: true})
+	require.NoError(t, err)
+	require.NoError(t, consumer.ExecuteReset(context.Background(), n.db.Pool, plan, true, "test"))
+	require.Eventually(t, func() bool { return len(labelsOf()) == 2 }, waitLong, 20*time.Millisecond)
+	require.ElementsMatch(t, []string{"spam rule casino version 1", "gambling rule casino version 2"}, labelsOf())
+}

@@ -1,0 +1,222 @@
+package moderation
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/indexer"
+	"github.com/kukuri/communitynode/internal/nodekey"
+	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/relay"
+	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/pkg/consumer"
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// testNode is a relay (real WebSocket, Postgres store, outbox) with the
+// moderation-v1 and index-v1 consumers running on one test database.
+type testNode struct {
+	db      *pgtest.DB
+	key     nodekey.Key
+	store   *store.Store
+	url     string
+	reg     *prometheus.Registry
+	mod     *Moderator
+	stopMod func()
+	// wrap, if set before startModerator, wraps the moderator's handler.
+	wrap func(consumer.Handler) consumer.Handler
+	// batch is the moderator's batch size (0: the default).
+	batch int
+}
+
+func newTestNode(t *testing.T) *testNode {
+	t.Helper()
+	db := pgtest.New(t)
+	key, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
+	require.NoError(t, err)
+	w := outbox.NewWriter(db.Pool, outbox.WriterConfig{})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = w.Run(ctx) }()
+	n := &testNode{db: db, key: key, store: store.New(db.Pool, w, protocol.DefaultTopicRules())}
+
+	cfg := relay.DefaultConfig()
+	cfg.EventRatePerIP, cfg.EventRatePerPubkey, cfg.ReqRatePerIP = relay.Rate{}, relay.Rate{}, relay.Rate{}
+	r, err := relay.New(cfg, relay.Deps{Store: n.store, Feed: relay.NewPGFeed(db.Pool, nil), Registerer: prometheus.NewRegistry()})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- r.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	n.url = "ws://" + ln.Addr().String()
+
+	runConsumer(t, ctx, db, &indexer.Handler{Kinds: indexer.NewKinds(indexer.DefaultKinds)}, indexer.ConsumerName, 0)
+	return n
+}
+
+// runConsumer runs a consumer until the returned stop or the end of the test.
+func runConsumer(t *testing.T, ctx context.Context, db *pgtest.DB, h consumer.Handler, name string, batch int) func() {
+	t.Helper()
+	c, err := consumer.New(db.Pool, h, consumer.Config{Name: name, LeaseTTL: time.Second, BatchSize: batch, RetryBase: 10 * time.Millisecond})
+	require.NoError(t, err)
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(cctx) }()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			require.NoError(t, <-done)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// startModerator runs moderation-v1 (again, after a stop).
+func (n *testNode) startModerator(t *testing.T) {
+	t.Helper()
+	n.reg = prometheus.NewRegistry()
+	n.mod = New(Config{Key: n.key, Store: n.store, Registerer: n.reg})
+	var h consumer.Handler = n.mod
+	if n.wrap != nil {
+		h = n.wrap(h)
+	}
+	n.stopMod = runConsumer(t, context.Background(), n.db, h, ConsumerName, n.batch)
+}
+
+// applyRules makes file the rule set.
+func (n *testNode) applyRules(t *testing.T, file string) {
+	t.Helper()
+	rules, err := ParseFile([]byte(file))
+	require.NoError(t, err)
+	_, err = ApplyRules(context.Background(), n.db.Pool, rules, "test", true)
+	require.NoError(t, err)
+}
+
+// sync waits until consumer name has applied the whole outbox.
+func (n *testNode) sync(t *testing.T, name string) {
+	t.Helper()
+	ctx := context.Background()
+	head, err := outbox.Head(ctx, n.db.Pool)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		var last int64
+		err := n.db.Pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1", name).Scan(&last)
+		return err == nil && last >= head
+	}, 15*time.Second, 5*time.Millisecond, "%s did not reach seq %d", name, head)
+}
+
+// wsClient is a plain NIP-01 client over a real WebSocket.
+type wsClient struct {
+	t  *testing.T
+	ws *websocket.Conn
+}
+
+func (n *testNode) dial(t *testing.T) *wsClient {
+	t.Helper()
+	ws, _, err := websocket.DefaultDialer.Dial(n.url, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { ws.Close() })
+	return &wsClient{t: t, ws: ws}
+}
+
+func (c *wsClient) send(parts ...any) {
+	c.t.Helper()
+	require.NoError(c.t, c.ws.WriteJSON(parts))
+}
+
+func (c *wsClient) next() []json.RawMessage {
+	c.t.Helper()
+	require.NoError(c.t, c.ws.SetReadDeadline(time.Now().Add(10*time.Second)))
+	var msg []json.RawMessage
+	require.NoError(c.t, c.ws.ReadJSON(&msg))
+	return msg
+}
+
+// publish sends ev and returns the OK answer.
+func (c *wsClient) publish(ev *nostr.Event) (bool, string) {
+	c.t.Helper()
+	c.send("EVENT", ev)
+	for {
+		msg := c.next()
+		var typ, id, reason string
+		var ok bool
+		require.NoError(c.t, json.Unmarshal(msg[0], &typ))
+		if typ != "OK" {
+			continue
+		}
+		require.NoError(c.t, json.Unmarshal(msg[1], &id))
+		require.NoError(c.t, json.Unmarshal(msg[2], &ok))
+		require.NoError(c.t, json.Unmarshal(msg[3], &reason))
+		if id == ev.ID {
+			return ok, reason
+		}
+	}
+}
+
+// req returns the stored events a REQ with filter answers.
+func (c *wsClient) req(filter map[string]any) []*nostr.Event {
+	c.t.Helper()
+	c.send("REQ", "q", filter)
+	var out []*nostr.Event
+	for {
+		msg := c.next()
+		var typ string
+		require.NoError(c.t, json.Unmarshal(msg[0], &typ))
+		switch typ {
+		case "EVENT":
+			ev := &nostr.Event{}
+			require.NoError(c.t, ev.UnmarshalJSON(msg[2]))
+			out = append(out, ev)
+		case "EOSE":
+			c.send("CLOSE", "q")
+			return out
+		case "CLOSED":
+			c.t.Fatalf("REQ closed: %s", msg[2])
+		}
+	}
+}
+
+func ids(evs []*nostr.Event) []string {
+	out := make([]string, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.ID
+	}
+	return out
+}
+
+// author is a test key.
+type author struct{ sk, pk string }
+
+func newAuthor(t *testing.T) author {
+	sk := nostr.GeneratePrivateKey()
+	pk, err := nostr.GetPublicKey(sk)
+	require.NoError(t, err)
+	return author{sk, pk}
+}
+
+func (a author) event(t *testing.T, kind int, tags nostr.Tags, content string) *nostr.Event {
+	t.Helper()
+	ev := &nostr.Event{Kind: kind, CreatedAt: nostr.Now(), Tags: tags, Content: content}
+	require.NoError(t, ev.Sign(a.sk))
+	return ev
+}
+
+const (
+	waitLong  = 15 * time.Second
+	pollEvery = 5 * time.Millisecond
+)
