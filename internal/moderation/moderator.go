@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -148,15 +147,9 @@ func (m *Moderator) Handle(ctx context.Context, tx consumer.Tx, rows []outbox.Ro
 		if t == nil || t.PubKey == m.cfg.Key.PubKey {
 			continue
 		}
-		var lower string
-		lowerOnce := func() string {
-			if lower == "" {
-				lower = strings.ToLower(t.Content)
-			}
-			return lower
-		}
+		txt := &text{content: t.Content}
 		for _, r := range contentRules {
-			if r.matchesEvent(t, lowerOnce) {
+			if r.matchesEvent(t, txt) {
 				fires = append(fires, fired{rule: r, target: t, seq: upsertSeq[id]})
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -170,9 +169,9 @@ func (m *Moderator) runReportRules(ctx context.Context, tx consumer.Tx, reports 
 		}
 		seqs := triggers[id]
 		slices.Sort(seqs)
-		lower := func() string { return strings.ToLower(t.Content) }
+		txt := &text{content: t.Content}
 		for _, r := range rules {
-			if !r.matchesEvent(t, lower) {
+			if !r.matchesEvent(t, txt) {
 				continue
 			}
 			for _, s := range seqs {

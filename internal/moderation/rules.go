@@ -226,6 +226,7 @@ type compiled struct {
 	Rule
 	version  int
 	re       *regexp.Regexp
+	literals []string // one of them is in every ASCII text re matches (lower case); nil: unknown
 	keywords []string // lower case
 	kinds    map[int]bool
 }
@@ -238,6 +239,9 @@ func compile(r Rule, version int) (*compiled, error) {
 			return nil, fmt.Errorf("rule %q: %w", r.Name, err)
 		}
 		c.re = re
+		if lits, ok := prefilter(r.ContentRegex); ok {
+			c.literals = lits
+		}
 	}
 	for _, k := range r.Keywords {
 		c.keywords = append(c.keywords, strings.ToLower(k))
@@ -254,10 +258,24 @@ func compile(r Rule, version int) (*compiled, error) {
 // ref names the rule version in labels and decisions: "name@version".
 func (c *compiled) ref() string { return fmt.Sprintf("%s@%d", c.Name, c.version) }
 
+// text is an event's content with what the rules derive from it, computed at
+// most once per event.
+type text struct {
+	content string
+	lower   string
+	ascii   bool
+	done    bool
+}
+
+func (t *text) derive() {
+	if !t.done {
+		t.lower, t.ascii, t.done = strings.ToLower(t.content), isASCII(t.content), true
+	}
+}
+
 // matchesEvent checks every condition except the report threshold, cheapest
-// first. lower is the content in lower case, computed once per event by the
-// caller when some rule has keywords.
-func (c *compiled) matchesEvent(ev *target, lower func() string) bool {
+// first; txt is the event's content.
+func (c *compiled) matchesEvent(ev *target, txt *text) bool {
 	if c.kinds != nil && !c.kinds[ev.Kind] {
 		return false
 	}
@@ -276,13 +294,21 @@ func (c *compiled) matchesEvent(ev *target, lower func() string) bool {
 		}
 	}
 	if len(c.keywords) > 0 {
-		l := lower()
-		if !slices.ContainsFunc(c.keywords, func(k string) bool { return strings.Contains(l, k) }) {
+		txt.derive()
+		if !slices.ContainsFunc(c.keywords, func(k string) bool { return strings.Contains(txt.lower, k) }) {
 			return false
 		}
 	}
-	if c.re != nil && !c.re.MatchString(ev.Content) {
-		return false
+	if c.re != nil {
+		if c.literals != nil {
+			txt.derive()
+			if txt.ascii && !slices.ContainsFunc(c.literals, func(l string) bool { return strings.Contains(txt.lower, l) }) {
+				return false
+			}
+		}
+		if !c.re.MatchString(ev.Content) {
+			return false
+		}
 	}
 	return true
 }

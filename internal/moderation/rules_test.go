@@ -2,6 +2,9 @@ package moderation
 
 import (
 	"encoding/json"
+	"math/rand/v2"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -105,7 +108,7 @@ rules:
 	match := func(tg *target) []string {
 		var out []string
 		for _, c := range cs {
-			if c.matchesEvent(tg, func() string { return strings.ToLower(tg.Content) }) {
+			if c.matchesEvent(tg, &text{content: tg.Content}) {
 				out = append(out, c.Name)
 			}
 		}
@@ -171,4 +174,43 @@ func TestOpenAt(t *testing.T) {
 	require.Equal(t, []string{"a", "b"}, who(openAt(all, 24)))
 	require.Equal(t, []string{"a"}, who(openAt(all, 25)), "withdrawn from its row on")
 	require.Equal(t, []string{"a", "c"}, who(openAt(all, 30)))
+}
+
+// TestPrefilterNeverHidesAMatch: for ASCII texts, whenever an expression
+// matches, the lower-cased text contains one of its prefilter literals.
+func TestPrefilterNeverHidesAMatch(t *testing.T) {
+	t.Parallel()
+	exprs := []string{`(?i)casino`, `(?i)\b(casino|jackpot)\b`, `buy\s+now`, `(?i)free (money|bitcoin)+`, `ab{2,}c`,
+		`x*casino`, `(?i)c[a@]sino`, `(?i)(spam|eggs)\d{3}`, `^hello`, `(?i)(?:win|won) big`, `a|b*`}
+	alphabet := []string{"casino", "CASINO", "CaSiNo", "jackpot", "JACKPOT", "buy", "now", " ", "\t", "free", "MONEY",
+		"bitcoin", "abbc", "abc", "x", "c@sino", "spam123", "eggs", "hello", "win big", "WON BIG", "a", "b", "z"}
+	rng := rand.New(rand.NewPCG(9, 9))
+	withFilter := 0
+	for _, expr := range exprs {
+		re := regexp.MustCompile(expr)
+		lits, ok := prefilter(expr)
+		if !ok {
+			continue
+		}
+		withFilter++
+		for range 3000 {
+			var b strings.Builder
+			for range 1 + rng.IntN(6) {
+				b.WriteString(alphabet[rng.IntN(len(alphabet))])
+			}
+			s := b.String()
+			if !re.MatchString(s) {
+				continue
+			}
+			lower := strings.ToLower(s)
+			require.True(t, slices.ContainsFunc(lits, func(l string) bool { return strings.Contains(lower, l) }),
+				"%q matches %q but none of %q is in it", expr, s, lits)
+		}
+	}
+	require.GreaterOrEqual(t, withFilter, 8, "most expressions get a prefilter")
+	lits, ok := prefilter(`(?i)\b(casino0|jackpot0)\b`)
+	require.True(t, ok)
+	require.Equal(t, []string{"casino0", "jackpot0"}, lits)
+	_, ok = prefilter(`(?i)カジノ`)
+	require.False(t, ok, "non-ASCII literals: no prefilter")
 }
