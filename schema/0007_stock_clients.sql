@@ -12,6 +12,17 @@
 --     normalised `t` value can equal it, because normalisation lower-cases (see
 --     protocol.NodeTopic), so clients can neither publish into it nor ask for it
 --     with #t.
+-- own: the row comes from the event's own `t` tag. NIP-01 #t filters match own
+-- topics only (clients check what they receive against their filters), so the
+-- topic indexes the #t REQ paths walk hold own rows only; inherited and NODE rows
+-- are for consumers (and cost no index entry there).
+ALTER TABLE cn_relay.event_topics ADD COLUMN own boolean NOT NULL DEFAULT true;
+DROP INDEX cn_relay.event_topics_topic_created_at_idx;
+CREATE INDEX event_topics_topic_created_at_idx ON cn_relay.event_topics (topic_id, created_at DESC, event_id) WHERE own;
+DROP INDEX cn_relay.event_topics_topic_pubkey_created_at_idx;
+CREATE INDEX event_topics_topic_pubkey_created_at_idx
+    ON cn_relay.event_topics (topic_id, pubkey, created_at DESC, event_id) INCLUDE (kind) WHERE own;
+
 COMMENT ON COLUMN cn_relay.event_topics.topic_id IS
     'normalised t tag value (NFKC, lower case, trimmed), own or inherited from a referenced event; ''NODE'' (reserved, never a normalised value) for identity events';
 COMMENT ON COLUMN cn_relay.events_outbox.topic_id IS

@@ -92,13 +92,6 @@ func (r TopicRules) Enabled(topic string) bool {
 	return topic == NodeTopic || r.AllowedTopics == nil || r.AllowedTopics[topic]
 }
 
-// StoredEvent is an event with the topics it was stored under (own, inherited,
-// or NodeTopic; none for an exempt kind that had nothing to inherit).
-type StoredEvent struct {
-	Event  *nostr.Event
-	Topics []string
-}
-
 // Refs are the stored events an event refers to, whose topics it inherits when
 // it has none of its own.
 type Refs struct {

@@ -65,21 +65,16 @@ func TestTopicRefs(t *testing.T) {
 	require.True(t, protocol.TopicRefs(nil).Empty())
 }
 
-func TestMatchTopics(t *testing.T) {
+func TestMatchHashtagsAreOwnTags(t *testing.T) {
 	t.Parallel()
-	reaction := &nostr.Event{ID: hex64('1'), PubKey: hex64('2'), Kind: 7, Tags: nostr.Tags{{"e", hex64('3')}}}
 	f := nostr.Filter{Tags: nostr.TagMap{"t": {"go"}}}
-	require.False(t, protocol.Match(f, reaction), "no own t tag")
-	require.True(t, protocol.MatchTopics(f, reaction, []string{"rust", "go"}), "inherited topic")
-	require.False(t, protocol.MatchTopics(f, reaction, []string{"rust"}))
-
+	reaction := &nostr.Event{ID: hex64('1'), PubKey: hex64('2'), Kind: 7, Tags: nostr.Tags{{"e", hex64('3')}}}
+	require.False(t, protocol.Match(f, reaction), "an inherited topic is no t tag")
+	note := &nostr.Event{ID: hex64('5'), PubKey: hex64('2'), Kind: 1, Tags: nostr.Tags{{"t", "Go"}}}
+	require.True(t, protocol.Match(f, note))
 	interests := &nostr.Event{ID: hex64('4'), PubKey: hex64('2'), Kind: 10015, Tags: nostr.Tags{{"t", "go"}}}
-	require.False(t, protocol.MatchTopics(f, interests, []string{protocol.NodeTopic}), "identity events are in no community topic")
-
-	both := nostr.Filter{Kinds: []int{7}, Tags: nostr.TagMap{"t": {"go"}, "e": {hex64('3')}}}
-	require.True(t, protocol.MatchTopics(both, reaction, []string{"go"}))
-	both.Tags["e"] = []string{hex64('9')}
-	require.False(t, protocol.MatchTopics(both, reaction, []string{"go"}))
+	require.False(t, protocol.Match(f, interests), "identity events are in no community topic")
+	require.True(t, protocol.Match(nostr.Filter{Kinds: []int{10015}}, interests))
 }
 
 func TestTopicRulesValidate(t *testing.T) {

@@ -35,9 +35,9 @@
 //
 // Every stored event belongs to community topics (TopicRules): its own, or those
 // it inherits from the stored events it references (TopicRefs), or NodeTopic for
-// identity events (IsIdentityKind). #t in a filter matches those topics
-// (MatchTopics), so a topic's REQ also returns the reactions and replies to its
-// notes.
+// identity events (IsIdentityKind). Consumers see all of them (event_topics and
+// the outbox); #t in a filter matches only an event's own `t` tags (Match), as
+// NIP-01 says and as clients such as nostr-tools check on what they receive.
 //
 // # Reason prefixes
 //

@@ -180,27 +180,21 @@ func identityOnly(f nostr.Filter) bool {
 	return true
 }
 
-// Match reports whether ev matches f under NIP-01 with #t taken from the event's
-// own `t` tags: MatchTopics(f, ev, Topics(ev)). It is right for events that carry
-// their topics themselves (ephemeral events, tests); stored events are matched
-// with the topics the store gave them.
-func Match(f nostr.Filter, ev *nostr.Event) bool {
-	return MatchTopics(f, ev, Topics(ev))
-}
-
-// MatchTopics reports whether ev, stored under topics, matches f: every condition
-// that f sets holds. A list that is nil is no condition; a present list (even
-// empty) needs the event's value in it: ids, authors, kinds, and for each #x other
-// than #t at least one `x` tag whose first value is in the list. #t matches the
-// event's community topics (own or inherited, see TopicRules), not its raw `t`
-// tags: a reaction inherits the topic of the note it reacts to, and an identity
-// event (NodeTopic, which no #t value can name) matches no #t. f's #t values are
-// taken as given: they are normalised when f comes from ValidateFilter.
-// since <= created_at <= until. limit and search play no part.
+// Match reports whether ev matches f under NIP-01: every condition that f sets holds.
+// A list that is nil is no condition; a present list (even empty) needs the event's
+// value in it: ids, authors, kinds, and for each #x at least one `x` tag whose first
+// value is in the list. since <= created_at <= until. For #t the event's tag values
+// are normalised (NormalizeTopic, empty ones ignored) before comparing, and f's #t
+// values are taken as given: they are normalised when f comes from ValidateFilter.
+// #t never matches an identity event (IsIdentityKind): its `t` tags are content
+// (NIP-51 interests), not community topics, and the store keeps no topic of it
+// for #t to find. Topics an event inherits (TopicRules) are not `t` tags either:
+// #t matches only the event's own, as NIP-01 says and as clients check.
+// limit and search play no part (ValidateFilter refuses search).
 //
 // This is the reference matcher: live fan-out uses it and the SQL query engine is
 // tested against it.
-func MatchTopics(f nostr.Filter, ev *nostr.Event, topics []string) bool {
+func Match(f nostr.Filter, ev *nostr.Event) bool {
 	if ev == nil {
 		return false
 	}
@@ -223,11 +217,8 @@ func MatchTopics(f nostr.Filter, ev *nostr.Event, topics []string) bool {
 		if values == nil {
 			continue
 		}
-		if name == "t" {
-			if !slices.ContainsFunc(topics, func(t string) bool { return slices.Contains(values, t) }) {
-				return false
-			}
-			continue
+		if name == "t" && IsIdentityKind(ev.Kind) {
+			return false
 		}
 		if !hasTagValue(ev, name, values) {
 			return false
@@ -239,7 +230,16 @@ func MatchTopics(f nostr.Filter, ev *nostr.Event, topics []string) bool {
 // hasTagValue reports whether ev has a tag `name` whose first value is in values.
 func hasTagValue(ev *nostr.Event, name string, values []string) bool {
 	for _, tag := range ev.Tags {
-		if len(tag) >= 2 && tag[0] == name && slices.Contains(values, tag[1]) {
+		if len(tag) < 2 || tag[0] != name {
+			continue
+		}
+		v := tag[1]
+		if name == "t" {
+			if v = NormalizeTopic(v); v == "" {
+				continue
+			}
+		}
+		if slices.Contains(values, v) {
 			return true
 		}
 	}

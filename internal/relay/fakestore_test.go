@@ -163,8 +163,7 @@ func (s *fakeStore) Count(ctx context.Context, filters []nostr.Filter) (int64, e
 	return n, nil
 }
 
-// Events returns the events with their own topics (the fake knows no inheritance).
-func (s *fakeStore) Events(ctx context.Context, ids []string) ([]protocol.StoredEvent, error) {
+func (s *fakeStore) Events(ctx context.Context, ids []string) ([]*nostr.Event, error) {
 	s.mu.Lock()
 	hook := s.eventsHook
 	s.mu.Unlock()
@@ -175,10 +174,10 @@ func (s *fakeStore) Events(ctx context.Context, ids []string) ([]protocol.Stored
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []protocol.StoredEvent
+	var out []*nostr.Event
 	for _, id := range ids {
 		if ev := s.events[id]; ev != nil {
-			out = append(out, protocol.StoredEvent{Event: ev, Topics: protocol.Topics(ev)})
+			out = append(out, ev)
 		}
 	}
 	return out, nil

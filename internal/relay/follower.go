@@ -8,7 +8,6 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
-	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -26,7 +25,7 @@ import (
 type follower struct {
 	feed         Feed
 	store        Store
-	fanout       func(ev *nostr.Event, topics []string)
+	fanout       func(*nostr.Event)
 	m            *metrics
 	log          *slog.Logger
 	batchSize    int
@@ -39,7 +38,7 @@ type follower struct {
 	ready chan struct{} // closed once the start position (the head) is known
 }
 
-func newFollower(feed Feed, store Store, fanout func(*nostr.Event, []string), m *metrics, log *slog.Logger) *follower {
+func newFollower(feed Feed, store Store, fanout func(*nostr.Event), m *metrics, log *slog.Logger) *follower {
 	return &follower{
 		feed:         feed,
 		store:        store,
@@ -150,13 +149,13 @@ func (f *follower) deliver(ctx context.Context, rows []outbox.Row, skip map[stri
 	if err != nil {
 		return skip, err
 	}
-	byID := make(map[string]protocol.StoredEvent, len(evs))
-	for _, se := range evs {
-		byID[se.Event.ID] = se
+	byID := make(map[string]*nostr.Event, len(evs))
+	for _, ev := range evs {
+		byID[ev.ID] = ev
 	}
 	for _, id := range ids { // seq order
-		if se, ok := byID[id]; ok {
-			f.fanout(se.Event, se.Topics)
+		if ev := byID[id]; ev != nil {
+			f.fanout(ev)
 		}
 	}
 	return seen, nil

@@ -88,7 +88,7 @@ func (c *conn) onEvent(ev *nostr.Event) {
 		return
 	}
 	if protocol.ClassOf(ev.Kind) == protocol.Ephemeral {
-		c.r.fanout(ev, protocol.Topics(ev))
+		c.r.fanout(ev)
 		c.answer(ev.ID, true, "")
 		return
 	}

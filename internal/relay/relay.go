@@ -208,11 +208,10 @@ func (r *Relay) untrack(c *conn) {
 	r.connsWG.Done()
 }
 
-// fanout delivers ev, stored under topics (its own for an ephemeral event), to
-// every matching live subscription of this process. It
+// fanout delivers ev to every matching live subscription of this process. It
 // never blocks on a connection.
-func (r *Relay) fanout(ev *nostr.Event, topics []string) {
-	subs := r.index.matching(ev, topics, nil)
+func (r *Relay) fanout(ev *nostr.Event) {
+	subs := r.index.matching(ev, nil)
 	if len(subs) == 0 {
 		return
 	}

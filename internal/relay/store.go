@@ -23,10 +23,9 @@ type Store interface {
 	Query(ctx context.Context, filters []nostr.Filter) ([]*nostr.Event, error)
 	// Count returns the number of stored, visible events matching any filter (NIP-45).
 	Count(ctx context.Context, filters []nostr.Filter) (int64, error)
-	// Events loads visible events by id, each with the topics it is stored under
-	// (for live fan-out of outbox rows: #t matches those, see protocol.MatchTopics);
-	// missing ids are skipped.
-	Events(ctx context.Context, ids []string) ([]protocol.StoredEvent, error)
+	// Events loads visible events by id (for live fan-out of outbox rows); missing
+	// ids are skipped.
+	Events(ctx context.Context, ids []string) ([]*nostr.Event, error)
 	// Ping reports whether the database answers (for /healthz, which calls it about
 	// once a second at most, with a short deadline).
 	Ping(ctx context.Context) error

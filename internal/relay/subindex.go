@@ -13,9 +13,9 @@ import (
 // filter. Each filter is filed under the values of its most selective field: ids,
 // else authors, else the values of one single-letter tag (#t, #e, ...), else
 // kinds; a filter with none of these is kept in a list tried for every event. An
-// event looks up its own id, pubkey, kind, single-letter tag values other than t,
-// and the topics it is stored under (as protocol.MatchTopics compares them), and
-// every candidate is confirmed with protocol.MatchTopics. A filter filed under field F with
+// event looks up its own id, pubkey, kind and single-letter tag values (topics
+// normalised, as protocol.Match compares them), and every candidate is confirmed
+// with protocol.Match. A filter filed under field F with
 // values V can only match events whose F is in V, so no match is ever missed.
 type subIndex struct {
 	mu    sync.RWMutex
@@ -35,8 +35,8 @@ type indexEntry struct {
 // matches reports whether ev matches the entry's filter, its search included: a
 // live event matches a NIP-50 filter when its text (content, and the title and
 // summary of long-form kinds, as the indexer indexes them) matches the query.
-func (e *indexEntry) matches(ev *nostr.Event, topics []string) bool {
-	if !protocol.MatchTopics(e.filter, ev, topics) {
+func (e *indexEntry) matches(ev *nostr.Event) bool {
+	if !protocol.Match(e.filter, ev) {
 		return false
 	}
 	return e.search == nil || e.search.Match(protocol.SearchText(ev))
@@ -189,7 +189,7 @@ func (x *subIndex) size() int {
 
 // matching appends to out every filed subscription with a filter that matches ev,
 // each once.
-func (x *subIndex) matching(ev *nostr.Event, topics []string, out []*subscription) []*subscription {
+func (x *subIndex) matching(ev *nostr.Event, out []*subscription) []*subscription {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	var seen map[*subscription]struct{}
@@ -198,7 +198,7 @@ func (x *subIndex) matching(ev *nostr.Event, topics []string, out []*subscriptio
 			if _, ok := seen[e.sub]; ok {
 				continue
 			}
-			if e.matches(ev, topics) {
+			if e.matches(ev) {
 				if seen == nil {
 					seen = make(map[*subscription]struct{})
 				}
@@ -210,13 +210,14 @@ func (x *subIndex) matching(ev *nostr.Event, topics []string, out []*subscriptio
 	try(x.keyed[indexKey{dim: dimID, s: ev.ID}])
 	try(x.keyed[indexKey{dim: dimAuthor, s: ev.PubKey}])
 	for _, tag := range ev.Tags {
-		if len(tag) < 2 || len(tag[0]) != 1 || tag[0] == "t" {
+		if len(tag) < 2 || len(tag[0]) != 1 {
 			continue
 		}
-		try(x.keyed[indexKey{dim: dimTag, s: tag[0] + "\x00" + tag[1]}])
-	}
-	for _, t := range topics { // #t matches the stored topics; see protocol.MatchTopics
-		try(x.keyed[indexKey{dim: dimTag, s: "t\x00" + t}])
+		v := tag[1]
+		if tag[0] == "t" { // filters hold normalised topics; see protocol.Match
+			v = protocol.NormalizeTopic(v)
+		}
+		try(x.keyed[indexKey{dim: dimTag, s: tag[0] + "\x00" + v}])
 	}
 	try(x.keyed[indexKey{dim: dimKind, kind: ev.Kind}])
 	try(x.rest)

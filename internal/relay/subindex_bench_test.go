@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
-
-	"github.com/kukuri/communitynode/internal/protocol"
 )
 
 // BenchmarkSubIndexMatching: 10,000 subscriptions, one topic each over 1,000
@@ -27,7 +25,7 @@ func BenchmarkSubIndexMatching(b *testing.B) {
 	var out []*subscription
 	b.ReportAllocs()
 	for b.Loop() {
-		out = x.matching(ev, protocol.Topics(ev), out[:0])
+		out = x.matching(ev, out[:0])
 	}
 	if len(out) != 21 {
 		b.Fatalf("matched %d subscriptions, want 21", len(out))

@@ -114,7 +114,7 @@ func TestSubIndexAgreesWithMatch(t *testing.T) {
 			}
 		}
 		got := map[string]bool{}
-		for _, s := range x.matching(ev, protocol.Topics(ev), nil) {
+		for _, s := range x.matching(ev, nil) {
 			require.False(t, got[s.id], "subscription %s returned twice", s.id)
 			got[s.id] = true
 		}

@@ -182,6 +182,13 @@ type stored struct {
 	ev           *nostr.Event // new events only
 }
 
+// ownTopics reports whether a new event's topics are its own `t` tags (which
+// #t REQs match) rather than inherited ones or NodeTopic (which only consumers
+// see). An event has either kind, never both (see topicsOf).
+func (st *stored) ownTopics() bool {
+	return st.ev != nil && !protocol.IsIdentityKind(st.ev.Kind) && len(protocol.Topics(st.ev)) > 0
+}
+
 // plan is one Ingest batch: what it loaded, what it decided, what it will write.
 type plan struct {
 	evs        []*nostr.Event
@@ -817,6 +824,7 @@ func queueInsert(b *pgx.Batch, ins []*stored, ingestedAt time.Time) {
 	var tIDs, tTopics, tPubkeys []string
 	var tAts []int64
 	var tKinds []int32
+	var tOwn []bool
 	var gIDs, gNames, gValues []string
 	var gAts []int64
 	for i, st := range ins {
@@ -832,9 +840,10 @@ func queueInsert(b *pgx.Batch, ins []*stored, ingestedAt time.Time) {
 			tagsJSON = []byte("[]")
 		}
 		tags[i] = string(tagsJSON)
+		own := st.ownTopics()
 		for _, t := range st.topics {
 			tIDs, tTopics, tAts = append(tIDs, ev.ID), append(tTopics, t), append(tAts, int64(ev.CreatedAt))
-			tPubkeys, tKinds = append(tPubkeys, ev.PubKey), append(tKinds, int32(ev.Kind))
+			tPubkeys, tKinds, tOwn = append(tPubkeys, ev.PubKey), append(tKinds, int32(ev.Kind)), append(tOwn, own)
 		}
 		seen := map[[2]string]bool{}
 		for _, t := range ev.Tags {
@@ -861,9 +870,9 @@ func queueInsert(b *pgx.Batch, ins []*stored, ingestedAt time.Time) {
 		ON CONFLICT (id) DO NOTHING`,
 		ids, pubkeys, kinds, createdAts, tags, contents, sigs, keys, effective, deleted, expires, ingestedAt)
 	if len(tIDs) > 0 {
-		b.Queue(`INSERT INTO cn_relay.event_topics (event_id, topic_id, created_at, pubkey, kind)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::int[]) ON CONFLICT DO NOTHING`,
-			tIDs, tTopics, tAts, tPubkeys, tKinds)
+		b.Queue(`INSERT INTO cn_relay.event_topics (event_id, topic_id, created_at, pubkey, kind, own)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::int[], $6::bool[]) ON CONFLICT DO NOTHING`,
+			tIDs, tTopics, tAts, tPubkeys, tKinds, tOwn)
 	}
 	if len(gIDs) > 0 {
 		b.Queue(`INSERT INTO cn_relay.event_tags (event_id, name, value, created_at)

@@ -79,14 +79,14 @@ func (s *Store) queryFilter(ctx context.Context, f nostr.Filter) ([]*nostr.Event
 		// author's events in this topic are read (schema 0006).
 		args = append(args, topicAuthors, f.Authors)
 		sql = "SELECT " + eventColumns + " FROM cn_relay.event_topics tt JOIN cn_relay.events e ON e.id = tt.event_id" +
-			" WHERE tt.topic_id = $" + strconv.Itoa(len(args)-1) + " AND tt.pubkey = ANY($" + strconv.Itoa(len(args)) + ") AND " + where +
+			" WHERE tt.topic_id = $" + strconv.Itoa(len(args)-1) + " AND tt.own AND tt.pubkey = ANY($" + strconv.Itoa(len(args)) + ") AND " + where +
 			" ORDER BY tt.created_at DESC, tt.event_id"
 	} else if topic, ok := topicDriven(f); ok {
 		// Walk the topic's (topic_id, created_at DESC) index in order and stop
 		// at the limit, instead of matching the whole topic first.
 		args = append(args, topic)
 		sql = "SELECT " + eventColumns + " FROM cn_relay.event_topics tt JOIN cn_relay.events e ON e.id = tt.event_id" +
-			" WHERE tt.topic_id = $" + strconv.Itoa(len(args)) + " AND " + where +
+			" WHERE tt.topic_id = $" + strconv.Itoa(len(args)) + " AND tt.own AND " + where +
 			" ORDER BY tt.created_at DESC, tt.event_id"
 	}
 	if f.Limit > 0 {
@@ -130,28 +130,13 @@ func (s *Store) Count(ctx context.Context, filters []nostr.Filter) (int64, error
 	return n, nil
 }
 
-// Events returns the visible events with these ids, each with its topics
-// (in byte order); missing ones are skipped.
-func (s *Store) Events(ctx context.Context, ids []string) ([]protocol.StoredEvent, error) {
+// Events returns the visible events with these ids; missing ones are skipped.
+func (s *Store) Events(ctx context.Context, ids []string) ([]*nostr.Event, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, "SELECT "+eventColumns+
-		", ARRAY(SELECT t.topic_id FROM cn_relay.event_topics t WHERE t.event_id = e.id ORDER BY t.topic_id COLLATE \"C\")"+
-		" FROM cn_relay.events e WHERE "+visibleSQL+" AND e.id = ANY($2)", s.now().Unix(), ids)
-	if err != nil {
-		return nil, fmt.Errorf("load events: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (protocol.StoredEvent, error) {
-		var se protocol.StoredEvent
-		ev, err := scanEvent(row, &se.Topics)
-		se.Event = ev
-		return se, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("load events: %w", err)
-	}
-	return out, nil
+	return s.queryEvents(ctx, "SELECT "+eventColumns+" FROM cn_relay.events e WHERE "+visibleSQL+" AND e.id = ANY($2)",
+		s.now().Unix(), ids)
 }
 
 func (s *Store) filterSQL(f nostr.Filter) (string, []any, bool) {
@@ -186,7 +171,7 @@ func (s *Store) queryTopicAuthors(ctx context.Context, f nostr.Filter, topic str
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	conds := []string{"tt.topic_id = " + ph(topic), "tt.pubkey = ANY(" + ph(f.Authors) + ")"}
+	conds := []string{"tt.topic_id = " + ph(topic), "tt.own", "tt.pubkey = ANY(" + ph(f.Authors) + ")"}
 	if f.Kinds != nil {
 		conds = append(conds, "tt.kind = ANY("+ph(int32s(f.Kinds))+")")
 	}
@@ -259,10 +244,11 @@ func (s *Store) filterSQLFrom(f nostr.Filter, offset int) (string, []any, bool) 
 		case len(name) != 1:
 			return "", nil, false // only single-letter tags are indexed (NIP-01)
 		case name == "t":
+			// #t matches own t tags only (protocol.Match): rows with own set.
 			// A per-row probe of the (event_id, topic_id) key: as EXISTS, Postgres
 			// would hash the whole topic before looking at the few rows that
 			// ids, authors or the topic index already select.
-			conds = append(conds, "(SELECT true FROM cn_relay.event_topics t WHERE t.event_id = e.id AND t.topic_id = ANY("+ph(values)+") LIMIT 1)")
+			conds = append(conds, "(SELECT true FROM cn_relay.event_topics t WHERE t.event_id = e.id AND t.topic_id = ANY("+ph(values)+") AND t.own LIMIT 1)")
 		default:
 			conds = append(conds, "EXISTS (SELECT 1 FROM cn_relay.event_tags g WHERE g.event_id = e.id AND g.name = "+
 				ph(name)+" AND g.value = ANY("+ph(values)+"))")
