@@ -48,8 +48,8 @@ func moderationCommand() *cli.Command {
 	}
 	return &cli.Command{
 		Name:  "moderation",
-		Usage: "moderation rules, the report queue, and operator decisions",
-		Subcommands: []*cli.Command{
+		Usage: "moderation rules, the report queue, operator decisions, bans (the NIP-86 actions) and their log",
+		Subcommands: append([]*cli.Command{
 			{
 				Name:  "rules",
 				Usage: "the rule set the moderator applies",
@@ -147,7 +147,7 @@ func moderationCommand() *cli.Command {
 			decide("hide", "hide an event from readers (REQ, COUNT, search, live) and record why"),
 			decide("unhide", "show an event hidden by moderation again"),
 			decide("dismiss", "take an event off the queue without acting on it"),
-		},
+		}, adminCommands()...),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nbd-wtf/go-nostr/nip19"
 	"github.com/urfave/cli/v2"
 
 	"github.com/kukuri/communitynode/internal/debugserver"
@@ -19,6 +20,7 @@ import (
 // process around it needs.
 type settings struct {
 	relay         relay.Config
+	admins        []string
 	databaseURL   string
 	sweepInterval time.Duration
 	logLevel      slog.Level
@@ -76,6 +78,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "description", EnvVars: []string{"CN_RELAY_DESCRIPTION"}, Usage: "NIP-11 description"},
 			&cli.StringFlag{Name: "pubkey", EnvVars: []string{"CN_RELAY_PUBKEY"}, Usage: "NIP-11 operator pubkey (hex)"},
 			&cli.StringFlag{Name: "contact", EnvVars: []string{"CN_RELAY_CONTACT"}, Usage: "NIP-11 contact URI"},
+			&cli.StringSliceFlag{Name: "admin-pubkeys", EnvVars: []string{"CN_RELAY_ADMIN_PUBKEYS"}, Usage: "pubkeys (hex or npub, comma separated) that may manage the relay through NIP-86 (default: none, NIP-86 answers 401)"},
 
 			&cli.DurationFlag{Name: "expiry-sweep-interval", Value: 30 * time.Second, EnvVars: []string{"CN_RELAY_EXPIRY_SWEEP_INTERVAL"}, Usage: "how often expired (NIP-40) events are swept (0: never)"},
 			&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"CN_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
@@ -93,7 +96,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			if err := debugserver.Start(c.Context, c.String("debug-listen"), logger); err != nil {
 				return fmt.Errorf("debug listener: %w", err)
 			}
-			return relaynode.Run(c.Context, relaynode.Options{DatabaseURL: s.databaseURL, Relay: s.relay, SweepInterval: s.sweepInterval, Logger: logger})
+			return relaynode.Run(c.Context, relaynode.Options{DatabaseURL: s.databaseURL, Relay: s.relay,
+				SweepInterval: s.sweepInterval, AdminPubkeys: s.admins, Logger: logger})
 		},
 	}
 }
@@ -154,11 +158,33 @@ func parseSettings(c *cli.Context) (settings, error) {
 		return settings{}, err
 	}
 	s := settings{relay: cfg, databaseURL: c.String("database-url"), sweepInterval: c.Duration("expiry-sweep-interval")}
+	for _, a := range c.StringSlice("admin-pubkeys") {
+		pk, err := parsePubkey(strings.TrimSpace(a))
+		if err != nil {
+			return settings{}, fmt.Errorf("admin pubkeys: %w", err)
+		}
+		s.admins = append(s.admins, pk)
+	}
 	if s.sweepInterval < 0 {
 		return settings{}, fmt.Errorf("expiry sweep interval must not be negative, got %s", s.sweepInterval)
 	}
 	if err := s.logLevel.UnmarshalText([]byte(strings.ToUpper(c.String("log-level")))); err != nil {
 		return settings{}, fmt.Errorf("log level: %w", err)
+	}
+	return s, nil
+}
+
+// parsePubkey accepts a hex pubkey or an npub.
+func parsePubkey(s string) (string, error) {
+	if strings.HasPrefix(s, "npub1") {
+		prefix, v, err := nip19.Decode(s)
+		if err != nil || prefix != "npub" {
+			return "", fmt.Errorf("%q is not a valid npub", s)
+		}
+		return v.(string), nil
+	}
+	if len(s) != 64 || strings.Trim(s, "0123456789abcdef") != "" {
+		return "", fmt.Errorf("%q is not a 64-character hex pubkey or an npub", s)
 	}
 	return s, nil
 }

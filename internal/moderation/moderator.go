@@ -183,6 +183,15 @@ func (m *Moderator) Handle(ctx context.Context, tx consumer.Tx, rows []outbox.Ro
 	if err != nil {
 		return err
 	}
+	banned, err := m.bannedAuthors(ctx, tx, upserts, targets)
+	if err != nil {
+		return err
+	}
+	for _, id := range banned {
+		if !slices.Contains(hides, id) {
+			hides = append(hides, id)
+		}
+	}
 
 	// Last: the store writes the node's events and hides, ending with the
 	// outbox append (which holds the outbox lock until our commit).
@@ -206,6 +215,42 @@ func (m *Moderator) Handle(ctx context.Context, tx consumer.Tx, rows []outbox.Ro
 	}
 	m.pending = p.Range
 	return nil
+}
+
+// bannedAuthors finds events whose authors are banned (relay management,
+// cn_admin.pubkeys) and records them as hidden by the ban: the relay refuses a
+// banned pubkey within a second of the ban, and this catches what it stored in
+// that second. Lifting the ban shows them again.
+func (m *Moderator) bannedAuthors(ctx context.Context, tx consumer.Tx, upserts []string, targets map[string]*target) ([]string, error) {
+	authors := map[string]bool{}
+	for _, id := range upserts {
+		if t := targets[id]; t != nil && t.PubKey != m.cfg.Key.PubKey {
+			authors[t.PubKey] = true
+		}
+	}
+	if len(authors) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, "SELECT pubkey FROM cn_admin.pubkeys WHERE status = 'banned' AND pubkey = ANY($1)",
+		slices.Sorted(maps.Keys(authors)))
+	if err != nil {
+		return nil, fmt.Errorf("load bans: %w", err)
+	}
+	bannedKeys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(bannedKeys) == 0 {
+		return nil, err
+	}
+	var ids, pks []string
+	for _, id := range upserts {
+		if t := targets[id]; t != nil && slices.Contains(bannedKeys, t.PubKey) {
+			ids, pks = append(ids, id), append(pks, t.PubKey)
+		}
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO cn_admin.ban_hides (pubkey, event_id)
+		SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING`, pks, ids); err != nil {
+		return nil, fmt.Errorf("record ban hides: %w", err)
+	}
+	return ids, nil
 }
 
 // AfterCommit announces what the last batch appended and counts what it did.

@@ -19,6 +19,7 @@ const (
 	closePeerGone           // the reader ended: the client left or the socket failed
 	closeSlow               // the send queue overflowed
 	closeShutdown           // the relay is shutting down: drain the queue first
+	closeBlocked            // an admin blocked the client's address
 )
 
 const (
@@ -204,6 +205,10 @@ func (c *conn) goodbye() {
 		deadline = time.Now().Add(slowGrace)
 		_ = c.write(noticeMsg("error: too slow, disconnecting"), deadline)
 		code, text = websocket.ClosePolicyViolation, "too slow"
+	case closeBlocked:
+		deadline = time.Now().Add(slowGrace)
+		_ = c.write(noticeMsg("blocked: your address is blocked from this relay"), deadline)
+		code, text = websocket.ClosePolicyViolation, "address blocked"
 	case closeShutdown:
 		deadline = time.Now().Add(c.r.cfg.ShutdownTimeout / 2)
 		for {

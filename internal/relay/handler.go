@@ -55,6 +55,10 @@ func (r *Relay) serveRoot(w http.ResponseWriter, req *http.Request) {
 		r.serveWebSocket(w, req)
 		return
 	}
+	if r.management != nil && isManagementRequest(req) {
+		r.management.ServeHTTP(w, req)
+		return
+	}
 	switch req.Method {
 	case http.MethodOptions:
 		setCORS(w.Header())
@@ -75,7 +79,13 @@ func (r *Relay) serveRoot(w http.ResponseWriter, req *http.Request) {
 func setCORS(h http.Header) {
 	h.Set("Access-Control-Allow-Origin", "*")
 	h.Set("Access-Control-Allow-Headers", "*")
-	h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
+	h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS, POST")
+}
+
+// isManagementRequest reports whether req is a NIP-86 call (by its Content-Type).
+func isManagementRequest(req *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(req.Header.Get("Content-Type"))
+	return err == nil && mt == "application/nostr+json+rpc"
 }
 
 // acceptsNostrJSON reports whether the Accept header lists application/nostr+json.
@@ -99,6 +109,11 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	ip := r.clientIP(req)
+	if r.policy != nil && r.policy.IPBlocked(ip) {
+		r.m.refusedConns.WithLabelValues("blocked").Inc()
+		http.Error(w, "your address is blocked from this relay", http.StatusForbidden)
+		return
+	}
 	key := ipKey(ip)
 	if !r.connsPerIP.acquire(key) {
 		r.m.refusedConns.WithLabelValues("per_ip_limit").Inc()

@@ -14,6 +14,9 @@ import (
 const (
 	reasonEventRateIP     = "rate-limited: slow down, too many events from your address"
 	reasonEventRatePubkey = "rate-limited: slow down, too many events from this author"
+	reasonBannedPubkey    = "blocked: this pubkey is banned from this relay"
+	reasonBannedEvent     = "blocked: this event is banned from this relay"
+	reasonKindNotAccepted = "blocked: this kind is not accepted on this relay"
 	reasonReqRate         = "rate-limited: slow down, too many subscriptions from your address"
 	reasonAuthForWrites   = "auth-required: this relay only accepts events from authenticated clients"
 	reasonAuthForReads    = "auth-required: this relay only serves authenticated clients"
@@ -109,6 +112,16 @@ func (c *conn) admit(ev *nostr.Event) string {
 	}
 	if reason := protocol.ValidateEvent(ev, c.r.now(), cfg.Limits); reason != "" {
 		return reason
+	}
+	if p := c.r.policy; p != nil {
+		switch {
+		case p.PubkeyBanned(ev.PubKey):
+			return reasonBannedPubkey
+		case p.EventBanned(ev.ID):
+			return reasonBannedEvent
+		case !p.KindAccepted(ev.Kind):
+			return reasonKindNotAccepted
+		}
 	}
 	if !c.r.eventsPerPubkey.allow(ev.PubKey) {
 		return reasonEventRatePubkey

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -15,6 +16,7 @@ type infoDocument struct {
 	Description   string     `json:"description,omitempty"`
 	PubKey        string     `json:"pubkey,omitempty"`
 	Contact       string     `json:"contact,omitempty"`
+	Icon          string     `json:"icon,omitempty"`
 	SupportedNIPs []int      `json:"supported_nips"`
 	Software      string     `json:"software"`
 	Version       string     `json:"version,omitempty"`
@@ -60,9 +62,12 @@ type limitation struct {
 }
 
 // supportedNIPs lists what this configuration implements: NIP-42 only when AUTH
-// is enabled, NIP-50 only when search is.
-func (c Config) supportedNIPs() []int {
+// is enabled, NIP-50 only when search is, NIP-86 only when management is.
+func (c Config) supportedNIPs(management bool) []int {
 	nips := []int{1, 9, 11, 40, 45, 70}
+	if management {
+		nips = append(nips, 86)
+	}
 	if c.Auth.Enabled {
 		nips = append(nips, 42)
 	}
@@ -73,6 +78,16 @@ func (c Config) supportedNIPs() []int {
 	return nips
 }
 
+// managementEnabled reports whether NIP-86 is offered: a Management handler
+// that, if it can tell (Enabled), has someone to serve.
+func (r *Relay) managementEnabled() bool {
+	if r.management == nil {
+		return false
+	}
+	e, ok := r.management.(interface{ Enabled() bool })
+	return !ok || e.Enabled()
+}
+
 func (r *Relay) info() infoDocument {
 	l := r.cfg.Limits
 	base := l.Limitation()
@@ -81,12 +96,18 @@ func (r *Relay) info() infoDocument {
 		allowed = append(allowed, t)
 	}
 	slices.Sort(allowed)
+	name, description, icon := r.cfg.Info.Name, r.cfg.Info.Description, ""
+	if r.policy != nil { // NIP-86 changerelay* override the flags
+		n, d, i := r.policy.InfoOverride()
+		name, description, icon = cmp.Or(n, name), cmp.Or(d, description), i
+	}
 	return infoDocument{
-		Name:          r.cfg.Info.Name,
-		Description:   r.cfg.Info.Description,
+		Name:          name,
+		Description:   description,
+		Icon:          icon,
 		PubKey:        r.cfg.Info.PubKey,
 		Contact:       r.cfg.Info.Contact,
-		SupportedNIPs: r.cfg.supportedNIPs(),
+		SupportedNIPs: r.cfg.supportedNIPs(r.managementEnabled()),
 		Software:      software,
 		Version:       r.cfg.Info.Version,
 		Limitation: limitation{

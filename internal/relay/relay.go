@@ -29,18 +29,36 @@ type Deps struct {
 	Gatherer prometheus.Gatherer
 	// Now is the clock for event validation, AUTH and rate limits; nil means time.Now.
 	Now func() time.Time
+	// Policy, if set, is the management state the relay enforces (package
+	// relayadmin): banned pubkeys and events, accepted kinds, blocked addresses,
+	// NIP-11 overrides. Nil enforces nothing.
+	Policy Policy
+	// Management, if set, serves NIP-86 requests (POST with Content-Type
+	// application/nostr+json+rpc) on the relay's URL, and NIP-11 lists 86.
+	Management http.Handler
+}
+
+// Policy is the relay management state, as the relay asks it (relayadmin.Watcher).
+type Policy interface {
+	PubkeyBanned(pubkey string) bool
+	EventBanned(id string) bool
+	KindAccepted(kind int) bool
+	IPBlocked(ip string) bool
+	InfoOverride() (name, description, icon string)
 }
 
 // Relay is a Nostr relay: a WebSocket server in front of a Store, fanning stored
 // events out by following the outbox. Create it with New, serve it with Run or
 // Serve (once).
 type Relay struct {
-	cfg      Config
-	store    Store
-	log      *slog.Logger
-	m        *metrics
-	gatherer prometheus.Gatherer
-	now      func() time.Time
+	cfg        Config
+	store      Store
+	policy     Policy
+	management http.Handler
+	log        *slog.Logger
+	m          *metrics
+	gatherer   prometheus.Gatherer
+	now        func() time.Time
 
 	index    *subIndex
 	batcher  *batcher
@@ -78,6 +96,8 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 	r := &Relay{
 		cfg:             cfg,
 		store:           deps.Store,
+		policy:          deps.Policy,
+		management:      deps.Management,
 		log:             deps.Logger,
 		m:               newMetrics(deps.Registerer),
 		gatherer:        deps.Gatherer,
@@ -219,6 +239,27 @@ func (r *Relay) fanout(ev *nostr.Event) {
 	for _, s := range subs {
 		if s.deliver(ev.ID, js) {
 			r.m.liveDeliveries.Inc()
+		}
+	}
+}
+
+// DisconnectBlocked closes the connections whose address the policy now
+// blocks, telling them why. Call it when the policy changes.
+func (r *Relay) DisconnectBlocked() {
+	if r.policy == nil {
+		return
+	}
+	r.connsMu.Lock()
+	var blocked []*conn
+	for c := range r.conns {
+		if r.policy.IPBlocked(c.ip) {
+			blocked = append(blocked, c)
+		}
+	}
+	r.connsMu.Unlock()
+	for _, c := range blocked {
+		if c.closeWith(closeBlocked) {
+			r.m.refusedConns.WithLabelValues("blocked").Inc()
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/relay"
+	"github.com/kukuri/communitynode/internal/relayadmin"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
@@ -25,7 +26,10 @@ type Options struct {
 	Relay       relay.Config
 	// SweepInterval is how often expired (NIP-40) events are swept; 0 turns it off.
 	SweepInterval time.Duration
-	Logger        *slog.Logger
+	// AdminPubkeys may manage the relay through NIP-86 (hex). None: every NIP-86
+	// request is answered 401.
+	AdminPubkeys []string
+	Logger       *slog.Logger
 }
 
 // Run wires the database, the outbox writer, the store and the relay together and
@@ -46,16 +50,30 @@ func Run(ctx context.Context, s Options) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	writer := outbox.NewWriter(pool, outbox.WriterConfig{Logger: logger, Registerer: reg})
 	st := store.New(pool, writer, s.Relay.Limits.TopicRules)
-	r, err := relay.New(s.Relay, relay.Deps{
+	policy, err := relayadmin.Open(ctx, pool, logger)
+	if err != nil {
+		return err
+	}
+	admins := map[string]bool{}
+	for _, pk := range s.AdminPubkeys {
+		admins[pk] = true
+	}
+	api := &relayadmin.API{Admin: &relayadmin.Admin{Pool: pool, Store: st}, Admins: admins,
+		PublicURL: s.Relay.PublicURL, Logger: logger}
+	deps := relay.Deps{
 		Store:      st,
 		Feed:       relay.NewPGFeed(pool, logger),
 		Logger:     logger,
 		Registerer: reg,
 		Gatherer:   reg,
-	})
+		Policy:     policy,
+		Management: api,
+	}
+	r, err := relay.New(s.Relay, deps)
 	if err != nil {
 		return err
 	}
+	policy.OnChange(func(*relayadmin.State) { r.DisconnectBlocked() })
 
 	// The writer outlives the relay: the relay's final flush commits through it.
 	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
@@ -65,6 +83,7 @@ func Run(ctx context.Context, s Options) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return r.Run(gctx) })
+	g.Go(func() error { return policy.Run(gctx) })
 	if s.SweepInterval > 0 {
 		g.Go(func() error { sweepExpired(gctx, st, s.SweepInterval, logger); return nil })
 	}

@@ -1,0 +1,209 @@
+package relayadmin
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// ContentType marks a NIP-86 request.
+const ContentType = "application/nostr+json+rpc"
+
+// maxBody bounds a NIP-86 request body.
+const maxBody = 64 << 10
+
+// AuthWindow is how far a NIP-98 event's created_at may be from now.
+const AuthWindow = 60 * time.Second
+
+// API serves NIP-86 on the relay's URL. Every request needs a NIP-98
+// `Authorization: Nostr <base64 kind 27235 event>` header whose `u` is the
+// relay's URL, `method` POST, `payload` the SHA-256 of the body, created_at
+// within AuthWindow, with a valid signature, by one of Admins. No admins: 401
+// for everyone. Bad or missing auth: 401; a valid event by a non-admin: 403;
+// a bad request: 400; all with a JSON {"error": "..."}.
+type API struct {
+	Admin  *Admin
+	Admins map[string]bool
+	// PublicURL is the relay's URL as clients see it (ws:// or wss://, optional).
+	PublicURL string
+	Logger    *slog.Logger
+	Now       func() time.Time
+}
+
+// Enabled reports whether anyone may use the API (some admin is configured).
+func (a *API) Enabled() bool { return len(a.Admins) > 0 }
+
+// IsRequest reports whether r is a NIP-86 request (by its Content-Type).
+func IsRequest(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == ContentType
+}
+
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "NIP-86 requests are POSTed"})
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil || len(body) > maxBody {
+		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": "request body too large or unreadable"})
+		return
+	}
+	if len(a.Admins) == 0 {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "relay management is disabled: no admin pubkeys are configured"})
+		return
+	}
+	pubkey, err := a.authorize(r, body)
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", "Nostr")
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized: " + err.Error()})
+		return
+	}
+	if !a.Admins[pubkey] {
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "forbidden: " + pubkey + " is not an admin of this relay"})
+		return
+	}
+	var req struct {
+		Method string            `json:"method"`
+		Params []json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil || req.Method == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": `bad request: want {"method": "...", "params": [...]}`})
+		return
+	}
+	result, err := a.Admin.Do(r.Context(), Actor{Name: pubkey, Source: "nip86"}, req.Method, req.Params)
+	switch {
+	case errors.Is(err, ErrBadRequest):
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+	case err != nil:
+		if a.Logger != nil {
+			a.Logger.Error("NIP-86 call failed", "method", req.Method, "admin", pubkey, "err", err)
+		}
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "error: " + req.Method + " failed"})
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"result": result})
+	}
+}
+
+// authorize checks the NIP-98 Authorization header and returns its pubkey.
+func (a *API) authorize(r *http.Request, body []byte) (string, error) {
+	h := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Nostr") {
+		return "", errors.New("missing Authorization: Nostr <base64 event> (NIP-98)")
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(token))
+	if err != nil {
+		if raw, err = base64.RawURLEncoding.DecodeString(strings.TrimRight(strings.TrimSpace(token), "=")); err != nil {
+			return "", errors.New("the Authorization event is not base64")
+		}
+	}
+	var ev nostr.Event
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return "", errors.New("the Authorization event is not JSON")
+	}
+	now := time.Now()
+	if a.Now != nil {
+		now = a.Now()
+	}
+	switch {
+	case ev.Kind != 27235:
+		return "", errors.New("the Authorization event must be kind 27235")
+	case len(ev.ID) != 64 || len(ev.PubKey) != 64 || len(ev.Sig) != 128 || !ev.CheckID():
+		return "", errors.New("the Authorization event's id does not match its content")
+	}
+	if ok, err := ev.CheckSignature(); err != nil || !ok {
+		return "", errors.New("bad signature")
+	}
+	if d := now.Sub(ev.CreatedAt.Time()); d > AuthWindow || d < -AuthWindow {
+		return "", errors.New("the Authorization event is older or newer than 60 s")
+	}
+	if m := tagValue(&ev, "method"); !strings.EqualFold(m, r.Method) {
+		return "", errors.New("the method tag must be " + r.Method)
+	}
+	if !a.urlMatches(tagValue(&ev, "u"), r) {
+		return "", errors.New("the u tag must be this relay's URL")
+	}
+	sum := sha256.Sum256(body)
+	if p := tagValue(&ev, "payload"); !strings.EqualFold(p, hex.EncodeToString(sum[:])) {
+		return "", errors.New("the payload tag must be the SHA-256 of the request body")
+	}
+	return ev.PubKey, nil
+}
+
+// urlMatches reports whether u names this relay: the configured public URL, or
+// the request's own URL, in its ws(s) or http(s) form (a TLS-terminating proxy
+// hides the scheme, never the host and path).
+func (a *API) urlMatches(u string, r *http.Request) bool {
+	got, ok := canonicalURL(u)
+	if !ok {
+		return false
+	}
+	var want []string
+	if a.PublicURL != "" {
+		if c, ok := canonicalURL(a.PublicURL); ok {
+			want = append(want, c)
+		}
+	} else {
+		if c, ok := canonicalURL("http://" + r.Host + r.URL.RequestURI()); ok {
+			want = append(want, c)
+		}
+	}
+	for _, w := range want {
+		if got == w {
+			return true
+		}
+	}
+	return false
+}
+
+// canonicalURL maps ws/wss/http/https URLs of one place to one string: the
+// scheme dropped, the host in lower case, default ports and a trailing slash
+// removed, the query kept.
+func canonicalURL(s string) (string, bool) {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || u.Host == "" {
+		return "", false
+	}
+	switch u.Scheme {
+	case "ws", "wss", "http", "https":
+	default:
+		return "", false
+	}
+	host := strings.ToLower(u.Hostname())
+	if p := u.Port(); p != "" && p != "80" && p != "443" {
+		host += ":" + p
+	}
+	path := strings.TrimSuffix(u.EscapedPath(), "/")
+	if u.RawQuery != "" {
+		path += "?" + u.RawQuery
+	}
+	return host + path, true
+}
+
+func tagValue(ev *nostr.Event, name string) string {
+	for _, t := range ev.Tags {
+		if len(t) >= 2 && t[0] == name {
+			return t[1]
+		}
+	}
+	return ""
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
