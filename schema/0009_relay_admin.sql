@@ -73,3 +73,22 @@ CREATE TABLE cn_admin.log (
     source text        NOT NULL CHECK (source IN ('nip86', 'cnctl')),
     at     timestamptz NOT NULL
 );
+
+-- The moderator's optional classifier (an HTTP service): one outcome per event,
+-- recorded in the moderator's transaction, so a replay reuses it and never asks
+-- again. outcome 'unclassified' (with the reason: timeout, error, breaker open,
+-- over budget) is final too: the moderator never waits on the classifier longer
+-- than its batch deadline.
+CREATE TABLE cn_moderation.classifications (
+    event_id text        PRIMARY KEY,
+    outcome  text        NOT NULL CHECK (outcome IN ('classified', 'unclassified')),
+    labels   jsonb       NOT NULL DEFAULT '[]',
+    reason   text        NOT NULL DEFAULT '',
+    at       timestamptz NOT NULL
+);
+
+-- Requests sent to the classifier per UTC day, against the daily budget.
+CREATE TABLE cn_moderation.classifier_usage (
+    day      date    PRIMARY KEY,
+    requests integer NOT NULL
+);

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"github.com/urfave/cli/v2"
+	"strings"
 
 	"github.com/kukuri/communitynode/internal/nodekey"
 
@@ -24,10 +26,17 @@ func devCommand() *cli.Command {
 				Usage: "address of the indexer's search API (/v1/search, /healthz, /metrics)"},
 			&cli.StringFlag{Name: "moderator-listen", Value: "127.0.0.1:7781", EnvVars: []string{"CN_MODERATOR_LISTEN"},
 				Usage: "address of the moderator's /healthz and /metrics"},
+			&cli.StringSliceFlag{Name: "admin-pubkeys", EnvVars: []string{"CN_RELAY_ADMIN_PUBKEYS"},
+				Usage: "hex pubkeys that may manage the relay through NIP-86 (comma separated)"},
 			&cli.StringFlag{Name: "node-key-file", Value: nodekey.DefaultFile, EnvVars: []string{"CN_NODE_KEY_FILE"},
 				Usage: "the node's key; created on first run"},
 		},
 		Action: func(c *cli.Context) error {
+			for _, pk := range c.StringSlice("admin-pubkeys") {
+				if len(pk) != 64 || strings.Trim(pk, "0123456789abcdef") != "" {
+					return usageError{fmt.Errorf("--admin-pubkeys: %q is not a 64-character hex pubkey", pk)}
+				}
+			}
 			cfg := devnode.Config{
 				DatabaseURL:     databaseURL(c),
 				DataDir:         c.String("data-dir"),

@@ -121,3 +121,43 @@ func TestModerationRulesCommands(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, strings.TrimSpace(out))
 }
+
+func TestAdminCommands(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	sk := nostr.GeneratePrivateKey()
+	note := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: "hi"}
+	require.NoError(t, note.Sign(sk))
+	_, err := st.Ingest(context.Background(), []*nostr.Event{note})
+	require.NoError(t, err)
+	visible := func() bool {
+		evs, err := st.Events(context.Background(), []string{note.ID})
+		require.NoError(t, err)
+		return len(evs) == 1
+	}
+
+	out, err := cnctl(t, "moderation", "ban-pubkey", "--reason", "spam", "--database-url", db.URL, note.PubKey)
+	require.NoError(t, err)
+	require.Contains(t, out, "ban-pubkey "+note.PubKey+": done")
+	require.False(t, visible(), "the ban hides the pubkey's events")
+	out, err = cnctl(t, "moderation", "list", "--database-url", db.URL, "banned-pubkeys")
+	require.NoError(t, err)
+	require.JSONEq(t, `[{"pubkey":"`+note.PubKey+`","reason":"spam"}]`, out)
+	_, err = cnctl(t, "moderation", "allow-pubkey", "--database-url", db.URL, note.PubKey)
+	require.NoError(t, err)
+	require.True(t, visible(), "allowing lifts the ban")
+
+	_, err = cnctl(t, "moderation", "block-ip", "--database-url", db.URL, "not-an-ip")
+	require.Equal(t, 2, exitCode(err), "bad input: exit code 2 and one line")
+	require.Contains(t, err.Error(), "not an IP address")
+	_, err = cnctl(t, "moderation", "disallow-kind", "--database-url", db.URL, "x")
+	require.Equal(t, 2, exitCode(err))
+	_, err = cnctl(t, "moderation", "list", "--database-url", db.URL, "nope")
+	require.Equal(t, 2, exitCode(err))
+
+	out, err = cnctl(t, "moderation", "log", "--database-url", db.URL)
+	require.NoError(t, err)
+	require.Regexp(t, `cnctl\s+\S+@\S+\s+allowpubkey`, out)
+	require.Regexp(t, `cnctl\s+\S+@\S+\s+banpubkey\s+\["`+note.PubKey+`", "spam"\]`, out)
+}

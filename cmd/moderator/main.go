@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -48,6 +49,12 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "node-key-file", EnvVars: []string{"CN_NODE_KEY_FILE"}, Required: true, Usage: "the node's key (cnctl node-key generate), which signs its labels"},
 			&cli.StringFlag{Name: "label-namespace", Value: moderation.DefaultNamespace, EnvVars: []string{"CN_MODERATOR_LABEL_NAMESPACE"}, Usage: "NIP-32 namespace (L tag) of the node's labels"},
 			&cli.IntFlag{Name: "batch-size", Value: moderation.DefaultBatchSize, EnvVars: []string{"CN_MODERATOR_BATCH_SIZE"}, Usage: "outbox rows per moderation transaction"},
+			&cli.StringFlag{Name: "classifier-url", EnvVars: []string{"CN_MODERATOR_CLASSIFIER_URL"}, Usage: "HTTP classifier for rules with a classifier condition: POST {content, kind} -> {labels: [{label, confidence}]} (default: off)"},
+			&cli.DurationFlag{Name: "classifier-timeout", Value: 2 * time.Second, EnvVars: []string{"CN_MODERATOR_CLASSIFIER_TIMEOUT"}, Usage: "bound on one classifier request"},
+			&cli.DurationFlag{Name: "classifier-batch-deadline", Value: 5 * time.Second, EnvVars: []string{"CN_MODERATOR_CLASSIFIER_BATCH_DEADLINE"}, Usage: "bound on classifying one batch; later answers are recorded as unclassified"},
+			&cli.IntFlag{Name: "classifier-concurrency", Value: 4, EnvVars: []string{"CN_MODERATOR_CLASSIFIER_CONCURRENCY"}, Usage: "classifier requests at once"},
+			&cli.IntFlag{Name: "classifier-daily-budget", Value: 10000, EnvVars: []string{"CN_MODERATOR_CLASSIFIER_DAILY_BUDGET"}, Usage: "classifier requests per UTC day, shared by all moderators (0: unlimited)"},
+			&cli.IntFlag{Name: "classifier-max-bytes", Value: 4096, EnvVars: []string{"CN_MODERATOR_CLASSIFIER_MAX_BYTES"}, Usage: "content sent to the classifier is cut to this many bytes"},
 			&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"CN_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
 		},
 		Action: func(c *cli.Context) error {
@@ -56,6 +63,13 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			}
 			if n := c.Int("batch-size"); n < 1 || n > 10000 {
 				return fmt.Errorf("--batch-size: want 1-10000, got %d", n)
+			}
+			if u := c.String("classifier-url"); u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+				return fmt.Errorf("--classifier-url: want an http(s) URL, got %q", u)
+			}
+			if c.Int("classifier-concurrency") < 1 || c.Int("classifier-max-bytes") < 1 || c.Int("classifier-daily-budget") < 0 ||
+				c.Duration("classifier-timeout") <= 0 || c.Duration("classifier-batch-deadline") <= 0 {
+				return fmt.Errorf("classifier settings must be positive (budget: 0 or more)")
 			}
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(strings.ToUpper(c.String("log-level")))); err != nil {
@@ -72,7 +86,15 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Key:         key,
 				Namespace:   c.String("label-namespace"),
 				BatchSize:   c.Int("batch-size"),
-				Logger:      logger,
+				Classifier: moderation.ClassifierConfig{
+					URL:             c.String("classifier-url"),
+					Timeout:         c.Duration("classifier-timeout"),
+					BatchDeadline:   c.Duration("classifier-batch-deadline"),
+					Concurrency:     c.Int("classifier-concurrency"),
+					DailyBudget:     c.Int("classifier-daily-budget"),
+					MaxContentBytes: c.Int("classifier-max-bytes"),
+				},
+				Logger: logger,
 			})
 		},
 	}

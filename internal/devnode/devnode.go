@@ -43,7 +43,9 @@ type Config struct {
 	ModeratorListen string
 	// NodeKeyFile holds the node's key; it is created on the first run.
 	NodeKeyFile string
-	Logger      *slog.Logger
+	// AdminPubkeys may manage the relay through NIP-86 (hex).
+	AdminPubkeys []string
+	Logger       *slog.Logger
 	// Out receives the lines a developer reads: URLs and what is running.
 	Out io.Writer
 }
@@ -115,7 +117,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	g.Go(func() error {
 		return relaynode.Run(gctx, relaynode.Options{DatabaseURL: dbURL, Relay: relayCfg,
-			SweepInterval: 30 * time.Second, Logger: cfg.Logger.With("daemon", "relay")})
+			SweepInterval: 30 * time.Second, AdminPubkeys: cfg.AdminPubkeys, Logger: cfg.Logger.With("daemon", "relay")})
 	})
 	fmt.Fprintf(cfg.Out, "relay: ws://%s (NIP-11, /healthz and /metrics on the same address)\n", relayCfg.Listen)
 	indexerListen := cfg.IndexerListen

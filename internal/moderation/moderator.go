@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -39,6 +40,11 @@ type Config struct {
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
 	Now        func() time.Time // the time recorded with decisions; time.Now when nil
+	// Classifier is the optional content classifier (off when its URL is
+	// empty); Pool counts its daily budget outside the batch's transaction, so
+	// that requests made by a batch that rolls back are still counted.
+	Classifier ClassifierConfig
+	Pool       *pgxpool.Pool
 }
 
 // Moderator is the moderation-v1 handler (pkg/consumer). Per batch, in the
@@ -61,9 +67,10 @@ type Config struct {
 // and commits with the offset, so a replay or a crash mid-batch ends in the same
 // state.
 type Moderator struct {
-	cfg      Config
-	m        *metrics
-	compiled map[string]*compiled // by name@version
+	cfg        Config
+	m          *metrics
+	compiled   map[string]*compiled // by name@version
+	classifier *classifier          // nil: none configured
 
 	pending     outbox.Range // appended by the last Handle
 	pendingDone counts       // what the last Handle did, counted after its commit
@@ -80,7 +87,11 @@ func New(cfg Config) *Moderator {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Moderator{cfg: cfg, m: newMetrics(cfg.Registerer), compiled: map[string]*compiled{}}
+	m := &Moderator{cfg: cfg, m: newMetrics(cfg.Registerer), compiled: map[string]*compiled{}}
+	if cfg.Classifier.URL != "" {
+		m.classifier = newClassifier(cfg.Classifier, cfg.Pool, cfg.Registerer, cfg.Logger)
+	}
+	return m
 }
 
 // target is a stored event as the rules see it.
@@ -140,7 +151,7 @@ func (m *Moderator) Handle(ctx context.Context, tx consumer.Tx, rows []outbox.Ro
 	}
 
 	start := time.Now()
-	var fires []fired
+	var fires, awaiting []fired // awaiting: every condition met but the classifier's
 	var reports []report
 	for _, id := range upserts {
 		t := targets[id]
@@ -149,8 +160,14 @@ func (m *Moderator) Handle(ctx context.Context, tx consumer.Tx, rows []outbox.Ro
 		}
 		txt := &text{content: t.Content}
 		for _, r := range contentRules {
-			if r.matchesEvent(t, txt) {
-				fires = append(fires, fired{rule: r, target: t, seq: upsertSeq[id]})
+			if !r.matchesEvent(t, txt) {
+				continue
+			}
+			f := fired{rule: r, target: t, seq: upsertSeq[id]}
+			if r.Classifier != nil {
+				awaiting = append(awaiting, f)
+			} else {
+				fires = append(fires, f)
 			}
 		}
 		if t.Kind == nostr.KindReporting {
@@ -161,6 +178,9 @@ func (m *Moderator) Handle(ctx context.Context, tx consumer.Tx, rows []outbox.Ro
 		}
 	}
 	m.pendingDone.ruleDur = time.Since(start)
+	if err := m.classify(ctx, tx, awaiting, &fires); err != nil {
+		return err
+	}
 
 	if err := m.recordReports(ctx, tx, reports); err != nil {
 		return err
@@ -215,6 +235,82 @@ func (m *Moderator) Handle(ctx context.Context, tx consumer.Tx, rows []outbox.Ro
 	}
 	m.pending = p.Range
 	return nil
+}
+
+// classify settles the firings that wait for the classifier: each event's
+// recorded outcome is used (a replay never asks again); events without one are
+// classified now, within the batch deadline, and their outcomes recorded in the
+// batch's transaction. With no classifier configured such rules never fire.
+func (m *Moderator) classify(ctx context.Context, tx consumer.Tx, awaiting []fired, fires *[]fired) error {
+	if len(awaiting) == 0 {
+		return nil
+	}
+	ids := map[string]*target{}
+	for _, f := range awaiting {
+		ids[f.target.ID] = f.target
+	}
+	rows, err := tx.Query(ctx, "SELECT event_id, outcome = 'classified', labels, reason FROM cn_moderation.classifications WHERE event_id = ANY($1)",
+		slices.Sorted(maps.Keys(ids)))
+	if err != nil {
+		return fmt.Errorf("load classifications: %w", err)
+	}
+	outcomes := map[string]Classification{}
+	for rows.Next() {
+		var id string
+		var c Classification
+		if err := rows.Scan(&id, &c.Classified, &c.Labels, &c.Reason); err != nil {
+			return fmt.Errorf("load classifications: %w", err)
+		}
+		outcomes[id] = c
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load classifications: %w", err)
+	}
+	if m.classifier != nil {
+		var items []classifyItem
+		for _, id := range slices.Sorted(maps.Keys(ids)) {
+			if _, done := outcomes[id]; !done {
+				items = append(items, classifyItem{id: id, kind: ids[id].Kind, content: ids[id].Content})
+			}
+		}
+		if len(items) > 0 {
+			fresh := m.classifier.classify(ctx, items)
+			var rid, routcome, rreason []string
+			var rlabels [][]byte
+			for _, it := range items {
+				c := fresh[it.id]
+				outcomes[it.id] = c
+				labels, _ := json.Marshal(c.Labels)
+				if c.Labels == nil {
+					labels = []byte("[]")
+				}
+				outcome := "unclassified"
+				if c.Classified {
+					outcome = "classified"
+				}
+				rid, routcome, rlabels, rreason = append(rid, it.id), append(routcome, outcome), append(rlabels, labels), append(rreason, c.Reason)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO cn_moderation.classifications (event_id, outcome, labels, reason, at)
+				SELECT id, o, l::jsonb, r, $5 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(id, o, l, r)
+				ON CONFLICT DO NOTHING`, rid, routcome, bytesToStrings(rlabels), rreason, m.cfg.Now()); err != nil {
+				return fmt.Errorf("record classifications: %w", err)
+			}
+		}
+	}
+	for _, f := range awaiting {
+		if c, ok := outcomes[f.target.ID]; ok && f.rule.classified(c) {
+			*fires = append(*fires, f)
+		}
+	}
+	return nil
+}
+
+func bytesToStrings(bs [][]byte) []string {
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = string(b)
+	}
+	return out
 }
 
 // bannedAuthors finds events whose authors are banned (relay management,

@@ -47,6 +47,10 @@ type Rule struct {
 	// ContentWarning: the event carries (true) or lacks (false) a NIP-36
 	// content-warning tag.
 	ContentWarning *bool `yaml:"content_warning,omitempty" json:"content_warning,omitempty"`
+	// Classifier: the moderator's classifier (if one is configured) gave the
+	// event this label with at least this confidence. Checked last, and only
+	// for events that meet every other condition (content rules only).
+	Classifier *ClassifierCondition `yaml:"classifier,omitempty" json:"classifier,omitempty"`
 
 	// MinReports: at least this many distinct reporters reported the event
 	// (NIP-56), counting only ReportTypes when set and, with ReportWindow, only
@@ -62,6 +66,12 @@ type Rule struct {
 	// Expire gives the label an expiration (NIP-40) this long after the
 	// labelled event's created_at.
 	Expire Duration `yaml:"expire,omitempty" json:"expire,omitempty"`
+}
+
+// ClassifierCondition is a rule's condition on the classifier's answer.
+type ClassifierCondition struct {
+	Label         string  `yaml:"label" json:"label"`
+	MinConfidence float64 `yaml:"min_confidence" json:"min_confidence"`
 }
 
 // Duration is a time.Duration written as "24h", "90m", ...
@@ -203,6 +213,17 @@ func (r Rule) Validate() error {
 			bad("unknown report type %q (NIP-56: %s)", t, strings.Join(ReportTypes, ", "))
 		}
 	}
+	if c := r.Classifier; c != nil {
+		if c.Label == "" {
+			bad("classifier: label is required")
+		}
+		if c.MinConfidence <= 0 || c.MinConfidence > 1 {
+			bad("classifier: min_confidence must be above 0 and at most 1")
+		}
+		if r.MinReports > 0 {
+			bad("classifier conditions apply to content rules, not report rules")
+		}
+	}
 	if r.ReportWindow < 0 || r.Expire < 0 {
 		bad("durations must not be negative")
 	}
@@ -311,6 +332,20 @@ func (c *compiled) matchesEvent(ev *target, txt *text) bool {
 		}
 	}
 	return true
+}
+
+// classified reports whether the classifier's outcome meets the rule's
+// classifier condition.
+func (c *compiled) classified(res Classification) bool {
+	if !res.Classified {
+		return false
+	}
+	for _, l := range res.Labels {
+		if l.Label == c.Classifier.Label && l.Confidence >= c.Classifier.MinConfidence {
+			return true
+		}
+	}
+	return false
 }
 
 // hasTag reports whether ev has a tag name whose value is in values ("*" or a

@@ -32,6 +32,7 @@ type Options struct {
 	Key         nodekey.Key
 	Namespace   string // NIP-32 namespace; DefaultNamespace when empty
 	BatchSize   int    // DefaultBatchSize when 0
+	Classifier  ClassifierConfig
 	Logger      *slog.Logger
 	// Ready, if set, is called with the HTTP listener's address once it listens.
 	Ready func(addr string)
@@ -57,7 +58,8 @@ func Run(ctx context.Context, o Options) error {
 	notifier := outbox.NewNotifier(pool, 0, logger, reg)
 	mod := New(Config{
 		Key: o.Key, Namespace: o.Namespace, Notifier: notifier, Registerer: reg, Logger: logger,
-		Store: store.New(pool, nil, protocol.DefaultTopicRules()),
+		Store:      store.New(pool, nil, protocol.DefaultTopicRules()),
+		Classifier: o.Classifier, Pool: pool,
 	})
 	if o.BatchSize == 0 {
 		o.BatchSize = DefaultBatchSize
@@ -66,7 +68,8 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("moderator starting", "node_pubkey", o.Key.PubKey, "namespace", mod.cfg.Namespace)
+	logger.Info("moderator starting", "node_pubkey", o.Key.PubKey, "namespace", mod.cfg.Namespace,
+		"classifier", o.Classifier.URL != "")
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return c.Run(gctx) })
 	g.Go(func() error { return notifier.Run(gctx) })
