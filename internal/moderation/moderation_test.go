@@ -190,3 +190,28 @@ func TestRejudge(t *testing.T) {
 	require.Eventually(t, func() bool { return len(labelsOf()) == 2 }, waitLong, 20*time.Millisecond)
 	require.ElementsMatch(t, []string{"spam rule casino version 1", "gambling rule casino version 2"}, labelsOf())
 }
+
+// TestModeratorHidesWhatABannedKeyGotStored: relays apply a ban within a second;
+// what a banned key got stored meanwhile is hidden by the moderator (and shown
+// again when the ban is lifted, with the rest of what the ban hid).
+func TestModeratorHidesWhatABannedKeyGotStored(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t)
+	n.startModerator(t)
+	c := n.dial(t)
+	spammer := newAuthor(t)
+	_, err := n.db.Pool.Exec(context.Background(), `INSERT INTO cn_admin.pubkeys (pubkey, status, reason, actor, at)
+		VALUES ($1, 'banned', 'spam', 'test', now())`, spammer.pk)
+	require.NoError(t, err)
+	// This relay has no management policy: it stores the event, as a relay that
+	// has not applied the ban yet would.
+	ev := spammer.event(t, 1, nostr.Tags{{"t", "go"}}, "slipped through")
+	ok, reason := c.publish(ev)
+	require.True(t, ok, reason)
+	n.sync(t, ConsumerName)
+	require.Empty(t, c.req(map[string]any{"ids": []string{ev.ID}}), "hidden by the moderator")
+	var recorded int
+	require.NoError(t, n.db.Pool.QueryRow(context.Background(),
+		"SELECT count(*) FROM cn_admin.ban_hides WHERE pubkey = $1 AND event_id = $2", spammer.pk, ev.ID).Scan(&recorded))
+	require.Equal(t, 1, recorded, "recorded as hidden by the ban, so lifting it shows the event again")
+}
