@@ -26,6 +26,8 @@ func devCommand() *cli.Command {
 				Usage: "address of the indexer's search API (/v1/search, /healthz, /metrics)"},
 			&cli.StringFlag{Name: "moderator-listen", Value: "127.0.0.1:7781", EnvVars: []string{"CN_MODERATOR_LISTEN"},
 				Usage: "address of the moderator's /healthz and /metrics"},
+			&cli.StringFlag{Name: "dashboard-listen", Value: "127.0.0.1:7790", EnvVars: []string{"CN_DASHBOARD_LISTEN"},
+				Usage: "address of the status page (loopback only in dev mode)"},
 			&cli.StringSliceFlag{Name: "admin-pubkeys", EnvVars: []string{"CN_RELAY_ADMIN_PUBKEYS"},
 				Usage: "hex pubkeys that may manage the relay through NIP-86 (comma separated)"},
 			&cli.StringFlag{Name: "node-key-file", Value: nodekey.DefaultFile, EnvVars: []string{"CN_NODE_KEY_FILE"},

@@ -10,11 +10,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kukuri/communitynode/internal/dashboard"
+	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/indexer"
 	"github.com/kukuri/communitynode/internal/moderation"
 	"github.com/kukuri/communitynode/internal/nodekey"
@@ -45,7 +48,9 @@ type Config struct {
 	NodeKeyFile string
 	// AdminPubkeys may manage the relay through NIP-86 (hex).
 	AdminPubkeys []string
-	Logger       *slog.Logger
+	// DashboardListen is where the status page is served (loopback).
+	DashboardListen string
+	Logger          *slog.Logger
 	// Out receives the lines a developer reads: URLs and what is running.
 	Out io.Writer
 }
@@ -134,6 +139,23 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			Logger: cfg.Logger.With("daemon", "moderator")})
 	})
 	fmt.Fprintf(cfg.Out, "moderator: http://%s/metrics (consumer %s; labels signed by %s)\n", moderatorListen, moderation.ConsumerName, key.Npub())
+	dashListen := cmp.Or(cfg.DashboardListen, "127.0.0.1:7790")
+	if err := dashboard.CheckExposure(dashListen, ""); err != nil {
+		return err
+	}
+	dashPool, err := dbpool.Open(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer dashPool.Close()
+	dashLn, err := net.Listen("tcp", dashListen)
+	if err != nil {
+		return fmt.Errorf("dashboard listener: %w", err)
+	}
+	dash := dashboard.New(dashboard.Config{Pool: dashPool, Listen: dashLn.Addr().String(),
+		RelayMetrics: []string{"http://" + relayCfg.Listen + "/metrics"}})
+	g.Go(func() error { return dashboard.Serve(gctx, dashLn, dash, "") })
+	fmt.Fprintf(cfg.Out, "dashboard: http://%s/ (read-only status page)\n", dashLn.Addr())
 	fmt.Fprintln(cfg.Out, "node is up; press Ctrl-C to stop")
 	<-gctx.Done()
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {

@@ -30,6 +30,12 @@ type ConsumerStatus struct {
 	LagSeconds  float64 `json:"lag_seconds"`
 	Owner       *string `json:"owner"` // the instance holding an unexpired lease, or null
 	DeadLetters int64   `json:"dead_letters"`
+	// Halted is set when the last active instance halted (policy halt) and none
+	// has taken the lease since; HaltedReason says on what. Not in
+	// `cnctl status --json` (its shape is stable); the dashboard shows them.
+	Halted       bool       `json:"-"`
+	HaltedReason string     `json:"-"`
+	LeaseExpires *time.Time `json:"-"`
 }
 
 // Status is the whole of `cnctl status --json`.
@@ -43,14 +49,15 @@ func ReadStatus(ctx context.Context, q outbox.Querier) (Status, error) {
 	rows, err := q.Query(ctx, `
 		SELECT o.consumer, o.last_seq,
 		       CASE WHEN o.lease_expires_at > now() THEN o.owner_id END,
-		       (SELECT count(*) FROM cn_relay.consumer_dead_letters d WHERE d.consumer = o.consumer)
+		       (SELECT count(*) FROM cn_relay.consumer_dead_letters d WHERE d.consumer = o.consumer),
+		       o.halted_at IS NOT NULL, coalesce(o.halted_reason, ''), CASE WHEN o.lease_expires_at > now() THEN o.lease_expires_at END
 		FROM cn_relay.consumer_offsets o ORDER BY o.consumer`)
 	if err != nil {
 		return Status{}, fmt.Errorf("read consumers: %w", err)
 	}
 	consumers, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ConsumerStatus, error) {
 		var s ConsumerStatus
-		err := row.Scan(&s.Consumer, &s.LastSeq, &s.Owner, &s.DeadLetters)
+		err := row.Scan(&s.Consumer, &s.LastSeq, &s.Owner, &s.DeadLetters, &s.Halted, &s.HaltedReason, &s.LeaseExpires)
 		return s, err
 	})
 	if err != nil {

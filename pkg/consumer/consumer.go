@@ -150,6 +150,11 @@ func (c *Consumer) Run(ctx context.Context) error {
 		c.m.active.Set(0)
 		if !errors.Is(err, errLeaseLost) {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			if errors.Is(err, ErrHalted) {
+				if herr := c.markHalted(rctx, l.generation, err); herr != nil {
+					log.Warn("could not record the halt in the offset row", "err", herr)
+				}
+			}
 			if rerr := c.release(rctx, l.generation); rerr != nil {
 				log.Warn("lease release failed; a standby takes over when it expires", "err", rerr)
 			}

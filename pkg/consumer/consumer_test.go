@@ -424,6 +424,8 @@ func TestHaltPolicyStopsBeforeTheRow(t *testing.T) {
 	st, err := ReadStatus(context.Background(), e.db.Pool)
 	require.NoError(t, err)
 	require.Nil(t, st.Consumers[0].Owner, "a halted consumer releases its lease")
+	require.True(t, st.Consumers[0].Halted, "and says so in its offset row")
+	require.Contains(t, st.Consumers[0].HaltedReason, fmt.Sprintf("seq %d", bad.Last))
 }
 
 func TestResetOffset(t *testing.T) {

@@ -41,7 +41,8 @@ func (c *Consumer) tryAcquire(ctx context.Context) (l lease, ok bool, err error)
 		UPDATE cn_relay.consumer_offsets
 		SET owner_id = $2,
 		    owner_generation = owner_generation + 1,
-		    lease_expires_at = now() + $3::interval
+		    lease_expires_at = now() + $3::interval,
+		    halted_at = NULL, halted_reason = NULL
 		WHERE consumer = $1
 		  AND (owner_id IS NULL OR lease_expires_at IS NULL OR lease_expires_at < now() OR owner_id = $2)
 		RETURNING owner_generation, last_seq`,
@@ -68,6 +69,15 @@ func (c *Consumer) renew(ctx context.Context, generation int64) error {
 		return errLeaseLost
 	}
 	return nil
+}
+
+// markHalted records in the offset row that this instance halted, and why.
+func (c *Consumer) markHalted(ctx context.Context, generation int64, cause error) error {
+	_, err := c.pool.Exec(ctx, `
+		UPDATE cn_relay.consumer_offsets SET halted_at = now(), halted_reason = $4
+		WHERE consumer = $1 AND owner_id = $2 AND owner_generation = $3`,
+		c.cfg.Name, c.cfg.OwnerID, generation, cause.Error())
+	return err
 }
 
 // release gives the lease up so that a standby can take over at once.

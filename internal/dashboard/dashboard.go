@@ -1,0 +1,337 @@
+// Package dashboard is the operator's live status page (`cnctl dashboard`): it
+// samples the outbox, the consumers and the relays' /metrics every second,
+// keeps the last 15 minutes in memory (a restart starts empty), and serves the
+// page, a JSON snapshot and a Server-Sent Events stream of snapshots.
+//
+// It only reads: the database (cnctl status's queries) and the relays' metrics.
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/kukuri/communitynode/pkg/consumer"
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+// Config configures a Dashboard.
+type Config struct {
+	Pool *pgxpool.Pool
+	// RelayMetrics are the /metrics URLs of the relays to show.
+	RelayMetrics []string
+	// Interval between samples (default 1s); Window of history kept (default 15m).
+	Interval time.Duration
+	Window   time.Duration
+	Logger   *slog.Logger
+	Client   *http.Client
+	// Listen is the address the page says it is served on.
+	Listen string
+	// Heartbeat is the event streams' comment interval (HeartbeatInterval).
+	Heartbeat time.Duration
+}
+
+// Snapshot is one sample: `cnctl status --json`'s head_seq and consumers, with
+// rates, plus the outbox and the relays. ID increases by one per sample.
+type Snapshot struct {
+	ID        int64            `json:"id"`
+	At        time.Time        `json:"at"`
+	HeadSeq   int64            `json:"head_seq"`
+	Consumers []ConsumerStatus `json:"consumers"`
+	Outbox    OutboxStatus     `json:"outbox"`
+	Relays    []RelayStatus    `json:"relays"`
+	Error     string           `json:"error,omitempty"` // the database could not be read
+}
+
+// ConsumerStatus is a consumer's row of `cnctl status --json` plus what the
+// dashboard derives.
+type ConsumerStatus struct {
+	Consumer     string     `json:"consumer"`
+	LastSeq      int64      `json:"last_seq"`
+	Backlog      int64      `json:"backlog"`
+	LagSeconds   float64    `json:"lag_seconds"`
+	Owner        *string    `json:"owner"`
+	DeadLetters  int64      `json:"dead_letters"`
+	Rate         float64    `json:"rate"` // rows applied per second since the previous sample
+	Halted       bool       `json:"halted"`
+	HaltedReason string     `json:"halted_reason,omitempty"`
+	LeaseExpires *time.Time `json:"lease_expires_at"`
+}
+
+// OutboxStatus is the outbox's part of a snapshot.
+type OutboxStatus struct {
+	HeadSeq          int64       `json:"head_seq"`
+	AppendRate       float64     `json:"append_rate"`       // rows per second
+	RetentionHorizon int64       `json:"retention_horizon"` // pruned through this seq
+	Partitions       []Partition `json:"partitions"`
+}
+
+// Partition is one outbox partition.
+type Partition struct {
+	Name string `json:"name"`
+	From int64  `json:"from"`
+	To   int64  `json:"to"`
+}
+
+// RelayStatus is what one relay's /metrics says.
+type RelayStatus struct {
+	URL         string             `json:"url"`
+	Up          bool               `json:"up"`
+	Error       string             `json:"error,omitempty"`
+	Connections float64            `json:"connections"`
+	Events      map[string]float64 `json:"events"`       // per second, by result (accepted, invalid, ...)
+	ReqsPerSec  float64            `json:"reqs_per_sec"` // REQ and COUNT messages
+	totals      map[string]float64 // counters at this sample, for the next rates
+}
+
+// Dashboard samples and serves. Its methods are safe for concurrent use.
+type Dashboard struct {
+	cfg Config
+
+	mu      sync.Mutex
+	history []Snapshot // oldest first, at most Window/Interval
+	nextID  int64
+	subs    map[chan Snapshot]struct{}
+}
+
+// New returns a Dashboard; call Run to sample.
+func New(cfg Config) *Dashboard {
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Second
+	}
+	if cfg.Window <= 0 {
+		cfg.Window = 15 * time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: 2 * time.Second}
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = HeartbeatInterval
+	}
+	return &Dashboard{cfg: cfg, nextID: 1, subs: map[chan Snapshot]struct{}{}}
+}
+
+// Run samples every Interval until ctx is done.
+func (d *Dashboard) Run(ctx context.Context) error {
+	t := time.NewTicker(d.cfg.Interval)
+	defer t.Stop()
+	for {
+		d.publish(d.sample(ctx))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// sample reads everything once.
+func (d *Dashboard) sample(ctx context.Context) Snapshot {
+	now := time.Now()
+	s := Snapshot{At: now, Consumers: []ConsumerStatus{}, Relays: []RelayStatus{}, Outbox: OutboxStatus{Partitions: []Partition{}}}
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := d.readDatabase(sctx, &s); err != nil {
+		s.Error = err.Error()
+	}
+	for _, u := range d.cfg.RelayMetrics {
+		s.Relays = append(s.Relays, d.scrape(sctx, u))
+	}
+	d.mu.Lock()
+	prev := d.last()
+	d.mu.Unlock()
+	if prev != nil {
+		dt := now.Sub(prev.At).Seconds()
+		if dt > 0 {
+			if s.Error == "" && prev.Error == "" {
+				s.Outbox.AppendRate = max(float64(s.HeadSeq-prev.HeadSeq), 0) / dt
+			}
+			for i := range s.Consumers {
+				for _, pc := range prev.Consumers {
+					if pc.Consumer == s.Consumers[i].Consumer && s.Consumers[i].LastSeq >= pc.LastSeq {
+						s.Consumers[i].Rate = float64(s.Consumers[i].LastSeq-pc.LastSeq) / dt
+					}
+				}
+			}
+			for i := range s.Relays {
+				for _, pr := range prev.Relays {
+					if pr.URL == s.Relays[i].URL && s.Relays[i].Up && pr.Up {
+						rates(&s.Relays[i], pr, dt)
+					}
+				}
+			}
+		}
+	}
+	return s
+}
+
+func (d *Dashboard) readDatabase(ctx context.Context, s *Snapshot) error {
+	st, err := consumer.ReadStatus(ctx, d.cfg.Pool)
+	if err != nil {
+		return err
+	}
+	s.HeadSeq, s.Outbox.HeadSeq = st.HeadSeq, st.HeadSeq
+	for _, c := range st.Consumers {
+		s.Consumers = append(s.Consumers, ConsumerStatus{Consumer: c.Consumer, LastSeq: c.LastSeq, Backlog: c.Backlog,
+			LagSeconds: c.LagSeconds, Owner: c.Owner, DeadLetters: c.DeadLetters, Halted: c.Halted,
+			HaltedReason: c.HaltedReason, LeaseExpires: c.LeaseExpires})
+	}
+	if err := d.cfg.Pool.QueryRow(ctx, "SELECT pruned_through FROM cn_relay.outbox_retention").Scan(&s.Outbox.RetentionHorizon); err != nil {
+		return fmt.Errorf("read retention horizon: %w", err)
+	}
+	parts, err := outbox.Partitions(ctx, d.cfg.Pool)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		s.Outbox.Partitions = append(s.Outbox.Partitions, Partition{Name: p.Name, From: p.Lo, To: p.Hi})
+	}
+	return nil
+}
+
+// scrape reads one relay's /metrics.
+func (d *Dashboard) scrape(ctx context.Context, url string) RelayStatus {
+	r := RelayStatus{URL: url, Events: map[string]float64{}, totals: map[string]float64{}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	resp, err := d.cfg.Client.Do(req)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		r.Error = resp.Status
+		return r
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		r.Error = "metrics: " + err.Error()
+		return r
+	}
+	r.Up = true
+	value := func(m *dto.Metric) float64 {
+		switch {
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		}
+		return 0
+	}
+	label := func(m *dto.Metric, name string) string {
+		for _, l := range m.Label {
+			if l.GetName() == name {
+				return l.GetValue()
+			}
+		}
+		return ""
+	}
+	if f := families["cn_relay_connections"]; f != nil && len(f.Metric) > 0 {
+		r.Connections = value(f.Metric[0])
+	}
+	if f := families["cn_relay_events_total"]; f != nil {
+		for _, m := range f.Metric {
+			r.totals["events:"+label(m, "result")] = value(m)
+		}
+	}
+	if f := families["cn_relay_messages_total"]; f != nil {
+		for _, m := range f.Metric {
+			if t := label(m, "type"); t == "REQ" || t == "COUNT" {
+				r.totals["reqs"] += value(m)
+			}
+		}
+	}
+	return r
+}
+
+// rates turns counter totals into per-second rates against the previous sample.
+func rates(r *RelayStatus, prev RelayStatus, dt float64) {
+	for k, v := range r.totals {
+		pv, ok := prev.totals[k]
+		if !ok {
+			continue // a new series: a rate from the next sample on
+		}
+		if v < pv {
+			pv = 0 // the relay restarted
+		}
+		rate := (v - pv) / dt
+		if k == "reqs" {
+			r.ReqsPerSec = rate
+		} else if len(k) > 7 {
+			r.Events[k[7:]] = rate
+		}
+	}
+}
+
+// publish appends s to the history and hands it to every subscriber.
+func (d *Dashboard) publish(s Snapshot) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s.ID = d.nextID
+	d.nextID++
+	d.history = append(d.history, s)
+	if keep := int(d.cfg.Window / d.cfg.Interval); len(d.history) > keep {
+		d.history = append(d.history[:0], d.history[len(d.history)-keep:]...)
+	}
+	for ch := range d.subs {
+		select {
+		case ch <- s:
+		default: // a slow reader misses a sample; it reconnects with Last-Event-ID if it must
+		}
+	}
+}
+
+func (d *Dashboard) last() *Snapshot {
+	if len(d.history) == 0 {
+		return nil
+	}
+	return &d.history[len(d.history)-1]
+}
+
+// Latest returns the newest snapshot (false before the first sample).
+func (d *Dashboard) Latest() (Snapshot, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if l := d.last(); l != nil {
+		return *l, true
+	}
+	return Snapshot{}, false
+}
+
+// History returns the kept snapshots with an id above after, oldest first.
+func (d *Dashboard) History(after int64) []Snapshot {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	i := sort.Search(len(d.history), func(i int) bool { return d.history[i].ID > after })
+	return append([]Snapshot(nil), d.history[i:]...)
+}
+
+// subscribe registers a channel for new snapshots; cancel unregisters it.
+func (d *Dashboard) subscribe() (<-chan Snapshot, func()) {
+	ch := make(chan Snapshot, 16)
+	d.mu.Lock()
+	d.subs[ch] = struct{}{}
+	d.mu.Unlock()
+	return ch, func() {
+		d.mu.Lock()
+		delete(d.subs, ch)
+		d.mu.Unlock()
+	}
+}
