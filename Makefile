@@ -8,7 +8,7 @@ BENCHTIME ?= 1s
 GOTAGS ?= $(shell printf '\043include <secp256k1_schnorrsig.h>\nint main(void){return 0;}\n' | \
 	$${CC:-cc} -x c - -lsecp256k1 -o /dev/null >/dev/null 2>&1 && echo libsecp256k1)
 
-.PHONY: run test test-short bench bench-index lint build clean-dev
+.PHONY: run test test-ops test-short bench bench-index lint build clean-dev
 
 ## run: start the whole node locally (embedded Postgres unless DATABASE_URL is set)
 run:
@@ -18,6 +18,10 @@ run:
 ## test: every test against a real Postgres (CN_TEST_DATABASE_URL, Docker, or embedded)
 test:
 	$(GO) test -count=1 -timeout 20m ./...
+
+## test-ops: alert rules (promtool), every dashboard and alert expression against a live Prometheus, the status page in headless Chromium; installs Debian's prometheus and chromium when missing (as root)
+test-ops:
+	bash ops/test-ops.sh
 
 ## test-short: skip the soak tests
 test-short:
