@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/kukuri/communitynode/internal/httpserver"
 )
 
 // CheckExposure refuses to serve on an address other hosts can reach without a
@@ -47,19 +47,10 @@ func ReadToken(path string) (string, error) {
 
 // Serve samples and serves on ln until ctx is done.
 func Serve(ctx context.Context, ln net.Listener, d *Dashboard, token string) error {
-	srv := &http.Server{Handler: d.Handler(token), ReadHeaderTimeout: 5 * time.Second}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return d.Run(gctx) })
 	g.Go(func() error {
-		<-gctx.Done()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx) // open event streams end with the context below
-		return nil
-	})
-	g.Go(func() error {
-		srv.BaseContext = func(net.Listener) context.Context { return gctx }
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := httpserver.Serve(gctx, ln, d.Handler(token)); err != nil {
 			return fmt.Errorf("dashboard: %w", err)
 		}
 		return nil

@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kukuri/communitynode/internal/dbpool"
+	"github.com/kukuri/communitynode/internal/httpserver"
 	"github.com/kukuri/communitynode/pkg/consumer"
 )
 
@@ -62,15 +61,8 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("search API listener: %w", err)
 		}
 		api := &API{Pool: pool, Gatherer: reg, Registerer: reg, Logger: logger}
-		srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 5 * time.Second}
 		g.Go(func() error {
-			<-gctx.Done()
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), 5*time.Second)
-			defer cancel()
-			return srv.Shutdown(sctx)
-		})
-		g.Go(func() error {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := httpserver.Serve(gctx, ln, api.Handler()); err != nil {
 				return fmt.Errorf("search API: %w", err)
 			}
 			return nil

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kukuri/communitynode/internal/dbpool"
+	"github.com/kukuri/communitynode/internal/httpserver"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
@@ -89,15 +90,8 @@ func Run(ctx context.Context, o Options) error {
 			}
 			_, _ = w.Write([]byte("ok\n"))
 		})
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		g.Go(func() error {
-			<-gctx.Done()
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), 5*time.Second)
-			defer cancel()
-			return srv.Shutdown(sctx)
-		})
-		g.Go(func() error {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := httpserver.Serve(gctx, ln, mux); err != nil {
 				return fmt.Errorf("moderator HTTP: %w", err)
 			}
 			return nil
