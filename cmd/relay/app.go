@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr/nip19"
+
+	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/urfave/cli/v2"
 
 	"github.com/kukuri/communitynode/internal/debugserver"
@@ -78,6 +83,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "description", EnvVars: []string{"CN_RELAY_DESCRIPTION"}, Usage: "NIP-11 description"},
 			&cli.StringFlag{Name: "pubkey", EnvVars: []string{"CN_RELAY_PUBKEY"}, Usage: "NIP-11 operator pubkey (hex)"},
 			&cli.StringFlag{Name: "contact", EnvVars: []string{"CN_RELAY_CONTACT"}, Usage: "NIP-11 contact URI"},
+			&cli.StringFlag{Name: "icon", EnvVars: []string{"CN_RELAY_ICON"}, Usage: "NIP-11 icon URL"},
+			&cli.StringFlag{Name: "banner", EnvVars: []string{"CN_RELAY_BANNER"}, Usage: "NIP-11 banner URL"},
+			&cli.StringFlag{Name: "posting-policy", EnvVars: []string{"CN_RELAY_POSTING_POLICY"}, Usage: "NIP-11 posting_policy URL"},
+			&cli.StringFlag{Name: "info-file", EnvVars: []string{"CN_RELAY_INFO_FILE"}, Usage: "JSON file with NIP-11 fields (name, description, icon, banner, pubkey, contact, posting_policy, terms_of_service, privacy_policy, relay_countries, language_tags, tags, retention); flags override it"},
+			&cli.StringFlag{Name: "node-key-file", EnvVars: []string{"CN_NODE_KEY_FILE"}, Usage: "the node's key (cnctl node-key generate): NIP-11 `self` names its pubkey; the relay signs nothing with it"},
 			&cli.StringSliceFlag{Name: "admin-pubkeys", EnvVars: []string{"CN_RELAY_ADMIN_PUBKEYS"}, Usage: "pubkeys (hex or npub, comma separated) that may manage the relay through NIP-86 (default: none, NIP-86 answers 401)"},
 
 			&cli.DurationFlag{Name: "expiry-sweep-interval", Value: 30 * time.Second, EnvVars: []string{"CN_RELAY_EXPIRY_SWEEP_INTERVAL"}, Usage: "how often expired (NIP-40) events are swept (0: never)"},
@@ -125,13 +135,35 @@ func parseSettings(c *cli.Context) (settings, error) {
 		RequiredForWrites: c.Bool("auth-required-for-writes"),
 		RequiredForReads:  c.Bool("auth-required-for-reads"),
 	}
-	cfg.Info = relay.Info{
-		Name:        c.String("name"),
-		Description: c.String("description"),
-		PubKey:      c.String("pubkey"),
-		Contact:     c.String("contact"),
-		Version:     version(),
+	if f := c.String("info-file"); f != "" {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return settings{}, fmt.Errorf("info file: %w", err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&cfg.Info); err != nil {
+			return settings{}, fmt.Errorf("info file %s: %w", f, err)
+		}
 	}
+	for _, o := range []struct {
+		flag string
+		into *string
+	}{{"name", &cfg.Info.Name}, {"description", &cfg.Info.Description}, {"pubkey", &cfg.Info.PubKey},
+		{"contact", &cfg.Info.Contact}, {"icon", &cfg.Info.Icon}, {"banner", &cfg.Info.Banner},
+		{"posting-policy", &cfg.Info.PostingPolicy}} {
+		if c.IsSet(o.flag) {
+			*o.into = c.String(o.flag)
+		}
+	}
+	if f := c.String("node-key-file"); f != "" {
+		k, err := nodekey.Load(f)
+		if err != nil {
+			return settings{}, err
+		}
+		cfg.Info.Self = k.PubKey
+	}
+	cfg.Info.Version = version()
 	cfg.Limits.MaxMessageBytes = c.Int("max-message-bytes")
 	cfg.Limits.MaxContentBytes = c.Int("max-content-bytes")
 	cfg.Limits.MaxTags = c.Int("max-tags")

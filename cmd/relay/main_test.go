@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +18,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
 )
 
@@ -111,4 +116,63 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		require.Error(t, err, tc.args)
 		require.Contains(t, err.Error(), tc.want, tc.args)
 	}
+}
+
+// TestNIP11Complete: the NIP-11 document from an info file, flags over it, the
+// node key's pubkey as `self`, and 86 when admins are set.
+func TestNIP11Complete(t *testing.T) {
+	db := pgtest.New(t)
+	addr := freeAddr(t)
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "node.key")
+	key, err := nodekey.Generate(keyFile)
+	require.NoError(t, err)
+	info := filepath.Join(dir, "info.json")
+	require.NoError(t, os.WriteFile(info, []byte(`{
+		"name": "from the file", "description": "Tokyo's Nostr community", "icon": "https://example.com/i.png",
+		"banner": "https://example.com/b.png", "contact": "mailto:ops@example.com",
+		"posting_policy": "https://example.com/policy", "terms_of_service": "https://example.com/tos",
+		"relay_countries": ["JP"], "language_tags": ["ja", "en"], "tags": ["community"],
+		"retention": [{"kinds": [0, 3, [10000, 19999]]}, {"time": 7776000}]}`), 0o600))
+	admin := strings.Repeat("ab", 32)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"relay", "--listen", addr, "--database-url", db.URL, "--info-file", info,
+			"--name", "from the flag", "--node-key-file", keyFile, "--admin-pubkeys", admin}, io.Discard, io.Discard)
+	}()
+	var doc map[string]any
+	require.Eventually(t, func() bool {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr, nil)
+		req.Header.Set("Accept", "application/nostr+json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		return json.NewDecoder(resp.Body).Decode(&doc) == nil
+	}, 10*time.Second, 20*time.Millisecond)
+	require.Equal(t, "from the flag", doc["name"], "flags override the file")
+	require.Equal(t, "Tokyo's Nostr community", doc["description"])
+	require.Equal(t, "https://example.com/i.png", doc["icon"])
+	require.Equal(t, "https://example.com/b.png", doc["banner"])
+	require.Equal(t, key.PubKey, doc["self"], "self is the node key")
+	require.Equal(t, "https://example.com/policy", doc["posting_policy"])
+	require.Equal(t, "https://example.com/tos", doc["terms_of_service"])
+	require.Equal(t, []any{"JP"}, doc["relay_countries"])
+	require.Equal(t, []any{map[string]any{"kinds": []any{0.0, 3.0, []any{10000.0, 19999.0}}}, map[string]any{"time": 7776000.0}}, doc["retention"])
+	require.Contains(t, doc["supported_nips"], 86.0)
+	require.NotEmpty(t, doc["software"])
+	require.Contains(t, doc, "limitation")
+	require.Contains(t, doc, "topic_policy")
+	cancel()
+	require.NoError(t, <-done)
+
+	bad := filepath.Join(dir, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"nmae": "typo"}`), 0o600))
+	err = run(context.Background(), []string{"relay", "--database-url", "postgres://x", "--info-file", bad}, io.Discard, io.Discard)
+	require.ErrorContains(t, err, "unknown field")
+	err = run(context.Background(), []string{"relay", "--database-url", "postgres://x", "--admin-pubkeys", "npub1nope"}, io.Discard, io.Discard)
+	require.ErrorContains(t, err, "admin pubkeys")
 }

@@ -117,6 +117,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	// fails stops the others.
 	g, gctx := errgroup.WithContext(ctx)
 	relayCfg := relay.DefaultConfig()
+	relayCfg.Info.Self = key.PubKey
 	if cfg.RelayListen != "" {
 		relayCfg.Listen = cfg.RelayListen
 	}

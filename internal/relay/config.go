@@ -43,13 +43,33 @@ type AuthConfig struct {
 	RequiredForReads bool
 }
 
-// Info is what the NIP-11 document says about the relay's operator.
+// Info is what the NIP-11 document says about the relay and its operator
+// (NIP-86 changerelayname/description/icon override the first three at run time).
 type Info struct {
-	Name        string
-	Description string
-	PubKey      string // hex
-	Contact     string
-	Version     string
+	Name          string   `json:"name,omitempty"`
+	Description   string   `json:"description,omitempty"`
+	Icon          string   `json:"icon,omitempty"`
+	Banner        string   `json:"banner,omitempty"`
+	PubKey        string   `json:"pubkey,omitempty"` // the operator's (hex)
+	Self          string   `json:"self,omitempty"`   // the node's own key (hex): it signs labels and assertions
+	Contact       string   `json:"contact,omitempty"`
+	PostingPolicy string   `json:"posting_policy,omitempty"`
+	TermsOfServ   string   `json:"terms_of_service,omitempty"`
+	PrivacyPolicy string   `json:"privacy_policy,omitempty"`
+	Countries     []string `json:"relay_countries,omitempty"`
+	Languages     []string `json:"language_tags,omitempty"`
+	Tags          []string `json:"tags,omitempty"`
+	// Retention is NIP-11's `retention` (what the operator promises to keep).
+	Retention []Retention `json:"retention,omitempty"`
+	Version   string      `json:"-"`
+}
+
+// Retention is one NIP-11 `retention` entry: for these kinds (all when empty),
+// events are kept Time seconds (nil: forever) and at most Count of them.
+type Retention struct {
+	Kinds []any  `json:"kinds,omitempty"` // numbers, or [from, to] ranges
+	Time  *int64 `json:"time,omitempty"`
+	Count *int64 `json:"count,omitempty"`
 }
 
 // Config is everything the relay is told; cmd/relay fills it from flags.
@@ -216,6 +236,9 @@ func (c Config) Validate() error {
 	}
 	if c.Info.PubKey != "" && !isHex64(c.Info.PubKey) {
 		add("info pubkey must be 64 hex characters")
+	}
+	if c.Info.Self != "" && !isHex64(c.Info.Self) {
+		add("info self must be 64 hex characters")
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("relay config: %w", err)

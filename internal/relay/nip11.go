@@ -12,15 +12,24 @@ const software = "https://github.com/kukuri/communitynode"
 
 // infoDocument is the NIP-11 relay information document.
 type infoDocument struct {
-	Name          string     `json:"name,omitempty"`
-	Description   string     `json:"description,omitempty"`
-	PubKey        string     `json:"pubkey,omitempty"`
-	Contact       string     `json:"contact,omitempty"`
-	Icon          string     `json:"icon,omitempty"`
-	SupportedNIPs []int      `json:"supported_nips"`
-	Software      string     `json:"software"`
-	Version       string     `json:"version,omitempty"`
-	Limitation    limitation `json:"limitation"`
+	Name           string      `json:"name,omitempty"`
+	Description    string      `json:"description,omitempty"`
+	Banner         string      `json:"banner,omitempty"`
+	Icon           string      `json:"icon,omitempty"`
+	PubKey         string      `json:"pubkey,omitempty"`
+	Self           string      `json:"self,omitempty"`
+	Contact        string      `json:"contact,omitempty"`
+	SupportedNIPs  []int       `json:"supported_nips"`
+	Software       string      `json:"software"`
+	Version        string      `json:"version,omitempty"`
+	Limitation     limitation  `json:"limitation"`
+	Retention      []Retention `json:"retention,omitempty"`
+	Countries      []string    `json:"relay_countries,omitempty"`
+	Languages      []string    `json:"language_tags,omitempty"`
+	Tags           []string    `json:"tags,omitempty"`
+	PostingPolicy  string      `json:"posting_policy,omitempty"`
+	TermsOfService string      `json:"terms_of_service,omitempty"`
+	PrivacyPolicy  string      `json:"privacy_policy,omitempty"`
 	// TopicPolicy is this node's own field (NIP-11 documents may carry more than
 	// the NIP lists): the community's topic rules, so that a client can tell
 	// why an event or a REQ is refused before it tries.
@@ -96,20 +105,29 @@ func (r *Relay) info() infoDocument {
 		allowed = append(allowed, t)
 	}
 	slices.Sort(allowed)
-	name, description, icon := r.cfg.Info.Name, r.cfg.Info.Description, ""
+	name, description, icon := r.cfg.Info.Name, r.cfg.Info.Description, r.cfg.Info.Icon
 	if r.policy != nil { // NIP-86 changerelay* override the flags
 		n, d, i := r.policy.InfoOverride()
-		name, description, icon = cmp.Or(n, name), cmp.Or(d, description), i
+		name, description, icon = cmp.Or(n, name), cmp.Or(d, description), cmp.Or(i, icon)
 	}
 	return infoDocument{
-		Name:          name,
-		Description:   description,
-		Icon:          icon,
-		PubKey:        r.cfg.Info.PubKey,
-		Contact:       r.cfg.Info.Contact,
-		SupportedNIPs: r.cfg.supportedNIPs(r.managementEnabled()),
-		Software:      software,
-		Version:       r.cfg.Info.Version,
+		Name:           name,
+		Description:    description,
+		Icon:           icon,
+		Banner:         r.cfg.Info.Banner,
+		PubKey:         r.cfg.Info.PubKey,
+		Self:           r.cfg.Info.Self,
+		Contact:        r.cfg.Info.Contact,
+		Retention:      r.cfg.Info.Retention,
+		Countries:      r.cfg.Info.Countries,
+		Languages:      r.cfg.Info.Languages,
+		Tags:           r.cfg.Info.Tags,
+		PostingPolicy:  r.cfg.Info.PostingPolicy,
+		TermsOfService: r.cfg.Info.TermsOfServ,
+		PrivacyPolicy:  r.cfg.Info.PrivacyPolicy,
+		SupportedNIPs:  r.cfg.supportedNIPs(r.managementEnabled()),
+		Software:       software,
+		Version:        r.cfg.Info.Version,
 		Limitation: limitation{
 			MaxMessageLength: base.MaxMessageLength,
 			MaxSubscriptions: r.cfg.MaxSubscriptions,
