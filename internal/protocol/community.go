@@ -19,10 +19,25 @@ const NodeTopic = "NODE"
 // IsIdentityKind reports whether events of this kind describe a person rather
 // than a post: the replaceable kinds of NIP-01 (0 profile, 3 follow list and
 // 10000-19999: mute list, relay list, and the other per-author lists of NIP-51).
-// Such events belong to NodeTopic only; their own `t` tags (NIP-51 interests,
-// for instance) are content, not community topics.
+// NIP-85 trusted assertions (kinds 30382-30385) are statements about keys and
+// events made for the whole node, so they are identity events too. Such events
+// belong to NodeTopic only; their own `t` tags (NIP-51 interests, NIP-85 common
+// topics) are content, not community topics.
 func IsIdentityKind(kind int) bool {
-	return ClassOf(kind) == Replaceable
+	return ClassOf(kind) == Replaceable || IsAssertionKind(kind)
+}
+
+// NIP-85 trusted assertion kinds.
+const (
+	KindUserAssertion       = 30382 // d = the subject's pubkey
+	KindEventAssertion      = 30383
+	KindAddressAssertion    = 30384
+	KindIdentifierAssertion = 30385
+)
+
+// IsAssertionKind reports whether kind is a NIP-85 trusted assertion.
+func IsAssertionKind(kind int) bool {
+	return kind >= KindUserAssertion && kind <= KindIdentifierAssertion
 }
 
 // IdentityWriters says who may publish identity events.

@@ -32,10 +32,10 @@ func TestNodeTopicIsUnreachable(t *testing.T) {
 
 func TestIsIdentityKind(t *testing.T) {
 	t.Parallel()
-	for _, k := range []int{0, 3, 10000, 10002, 10015, 19999} {
+	for _, k := range []int{0, 3, 10000, 10002, 10015, 19999, 30382, 30383, 30385} {
 		require.True(t, protocol.IsIdentityKind(k), k)
 	}
-	for _, k := range []int{1, 5, 6, 7, 1111, 1984, 1985, 9735, 20000, 30023, 30382} {
+	for _, k := range []int{1, 5, 6, 7, 1111, 1984, 1985, 9735, 20000, 30023, 30381, 30386} {
 		require.False(t, protocol.IsIdentityKind(k), k)
 	}
 }

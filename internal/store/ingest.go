@@ -213,6 +213,7 @@ type plan struct {
 	rules      protocol.TopicRules
 	refTopics  map[string][]string // referenced stored id or effective key -> its topics
 	members    map[string]bool     // authors known to be members (cached, loaded or new)
+	trusted    bool                // the node's own events (PublishTx): identity events need no membership
 	cache      *memberCache
 	newMembers [][2]string // pubkey, first event id
 }
@@ -589,7 +590,7 @@ func (p *plan) decide() {
 // (see Ingest).
 func (p *plan) topicsOf(ev *nostr.Event) ([]string, string) {
 	if protocol.IsIdentityKind(ev.Kind) {
-		if p.rules.IdentityWriters != protocol.IdentityWritersAny && !p.members[ev.PubKey] {
+		if !p.trusted && p.rules.IdentityWriters != protocol.IdentityWritersAny && !p.members[ev.PubKey] {
 			return nil, protocol.ReasonIdentityMembers
 		}
 		return []string{protocol.NodeTopic}, ""

@@ -58,6 +58,7 @@ type Published struct {
 // The outbox append is the plan's last statement.
 func (s *Store) PublishTx(ctx context.Context, tx outbox.Batcher, evs []*nostr.Event, hide, unhide []string) (Published, error) {
 	p := s.newPlan(evs)
+	p.trusted = true
 	p.hideIDs, p.unhideIDs = hide, unhide
 	r, err := p.runTx(ctx, tx)
 	if err != nil {
