@@ -113,15 +113,8 @@ func (c *conn) admit(ev *nostr.Event) string {
 	if reason := protocol.ValidateEvent(ev, c.r.now(), cfg.Limits); reason != "" {
 		return reason
 	}
-	if p := c.r.policy; p != nil {
-		switch {
-		case p.PubkeyBanned(ev.PubKey):
-			return reasonBannedPubkey
-		case p.EventBanned(ev.ID):
-			return reasonBannedEvent
-		case !p.KindAccepted(ev.Kind):
-			return reasonKindNotAccepted
-		}
+	if reason := PolicyReason(c.r.policy, ev); reason != "" {
+		return reason
 	}
 	if !c.r.eventsPerPubkey.allow(ev.PubKey) {
 		return reasonEventRatePubkey
@@ -136,6 +129,24 @@ func (c *conn) admit(ev *nostr.Event) string {
 		case !isAuthor:
 			return reasonProtectedOther
 		}
+	}
+	return ""
+}
+
+// PolicyReason returns why the management policy p refuses ev (a banned author
+// or event, a kind not accepted), or "" when it does not or p is nil. The relay
+// asks it of every EVENT; `cnctl import` asks it of every imported event.
+func PolicyReason(p Policy, ev *nostr.Event) string {
+	if p == nil {
+		return ""
+	}
+	switch {
+	case p.PubkeyBanned(ev.PubKey):
+		return reasonBannedPubkey
+	case p.EventBanned(ev.ID):
+		return reasonBannedEvent
+	case !p.KindAccepted(ev.Kind):
+		return reasonKindNotAccepted
 	}
 	return ""
 }
