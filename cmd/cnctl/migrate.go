@@ -2,19 +2,26 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kukuri/communitynode/internal/dbroles"
 	"github.com/kukuri/communitynode/schema"
 )
 
 func migrateCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "migrate",
-		Usage: "apply the schema migrations this binary carries (a no-op when up to date)",
-		Flags: []cli.Flag{databaseURLFlag()},
+		Usage: "apply the schema migrations this binary carries (a no-op when up to date), then (re)grant the service roles",
+		Flags: []cli.Flag{databaseURLFlag(),
+			&cli.BoolFlag{Name: "roles", Value: true, EnvVars: []string{"CN_ROLES"},
+				Usage: "create the NOLOGIN service roles and rebuild their grants (needs a superuser or CREATEROLE); --roles=false skips it"},
+			&cli.StringFlag{Name: "role-prefix", Value: dbroles.DefaultPrefix, EnvVars: []string{"CN_ROLE_PREFIX"},
+				Usage: "prefix of the service role names"},
+		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
 				return usageError{fmt.Errorf("migrate: unexpected argument %q", c.Args().First())}
@@ -34,6 +41,19 @@ func migrateCommand() *cli.Command {
 			if len(applied) == 0 {
 				fmt.Fprintln(c.App.Writer, "schema is up to date")
 			}
+			if !c.Bool("roles") {
+				return nil
+			}
+			rc := dbroles.Config{Prefix: c.String("role-prefix")}
+			if err := rc.Validate(); err != nil {
+				return usageError{err}
+			}
+			if err := dbroles.Apply(c.Context, conn, rc); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "roles granted: %s owns the schema; %s\n", rc.Role(dbroles.Operator),
+				strings.Join([]string{rc.Role(dbroles.Relay), rc.Role(dbroles.Indexer), rc.Role(dbroles.Moderator),
+					rc.Role(dbroles.Trust), rc.Role(dbroles.Dashboard)}, ", "))
 			return nil
 		},
 		Subcommands: []*cli.Command{{
