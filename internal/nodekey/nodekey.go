@@ -4,6 +4,9 @@
 package nodekey
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -118,4 +121,23 @@ func LoadOrGenerate(path string) (Key, bool, error) {
 	}
 	k, err = Generate(path)
 	return k, err == nil, err
+}
+
+// Derive returns a key of its own for purpose, computed from k's secret (HMAC-
+// SHA256 of the purpose, re-hashed with a counter in the negligible case that a
+// value is not a valid secp256k1 secret). The same node key and purpose always
+// give the same key, so a service that must sign with a key per algorithm
+// (NIP-85 providers) needs no second key file.
+func (k Key) Derive(purpose string) (Key, error) {
+	if k.secret == "" {
+		return Key{}, errors.New("derive from a zero key")
+	}
+	for i := 0; i < 16; i++ {
+		mac := hmac.New(sha256.New, []byte(k.secret))
+		fmt.Fprintf(mac, "%s\x00%d", purpose, i)
+		if d, err := FromSecret(hex.EncodeToString(mac.Sum(nil))); err == nil {
+			return d, nil
+		}
+	}
+	return Key{}, errors.New("derive key: no valid secret")
 }

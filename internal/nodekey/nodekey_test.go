@@ -3,6 +3,7 @@ package nodekey
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -49,4 +50,21 @@ func TestGenerateLoad(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, created)
 	require.Equal(t, k1.PubKey, k2.PubKey)
+}
+
+func TestDerive(t *testing.T) {
+	t.Parallel()
+	k, err := FromSecret(strings.Repeat("1", 64))
+	require.NoError(t, err)
+	a, err := k.Derive("nip85 trust-v1")
+	require.NoError(t, err)
+	b, err := k.Derive("nip85 trust-v1")
+	require.NoError(t, err)
+	c, err := k.Derive("something else")
+	require.NoError(t, err)
+	require.Equal(t, a.PubKey, b.PubKey, "the same purpose gives the same key")
+	require.NotEqual(t, a.PubKey, c.PubKey)
+	require.NotEqual(t, a.PubKey, k.PubKey)
+	_, err = Key{}.Derive("x")
+	require.Error(t, err)
 }
