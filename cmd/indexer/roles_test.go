@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/dbroles"
+	"github.com/kukuri/communitynode/internal/indexer"
+	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+// TestRunUnderIndexerRole runs the indexer as a login user of the indexer's group
+// role (internal/dbroles): it takes its lease, indexes what the store wrote
+// (including a deletion) and answers searches.
+func TestRunUnderIndexerRole(t *testing.T) {
+	db := pgtest.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := dbroles.Config{}
+	require.NoError(t, dbroles.Apply(ctx, db.Conn(t), cfg))
+	url := db.LoginAs(t, cfg.Role(dbroles.Indexer), false)
+
+	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	key := nostr.GeneratePrivateKey()
+	sign := func(ev *nostr.Event) *nostr.Event {
+		ev.CreatedAt = nostr.Now()
+		require.NoError(t, ev.Sign(key))
+		return ev
+	}
+	kept := sign(&nostr.Event{Kind: 1, Tags: nostr.Tags{{"t", "go"}}, Content: "least privilege works"})
+	gone := sign(&nostr.Event{Kind: 1, Tags: nostr.Tags{{"t", "go"}}, Content: "privilege revoked"})
+	res, err := st.Ingest(ctx, []*nostr.Event{kept, gone, sign(&nostr.Event{Kind: 5, Tags: nostr.Tags{{"e", gone.ID}}})})
+	require.NoError(t, err)
+	for _, r := range res {
+		require.True(t, r.OK, r.Message)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"indexer", "--listen", addr, "--database-url", url}, io.Discard, io.Discard)
+	}()
+	head, err := outbox.Head(ctx, db.Pool)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		var last int64
+		err := db.Pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1", indexer.ConsumerName).Scan(&last)
+		return err == nil && last >= head
+	}, 10*time.Second, 10*time.Millisecond, "index-v1 reaches the head under its role")
+	resp, err := http.Get("http://" + addr + "/v1/search?q=privilege")
+	require.NoError(t, err)
+	var body struct {
+		Items []struct {
+			ID string `json:"event_id"`
+		} `json:"items"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	resp.Body.Close()
+	require.Len(t, body.Items, 1)
+	require.Equal(t, kept.ID, body.Items[0].ID)
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("indexer did not stop")
+	}
+}
