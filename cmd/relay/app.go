@@ -28,6 +28,7 @@ type settings struct {
 	admins        []string
 	databaseURL   string
 	sweepInterval time.Duration
+	statsInterval time.Duration
 	logLevel      slog.Level
 }
 
@@ -90,6 +91,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "node-key-file", EnvVars: []string{"CN_NODE_KEY_FILE"}, Usage: "the node's key (cnctl node-key generate): NIP-11 `self` names its pubkey; the relay signs nothing with it"},
 			&cli.StringSliceFlag{Name: "admin-pubkeys", EnvVars: []string{"CN_RELAY_ADMIN_PUBKEYS"}, Usage: "pubkeys (hex or npub, comma separated) that may manage the relay through NIP-86 (default: none, NIP-86 answers 401)"},
 
+			&cli.DurationFlag{Name: "stats-interval", Value: 10 * time.Second, EnvVars: []string{"CN_RELAY_STATS_INTERVAL"}, Usage: "how often the query tables' statistics are checked and, when missing or stale (autovacuum off or behind), refreshed with ANALYZE (0: never)"},
 			&cli.DurationFlag{Name: "expiry-sweep-interval", Value: 30 * time.Second, EnvVars: []string{"CN_RELAY_EXPIRY_SWEEP_INTERVAL"}, Usage: "how often expired (NIP-40) events are swept (0: never)"},
 			&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"CN_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
 			&cli.StringFlag{Name: "debug-listen", EnvVars: []string{"CN_DEBUG_LISTEN"}, Usage: "address to serve Go profiles (/debug/pprof/) on; keep it private (default: off)"},
@@ -107,7 +109,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				return fmt.Errorf("debug listener: %w", err)
 			}
 			return relaynode.Run(c.Context, relaynode.Options{DatabaseURL: s.databaseURL, Relay: s.relay,
-				SweepInterval: s.sweepInterval, AdminPubkeys: s.admins, Logger: logger})
+				SweepInterval: s.sweepInterval, StatsInterval: s.statsInterval, AdminPubkeys: s.admins, Logger: logger})
 		},
 	}
 }
@@ -189,13 +191,17 @@ func parseSettings(c *cli.Context) (settings, error) {
 	if err := cfg.Validate(); err != nil {
 		return settings{}, err
 	}
-	s := settings{relay: cfg, databaseURL: c.String("database-url"), sweepInterval: c.Duration("expiry-sweep-interval")}
+	s := settings{relay: cfg, databaseURL: c.String("database-url"), sweepInterval: c.Duration("expiry-sweep-interval"),
+		statsInterval: c.Duration("stats-interval")}
 	for _, a := range c.StringSlice("admin-pubkeys") {
 		pk, err := parsePubkey(strings.TrimSpace(a))
 		if err != nil {
 			return settings{}, fmt.Errorf("admin pubkeys: %w", err)
 		}
 		s.admins = append(s.admins, pk)
+	}
+	if s.statsInterval < 0 {
+		return settings{}, fmt.Errorf("stats interval must not be negative, got %s", s.statsInterval)
 	}
 	if s.sweepInterval < 0 {
 		return settings{}, fmt.Errorf("expiry sweep interval must not be negative, got %s", s.sweepInterval)

@@ -26,6 +26,9 @@ type Options struct {
 	Relay       relay.Config
 	// SweepInterval is how often expired (NIP-40) events are swept; 0 turns it off.
 	SweepInterval time.Duration
+	// StatsInterval is how often the query tables' statistics are checked and,
+	// when missing or stale, refreshed (store.AnalyzeStale); 0 turns it off.
+	StatsInterval time.Duration
 	// AdminPubkeys may manage the relay through NIP-86 (hex). None: every NIP-86
 	// request is answered 401.
 	AdminPubkeys []string
@@ -87,6 +90,9 @@ func Run(ctx context.Context, s Options) error {
 	if s.SweepInterval > 0 {
 		g.Go(func() error { sweepExpired(gctx, st, s.SweepInterval, logger); return nil })
 	}
+	if s.StatsInterval > 0 {
+		g.Go(func() error { keepStatistics(gctx, st, s.StatsInterval, logger); return nil })
+	}
 	err = g.Wait()
 	stopWriter()
 	if werr := <-writerDone; werr != nil && err == nil {
@@ -124,6 +130,29 @@ func sweepExpired(ctx context.Context, st *store.Store, interval time.Duration, 
 			if n < sweepBatch {
 				break
 			}
+		}
+	}
+}
+
+// keepStatistics analyses the relay's query tables whenever their statistics
+// are missing or stale (store.AnalyzeStale), checking every interval until ctx is
+// done: REQ plans must not wait for autovacuum, which may be off or behind.
+func keepStatistics(ctx context.Context, st *store.Store, interval time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		done, err := st.AnalyzeStale(ctx)
+		for _, a := range done {
+			logger.Info("analyzed a query table: its statistics were missing or stale", "table", a.Table,
+				"rows_changed", a.Changed, "never_analyzed", a.Never, "took_ms", a.Took.Milliseconds())
+		}
+		if err != nil && ctx.Err() == nil {
+			logger.Warn("analyzing the query tables failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
 	}
 }

@@ -1,0 +1,76 @@
+package store
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+// insertPlain inserts n regular events straight into cn_relay.events from conn,
+// whose activity counters reach pg_stat_all_tables as soon as it is idle.
+func insertPlain(t *testing.T, conn *pgx.Conn, from, n int) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := conn.Exec(ctx, `
+		WITH ins AS (
+		    INSERT INTO cn_relay.events (id, pubkey, kind, created_at, content, sig)
+		    SELECT encode(sha256(('id' || i)::bytea), 'hex'), encode(sha256(('pk' || i % 7)::bytea), 'hex'), 1,
+		           1700000000 + i, 'x', repeat('ab', 64)
+		    FROM generate_series($1::int, $1 + $2 - 1) AS i RETURNING 1)
+		SELECT count(*), pg_stat_force_next_flush() FROM ins`, from, n)
+	require.NoError(t, err)
+}
+
+func TestAnalyzeStale(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	conn := f.db.Conn(t)
+	analysed := func() bool {
+		var ok bool
+		require.NoError(t, f.db.Pool.QueryRow(ctx, `SELECT last_analyze IS NOT NULL FROM pg_stat_all_tables
+			WHERE relid = 'cn_relay.events'::regclass`).Scan(&ok))
+		return ok
+	}
+
+	insertPlain(t, conn, 0, 900)
+	done, err := f.store.AnalyzeStale(ctx)
+	require.NoError(t, err)
+	require.Empty(t, done, "900 changed rows are below the threshold")
+	require.False(t, analysed())
+
+	insertPlain(t, conn, 900, 200)
+	done, err = f.store.AnalyzeStale(ctx)
+	require.NoError(t, err)
+	require.Len(t, done, 1)
+	require.Equal(t, "cn_relay.events", done[0].Table)
+	require.True(t, done[0].Never)
+	require.EqualValues(t, 1100, done[0].Changed)
+	require.True(t, analysed())
+	var tuples float64
+	require.NoError(t, f.db.Pool.QueryRow(ctx, "SELECT reltuples FROM pg_class WHERE oid = 'cn_relay.events'::regclass").Scan(&tuples))
+	require.EqualValues(t, 1100, tuples)
+
+	// Stale again only after 1000 + 10% of 1100 more changes.
+	insertPlain(t, conn, 1100, 1050)
+	done, err = f.store.AnalyzeStale(ctx)
+	require.NoError(t, err)
+	require.Empty(t, done)
+	insertPlain(t, conn, 2150, 100)
+	// Another relay analysing: this one leaves it alone.
+	other := f.db.Conn(t)
+	_, err = other.Exec(ctx, "SELECT pg_advisory_lock($1)", statsLockKey)
+	require.NoError(t, err)
+	done, err = f.store.AnalyzeStale(ctx)
+	require.NoError(t, err)
+	require.Empty(t, done)
+	_, err = other.Exec(ctx, "SELECT pg_advisory_unlock($1)", statsLockKey)
+	require.NoError(t, err)
+	done, err = f.store.AnalyzeStale(ctx)
+	require.NoError(t, err)
+	require.Len(t, done, 1)
+	require.False(t, done[0].Never)
+	require.EqualValues(t, 1150, done[0].Changed)
+}
