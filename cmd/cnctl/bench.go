@@ -123,7 +123,7 @@ func benchReqCommand() *cli.Command {
 	const cmd = "bench req"
 	return &cli.Command{
 		Name:  "req",
-		Usage: "time REQ -> EOSE for five query shapes and report each one's latency",
+		Usage: "time REQ -> EOSE for seven query shapes and report each one's latency",
 		Description: "First asks for up to --sample recent events with #t --topic and takes ids, authors and p values\n" +
 			"from them (authors from --authors-file instead, if given). Then, shape by shape, sends\n" +
 			"--requests REQs over --connections WebSockets, one in flight per connection:\n" +
@@ -132,6 +132,8 @@ func benchReqCommand() *cli.Command {
 			"  100-authors  authors:[up to 100], kinds:[--kind], limit 100\n" +
 			"  #t           #t:[--topic], limit 50\n" +
 			"  #p           #p:[1 sampled p value], limit 50\n" +
+			"  #e           #e:[1 sampled id] (replies to a sampled event), limit 50\n" +
+			"  kinds        kinds:[--kind], limit 50\n" +
 			"With --with-topic (the default) every filter also has #t:[--topic]. CLOSED counts as an error by\n" +
 			"its reason prefix. Exits 1 if some request got no EOSE.",
 		Flags: append(benchCommonFlags(4),

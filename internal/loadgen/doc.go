@@ -4,7 +4,7 @@
 // publishes them over several connections, each keeping up to Pipeline EVENTs
 // in flight, and measures EVENT -> OK latency and accepted events per second.
 // Req samples ids, authors and p values from the relay, then measures
-// REQ -> EOSE latency for five query shapes, one shape after the other.
+// REQ -> EOSE latency for seven query shapes, one shape after the other.
 //
 // The client is a bare gorilla/websocket connection per worker goroutine: the
 // goroutine that writes a message also reads the answers, so a latency is the

@@ -208,7 +208,7 @@ func TestReqReportsEveryShape(t *testing.T) {
 		require.Positive(t, s.RequestsPerSecond, s.Name)
 		require.Contains(t, s.Filter, "#t:[bench]", s.Name)
 	}
-	require.Equal(t, []string{ShapeByID, ShapeAuthor, ShapeAuthors, ShapeTopic, ShapeMentioned}, names)
+	require.Equal(t, []string{ShapeByID, ShapeAuthor, ShapeAuthors, ShapeTopic, ShapeMentioned, ShapeReplies, ShapeKind}, names)
 	byName := map[string]ShapeReport{}
 	for _, s := range rep.Shapes {
 		byName[s.Name] = s
@@ -223,10 +223,13 @@ func TestReqReportsEveryShape(t *testing.T) {
 	require.InDelta(t, 50.0, byName[ShapeTopic].EventsPerRequest, 0)
 	require.Equal(t, "#p:[1] #t:[bench] limit:50", byName[ShapeMentioned].Filter)
 	require.Positive(t, byName[ShapeMentioned].EventsPerRequest)
+	require.Equal(t, "#e:[1] #t:[bench] limit:50", byName[ShapeReplies].Filter)
+	require.Equal(t, "kinds:[1] #t:[bench] limit:50", byName[ShapeKind].Filter)
+	require.InDelta(t, 50.0, byName[ShapeKind].EventsPerRequest, 0)
 
-	// The relay saw the sample REQ and 5 x 40 measured ones, all with #t.
+	// The relay saw the sample REQ and 7 x 40 measured ones, all with #t.
 	fs := relay.Filters()
-	require.Len(t, fs, 1+5*40)
+	require.Len(t, fs, 1+7*40)
 	require.Equal(t, 500, fs[0].Limit)
 	for _, f := range fs {
 		require.Equal(t, []string{"bench"}, f.Tags["t"])
@@ -264,7 +267,7 @@ func TestReqWithoutTopicAndClosed(t *testing.T) {
 		require.Equal(t, "restricted: #t is required", s.Errors.Examples["closed: restricted"])
 		require.Zero(t, s.Latency.Count)
 	}
-	require.Equal(t, 40, rep.Failed())
+	require.Equal(t, 60, rep.Failed())
 	require.Equal(t, "authors:[2] kinds:[1] limit:100", rep.Shapes[2].Filter, "the authors given are queried")
 }
 

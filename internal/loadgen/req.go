@@ -123,6 +123,8 @@ const (
 	ShapeAuthors   = "100-authors"
 	ShapeTopic     = "#t"
 	ShapeMentioned = "#p"
+	ShapeReplies   = "#e"
+	ShapeKind      = "kinds"
 )
 
 // Req connects, samples ids, authors and p values from up to SampleLimit recent
@@ -190,6 +192,12 @@ func Req(ctx context.Context, cfg ReqConfig) (*ReqReport, error) {
 		}},
 		{ShapeMentioned, "p tags", len(pvals) > 0, func(rng *rand.Rand) nostr.Filter {
 			return topic(nostr.Filter{Tags: nostr.TagMap{"p": {pick(rng, pvals)}}, Limit: 50})
+		}},
+		{ShapeReplies, "ids", len(ids) > 0, func(rng *rand.Rand) nostr.Filter {
+			return topic(nostr.Filter{Tags: nostr.TagMap{"e": {pick(rng, ids)}}, Limit: 50})
+		}},
+		{ShapeKind, "", true, func(*rand.Rand) nostr.Filter {
+			return topic(nostr.Filter{Kinds: []int{cfg.Kind}, Limit: 50})
 		}},
 	}
 	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
