@@ -78,6 +78,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			nodeKeyCommand(),
 			moderationCommand(),
 			dashboardCommand(),
+			importCommand(),
+			exportCommand(),
 		},
 	}
 }
