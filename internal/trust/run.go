@@ -200,6 +200,9 @@ func schedule(ctx context.Context, pool *pgxpool.Pool, pub *Publisher, seeds See
 		var reqAsOf *int64
 		err := pool.QueryRow(ctx, `SELECT id, as_of FROM cn_trust.requests WHERE run_id IS NULL ORDER BY id DESC LIMIT 1`).Scan(&req, &reqAsOf)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			logger.Error("trust: read recompute requests", "err", err)
 		}
 		if req > 0 || !time.Now().Before(nextRun) {

@@ -1,0 +1,144 @@
+// Command trust runs the trust-v1 consumer: a web-of-trust graph kept from the
+// outbox, deterministic personalised PageRank ranks, and NIP-85 assertions
+// (kind 30382) signed by a provider key. Flags (each with an environment
+// variable) -> trust.Options -> Run until SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kukuri/communitynode/internal/nodekey"
+	"github.com/kukuri/communitynode/internal/trust"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "trust: %s\n", strings.Join(strings.Fields(err.Error()), " "))
+		os.Exit(1)
+	}
+}
+
+// run executes one trust command line. It never exits the process.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return newApp(stdout, stderr).RunContext(ctx, args)
+}
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:            "trust",
+		Usage:           "rank the community's keys (consumer trust-v1) and publish NIP-85 trusted assertions",
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		ExitErrHandler:  func(*cli.Context, error) {}, // main decides the exit code
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7782", EnvVars: []string{"CN_TRUST_LISTEN"}, Usage: "address to serve /healthz, /metrics and GET /v1/trust/{pubkey} on"},
+			&cli.StringFlag{Name: "database-url", EnvVars: []string{"DATABASE_URL"}, Required: true, Usage: "Postgres URL of the node's database"},
+			&cli.StringFlag{Name: "node-key-file", EnvVars: []string{"CN_NODE_KEY_FILE"}, Required: true, Usage: "the node's key (cnctl node-key generate); the provider key is derived from it"},
+			&cli.StringFlag{Name: "provider-key-file", EnvVars: []string{"CN_TRUST_PROVIDER_KEY_FILE"}, Usage: "sign assertions with this key instead of the one derived from the node key"},
+			&cli.StringSliceFlag{Name: "seeds", EnvVars: []string{"CN_TRUST_SEEDS"}, Usage: "seed pubkeys (hex or npub, comma separated), or @FILE with one per line; default: the admins, else uniform"},
+			&cli.StringSliceFlag{Name: "admin-pubkeys", EnvVars: []string{"CN_TRUST_ADMIN_PUBKEYS", "CN_RELAY_ADMIN_PUBKEYS"}, Usage: "the relay's NIP-86 admins: the seeds when --seeds is not given"},
+			&cli.DurationFlag{Name: "recompute-interval", Value: trust.DefaultRecomputeInterval, EnvVars: []string{"CN_TRUST_RECOMPUTE_INTERVAL"}, Usage: "time between full computations (cnctl trust recompute asks for one at once)"},
+			&cli.DurationFlag{Name: "publish-interval", Value: trust.DefaultPublishInterval, EnvVars: []string{"CN_TRUST_PUBLISH_INTERVAL"}, Usage: "time between publishing rounds of changed assertions"},
+			&cli.IntFlag{Name: "assert-min-rank", Value: trust.DefaultAssertMinRank, EnvVars: []string{"CN_TRUST_ASSERT_MIN_RANK"}, Usage: "subjects ranked below this get no assertion (and lose one they had)"},
+			&cli.StringFlag{Name: "name", EnvVars: []string{"CN_RELAY_NAME"}, Usage: "the node's name, shown in the provider's profile"},
+			&cli.IntFlag{Name: "batch-size", Value: trust.DefaultBatchSize, EnvVars: []string{"CN_TRUST_BATCH_SIZE"}, Usage: "outbox rows per graph transaction"},
+			&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"CN_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return fmt.Errorf("unexpected arguments %q (see trust --help)", c.Args().Slice())
+			}
+			if n := c.Int("batch-size"); n < 1 || n > 10000 {
+				return fmt.Errorf("--batch-size: want 1-10000, got %d", n)
+			}
+			if n := c.Int("assert-min-rank"); n < 1 || n > 100 {
+				return fmt.Errorf("--assert-min-rank: want 1-100, got %d", n)
+			}
+			if c.Duration("recompute-interval") < time.Second || c.Duration("publish-interval") < 100*time.Millisecond {
+				return fmt.Errorf("--recompute-interval must be at least 1s and --publish-interval at least 100ms")
+			}
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(strings.ToUpper(c.String("log-level")))); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			seeds, err := pubkeys(c.StringSlice("seeds"), "--seeds")
+			if err != nil {
+				return err
+			}
+			admins, err := pubkeys(c.StringSlice("admin-pubkeys"), "--admin-pubkeys")
+			if err != nil {
+				return err
+			}
+			key, err := nodekey.Load(c.String("node-key-file"))
+			if err != nil {
+				return err
+			}
+			var provider nodekey.Key
+			if f := c.String("provider-key-file"); f != "" {
+				if provider, err = nodekey.Load(f); err != nil {
+					return err
+				}
+			}
+			logger := slog.New(slog.NewJSONHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
+			return trust.Run(c.Context, trust.Options{
+				DatabaseURL:       c.String("database-url"),
+				Listen:            c.String("listen"),
+				NodeKey:           key,
+				ProviderKey:       provider,
+				Seeds:             seeds,
+				Admins:            admins,
+				RecomputeInterval: c.Duration("recompute-interval"),
+				PublishInterval:   c.Duration("publish-interval"),
+				AssertMinRank:     c.Int("assert-min-rank"),
+				NodeName:          c.String("name"),
+				BatchSize:         c.Int("batch-size"),
+				Logger:            logger,
+			})
+		},
+	}
+}
+
+// pubkeys parses hex or npub values; "@FILE" reads one per line (# comments).
+func pubkeys(vals []string, flag string) ([]string, error) {
+	var out []string
+	for _, v := range vals {
+		if file, ok := strings.CutPrefix(v, "@"); ok {
+			raw, err := os.ReadFile(file)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", flag, err)
+			}
+			var lines []string
+			for _, l := range strings.Split(string(raw), "\n") {
+				if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+					lines = append(lines, l)
+				}
+			}
+			more, err := pubkeys(lines, flag)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, more...)
+			continue
+		}
+		pk, err := trust.ParsePubkey(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q: %w", flag, v, err)
+		}
+		out = append(out, pk)
+	}
+	return out, nil
+}
