@@ -23,9 +23,14 @@ import (
 // skipped; a row whose event is no longer visible by the time it is loaded (deleted,
 // replaced, expired) is not delivered.
 type follower struct {
-	feed         Feed
-	store        Store
-	fanout       func(*nostr.Event)
+	feed   Feed
+	store  Store
+	fanout func(*nostr.Event)
+	// listening reports whether any live subscription is filed; nil: always.
+	// With none, the follower moves past new rows without loading their
+	// events: a subscription filed later runs its query after filing, so it
+	// finds them stored.
+	listening    func() bool
 	m            *metrics
 	log          *slog.Logger
 	batchSize    int
@@ -140,7 +145,7 @@ func (f *follower) deliver(ctx context.Context, rows []outbox.Row, skip map[stri
 		}
 		ids = append(ids, r.EventID)
 	}
-	if len(ids) == 0 {
+	if len(ids) == 0 || (f.listening != nil && !f.listening()) {
 		return seen, nil
 	}
 	lctx, cancel := context.WithTimeout(ctx, f.loadTimeout)

@@ -100,6 +100,28 @@ func TestFollowerRetriesFailedLoads(t *testing.T) {
 	require.GreaterOrEqual(t, testutil.ToFloat64(tr.m.followerFailures), 2.0)
 }
 
+// TestFollowerSkipsLoadsWithoutSubscriptions: with no live subscription the
+// follower moves past new rows without loading their events; once one is filed,
+// it loads and delivers again.
+func TestFollowerSkipsLoadsWithoutSubscriptions(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore()
+	var loads atomic.Int32
+	store.eventsHook = func(context.Context) error { loads.Add(1); return nil }
+	tr := startRelay(t, store, nil)
+	store.store([]*nostr.Event{newKey(t).note(t, "nobody listens", func(ev *nostr.Event) { ev.Tags = nostr.Tags{{"t", "rust"}} })})
+	require.Eventually(t, func() bool { return testutil.ToFloat64(tr.m.followerSeq) == 1 }, waitTimeout, time.Millisecond)
+	require.Zero(t, loads.Load())
+
+	sub := dial(t, tr.url)
+	sub.send("REQ", "s", goFilter())
+	sub.eose("s")
+	ev := newKey(t).note(t, "now someone does", nil)
+	store.store([]*nostr.Event{ev})
+	require.Equal(t, ev.ID, sub.event("s").ID)
+	require.Equal(t, int32(1), loads.Load())
+}
+
 // silentFeed is a Feed whose notifications never come.
 type silentFeed struct{ *fakeStore }
 

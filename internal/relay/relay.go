@@ -116,6 +116,7 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 	}
 	r.health = newHealthCheck(deps.Store.Ping, r.log)
 	r.follower = newFollower(deps.Feed, deps.Store, r.fanout, r.m, r.log)
+	r.follower.listening = func() bool { return r.index.size() > 0 }
 	r.batcher = newBatcher(cfg, deps.Store, r.m, r.log, r.follower.poke)
 	return r, nil
 }
