@@ -80,6 +80,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			dashboardCommand(),
 			importCommand(),
 			exportCommand(),
+			trustCommand(),
 		},
 	}
 }
