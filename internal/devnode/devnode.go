@@ -24,6 +24,7 @@ import (
 	"github.com/kukuri/communitynode/internal/pgembed"
 	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/relaynode"
+	"github.com/kukuri/communitynode/internal/trust"
 	"github.com/kukuri/communitynode/schema"
 )
 
@@ -44,6 +45,8 @@ type Config struct {
 	IndexerListen string
 	// ModeratorListen is where the moderator serves /healthz and /metrics.
 	ModeratorListen string
+	// TrustListen is where the trust daemon serves /v1/trust/{pubkey}, /healthz and /metrics.
+	TrustListen string
 	// NodeKeyFile holds the node's key; it is created on the first run.
 	NodeKeyFile string
 	// AdminPubkeys may manage the relay through NIP-86 (hex).
@@ -140,6 +143,12 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			Logger: cfg.Logger.With("daemon", "moderator")})
 	})
 	fmt.Fprintf(cfg.Out, "moderator: http://%s/metrics (consumer %s; labels signed by %s)\n", moderatorListen, moderation.ConsumerName, key.Npub())
+	trustListen := cmp.Or(cfg.TrustListen, "127.0.0.1:7782")
+	g.Go(func() error {
+		return trust.Run(gctx, trust.Options{DatabaseURL: dbURL, Listen: trustListen, NodeKey: key, Admins: cfg.AdminPubkeys,
+			Logger: cfg.Logger.With("daemon", "trust")})
+	})
+	fmt.Fprintf(cfg.Out, "trust: http://%s/v1/trust/{pubkey} (consumer %s; NIP-85 assertions by a key derived from the node key)\n", trustListen, trust.ConsumerName)
 	dashListen := cmp.Or(cfg.DashboardListen, "127.0.0.1:7790")
 	if err := dashboard.CheckExposure(dashListen, ""); err != nil {
 		return err

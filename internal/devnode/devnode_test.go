@@ -43,13 +43,14 @@ func TestRunMigratesAndStopsOnCancel(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, Config{DatabaseURL: url, Out: &out, RelayListen: "127.0.0.1:0", IndexerListen: "127.0.0.1:0",
-			ModeratorListen: "127.0.0.1:0", DashboardListen: "127.0.0.1:0", NodeKeyFile: keyFile})
+			ModeratorListen: "127.0.0.1:0", TrustListen: "127.0.0.1:0", DashboardListen: "127.0.0.1:0", NodeKeyFile: keyFile})
 	}()
 	require.Eventually(t, func() bool { return bytes.Contains([]byte(out.String()), []byte("node is up")) },
 		30*time.Second, 20*time.Millisecond)
 	require.Contains(t, out.String(), "applied migration 0001_outbox_foundation")
 	require.Contains(t, out.String(), "created the node key "+keyFile)
 	require.Contains(t, out.String(), "moderator: http://")
+	require.Contains(t, out.String(), "trust: http://")
 	require.Contains(t, out.String(), "dashboard: http://")
 
 	conn, err := pgx.Connect(context.Background(), url)
