@@ -26,6 +26,10 @@ func migrateCommand() *cli.Command {
 			if c.Args().Present() {
 				return usageError{fmt.Errorf("migrate: unexpected argument %q", c.Args().First())}
 			}
+			rc := dbroles.Config{Prefix: c.String("role-prefix")}
+			if err := rc.Validate(); err != nil {
+				return usageError{err}
+			}
 			conn, err := connect(c)
 			if err != nil {
 				return err
@@ -43,10 +47,6 @@ func migrateCommand() *cli.Command {
 			}
 			if !c.Bool("roles") {
 				return nil
-			}
-			rc := dbroles.Config{Prefix: c.String("role-prefix")}
-			if err := rc.Validate(); err != nil {
-				return usageError{err}
 			}
 			if err := dbroles.Apply(c.Context, conn, rc); err != nil {
 				return err
