@@ -32,6 +32,19 @@
 //   - cn_role_publisher (granted to the relay, the moderator and trust): the store
 //     path: SELECT, INSERT, UPDATE on cn_relay's own tables, INSERT into the outbox.
 //
+// What "a consumer cannot write cn_relay.events" means: true for the indexer and
+// the dashboard. The moderator and trust publish the node's signed events and
+// hides through the same store path as the relay, so their roles can insert and
+// update cn_relay's event tables and append to the outbox (never delete, never
+// touch the outbox's rows, partitions or another consumer's offset or schema).
+// Narrowing that further would mean SECURITY DEFINER functions for the store path.
+//
+// Postgres keeps some maintenance to table owners: under these roles the
+// indexer's merge of the GIN pending list (gin_clean_pending_list) and any
+// ANALYZE a daemon runs are refused (the indexer logs it once and Postgres merges
+// inline; ANALYZE only warns and skips). Run those as the operator, or add a
+// SECURITY DEFINER wrapper here.
+//
 // Roles are cluster-wide while grants are per database: several node databases on
 // one server share the roles (or use different prefixes). Creating a role tolerates
 // a concurrent Apply creating it too.
