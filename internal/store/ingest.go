@@ -179,15 +179,14 @@ type stored struct {
 	reason       string // why it is deleted: nip09, expiration or moderation
 	topics       []string
 	isNew        bool
+	own          bool         // topics are the event's own t tags (new events only)
 	ev           *nostr.Event // new events only
 }
 
 // ownTopics reports whether a new event's topics are its own `t` tags (which
 // #t REQs match) rather than inherited ones or NodeTopic (which only consumers
 // see). An event has either kind, never both (see topicsOf).
-func (st *stored) ownTopics() bool {
-	return st.ev != nil && !protocol.IsIdentityKind(st.ev.Kind) && len(protocol.Topics(st.ev)) > 0
-}
+func (st *stored) ownTopics() bool { return st.own }
 
 // plan is one Ingest batch: what it loaded, what it decided, what it will write.
 type plan struct {
@@ -213,6 +212,7 @@ type plan struct {
 	rules      protocol.TopicRules
 	refTopics  map[string][]string // referenced stored id or effective key -> its topics
 	members    map[string]bool     // authors known to be members (cached, loaded or new)
+	ownTopics  map[string][]string // event id -> its normalised t tags, computed once per batch
 	trusted    bool                // the node's own events (PublishTx): identity events need no membership
 	cache      *memberCache
 	newMembers [][2]string // pubkey, first event id
@@ -231,6 +231,7 @@ func newPlan(evs []*nostr.Event, now time.Time, rules protocol.TopicRules) *plan
 		tombIDs: map[string]map[string]bool{}, tombAddr: map[string]int64{},
 		oldWinner: map[string]string{}, touched: map[string]bool{}, topicSeen: map[[2]string]bool{},
 		rules: rules, refTopics: map[string][]string{}, members: map[string]bool{}, outcomes: map[string]Outcome{},
+		ownTopics: make(map[string][]string, len(evs)),
 	}
 }
 
@@ -312,7 +313,7 @@ func (p *plan) load(ctx context.Context, tx outbox.Batcher) error {
 	for _, ev := range p.evs {
 		ids[ev.ID] = true
 		authors[ev.PubKey] = true
-		if inherits(ev) {
+		if p.inherits(ev) {
 			refs := protocol.TopicRefs(ev)
 			for _, id := range refs.IDs {
 				refIDs[id] = true
@@ -448,8 +449,19 @@ func (p *plan) scanTopics(rows pgx.Rows) error {
 
 // inherits reports whether ev takes its topics from the events it references:
 // it is no identity event and has no topic of its own.
-func inherits(ev *nostr.Event) bool {
-	return !protocol.IsIdentityKind(ev.Kind) && len(protocol.Topics(ev)) == 0
+func (p *plan) inherits(ev *nostr.Event) bool {
+	return !protocol.IsIdentityKind(ev.Kind) && len(p.topics(ev)) == 0
+}
+
+// topics returns ev's own normalised t tags (protocol.Topics), normalising
+// them once per batch.
+func (p *plan) topics(ev *nostr.Event) []string {
+	t, ok := p.ownTopics[ev.ID]
+	if !ok {
+		t = protocol.Topics(ev)
+		p.ownTopics[ev.ID] = t
+	}
+	return t
 }
 
 // scanRefTopics reads (event id or effective key, topic) pairs of topic sources.
@@ -569,7 +581,8 @@ func (p *plan) decide() {
 		}
 		p.join(ev, topics)
 		st := &stored{id: ev.ID, pubkey: ev.PubKey, kind: ev.Kind, createdAt: int64(ev.CreatedAt),
-			effectiveKey: key, effective: key == "", topics: topics, isNew: true, ev: ev}
+			effectiveKey: key, effective: key == "", topics: topics, isNew: true, ev: ev,
+			own: !protocol.IsIdentityKind(ev.Kind) && len(p.topics(ev)) > 0}
 		p.byID[ev.ID] = st
 		p.results[i] = protocol.Verdict{OK: true, Message: ""}
 		if key != "" {
@@ -595,7 +608,7 @@ func (p *plan) topicsOf(ev *nostr.Event) ([]string, string) {
 		}
 		return []string{protocol.NodeTopic}, ""
 	}
-	if own := protocol.Topics(ev); len(own) > 0 {
+	if own := p.topics(ev); len(own) > 0 {
 		for _, t := range own {
 			if t == protocol.NodeTopic || !p.rules.Enabled(t) { // (ValidateEvent refused these already)
 				return nil, protocol.ReasonTopicNotEnabled
@@ -744,8 +757,9 @@ func (p *plan) deletes(st *stored, reason string) {
 	}
 }
 
-// queueWrites queues the decisions: effective flags off first (the unique
-// effective-key index), then the new rows, then flags on, deletions and tombstones.
+// queueWrites queues the decisions: the updates of stored rows first (effective
+// flags off before flags on and before the new rows: the unique effective-key
+// index), then the new rows, members and tombstones.
 func (p *plan) queueWrites(b *pgx.Batch) {
 	var off, on []string
 	var ins []*stored
@@ -773,9 +787,6 @@ func (p *plan) queueWrites(b *pgx.Batch) {
 	if len(off) > 0 {
 		b.Queue("UPDATE cn_relay.events SET is_effective = false WHERE id = ANY($1)", off)
 	}
-	if len(ins) > 0 {
-		queueInsert(b, ins, p.ingestedAt)
-	}
 	if len(on) > 0 {
 		b.Queue("UPDATE cn_relay.events SET is_effective = true WHERE id = ANY($1)", on)
 	}
@@ -792,6 +803,16 @@ func (p *plan) queueWrites(b *pgx.Batch) {
 	if len(p.unhidden) > 0 {
 		b.Queue(`UPDATE cn_relay.events SET deleted_at = NULL, deleted_reason = NULL
 			WHERE id = ANY($1) AND deleted_reason = 'moderation'`, p.unhidden)
+	}
+	// The inserts read nothing but their parameters and the arbiter indexes, so
+	// their plans never depend on the tables: plan them once per connection
+	// (prepared, generic) instead of on every batch (the pool's
+	// force_custom_plan); the session's mode is back for what follows.
+	b.Queue(`SELECT set_config('cn.plan_cache_mode', current_setting('plan_cache_mode'), true),
+		set_config('plan_cache_mode', 'force_generic_plan', true)`)
+	defer b.Queue("SELECT set_config('plan_cache_mode', current_setting('cn.plan_cache_mode'), true)")
+	if len(ins) > 0 {
+		queueInsert(b, ins, p.ingestedAt)
 	}
 	if len(p.newMembers) > 0 {
 		slices.SortFunc(p.newMembers, func(x, y [2]string) int { return strings.Compare(x[0], y[0]) })

@@ -250,8 +250,10 @@ func (s *Store) filterSQLFrom(f nostr.Filter, offset int) (string, []any, bool) 
 			// ids, authors or the topic index already select.
 			conds = append(conds, "(SELECT true FROM cn_relay.event_topics t WHERE t.event_id = e.id AND t.topic_id = ANY("+ph(values)+") AND t.own LIMIT 1)")
 		default:
-			conds = append(conds, "EXISTS (SELECT 1 FROM cn_relay.event_tags g WHERE g.event_id = e.id AND g.name = "+
-				ph(name)+" AND g.value = ANY("+ph(values)+"))")
+			// One probe of the primary key (name, value, created_at, event_id)
+			// per value: the tag row repeats its event's created_at.
+			conds = append(conds, "EXISTS (SELECT 1 FROM cn_relay.event_tags g WHERE g.name = "+ph(name)+
+				" AND g.value = ANY("+ph(values)+") AND g.created_at = e.created_at AND g.event_id = e.id)")
 		}
 	}
 	return strings.Join(conds, " AND "), args, true
