@@ -26,6 +26,8 @@ import (
 type settings struct {
 	relay         relay.Config
 	admins        []string
+	minRank       int
+	nodePubKey    string
 	databaseURL   string
 	sweepInterval time.Duration
 	statsInterval time.Duration
@@ -89,6 +91,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "posting-policy", EnvVars: []string{"CN_RELAY_POSTING_POLICY"}, Usage: "NIP-11 posting_policy URL"},
 			&cli.StringFlag{Name: "info-file", EnvVars: []string{"CN_RELAY_INFO_FILE"}, Usage: "JSON file with NIP-11 fields (name, description, icon, banner, pubkey, contact, posting_policy, terms_of_service, privacy_policy, relay_countries, language_tags, tags, retention); flags override it"},
 			&cli.StringFlag{Name: "node-key-file", EnvVars: []string{"CN_NODE_KEY_FILE"}, Usage: "the node's key (cnctl node-key generate): NIP-11 `self` names its pubkey; the relay signs nothing with it"},
+			&cli.IntFlag{Name: "min-rank", EnvVars: []string{"CN_RELAY_MIN_RANK"}, Usage: "refuse posts from authors whose trust-v1 rank (cmd/trust) is below this, 0-100 (profiles, lists, deletions, seeds, admins and the node exempt; default 0: off)"},
 			&cli.StringSliceFlag{Name: "admin-pubkeys", EnvVars: []string{"CN_RELAY_ADMIN_PUBKEYS"}, Usage: "pubkeys (hex or npub, comma separated) that may manage the relay through NIP-86 (default: none, NIP-86 answers 401)"},
 
 			&cli.DurationFlag{Name: "stats-interval", Value: 10 * time.Second, EnvVars: []string{"CN_RELAY_STATS_INTERVAL"}, Usage: "how often the query tables' statistics are checked and, when missing or stale (autovacuum off or behind), refreshed with ANALYZE (0: never)"},
@@ -109,7 +112,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				return fmt.Errorf("debug listener: %w", err)
 			}
 			return relaynode.Run(c.Context, relaynode.Options{DatabaseURL: s.databaseURL, Relay: s.relay,
-				SweepInterval: s.sweepInterval, StatsInterval: s.statsInterval, AdminPubkeys: s.admins, Logger: logger})
+				SweepInterval: s.sweepInterval, StatsInterval: s.statsInterval, AdminPubkeys: s.admins,
+				MinRank: s.minRank, NodePubKey: s.nodePubKey, Logger: logger})
 		},
 	}
 }
@@ -192,7 +196,10 @@ func parseSettings(c *cli.Context) (settings, error) {
 		return settings{}, err
 	}
 	s := settings{relay: cfg, databaseURL: c.String("database-url"), sweepInterval: c.Duration("expiry-sweep-interval"),
-		statsInterval: c.Duration("stats-interval")}
+		statsInterval: c.Duration("stats-interval"), minRank: c.Int("min-rank"), nodePubKey: cfg.Info.Self}
+	if s.minRank < 0 || s.minRank > 100 {
+		return settings{}, fmt.Errorf("--min-rank: want 0-100, got %d", s.minRank)
+	}
 	for _, a := range c.StringSlice("admin-pubkeys") {
 		pk, err := parsePubkey(strings.TrimSpace(a))
 		if err != nil {

@@ -58,7 +58,7 @@ func TestNIP11(t *testing.T) {
 	require.Equal(t, true, lim["restricted_writes"], "topics are required")
 	require.Equal(t, map[string]any{
 		"events_need_topic": true, "inherit_from": []any{"e", "E", "a", "A", "q"},
-		"identity_kinds": "0,3,10000-19999", "identity_writers": "members", "req_requires_topic": false,
+		"identity_kinds": "0,3,10000-19999,30382-30385", "identity_writers": "members", "req_requires_topic": false,
 	}, doc["topic_policy"], "the topic policy in force")
 
 	authed := startRelay(t, nil, func(c *Config) {

@@ -1,8 +1,10 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -116,6 +118,9 @@ func (c *conn) admit(ev *nostr.Event) string {
 	if reason := PolicyReason(c.r.policy, ev); reason != "" {
 		return reason
 	}
+	if reason := RankReason(c.r.ranks, ev); reason != "" {
+		return reason
+	}
 	if !c.r.eventsPerPubkey.allow(ev.PubKey) {
 		return reasonEventRatePubkey
 	}
@@ -131,6 +136,18 @@ func (c *conn) admit(ev *nostr.Event) string {
 		}
 	}
 	return ""
+}
+
+// RankReason returns why the spam gate g (relay --min-rank) refuses ev, or "".
+// Identity events (profiles, follow and mute lists, NIP-85 assertions) and NIP-09
+// deletions are exempt: a newcomer can still say who they are, follow others
+// and take back what they said; the gate decides who gets to post.
+func RankReason(g RankGate, ev *nostr.Event) string {
+	if g == nil || g.Threshold() <= 0 || protocol.IsIdentityKind(ev.Kind) || ev.Kind == nostr.KindDeletion || g.Admit(ev.PubKey) {
+		return ""
+	}
+	return fmt.Sprintf("blocked: this relay accepts posts from keys with a web-of-trust rank of at least %d (NIP-85 assertions by %s); "+
+		"yours is lower: get followed by members of this community", g.Threshold(), cmp.Or(g.Provider(), "its trust provider"))
 }
 
 // PolicyReason returns why the management policy p refuses ev (a banned author

@@ -34,6 +34,21 @@ type infoDocument struct {
 	// the NIP lists): the community's topic rules, so that a client can tell
 	// why an event or a REQ is refused before it tries.
 	TopicPolicy topicPolicy `json:"topic_policy"`
+	// Trust is this node's own field: its NIP-85 provider and spam gate.
+	Trust *trustInfo `json:"trust,omitempty"`
+}
+
+// trustInfo names the node's NIP-85 provider (one key per algorithm) and the
+// minimum rank the relay asks of authors (0: none).
+type trustInfo struct {
+	MinRank   int               `json:"min_rank"`
+	Providers []trustedProvider `json:"nip85_providers,omitempty"`
+}
+
+type trustedProvider struct {
+	Kind      int    `json:"kind"`
+	Algorithm string `json:"algorithm"`
+	Pubkey    string `json:"pubkey"`
 }
 
 // topicPolicy describes protocol.TopicRules to clients.
@@ -110,7 +125,15 @@ func (r *Relay) info() infoDocument {
 		n, d, i := r.policy.InfoOverride()
 		name, description, icon = cmp.Or(n, name), cmp.Or(d, description), cmp.Or(i, icon)
 	}
+	var ti *trustInfo
+	if r.ranks != nil {
+		ti = &trustInfo{MinRank: r.ranks.Threshold()}
+		if pk := r.ranks.Provider(); pk != "" {
+			ti.Providers = []trustedProvider{{Kind: 30382, Algorithm: "trust-v1", Pubkey: pk}}
+		}
+	}
 	return infoDocument{
+		Trust:          ti,
 		Name:           name,
 		Description:    description,
 		Icon:           icon,
@@ -145,7 +168,7 @@ func (r *Relay) info() infoDocument {
 		TopicPolicy: topicPolicy{
 			EventsNeedTopic:  l.RequireTopic,
 			InheritFrom:      []string{"e", "E", "a", "A", "q"},
-			IdentityKinds:    "0,3,10000-19999",
+			IdentityKinds:    "0,3,10000-19999,30382-30385",
 			IdentityWriters:  string(l.IdentityWriters),
 			ReqRequiresTopic: l.RequireTopicInREQ,
 			AllowedTopics:    allowed,

@@ -36,6 +36,16 @@ type Deps struct {
 	// Management, if set, serves NIP-86 requests (POST with Content-Type
 	// application/nostr+json+rpc) on the relay's URL, and NIP-11 lists 86.
 	Management http.Handler
+	// Ranks, if set, is the spam gate (relay --min-rank, package trust) and
+	// names the node's NIP-85 provider in NIP-11. Nil admits every author.
+	Ranks RankGate
+}
+
+// RankGate admits authors by web-of-trust rank (trust.Gate).
+type RankGate interface {
+	Admit(pubkey string) bool
+	Threshold() int   // the minimum rank; 0: the gate is off
+	Provider() string // the NIP-85 provider pubkey; "" when none
 }
 
 // Policy is the relay management state, as the relay asks it (relayadmin.Watcher).
@@ -54,6 +64,7 @@ type Relay struct {
 	cfg        Config
 	store      Store
 	policy     Policy
+	ranks      RankGate
 	management http.Handler
 	log        *slog.Logger
 	m          *metrics
@@ -97,6 +108,7 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 		cfg:             cfg,
 		store:           deps.Store,
 		policy:          deps.Policy,
+		ranks:           deps.Ranks,
 		management:      deps.Management,
 		log:             deps.Logger,
 		m:               newMetrics(deps.Registerer),

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,7 @@ import (
 	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/relayadmin"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/trust"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -32,7 +34,11 @@ type Options struct {
 	// AdminPubkeys may manage the relay through NIP-86 (hex). None: every NIP-86
 	// request is answered 401.
 	AdminPubkeys []string
-	Logger       *slog.Logger
+	// MinRank, when > 0, refuses posts from authors ranked below it by the trust
+	// daemon (trust.Gate); NodePubKey is exempt with the admins.
+	MinRank    int
+	NodePubKey string
+	Logger     *slog.Logger
 }
 
 // Run wires the database, the outbox writer, the store and the relay together and
@@ -63,7 +69,12 @@ func Run(ctx context.Context, s Options) error {
 	}
 	api := &relayadmin.API{Admin: &relayadmin.Admin{Pool: pool, Store: st}, Admins: admins,
 		PublicURL: s.Relay.PublicURL, Logger: logger}
+	gate := &trust.Gate{Pool: pool, MinRank: s.MinRank, Exempt: append(slices.Clone(s.AdminPubkeys), s.NodePubKey), Logger: logger}
+	if err := gate.Load(ctx); err != nil {
+		return err
+	}
 	deps := relay.Deps{
+		Ranks:      gate,
 		Store:      st,
 		Feed:       relay.NewPGFeed(pool, logger),
 		Logger:     logger,
@@ -87,6 +98,7 @@ func Run(ctx context.Context, s Options) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return r.Run(gctx) })
 	g.Go(func() error { return policy.Run(gctx) })
+	g.Go(func() error { return gate.Run(gctx) })
 	if s.SweepInterval > 0 {
 		g.Go(func() error { sweepExpired(gctx, st, s.SweepInterval, logger); return nil })
 	}

@@ -21,7 +21,7 @@ type Subject struct {
 	Counts   map[string]int64 `json:"counts"` // NIP-85 names; zap amounts in sats
 	FirstAt  *int64           `json:"first_created_at,omitempty"`
 	Reports  map[string]int64 `json:"reports_by_type"`
-	Run      *Computation             `json:"run,omitempty"` // the latest run (nil: none yet)
+	Run      *Computation     `json:"run,omitempty"` // the latest run (nil: none yet)
 	Assert   *string          `json:"assertion_id,omitempty"`
 	Explains *Explanation     `json:"explain,omitempty"`
 }

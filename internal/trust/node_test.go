@@ -151,4 +151,7 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 // testWriter sends log lines to the test's log.
 type testWriter struct{ t *testing.T }
 
-func (w testWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}

@@ -249,7 +249,7 @@ func schedule(ctx context.Context, pool *pgxpool.Pool, pub *Publisher, seeds See
 
 type metrics struct {
 	runs, runFailures, assertions, deletions prometheus.Counter
-	lastRun, lastSeq, loadSec, computeSec   prometheus.Gauge
+	lastRun, lastSeq, loadSec, computeSec    prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
