@@ -357,6 +357,7 @@ func grant(ctx context.Context, tx pgx.Tx, cfg Config) error {
 	schemaWide("cn_index", "SELECT, INSERT, UPDATE, DELETE", true, Indexer)
 	schemaWide("cn_moderation", "SELECT, INSERT, UPDATE, DELETE", true, Moderator)
 	schemaWide("cn_trust", "SELECT, INSERT, UPDATE, DELETE", true, Trust)
+	schemaWide("cn_trust", "SELECT", false, Moderator) // report rules with min_reporter_rank read ranks
 
 	// The relay: NIP-86 state, NIP-50 search, the moderation queue and operator
 	// decisions, trust ranks.

@@ -215,3 +215,40 @@ func TestModeratorHidesWhatABannedKeyGotStored(t *testing.T) {
 		"SELECT count(*) FROM cn_admin.ban_hides WHERE pubkey = $1 AND event_id = $2", spammer.pk, ev.ID).Scan(&recorded))
 	require.Equal(t, 1, recorded, "recorded as hidden by the ban, so lifting it shows the event again")
 }
+
+// TestReportsFromRankedKeysOnly: a report rule with min_reporter_rank counts
+// the reporters whose trust-v1 rank (cn_trust.scores) was high enough when
+// their report arrived, and records the lowest rank it relied on.
+func TestReportsFromRankedKeysOnly(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t)
+	n.applyRules(t, "rules:\n  - {name: ranked-reports, min_reports: 2, min_reporter_rank: 20, label: reported, action: hide}\n")
+	n.startModerator(t)
+	c := n.dial(t)
+	alice := newAuthor(t)
+	target := alice.event(t, 1, nostr.Tags{{"t", "go"}}, "an honest note")
+	ok, reason := c.publish(target)
+	require.True(t, ok, reason)
+	ranked := []author{newAuthor(t), newAuthor(t)}
+	ctx := context.Background()
+	for i, a := range ranked {
+		_, err := n.db.Pool.Exec(ctx, `INSERT INTO cn_trust.scores (pubkey, rank, score, risk, run_id) VALUES ($1, $2, 0.1, 0, 1)`, a.pk, 40+10*i)
+		require.NoError(t, err)
+	}
+	for range 5 { // a ring of unranked keys
+		ok, reason = c.publish(newAuthor(t).event(t, 1984, nostr.Tags{{"e", target.ID, "spam"}, {"p", alice.pk}}, ""))
+		require.True(t, ok, reason)
+	}
+	ok, reason = c.publish(ranked[0].event(t, 1984, nostr.Tags{{"e", target.ID, "spam"}, {"p", alice.pk}}, ""))
+	require.True(t, ok, reason)
+	n.sync(t, ConsumerName)
+	require.Len(t, c.req(map[string]any{"ids": []string{target.ID}}), 1, "one ranked reporter and five unranked ones are not two")
+
+	ok, reason = c.publish(ranked[1].event(t, 1984, nostr.Tags{{"e", target.ID, "spam"}, {"p", alice.pk}}, ""))
+	require.True(t, ok, reason)
+	n.sync(t, ConsumerName)
+	require.Empty(t, c.req(map[string]any{"ids": []string{target.ID}}), "two ranked reporters hide it")
+	var rank float64
+	require.NoError(t, n.db.Pool.QueryRow(ctx, `SELECT rank FROM cn_moderation.actions WHERE event_id = $1 AND source = 'rule'`, target.ID).Scan(&rank))
+	require.Equal(t, 40.0, rank, "the decision records the lowest rank it relied on")
+}

@@ -106,6 +106,7 @@ type fired struct {
 	rule   *compiled
 	target *target
 	seq    int64
+	rank   *int16 // a report rule with min_reporter_rank: the lowest reporter rank it counted
 }
 
 // counts are the metrics of one batch.
@@ -532,10 +533,17 @@ func (m *Moderator) retract(ctx context.Context, tx consumer.Tx, deletes []outbo
 // hide: those of `hide` rules about which no operator has decided.
 func (m *Moderator) decide(ctx context.Context, tx consumer.Tx, fires []fired) ([]string, error) {
 	var ids, actions, actors, reasons []string
+	var ranks []*float64
 	for _, f := range fires {
 		if f.rule.Action == ActionLabel {
 			continue
 		}
+		var rank *float64
+		if f.rank != nil {
+			v := float64(*f.rank)
+			rank = &v
+		}
+		ranks = append(ranks, rank)
 		ids = append(ids, f.target.ID)
 		actions = append(actions, f.rule.Action)
 		actors = append(actors, f.rule.ref())
@@ -578,9 +586,13 @@ func (m *Moderator) decide(ctx context.Context, tx consumer.Tx, fires []fired) (
 		return out
 	}
 	if len(keep) > 0 {
-		if _, err := tx.Exec(ctx, `INSERT INTO cn_moderation.actions (event_id, action, source, actor, reason, at)
-			SELECT id, a, 'rule', actor, reason, $5 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(id, a, actor, reason)
-			ON CONFLICT DO NOTHING`, pick(ids), pick(actions), pick(actors), pick(reasons), m.cfg.Now()); err != nil {
+		keptRanks := make([]*float64, len(keep))
+		for j, i := range keep {
+			keptRanks[j] = ranks[i]
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO cn_moderation.actions (event_id, action, source, actor, reason, at, rank)
+			SELECT id, a, 'rule', actor, reason, $5, rank FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $6::float8[]) AS u(id, a, actor, reason, rank)
+			ON CONFLICT DO NOTHING`, pick(ids), pick(actions), pick(actors), pick(reasons), m.cfg.Now(), keptRanks); err != nil {
 			return nil, fmt.Errorf("record decisions: %w", err)
 		}
 	}

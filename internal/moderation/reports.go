@@ -19,6 +19,7 @@ import (
 type report struct {
 	id, target, targetKind, targetPubkey, reporter, typ string
 	createdAt, seq, withdrawn                           int64
+	rank                                                int16 // the reporter's trust rank when the report arrived
 }
 
 // parseReport reads a kind 1984 event (NIP-56): each `e` tag names a reported
@@ -83,9 +84,13 @@ func (m *Moderator) recordReports(ctx context.Context, tx consumer.Tx, reports [
 		ids[i], tgts[i], kinds[i], pks[i], reporters[i], types[i] = r.id, r.target, r.targetKind, r.targetPubkey, r.reporter, r.typ
 		ats[i], seqs[i] = r.createdAt, r.seq
 	}
+	// The reporter's rank is read as the report arrives (the trust daemon's
+	// latest run) and kept: a replay over these rows decides as this run did.
 	rows, err := tx.Query(ctx, `INSERT INTO cn_moderation.reports
-			(report_id, target, target_kind, target_pubkey, reporter, report_type, created_at, seq)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[])
+			(report_id, target, target_kind, target_pubkey, reporter, report_type, created_at, seq, reporter_rank)
+		SELECT u.*, coalesce((SELECT s.rank FROM cn_trust.scores s WHERE s.pubkey = u.reporter), 0)
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[])
+			AS u(report_id, target, target_kind, target_pubkey, reporter, report_type, created_at, seq)
 		ON CONFLICT DO NOTHING RETURNING report_type`, ids, tgts, kinds, pks, reporters, types, ats, seqs)
 	if err != nil {
 		return fmt.Errorf("record reports: %w", err)
@@ -146,12 +151,12 @@ func (m *Moderator) runReportRules(ctx context.Context, tx consumer.Tx, reports 
 		}
 	}
 	var b pgx.Batch
-	b.Queue(`SELECT target, reporter, report_type, created_at, seq, coalesce(withdrawn_seq, 0) FROM cn_moderation.reports
+	b.Queue(`SELECT target, reporter, report_type, created_at, seq, coalesce(withdrawn_seq, 0), reporter_rank FROM cn_moderation.reports
 		WHERE target = ANY($1) AND target_kind = 'event'`, slices.Sorted(maps.Keys(triggers))).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var r report
-				if err := rows.Scan(&r.target, &r.reporter, &r.typ, &r.createdAt, &r.seq, &r.withdrawn); err != nil {
+				if err := rows.Scan(&r.target, &r.reporter, &r.typ, &r.createdAt, &r.seq, &r.withdrawn, &r.rank); err != nil {
 					return err
 				}
 				tally[r.target] = append(tally[r.target], r)
@@ -175,8 +180,12 @@ func (m *Moderator) runReportRules(ctx context.Context, tx consumer.Tx, reports 
 				continue
 			}
 			for _, s := range seqs {
-				if r.thresholdMet(openAt(tally[id], s)) {
-					*fires = append(*fires, fired{rule: r, target: t, seq: s})
+				if met, lowest := r.thresholdMet(openAt(tally[id], s)); met {
+					f := fired{rule: r, target: t, seq: s}
+					if r.MinReporterRank > 0 {
+						f.rank = &lowest
+					}
+					*fires = append(*fires, f)
 					break
 				}
 			}
@@ -197,15 +206,23 @@ func openAt(all []report, seq int64) []report {
 }
 
 // thresholdMet reports whether at least MinReports distinct reporters (of
-// ReportTypes, if set) reported within one ReportWindow. The answer depends only
-// on the set of reports, not on the order they arrived in: with a window, every
-// report is tried as the window's end.
-func (c *compiled) thresholdMet(reports []report) bool {
+// ReportTypes, if set, ranked at least MinReporterRank, if set) reported within
+// one ReportWindow, and the lowest reporter rank among the reports it counted.
+// The answer depends only on the set of reports, not on the order they arrived
+// in: with a window, every report is tried as the window's end.
+func (c *compiled) thresholdMet(reports []report) (bool, int16) {
 	var rs []report
 	for _, r := range reports {
-		if len(c.ReportTypes) == 0 || slices.Contains(c.ReportTypes, r.typ) {
+		if (len(c.ReportTypes) == 0 || slices.Contains(c.ReportTypes, r.typ)) && int(r.rank) >= c.MinReporterRank {
 			rs = append(rs, r)
 		}
+	}
+	lowest := func(in []report) int16 {
+		low := int16(100)
+		for _, r := range in {
+			low = min(low, r.rank)
+		}
+		return low
 	}
 	distinct := func(in []report) int {
 		who := map[string]bool{}
@@ -215,7 +232,7 @@ func (c *compiled) thresholdMet(reports []report) bool {
 		return len(who)
 	}
 	if c.ReportWindow == 0 {
-		return distinct(rs) >= c.MinReports
+		return distinct(rs) >= c.MinReports, lowest(rs)
 	}
 	slices.SortFunc(rs, func(a, b report) int { return int(a.createdAt - b.createdAt) })
 	window := int64(time.Duration(c.ReportWindow) / time.Second)
@@ -225,8 +242,8 @@ func (c *compiled) thresholdMet(reports []report) bool {
 			start++
 		}
 		if distinct(rs[start:end+1]) >= c.MinReports {
-			return true
+			return true, lowest(rs[start : end+1])
 		}
 	}
-	return false
+	return false, 0
 }

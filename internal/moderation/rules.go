@@ -58,6 +58,11 @@ type Rule struct {
 	MinReports   int      `yaml:"min_reports,omitempty" json:"min_reports,omitempty"`
 	ReportTypes  []string `yaml:"report_types,omitempty" json:"report_types,omitempty"`
 	ReportWindow Duration `yaml:"report_window,omitempty" json:"report_window,omitempty"`
+	// MinReporterRank counts only reporters whose trust-v1 rank (cmd/trust) was
+	// at least this (1-100) when their report arrived, so that a ring of fresh
+	// keys cannot reach the threshold. Without a trust daemon every reporter
+	// ranks 0 and such a rule never fires.
+	MinReporterRank int `yaml:"min_reporter_rank,omitempty" json:"min_reporter_rank,omitempty"`
 
 	// Label is the NIP-32 `l` value in the node's namespace; use a NIP-56 report
 	// type (spam, nudity, ...) where one fits.
@@ -205,8 +210,11 @@ func (r Rule) Validate() error {
 	if r.MinReports < 0 {
 		bad("min_reports must not be negative")
 	}
-	if r.MinReports == 0 && (len(r.ReportTypes) > 0 || r.ReportWindow != 0) {
-		bad("report_types and report_window need min_reports")
+	if r.MinReports == 0 && (len(r.ReportTypes) > 0 || r.ReportWindow != 0 || r.MinReporterRank != 0) {
+		bad("report_types, report_window and min_reporter_rank need min_reports")
+	}
+	if r.MinReporterRank < 0 || r.MinReporterRank > 100 {
+		bad("min_reporter_rank must be 0-100")
 	}
 	for _, t := range r.ReportTypes {
 		if !slices.Contains(ReportTypes, t) {

@@ -2,6 +2,7 @@ package moderation
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"regexp"
 	"slices"
@@ -124,19 +125,45 @@ rules:
 
 func TestThresholdIgnoresArrivalOrder(t *testing.T) {
 	t.Parallel()
+	met := func(c *compiled, rs []report) bool { ok, _ := c.thresholdMet(rs); return ok }
 	c, err := compile(Rule{Name: "r", MinReports: 3, ReportWindow: Duration(200e9), Label: "spam", Action: "hide"}, 1)
 	require.NoError(t, err)
 	rs := []report{{reporter: "a", createdAt: 100}, {reporter: "b", createdAt: 200}, {reporter: "c", createdAt: 300}}
-	require.True(t, c.thresholdMet(rs))
-	require.True(t, c.thresholdMet([]report{rs[2], rs[0], rs[1]}))
+	require.True(t, met(c, rs))
+	require.True(t, met(c, []report{rs[2], rs[0], rs[1]}))
 	rs[2].createdAt = 301 // a, b, c no longer fit one 200 s window
-	require.False(t, c.thresholdMet(rs))
-	require.False(t, c.thresholdMet([]report{rs[0], rs[0], rs[1]}), "distinct reporters")
+	require.False(t, met(c, rs))
+	require.False(t, met(c, []report{rs[0], rs[0], rs[1]}), "distinct reporters")
 
 	typed, err := compile(Rule{Name: "t", MinReports: 2, ReportTypes: []string{"spam"}, Label: "spam", Action: "hide"}, 1)
 	require.NoError(t, err)
-	require.False(t, typed.thresholdMet([]report{{reporter: "a", typ: "spam"}, {reporter: "b", typ: "nudity"}}))
-	require.True(t, typed.thresholdMet([]report{{reporter: "a", typ: "spam"}, {reporter: "b", typ: "spam"}}))
+	require.False(t, met(typed, []report{{reporter: "a", typ: "spam"}, {reporter: "b", typ: "nudity"}}))
+	require.True(t, met(typed, []report{{reporter: "a", typ: "spam"}, {reporter: "b", typ: "spam"}}))
+}
+
+// TestMinReporterRank: reports from keys ranked below min_reporter_rank do not
+// count (a ring of fresh keys cannot reach the threshold); a rule that fires
+// tells the lowest rank it relied on.
+func TestMinReporterRank(t *testing.T) {
+	t.Parallel()
+	c, err := compile(Rule{Name: "r", MinReports: 2, MinReporterRank: 20, Label: "spam", Action: "hide"}, 1)
+	require.NoError(t, err)
+	var sybils []report
+	for i := range 1000 {
+		sybils = append(sybils, report{reporter: fmt.Sprint("sybil", i), rank: 0})
+	}
+	ok, _ := c.thresholdMet(sybils)
+	require.False(t, ok, "1,000 unranked reporters count for nothing")
+	ok, _ = c.thresholdMet(append(sybils, report{reporter: "a", rank: 55}, report{reporter: "b", rank: 19}))
+	require.False(t, ok, "one reporter at or above the minimum")
+	ok, lowest := c.thresholdMet(append(sybils, report{reporter: "a", rank: 55}, report{reporter: "b", rank: 20}))
+	require.True(t, ok)
+	require.Equal(t, int16(20), lowest)
+
+	_, err = ParseFile([]byte("rules:\n  - {name: r, min_reporter_rank: 10, label: spam, action: hide}\n"))
+	require.ErrorContains(t, err, "need min_reports")
+	_, err = ParseFile([]byte("rules:\n  - {name: r, min_reports: 2, min_reporter_rank: 101, label: spam, action: hide}\n"))
+	require.ErrorContains(t, err, "min_reporter_rank must be 0-100")
 }
 
 func TestParseReport(t *testing.T) {
