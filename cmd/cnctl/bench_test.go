@@ -99,7 +99,7 @@ func TestBenchAgainstFakeRelay(t *testing.T) {
 	}
 	require.NoError(t, json.NewDecoder(strings.NewReader(out)).Decode(&req), out)
 	require.False(t, req.WithTopic)
-	require.Len(t, req.Shapes, 5)
+	require.Len(t, req.Shapes, 7)
 	for _, s := range req.Shapes {
 		require.Equal(t, 3, s.EOSE, s.Name)
 		require.Equal(t, 3, s.Latency.Count, s.Name)
@@ -128,7 +128,7 @@ func TestBenchFailuresExitOne(t *testing.T) {
 	_, err = cnctl(t, "bench", "req", "--url", strict.URL, "--requests", "2", "--with-topic=false")
 	require.Error(t, err)
 	require.Equal(t, 1, exitCode(err))
-	require.Contains(t, oneLine(err), "bench req: 8 of 10 requests got no EOSE (by-id: closed: restricted 2; 1-author: closed: restricted 2;")
+	require.Contains(t, oneLine(err), "bench req: 12 of 14 requests got no EOSE (by-id: closed: restricted 2; 1-author: closed: restricted 2;")
 
 	rejecting := loadgentest.New(t, loadgentest.Options{Reject: "blocked: not allowed"})
 	out, err = cnctl(t, "bench", "ingest", "--url", rejecting.URL, "--events", "5", "--authors", "2")
