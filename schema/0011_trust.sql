@@ -26,6 +26,9 @@ CREATE TABLE cn_trust.sets (
     PRIMARY KEY (author, kind)
 );
 CREATE INDEX sets_source ON cn_trust.sets (source_id);
+-- A full computation reads every list: keep long ones out of line but
+-- uncompressed (pglz decompression would dominate the graph load).
+ALTER TABLE cn_trust.sets ALTER COLUMN targets SET STORAGE EXTERNAL;
 
 -- One row per counted event that is not a set: posts, replies and mentions,
 -- reactions, reposts, zap receipts, reports, the node's labels. A delete row of

@@ -1,12 +1,14 @@
 package trust
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -47,19 +49,40 @@ func Load(ctx context.Context, q pgx.Tx, seeds []string) (*Snapshot, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("load pubkeys: %w", err)
 	}
-	known := make(map[string]bool, len(seeds))
-	for _, k := range keys {
-		if len(seeds) > 0 {
-			known[k.key] = true
-		}
+	// Sort by pubkey: by the first 16 hex digits as a number (the same order
+	// for lowercase hex), then by the whole key on the rare tie.
+	prefix := func(k string) uint64 { v, _ := strconv.ParseUint(k[:16], 16, 64); return v }
+	type sortKey struct {
+		p uint64
+		i int32
 	}
+	order := make([]sortKey, len(keys))
+	for i, k := range keys {
+		order[i] = sortKey{prefix(k.key), int32(i)}
+	}
+	slices.SortFunc(order, func(a, b sortKey) int {
+		if a.p != b.p {
+			return cmp.Compare(a.p, b.p)
+		}
+		return strings.Compare(keys[a.i].key, keys[b.i].key)
+	})
+	sorted := make([]pk, len(keys), len(keys)+len(seeds))
+	for i, o := range order {
+		sorted[i] = keys[o.i]
+	}
+	keys = sorted
+	// Seeds the graph never named become nodes of their own.
+	var extra []pk
 	for _, sd := range seeds {
-		if !known[sd] {
-			keys = append(keys, pk{id: -1, key: sd})
-			known[sd] = true
+		if _, found := slices.BinarySearchFunc(keys, sd, func(k pk, s string) int { return strings.Compare(k.key, s) }); !found {
+			extra = append(extra, pk{id: -1, key: sd})
 		}
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].key < keys[j].key })
+	if len(extra) > 0 {
+		keys = append(keys, extra...)
+		slices.SortFunc(keys, func(a, b pk) int { return strings.Compare(a.key, b.key) })
+		keys = slices.CompactFunc(keys, func(a, b pk) bool { return a.key == b.key })
+	}
 	in := &s.Input
 	in.Pubkeys = make([]string, len(keys))
 	s.ids = make([]int32, len(keys))
@@ -91,12 +114,11 @@ func Load(ctx context.Context, q pgx.Tx, seeds []string) (*Snapshot, error) {
 	for rows.Next() {
 		raw := rows.RawValues()
 		author, kind := int32(binary.BigEndian.Uint32(raw[0])), int32(binary.BigEndian.Uint32(raw[1]))
-		ts, err := parseIntArray(raw[2], node)
+		ts, err := parseIntArray(raw[2], node) // distinct; order does not matter to Compute
 		if err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("load sets: %w", err)
 		}
-		slices.Sort(ts)
 		u := node[author]
 		if kind == 3 {
 			in.Follows[u] = ts

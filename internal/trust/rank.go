@@ -49,7 +49,7 @@ func DefaultParams() Params {
 // Graph input in compute form: nodes are indexes 0..N-1 in pubkey order.
 type Input struct {
 	Pubkeys []string // sorted; index = node
-	// Follows[u], Mutes[u]: sorted node lists (nil when none).
+	// Follows[u], Mutes[u]: distinct node lists, any order (nil when none).
 	Follows, Mutes [][]int32
 	// Interactions: (from, to, count) with from != to, any order.
 	Interactions []Interaction

@@ -46,13 +46,19 @@ func Recompute(ctx context.Context, pool *pgxpool.Pool, seeds Seeds, p Params, a
 	started := time.Now()
 	run := Computation{AsOf: asOf, Params: p, SeedsSource: seeds.Source}
 	var snap *Snapshot
-	prevRank := map[string]int16{}
-	prevRisk := map[string]float64{}
+	// The scores in the table, by node; a scored key the graph no longer names
+	// (its rows were all deleted) is in gone.
+	var prevRank []int16
+	var prevRisk []float64
+	var had []bool
+	var gone []string
 	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var err error
 		if snap, err = Load(ctx, tx, seeds.Pubkeys); err != nil {
 			return err
 		}
+		n := len(snap.Input.Pubkeys)
+		prevRank, prevRisk, had = make([]int16, n), make([]float64, n), make([]bool, n)
 		rows, err := tx.Query(ctx, `SELECT pubkey, rank, risk FROM cn_trust.scores`)
 		if err != nil {
 			return err
@@ -64,7 +70,12 @@ func Recompute(ctx context.Context, pool *pgxpool.Pool, seeds Seeds, p Params, a
 			if err := rows.Scan(&k, &r, &risk); err != nil {
 				return err
 			}
-			prevRank[k], prevRisk[k] = r, risk
+			v, found := slices.BinarySearch(snap.Input.Pubkeys, k)
+			if !found {
+				gone = append(gone, k)
+				continue
+			}
+			prevRank[v], prevRisk[v], had[v] = r, risk, true
 		}
 		return rows.Err()
 	})
@@ -83,32 +94,21 @@ func Recompute(ctx context.Context, pool *pgxpool.Pool, seeds Seeds, p Params, a
 	var upRank []int16
 	var upScore, upRisk []float64
 	var dirty []int32
-	keep := map[string]bool{}
 	for v, key := range snap.Input.Pubkeys {
 		rank, risk := res.Rank[v], res.Risk[v]
+		if rank != prevRank[v] && snap.ids[v] >= 0 {
+			dirty = append(dirty, snap.ids[v]) // its assertion changes (or goes)
+		}
 		if rank == 0 && risk == 0 {
+			if had[v] {
+				gone = append(gone, key)
+			}
 			continue
 		}
-		keep[key] = true
-		if pr, ok := prevRank[key]; ok && pr == rank && math.Abs(prevRisk[key]-risk) < riskEpsilon {
+		if had[v] && prevRank[v] == rank && math.Abs(prevRisk[v]-risk) < riskEpsilon {
 			continue
 		}
 		upKey, upRank, upScore, upRisk = append(upKey, key), append(upRank, rank), append(upScore, res.Score[v]), append(upRisk, risk)
-		if prevRank[key] != rank && snap.ids[v] >= 0 {
-			dirty = append(dirty, snap.ids[v])
-		}
-	}
-	var gone []string
-	for key, r := range prevRank {
-		if !keep[key] {
-			gone = append(gone, key)
-			if r != 0 {
-				i, _ := slices.BinarySearch(snap.Input.Pubkeys, key)
-				if i < len(snap.ids) && snap.Input.Pubkeys[i] == key && snap.ids[i] >= 0 {
-					dirty = append(dirty, snap.ids[i])
-				}
-			}
-		}
 	}
 	slices.Sort(dirty)
 	run.Changed = len(upKey) + len(gone)
