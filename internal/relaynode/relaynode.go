@@ -152,9 +152,18 @@ func sweepExpired(ctx context.Context, st *store.Store, interval time.Duration, 
 func keepStatistics(ctx context.Context, st *store.Store, interval time.Duration, logger *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	warned := map[string]bool{}
 	for {
 		done, err := st.AnalyzeStale(ctx)
 		for _, a := range done {
+			if a.NotOwner {
+				if !warned[a.Table] {
+					warned[a.Table] = true
+					logger.Warn("a query table's statistics are missing or stale, and the relay's role does not own it to analyze it: keep autovacuum on or run ANALYZE as its owner",
+						"table", a.Table, "rows_changed", a.Changed, "never_analyzed", a.Never)
+				}
+				continue
+			}
 			logger.Info("analyzed a query table: its statistics were missing or stale", "table", a.Table,
 				"rows_changed", a.Changed, "never_analyzed", a.Never, "took_ms", a.Took.Milliseconds())
 		}

@@ -30,6 +30,10 @@ type Analyzed struct {
 	Changed int64 // rows inserted, updated or deleted since the previous analysis
 	Never   bool  // the table had never been analysed
 	Took    time.Duration
+	// NotOwner: the statistics are missing or stale, but the relay's role does
+	// not own the table, so it cannot analyse it (Postgres 15 would skip it with
+	// a warning); autovacuum or the operator must.
+	NotOwner bool
 }
 
 // AnalyzeStale runs ANALYZE on each query table whose statistics are missing or
@@ -37,13 +41,14 @@ type Analyzed struct {
 // analysed. Without statistics Postgres guesses row counts from default
 // selectivities and can sort a whole topic for a `limit 50` REQ. ANALYZE reads a
 // fixed-size sample (300 x default_statistics_target rows), so one call is
-// bounded whatever the table's size. Only one relay at a time analyses (an
+// bounded whatever the table's size. A stale table the relay's role does not
+// own is returned with NotOwner set, not analysed. Only one relay at a time analyses (an
 // advisory lock; the others return nothing); a table that cannot be analysed at
 // once (lock_timeout) is left for the next call.
 func (s *Store) AnalyzeStale(ctx context.Context) ([]Analyzed, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT t.name, s.n_mod_since_analyze, greatest(c.reltuples, 0)::bigint,
-		       s.last_analyze IS NULL AND s.last_autoanalyze IS NULL
+		       s.last_analyze IS NULL AND s.last_autoanalyze IS NULL, NOT pg_has_role(c.relowner, 'USAGE')
 		FROM unnest($1::text[]) AS t(name)
 		JOIN pg_class c ON c.oid = t.name::regclass JOIN pg_stat_all_tables s ON s.relid = c.oid
 		ORDER BY t.name`, statsTables)
@@ -54,7 +59,7 @@ func (s *Store) AnalyzeStale(ctx context.Context) ([]Analyzed, error) {
 	for rows.Next() {
 		var a Analyzed
 		var counted int64
-		if err := rows.Scan(&a.Table, &a.Changed, &counted, &a.Never); err != nil {
+		if err := rows.Scan(&a.Table, &a.Changed, &counted, &a.Never, &a.NotOwner); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("analyze: read statistics state: %w", err)
 		}
@@ -67,6 +72,10 @@ func (s *Store) AnalyzeStale(ctx context.Context) ([]Analyzed, error) {
 	}
 	var done []Analyzed
 	for _, a := range stale {
+		if a.NotOwner {
+			done = append(done, a)
+			continue
+		}
 		start := time.Now()
 		ok, err := s.analyze(ctx, a.Table)
 		if err != nil || !ok {

@@ -73,4 +73,6 @@ func TestAnalyzeStale(t *testing.T) {
 	require.Len(t, done, 1)
 	require.False(t, done[0].Never)
 	require.EqualValues(t, 1150, done[0].Changed)
+	require.False(t, done[0].NotOwner)
+
 }
