@@ -340,6 +340,7 @@ func grant(ctx context.Context, tx pgx.Tx, cfg Config) error {
 	on("INSERT", "cn_relay.events_outbox", Publisher)
 	on("USAGE", "SEQUENCE cn_relay.events_outbox_seq_seq", Publisher)
 	on("EXECUTE", "FUNCTION "+ensure, Relay)
+	on("EXECUTE", "FUNCTION cn_relay.analyze_query_table(text)", Relay) // statistics when autovacuum is off (schema 0014)
 
 	// The consumer runtime: its own offset row and dead letters (row-level
 	// security below), never the consumer column.

@@ -5,7 +5,11 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/dbroles"
+	"github.com/kukuri/communitynode/internal/protocol"
 )
 
 // insertPlain inserts n regular events straight into cn_relay.events from conn,
@@ -75,4 +79,29 @@ func TestAnalyzeStale(t *testing.T) {
 	require.EqualValues(t, 1150, done[0].Changed)
 	require.False(t, done[0].NotOwner)
 
+}
+
+// TestAnalyzeStaleUnderTheRelayRole: under the least-privilege roles the
+// operator owns the tables, and the relay still keeps their statistics (through
+// cn_relay.analyze_query_table, schema 0014).
+func TestAnalyzeStaleUnderTheRelayRole(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	cfg := dbroles.Config{}
+	require.NoError(t, dbroles.Apply(ctx, f.db.Conn(t), cfg))
+	pool, err := pgxpool.New(ctx, f.db.LoginAs(t, cfg.Role(dbroles.Relay), false))
+	require.NoError(t, err)
+	defer pool.Close()
+	insertPlain(t, f.db.Conn(t), 0, 1100)
+	done, err := New(pool, nil, protocol.DefaultTopicRules()).AnalyzeStale(ctx)
+	require.NoError(t, err)
+	require.Len(t, done, 1)
+	require.False(t, done[0].NotOwner)
+	var ok bool
+	require.NoError(t, f.db.Pool.QueryRow(ctx, `SELECT last_analyze IS NOT NULL FROM pg_stat_all_tables
+		WHERE relid = 'cn_relay.events'::regclass`).Scan(&ok))
+	require.True(t, ok, "analysed under the relay's role")
+	_, err = pool.Exec(ctx, "SELECT cn_relay.analyze_query_table('cn_trust.sets')")
+	require.ErrorContains(t, err, "not a query table")
 }
