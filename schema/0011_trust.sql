@@ -46,7 +46,27 @@ CREATE TABLE cn_trust.sources (
 -- The graph load reads sources by type (interactions, reports).
 CREATE INDEX sources_etype ON cn_trust.sources (etype);
 
--- Counters per subject (NIP-85 names), maintained as rows arrive. version moves
+-- Counter changes as the consumer makes them: appended (COPY, no index) in the
+-- transaction that moves the offset, and folded into cn_trust.subjects by the
+-- publisher (one statement that deletes what it adds), so the consumer never
+-- updates a subject row (a follow list of 2,000 keys would update 2,000 rows).
+-- first_created_at: NULL when the change does not touch it.
+CREATE TABLE cn_trust.subject_deltas (
+    id               integer NOT NULL,
+    followers        bigint  NOT NULL,
+    post_cnt         bigint  NOT NULL,
+    reply_cnt        bigint  NOT NULL,
+    reactions_cnt    bigint  NOT NULL,
+    reports_cnt_recd bigint  NOT NULL,
+    reports_cnt_sent bigint  NOT NULL,
+    zap_cnt_recd     bigint  NOT NULL,
+    zap_amt_recd     bigint  NOT NULL,
+    zap_cnt_sent     bigint  NOT NULL,
+    zap_amt_sent     bigint  NOT NULL,
+    first_created_at bigint
+);
+
+-- Counters per subject (NIP-85 names): the folded deltas. version moves
 -- on every change; dirty marks a subject whose assertion may need publishing.
 CREATE TABLE cn_trust.subjects (
     id               integer PRIMARY KEY,

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/pkg/consumer"
@@ -587,46 +588,63 @@ func writeGraph(ctx context.Context, tx consumer.Tx, srcs map[string]*source, ex
 			ON CONFLICT (author, kind) DO UPDATE SET source_id = excluded.source_id, created_at = excluded.created_at, targets = excluded.targets`,
 			up.author, up.kind, up.source, up.at, up.tg)
 	}
+	if b.Len() > 0 {
+		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+			return fmt.Errorf("write graph: %w", err)
+		}
+	}
 	if len(delta) > 0 {
 		ids := make([]int32, 0, len(delta))
 		for id := range delta {
 			ids = append(ids, id)
 		}
 		slices.Sort(ids)
-		cols := make([][]int64, 11)
+		rows := make([][]any, 0, len(ids))
 		for _, id := range ids {
 			c := delta[id]
-			var first int64 = -1 // -1: no change
+			var first *int64
 			if c.firstSeen != 0 {
-				first = c.firstSeen
+				first = &c.firstSeen
 			}
-			for i, v := range []int64{c.followers, c.posts, c.replies, c.reactions, c.reportsRecd, c.reportsSent,
-				c.zapCntRecd, c.zapAmtRecd, c.zapCntSent, c.zapAmtSent, first} {
-				cols[i] = append(cols[i], v)
-			}
+			rows = append(rows, []any{id, c.followers, c.posts, c.replies, c.reactions, c.reportsRecd, c.reportsSent,
+				c.zapCntRecd, c.zapAmtRecd, c.zapCntSent, c.zapAmtSent, first})
 		}
-		b.Queue(`INSERT INTO cn_trust.subjects AS s (id, followers, post_cnt, reply_cnt, reactions_cnt, reports_cnt_recd, reports_cnt_sent,
-				zap_cnt_recd, zap_amt_recd, zap_cnt_sent, zap_amt_sent, first_created_at, version, dirty)
-			SELECT id, f, p, r, x, rr, rs, zcr, zar, zcs, zas, nullif(fc, -1), 1, true
-			FROM unnest($1::integer[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[],
-				$8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[]) AS u(id, f, p, r, x, rr, rs, zcr, zar, zcs, zas, fc)
-			ON CONFLICT (id) DO UPDATE SET
-				followers = s.followers + excluded.followers, post_cnt = s.post_cnt + excluded.post_cnt,
-				reply_cnt = s.reply_cnt + excluded.reply_cnt, reactions_cnt = s.reactions_cnt + excluded.reactions_cnt,
-				reports_cnt_recd = s.reports_cnt_recd + excluded.reports_cnt_recd, reports_cnt_sent = s.reports_cnt_sent + excluded.reports_cnt_sent,
-				zap_cnt_recd = s.zap_cnt_recd + excluded.zap_cnt_recd, zap_amt_recd = s.zap_amt_recd + excluded.zap_amt_recd,
-				zap_cnt_sent = s.zap_cnt_sent + excluded.zap_cnt_sent, zap_amt_sent = s.zap_amt_sent + excluded.zap_amt_sent,
-				first_created_at = least(s.first_created_at, excluded.first_created_at),
-				version = s.version + 1, dirty = true`,
-			ids, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9], cols[10])
-	}
-	if b.Len() == 0 {
-		return nil
-	}
-	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-		return fmt.Errorf("write graph: %w", err)
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"cn_trust", "subject_deltas"}, deltaColumns, pgx.CopyFromRows(rows)); err != nil {
+			return fmt.Errorf("write counter changes: %w", err)
+		}
 	}
 	return nil
+}
+
+var deltaColumns = []string{"id", "followers", "post_cnt", "reply_cnt", "reactions_cnt", "reports_cnt_recd", "reports_cnt_sent",
+	"zap_cnt_recd", "zap_amt_recd", "zap_cnt_sent", "zap_amt_sent", "first_created_at"}
+
+// Fold adds the counter changes the consumer appended to cn_trust.subjects and
+// marks those subjects dirty, in one statement (a change is folded exactly
+// once). The publisher calls it before each round.
+func Fold(ctx context.Context, q interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}) (int64, error) {
+	tag, err := q.Exec(ctx, `WITH d AS (DELETE FROM cn_trust.subject_deltas RETURNING *),
+		agg AS (SELECT id, sum(followers) AS f, sum(post_cnt) AS p, sum(reply_cnt) AS r, sum(reactions_cnt) AS x,
+				sum(reports_cnt_recd) AS rr, sum(reports_cnt_sent) AS rs, sum(zap_cnt_recd) AS zcr, sum(zap_amt_recd) AS zar,
+				sum(zap_cnt_sent) AS zcs, sum(zap_amt_sent) AS zas, min(first_created_at) AS fc
+			FROM d GROUP BY id)
+		INSERT INTO cn_trust.subjects AS s (id, followers, post_cnt, reply_cnt, reactions_cnt, reports_cnt_recd, reports_cnt_sent,
+				zap_cnt_recd, zap_amt_recd, zap_cnt_sent, zap_amt_sent, first_created_at, version, dirty)
+		SELECT id, f, p, r, x, rr, rs, zcr, zar, zcs, zas, fc, 1, true FROM agg ORDER BY id
+		ON CONFLICT (id) DO UPDATE SET
+			followers = s.followers + excluded.followers, post_cnt = s.post_cnt + excluded.post_cnt,
+			reply_cnt = s.reply_cnt + excluded.reply_cnt, reactions_cnt = s.reactions_cnt + excluded.reactions_cnt,
+			reports_cnt_recd = s.reports_cnt_recd + excluded.reports_cnt_recd, reports_cnt_sent = s.reports_cnt_sent + excluded.reports_cnt_sent,
+			zap_cnt_recd = s.zap_cnt_recd + excluded.zap_cnt_recd, zap_amt_recd = s.zap_amt_recd + excluded.zap_amt_recd,
+			zap_cnt_sent = s.zap_cnt_sent + excluded.zap_cnt_sent, zap_amt_sent = s.zap_amt_sent + excluded.zap_amt_sent,
+			first_created_at = least(s.first_created_at, excluded.first_created_at),
+			version = s.version + 1, dirty = true`)
+	if err != nil {
+		return 0, fmt.Errorf("fold counter changes: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 // intArray renders ids as a Postgres array literal ("{1,2,3}").

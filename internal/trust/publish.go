@@ -42,9 +42,13 @@ type Published struct {
 	Assertions, Deletions, Unchanged int
 }
 
-// PublishPending publishes until no subject is dirty.
+// PublishPending folds the consumer's counter changes (Fold), then publishes
+// until no subject is dirty.
 func (p *Publisher) PublishPending(ctx context.Context) (Published, error) {
 	var total Published
+	if _, err := Fold(ctx, p.Pool); err != nil {
+		return total, err
+	}
 	for {
 		n, done, err := p.publishBatch(ctx)
 		total.Assertions += n.Assertions

@@ -82,6 +82,8 @@ func (e *env) sync(t *testing.T, batch int) {
 	}, 30*time.Second, 5*time.Millisecond)
 	cancel()
 	require.NoError(t, <-done)
+	_, err = Fold(context.Background(), e.db.Pool) // as the publisher does before each round
+	require.NoError(t, err)
 }
 
 func (e *env) recompute(t *testing.T, seeds ...string) Computation {
