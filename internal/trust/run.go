@@ -30,7 +30,7 @@ import (
 
 // Defaults of the daemon.
 const (
-	DefaultBatchSize         = 200
+	DefaultBatchSize         = 1000
 	DefaultRecomputeInterval = 10 * time.Minute
 	DefaultPublishInterval   = 2 * time.Second
 )
