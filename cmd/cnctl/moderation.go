@@ -154,10 +154,11 @@ func moderationCommand() *cli.Command {
 // flagsFirst refuses flags written after the arguments (the command-line
 // parser stops at the first argument), saying where they go.
 func flagsFirst(c *cli.Context) error {
-	for _, a := range c.Args().Slice()[1:] {
-		if strings.HasPrefix(a, "-") {
-			return usageError{fmt.Errorf("flag %s after the arguments: put flags first (cnctl moderation %s [flags] %s)",
-				a, c.Command.Name, c.Command.ArgsUsage)}
+	args := c.Args().Slice()
+	for i, a := range args {
+		if i > 0 && strings.HasPrefix(a, "-") {
+			return usageError{fmt.Errorf("flag %s after the arguments: put flags first (cnctl %s [flags] %s)",
+				a, c.Command.FullName(), c.Command.ArgsUsage)}
 		}
 	}
 	return nil
