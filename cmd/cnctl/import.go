@@ -128,6 +128,7 @@ func runImport(c *cli.Context) error {
 	}()
 
 	stderr := c.App.ErrWriter
+	warned := map[string]bool{}
 	im := &bulk.Importer{
 		Store:     store.New(pool, writer, limits.TopicRules),
 		Pool:      pool,
@@ -144,6 +145,17 @@ func runImport(c *cli.Context) error {
 			fmt.Fprintf(stderr, "line %d: %s\n", r.Line, r.Reason)
 		},
 		ProgressEvery: c.Duration("progress"),
+		OnAnalyzed: func(a store.Analyzed) {
+			if a.NotOwner {
+				if warned[a.Table] {
+					return
+				}
+				warned[a.Table] = true
+				fmt.Fprintf(stderr, "import: the statistics of %s are stale, but this role does not own it to analyze it: run ANALYZE as its owner\n", a.Table)
+				return
+			}
+			fmt.Fprintf(stderr, "import: analyzed %s (%d rows changed since its statistics, took %s)\n", a.Table, a.Changed, a.Took.Round(time.Millisecond))
+		},
 	}
 	if c.Duration("progress") > 0 {
 		im.OnProgress = func(s bulk.Stats) {

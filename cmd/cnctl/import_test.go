@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,10 +17,10 @@ import (
 
 // writeEvents writes a JSON Lines file: two notes, a line that is no JSON, a
 // note with a bad signature and a reply that inherits its topic.
-func writeEvents(t *testing.T) (path string, ids []string) {
+func writeEvents(t *testing.T) (path string, ids []string, at nostr.Timestamp) {
 	t.Helper()
 	sk := nostr.GeneratePrivateKey()
-	at := nostr.Timestamp(time.Now().Add(-time.Hour).Unix())
+	at = nostr.Timestamp(time.Now().Add(-time.Hour).Unix())
 	var lines []string
 	add := func(ev *nostr.Event, tamper bool) {
 		require.NoError(t, ev.Sign(sk))
@@ -40,7 +41,7 @@ func writeEvents(t *testing.T) (path string, ids []string) {
 	add(&nostr.Event{Kind: 1, CreatedAt: at + 3, Tags: nostr.Tags{{"e", note.ID}}, Content: "reply"}, false)
 	path = filepath.Join(t.TempDir(), "events.jsonl")
 	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600))
-	return path, ids
+	return path, ids, at
 }
 
 func countRows(t *testing.T, db *pgtest.DB, table string) int {
@@ -52,7 +53,7 @@ func countRows(t *testing.T, db *pgtest.DB, table string) int {
 
 func TestImportCommand(t *testing.T) {
 	t.Parallel()
-	path, ids := writeEvents(t)
+	path, ids, _ := writeEvents(t)
 
 	dry := pgtest.New(t)
 	out, err := cnctl(t, "import", "--database-url", dry.URL, "--dry-run", "--progress", "0", path)
@@ -96,7 +97,7 @@ func TestImportCommand(t *testing.T) {
 
 func TestExportCommandRoundTrip(t *testing.T) {
 	t.Parallel()
-	path, ids := writeEvents(t)
+	path, ids, at := writeEvents(t)
 	src := pgtest.New(t)
 	out, err := cnctl(t, "import", "--database-url", src.URL, "--progress", "0", path)
 	require.NoError(t, err, out)
@@ -120,14 +121,14 @@ func TestExportCommandRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, strings.Count(out, "\n")-1, "the reply inherits go, but #t matches own t tags")
 	require.Contains(t, out, ids[0])
-	out, err = cnctl(t, "export", "--database-url", src.URL, "--filter", `{"kinds":[1]}`, "--since", "0", "--until", time.Now().Add(-time.Hour).Add(time.Second).Format(time.RFC3339))
+	out, err = cnctl(t, "export", "--database-url", src.URL, "--filter", `{"kinds":[1]}`, "--since", at.Time().Format(time.RFC3339), "--until", fmt.Sprint(at+1))
 	require.NoError(t, err)
 	require.Equal(t, 2, strings.Count(out, "\n")-1, "--until is inclusive")
 }
 
 func TestImportExportErrors(t *testing.T) {
 	t.Setenv("DATABASE_URL", "")
-	path, _ := writeEvents(t)
+	path, _, _ := writeEvents(t)
 	down := "postgres://postgres@127.0.0.1:1/x?connect_timeout=2"
 	for _, tc := range []struct {
 		args []string

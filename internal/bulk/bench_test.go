@@ -217,7 +217,10 @@ func BenchmarkImport(b *testing.B) {
 		go func() { _ = writer.Run(ctx); close(done) }()
 		f, err := os.Open(path)
 		require.NoError(b, err)
-		im := &Importer{Store: store.New(db.Pool, writer, l.TopicRules), Pool: db.Pool, Limits: l, BatchSize: batch}
+		im := &Importer{Store: store.New(db.Pool, writer, l.TopicRules), Pool: db.Pool, Limits: l, BatchSize: batch,
+			ProgressEvery: 30 * time.Second, OnProgress: func(s Stats) {
+				b.Logf("%s: %d lines, %.0f events/s", s.Elapsed.Round(time.Second), s.Lines, s.EventsPerSecond)
+			}}
 		b.StartTimer()
 		st, err := im.Run(context.Background(), f)
 		b.StopTimer()

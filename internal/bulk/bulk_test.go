@@ -356,3 +356,26 @@ func TestExportRoundTrip(t *testing.T) {
 		require.NotEmpty(t, got, "%+v", f)
 	}
 }
+
+func TestImportKeepsStatistics(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	n := newNode(t)
+	var file bytes.Buffer
+	require.NoError(t, writeCorpus(&file, 1500, 20, time.Now().Add(-time.Minute)))
+
+	var refused []Refusal
+	var analyzed []string
+	im := n.importer(t, &refused)
+	im.BatchSize = 500
+	im.OnAnalyzed = func(a store.Analyzed) { analyzed = append(analyzed, a.Table) }
+	st, err := im.Run(ctx, &file)
+	require.NoError(t, err)
+	require.Empty(t, refused, "the corpus is valid under the relay's rules")
+	require.Equal(t, int64(1500), st.Accepted)
+	require.Contains(t, analyzed, "cn_relay.events")
+	var last *time.Time
+	require.NoError(t, n.db.Pool.QueryRow(ctx,
+		"SELECT last_analyze FROM pg_stat_all_tables WHERE relid = 'cn_relay.events'::regclass").Scan(&last))
+	require.NotNil(t, last, "REQs after the import have statistics")
+}

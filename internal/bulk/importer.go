@@ -67,6 +67,16 @@ type Importer struct {
 	// counts so far. It may be nil.
 	OnProgress    func(Stats)
 	ProgressEvery time.Duration
+	// OnAnalyzed is called for each query table a real import analysed (see
+	// StatsEvery). It may be nil.
+	OnAnalyzed func(store.Analyzed)
+	// StatsEvery is how often a real import checks the query tables'
+	// statistics and refreshes missing or stale ones (store.AnalyzeStale, as
+	// the relay does), and it checks once more at the end: a large import into
+	// a node whose autovacuum is off or behind would otherwise slow its own
+	// batches down and leave REQs without statistics. Default 5 s; negative
+	// turns it off.
+	StatsEvery time.Duration
 }
 
 // Refusal is one refused line.
@@ -495,7 +505,7 @@ type sink interface {
 
 func (im *Importer) newSink(ctx context.Context) (sink, error) {
 	if !im.DryRun {
-		return &storeSink{im: im}, nil
+		return &storeSink{im: im, lastStats: time.Now()}, nil
 	}
 	tx, err := im.Pool.Begin(ctx)
 	if err != nil {
@@ -504,17 +514,50 @@ func (im *Importer) newSink(ctx context.Context) (sink, error) {
 	return &dryRunSink{store: im.Store, tx: tx}, nil
 }
 
-type storeSink struct{ im *Importer }
-
-func (s *storeSink) ingest(ctx context.Context, evs []*nostr.Event, _ *Stats) ([]protocol.Verdict, error) {
-	return s.im.Store.Ingest(ctx, evs)
+type storeSink struct {
+	im        *Importer
+	lastStats time.Time
 }
 
-// finish announces the outbox head, as the relay does after its commits: the
-// store's writer coalesces its NOTIFYs and may not have sent the last one.
+func (s *storeSink) ingest(ctx context.Context, evs []*nostr.Event, _ *Stats) ([]protocol.Verdict, error) {
+	verdicts, err := s.im.Store.Ingest(ctx, evs)
+	if err != nil {
+		return nil, err
+	}
+	every := s.im.StatsEvery
+	if every == 0 {
+		every = 5 * time.Second
+	}
+	if every > 0 && time.Since(s.lastStats) >= every {
+		s.lastStats = time.Now()
+		if err := s.keepStatistics(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return verdicts, nil
+}
+
+func (s *storeSink) keepStatistics(ctx context.Context) error {
+	done, err := s.im.Store.AnalyzeStale(ctx)
+	if s.im.OnAnalyzed != nil {
+		for _, a := range done {
+			s.im.OnAnalyzed(a)
+		}
+	}
+	return err
+}
+
+// finish refreshes stale statistics and announces the outbox head, as the
+// relay does after its commits: the store's writer coalesces its NOTIFYs and
+// may not have sent the last one.
 func (s *storeSink) finish(ctx context.Context, st *Stats) error {
 	if st.Accepted == 0 {
 		return nil
+	}
+	if s.im.StatsEvery >= 0 {
+		if err := s.keepStatistics(ctx); err != nil {
+			return err
+		}
 	}
 	head, err := outbox.Head(ctx, s.im.Pool)
 	if err != nil {
