@@ -11,9 +11,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
@@ -189,6 +193,39 @@ func writeCorpus(w io.Writer, n, authors int, end time.Time) error {
 	return flush()
 }
 
+// cpu is the CPU time used so far by this process and by the database's
+// backends serving pool (read from /proc: the server must run on this machine,
+// else the second value is 0). Benchmarks report CPU per event because on a
+// shared machine it varies far less than events/s.
+func cpu(b *testing.B, pool *pgxpool.Pool) (self, backends time.Duration) {
+	b.Helper()
+	var ru syscall.Rusage
+	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	rows, err := pool.Query(context.Background(), "SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+	require.NoError(b, err)
+	defer rows.Close()
+	for rows.Next() {
+		var pid int
+		require.NoError(b, rows.Scan(&pid))
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+		utime, _ := strconv.ParseInt(f[11], 10, 64)
+		stime, _ := strconv.ParseInt(f[12], 10, 64)
+		backends += time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ 100
+	}
+	require.NoError(b, rows.Err())
+	return self, backends
+}
+
+func reportCPU(b *testing.B, self0, pg0, self1, pg1 time.Duration, events int64) {
+	b.ReportMetric(float64((self1-self0).Microseconds())/float64(events), "go-cpu-µs/event")
+	b.ReportMetric(float64((pg1-pg0).Microseconds())/float64(events), "pg-cpu-µs/event")
+}
+
 var fillerWords = []string{"relay", "community", "topic", "garden", "river", "lantern", "copper", "meadow",
 	"harbor", "thread", "circle", "orbit", "quiet", "silver", "forest", "ember", "puzzle", "canvas", "東京", "コーヒー"}
 
@@ -221,10 +258,18 @@ func BenchmarkImport(b *testing.B) {
 			ProgressEvery: 30 * time.Second, OnProgress: func(s Stats) {
 				b.Logf("%s: %d lines, %.0f events/s", s.Elapsed.Round(time.Second), s.Lines, s.EventsPerSecond)
 			}}
+		// Connections the run will use, open before the first reading.
+		for range 2 {
+			_, err := db.Pool.Exec(context.Background(), "SELECT 1")
+			require.NoError(b, err)
+		}
+		self0, pg0 := cpu(b, db.Pool)
 		b.StartTimer()
 		st, err := im.Run(context.Background(), f)
 		b.StopTimer()
 		require.NoError(b, err)
+		self1, pg1 := cpu(b, db.Pool)
+		reportCPU(b, self0, pg0, self1, pg1, st.Lines)
 		_ = f.Close()
 		cancel()
 		<-done
@@ -245,6 +290,8 @@ func BenchmarkImportCheck(b *testing.B) {
 	for b.Loop() {
 		f, err := os.Open(path)
 		require.NoError(b, err)
+		var ru0 syscall.Rusage
+		require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru0))
 		start := time.Now()
 		tasks, ordered := make(chan *chunk, 4), make(chan *chunk, 64)
 		var wg sync.WaitGroup
@@ -273,6 +320,10 @@ func BenchmarkImportCheck(b *testing.B) {
 		_ = f.Close()
 		require.Equal(b, events, checked)
 		b.ReportMetric(float64(events)/time.Since(start).Seconds(), "events/s")
+		var ru1 syscall.Rusage
+		require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru1))
+		used := ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano()
+		b.ReportMetric(float64(used)/1e3/float64(events), "go-cpu-µs/event")
 	}
 }
 
@@ -303,6 +354,7 @@ func BenchmarkImportStore(b *testing.B) {
 		done := make(chan struct{})
 		go func() { _ = writer.Run(ctx); close(done) }()
 		st := store.New(db.Pool, writer, l.TopicRules)
+		self0, pg0 := cpu(b, db.Pool)
 		b.StartTimer()
 		start := time.Now()
 		for from := 0; from < len(evs); from += batch {
@@ -311,6 +363,8 @@ func BenchmarkImportStore(b *testing.B) {
 		}
 		elapsed := time.Since(start)
 		b.StopTimer()
+		self1, pg1 := cpu(b, db.Pool)
+		reportCPU(b, self0, pg0, self1, pg1, int64(len(evs)))
 		cancel()
 		<-done
 		b.ReportMetric(float64(len(evs))/elapsed.Seconds(), "events/s")
