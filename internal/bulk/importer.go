@@ -74,8 +74,9 @@ type Importer struct {
 	// statistics and refreshes missing or stale ones (store.AnalyzeStale, as
 	// the relay does), and it checks once more at the end: a large import into
 	// a node whose autovacuum is off or behind would otherwise slow its own
-	// batches down and leave REQs without statistics. Default 5 s; negative
-	// turns it off.
+	// batches down and leave REQs without statistics. Default 30 s (each
+	// check may analyse three tables, 0.2-0.6 s each at a million events);
+	// negative turns it off.
 	StatsEvery time.Duration
 }
 
@@ -526,7 +527,7 @@ func (s *storeSink) ingest(ctx context.Context, evs []*nostr.Event, _ *Stats) ([
 	}
 	every := s.im.StatsEvery
 	if every == 0 {
-		every = 5 * time.Second
+		every = 30 * time.Second
 	}
 	if every > 0 && time.Since(s.lastStats) >= every {
 		s.lastStats = time.Now()
@@ -555,6 +556,7 @@ func (s *storeSink) finish(ctx context.Context, st *Stats) error {
 		return nil
 	}
 	if s.im.StatsEvery >= 0 {
+		flushStats(ctx, s.im.Pool)
 		if err := s.keepStatistics(ctx); err != nil {
 			return err
 		}
@@ -571,6 +573,18 @@ func (s *storeSink) finish(ctx context.Context, st *Stats) error {
 }
 
 func (s *storeSink) close(context.Context) {}
+
+// flushStats makes the pool's backends publish their table statistics
+// counters now (Postgres 15+; best effort): a backend flushes them when it goes
+// idle, but at most once a second, so the last batches' changes could be
+// missing when the import checks for stale statistics at its end.
+func flushStats(ctx context.Context, pool *pgxpool.Pool) {
+	for _, c := range pool.AcquireAllIdle(ctx) {
+		// The backend flushes before it answers: the call returns after it.
+		_, _ = c.Exec(ctx, "SELECT pg_stat_force_next_flush()")
+		c.Release()
+	}
+}
 
 type dryRunSink struct {
 	store *store.Store
