@@ -8,7 +8,7 @@ BENCHTIME ?= 1s
 GOTAGS ?= $(shell printf '\043include <secp256k1_schnorrsig.h>\nint main(void){return 0;}\n' | \
 	$${CC:-cc} -x c - -lsecp256k1 -o /dev/null >/dev/null 2>&1 && echo libsecp256k1)
 
-.PHONY: run test test-ops test-short bench bench-index lint build clean-dev
+.PHONY: run test test-ops test-short bench bench-index bench-trust lint build clean-dev
 
 ## run: start the whole node locally (embedded Postgres unless DATABASE_URL is set)
 run:
@@ -27,14 +27,18 @@ test-ops:
 test-short:
 	$(GO) test -count=1 -short ./...
 
-## bench: benchmarks with figures (BENCH=regexp BENCHCOUNT=n BENCHTIME=d), except the indexer's
+## bench: benchmarks with figures (BENCH=regexp BENCHCOUNT=n BENCHTIME=d), except the indexer's and trust's
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -count $(BENCHCOUNT) \
-		./pkg/... $$($(GO) list ./internal/... | grep -v /internal/indexer)
+		./pkg/... $$($(GO) list ./internal/... | grep -v -e /internal/indexer -e /internal/trust)
 
 ## bench-index: the indexer's benchmarks (200,000-row catch-up, search over 1,000,000 documents, publish -> searchable), 3 runs each
 bench-index:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 3 -timeout 60m ./internal/indexer
+
+## bench-trust: trust's benchmarks (recompute over 1,000,000 pubkeys and 30,000,000 follow edges, catch-up over 200,000 outbox rows), 3 runs each
+bench-trust:
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 3 -timeout 60m ./internal/trust
 
 ## lint: gofmt and go vet
 lint:
