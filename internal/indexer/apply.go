@@ -177,12 +177,19 @@ func (h *Handler) apply(ctx context.Context, q querier, table string, ids []stri
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	// A key's document is its winner as the second read sees it: between the two
+	// reads a concurrent ingest may have made another version effective, and the
+	// first read's version must then not be indexed beside it.
+	winnerOf := make(map[string]string, len(keys))
 	if len(keys) > 0 {
 		winners, err := loadSources(ctx, q, loadWinnersSQL, keys)
 		if err != nil {
 			return err
 		}
-		srcs = append(srcs, winners...)
+		for _, w := range winners {
+			winnerOf[w.key] = w.id
+		}
+		srcs = append(winners, srcs...)
 	}
 
 	var gone []string
@@ -194,7 +201,7 @@ func (h *Handler) apply(ctx context.Context, q querier, table string, ids []stri
 			continue
 		}
 		seen[s.id] = true
-		if !h.indexable(s) {
+		if !h.indexable(s) || (s.key != "" && winnerOf[s.key] != s.id) {
 			gone = append(gone, s.id)
 			continue
 		}
