@@ -35,3 +35,22 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	}
 	return nil
 }
+
+// Pinger is what Healthz needs of a database pool.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Healthz answers 200 "ok" when the database answers a ping within a second,
+// 503 with the reason otherwise: the /healthz of the consumer daemons.
+func Healthz(db Pinger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		defer cancel()
+		if err := db.Ping(ctx); err != nil {
+			http.Error(w, "database unreachable: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+}

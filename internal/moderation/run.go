@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -81,15 +80,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-			pctx, cancel := context.WithTimeout(r.Context(), time.Second)
-			defer cancel()
-			if err := pool.Ping(pctx); err != nil {
-				http.Error(w, "database unreachable: "+err.Error(), http.StatusServiceUnavailable)
-				return
-			}
-			_, _ = w.Write([]byte("ok\n"))
-		})
+		mux.Handle("/healthz", httpserver.Healthz(pool))
 		g.Go(func() error {
 			if err := httpserver.Serve(gctx, ln, mux); err != nil {
 				return fmt.Errorf("moderator HTTP: %w", err)

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/nodekey"
+	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/trust"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// TestRunServesAndStops runs the command against a real database: /healthz and
+// /metrics answer, the consumer takes its lease, and cancel stops it cleanly.
+func TestRunServesAndStops(t *testing.T) {
+	db := pgtest.New(t)
+	keyFile := filepath.Join(t.TempDir(), "node.key")
+	_, err := nodekey.Generate(keyFile)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"trust", "--listen", addr, "--database-url", db.URL, "--node-key-file", keyFile}, io.Discard, io.Discard)
+	}()
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 10*time.Second, 20*time.Millisecond)
+	resp, err := http.Get("http://" + addr + "/metrics")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Contains(t, string(body), "cn_trust_runs_total")
+	require.Eventually(t, func() bool {
+		var n int
+		_ = db.Pool.QueryRow(ctx, "SELECT count(*) FROM cn_relay.consumer_offsets WHERE consumer = $1 AND owner_id IS NOT NULL",
+			trust.ConsumerName).Scan(&n)
+		return n == 1
+	}, 10*time.Second, 20*time.Millisecond, "moderation-v1 holds its lease")
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("trust did not stop")
+	}
+}
+
+func TestBadCommandLines(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "node.key")
+	_, err := nodekey.Generate(keyFile)
+	require.NoError(t, err)
+	loose := filepath.Join(t.TempDir(), "loose.key")
+	require.NoError(t, os.WriteFile(loose, []byte("ab\n"), 0o644))
+	for _, args := range [][]string{
+		{"trust", "--node-key-file", keyFile},                                 // no database
+		{"trust", "--database-url", "postgres://x"},                           // no key
+		{"trust", "--database-url", "postgres://x", "--node-key-file", loose}, // readable by others
+		{"trust", "--database-url", "postgres://x", "--node-key-file", keyFile, "--seeds", "npub1nope"},
+		{"trust", "--database-url", "postgres://x", "--node-key-file", keyFile, "--seeds", "@/nonexistent/seeds"},
+		{"trust", "--database-url", "postgres://x", "--node-key-file", keyFile, "--assert-min-rank", "0"},
+		{"trust", "--database-url", "postgres://x", "--node-key-file", keyFile, "--batch-size", "0"},
+		{"trust", "--database-url", "postgres://x", "--node-key-file", keyFile, "--recompute-interval", "10ms"},
+		{"trust", "--database-url", "postgres://x", "--node-key-file", keyFile, "extra"},
+	} {
+		err := run(context.Background(), args, io.Discard, io.Discard)
+		require.Error(t, err, "%v", args)
+	}
+}
