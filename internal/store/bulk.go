@@ -26,6 +26,7 @@ func (s *Store) DryRunTx(ctx context.Context, tx outbox.Batcher, evs []*nostr.Ev
 	p.decide()
 	var b pgx.Batch
 	p.queueWrites(&b)
+	queueRestorePlans(&b)
 	if b.Len() > 0 {
 		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 			return nil, 0, fmt.Errorf("dry-run %d events: write events: %w", len(evs), err)

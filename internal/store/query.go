@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,13 +66,21 @@ func (s *Store) queryFilter(ctx context.Context, f nostr.Filter) ([]*nostr.Event
 		}
 		return s.queryEvents(ctx, sql, sargs...)
 	}
-	topicAuthors, byTopicAuthors := topicAuthorsDriven(f)
-	if byTopicAuthors && len(f.Tags) == 1 && f.Limit > 0 {
-		evs, complete, err := s.queryTopicAuthors(ctx, f, topicAuthors)
+	if topic, ok := topicAuthorsDriven(f); ok && len(f.Tags) == 1 && f.Limit > 0 {
+		evs, complete, err := s.queryTopicAuthors(ctx, f, topic)
 		if err != nil || complete {
 			return evs, err
 		}
 	}
+	sql, args := s.selectSQL(f, where, args)
+	return s.queryEvents(ctx, sql, args...)
+}
+
+// selectSQL returns the query for a filter that is not a search, given its
+// filterSQL: newest first, ties by lowest id, its Limit applied, driven by the
+// index that suits the filter.
+func (s *Store) selectSQL(f nostr.Filter, where string, args []any) (string, []any) {
+	topicAuthors, byTopicAuthors := topicAuthorsDriven(f)
 	sql := "SELECT " + eventColumns + " FROM cn_relay.events e WHERE " + where +
 		" ORDER BY e.created_at DESC, e.id"
 	if byTopicAuthors {
@@ -81,6 +90,32 @@ func (s *Store) queryFilter(ctx context.Context, f nostr.Filter) ([]*nostr.Event
 		sql = "SELECT " + eventColumns + " FROM cn_relay.event_topics tt JOIN cn_relay.events e ON e.id = tt.event_id" +
 			" WHERE tt.topic_id = $" + strconv.Itoa(len(args)-1) + " AND tt.own AND tt.pubkey = ANY($" + strconv.Itoa(len(args)) + ") AND " + where +
 			" ORDER BY tt.created_at DESC, tt.event_id"
+	} else if name, value, ok := tagDriven(f); ok {
+		// Walk the tag's primary key (name, value, created_at, event_id)
+		// backwards for the one value and stop at the limit: a tag value (a
+		// pubkey, an event id) matches few events, and which ones does not
+		// depend on statistics. The tag's own condition is the driving index.
+		rest := f
+		rest.Tags = maps.Clone(f.Tags)
+		delete(rest.Tags, name)
+		where, args, _ = s.filterSQL(rest)
+		ph := func(v any) string {
+			args = append(args, v)
+			return "$" + strconv.Itoa(len(args))
+		}
+		conds := []string{"g.name = " + ph(name), "g.value = " + ph(value)}
+		if f.Since != nil {
+			conds = append(conds, "g.created_at >= "+ph(int64(*f.Since)))
+		}
+		if f.Until != nil {
+			conds = append(conds, "g.created_at <= "+ph(int64(*f.Until)))
+		}
+		// The events are reached one by one through their primary key (a
+		// LATERAL subquery with a LIMIT is never flattened into a join): on a
+		// small table Postgres would otherwise hash-join a full scan of events.
+		sql = "SELECT " + eventColumns + " FROM cn_relay.event_tags g CROSS JOIN LATERAL (SELECT " + eventColumns +
+			" FROM cn_relay.events e WHERE e.id = g.event_id AND " + where + " LIMIT 1) e" +
+			" WHERE " + strings.Join(conds, " AND ") + " ORDER BY g.created_at DESC, g.event_id"
 	} else if topic, ok := topicDriven(f); ok {
 		// Walk the topic's (topic_id, created_at DESC) index in order and stop
 		// at the limit, instead of matching the whole topic first.
@@ -93,7 +128,7 @@ func (s *Store) queryFilter(ctx context.Context, f nostr.Filter) ([]*nostr.Event
 		args = append(args, f.Limit)
 		sql += " LIMIT $" + strconv.Itoa(len(args))
 	}
-	return s.queryEvents(ctx, sql, args...)
+	return sql, args
 }
 
 // Count returns how many distinct visible events match any filter (NIP-45); limits
@@ -151,6 +186,24 @@ func topicDriven(f nostr.Filter) (string, bool) {
 		return "", false
 	}
 	return t[0], true
+}
+
+// tagDriven reports whether a query is best driven by the tag index: neither ids
+// nor authors (whose indexes come first), and a single-letter tag other than t
+// with exactly one value (a scan of the (name, value, created_at) key returns
+// newest first only for one value). With several such tags, the first name in
+// order drives; the others are probed per row. It comes before the topic index:
+// a pubkey or an event id selects far fewer events than a topic.
+func tagDriven(f nostr.Filter) (name, value string, ok bool) {
+	if f.IDs != nil || f.Authors != nil {
+		return "", "", false
+	}
+	for _, n := range slices.Sorted(maps.Keys(f.Tags)) {
+		if vs := f.Tags[n]; len(n) == 1 && n != "t" && len(vs) == 1 {
+			return n, vs[0], true
+		}
+	}
+	return "", "", false
 }
 
 // topicAuthorsSlack is how many more (topic, author) rows than the limit are

@@ -6,10 +6,12 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
 
@@ -110,6 +112,61 @@ func TestIngestRegularAndDuplicate(t *testing.T) {
 	ok, err := got[0].CheckSignature()
 	require.NoError(t, err)
 	require.True(t, ok, "stored events come back byte-exact")
+}
+
+// TestConcurrentDuplicatesAreStoredOnce sends the same events in several
+// concurrent batches (clients resending while the first copy is in flight, or
+// two relays): each event is answered OK "" exactly once, "duplicate:" otherwise,
+// and has exactly one outbox row per topic.
+func TestConcurrentDuplicatesAreStoredOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	const rounds, writers, perRound = 20, 6, 10
+	var all []*nostr.Event
+	for r := range rounds {
+		evs := make([]*nostr.Event, perRound)
+		for i := range evs {
+			evs[i] = f.event(t, i%3, 1, base+nostr.Timestamp(r*perRound+i), nostr.Tags{topic("go")}, fmt.Sprint("note ", r, i))
+		}
+		all = append(all, evs...)
+		var wg sync.WaitGroup
+		results := make([][]protocol.Verdict, writers)
+		errs := make([]error, writers)
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				batch := slices.Clone(evs)
+				rand.New(rand.NewPCG(uint64(r), uint64(w))).Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
+				res, err := f.store.Ingest(context.Background(), batch)
+				errs[w] = err
+				for i, v := range res {
+					if i < len(batch) && v.OK && v.Message == "" {
+						results[w] = append(results[w], protocol.Verdict{OK: true, Message: batch[i].ID})
+					} else if !(v.OK && v.Message == msgDuplicate) {
+						results[w] = append(results[w], protocol.Verdict{Message: "unexpected: " + v.Message})
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		stored := map[string]int{}
+		for w := range writers {
+			require.NoError(t, errs[w])
+			for _, v := range results[w] {
+				require.True(t, v.OK, v.Message)
+				stored[v.Message]++
+			}
+		}
+		for _, ev := range evs {
+			require.Equal(t, 1, stored[ev.ID], "event %s answered as newly stored %d times", ev.ID[:8], stored[ev.ID])
+		}
+	}
+	var rows, distinct int
+	require.NoError(t, f.db.Pool.QueryRow(context.Background(),
+		"SELECT count(*), count(DISTINCT event_id) FROM cn_relay.events_outbox").Scan(&rows, &distinct))
+	require.Equal(t, len(all), distinct)
+	require.Equal(t, len(all), rows, "one outbox row per (event, topic)")
 }
 
 func TestReplaceableAndAddressable(t *testing.T) {
@@ -535,4 +592,43 @@ func TestModerate(t *testing.T) {
 	f.ingest(t, f.event(t, 0, 5, base+1, nostr.Tags{{"e", note.ID}}, ""))
 	require.Equal(t, map[string]Outcome{note.ID: Unchanged}, f.moderate(t, nil, []string{note.ID}))
 	require.Empty(t, f.query(t, nostr.Filter{IDs: []string{note.ID}, Limit: 10}))
+}
+
+// TestEventRowChecks: the table refuses malformed ids, pubkeys and signatures
+// whoever writes them (schema 0015 made the checks cheaper, not weaker).
+func TestEventRowChecks(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	hex64, hex128 := strings.Repeat("ab", 32), strings.Repeat("cd", 64)
+	insert := func(id, pubkey, sig string) error {
+		_, err := f.db.Pool.Exec(context.Background(), `INSERT INTO cn_relay.events (id, pubkey, kind, created_at, content, sig)
+			VALUES ($1, $2, 1, 0, '', $3)`, id, pubkey, sig)
+		return err
+	}
+	for name, row := range map[string][3]string{
+		"id upper case":  {strings.ToUpper(hex64), hex64, hex128},
+		"id short":       {hex64[:63], hex64, hex128},
+		"id long":        {hex64 + "a", hex64, hex128},
+		"id not hex":     {"g" + hex64[1:], hex64, hex128},
+		"id multibyte":   {"é" + hex64[2:], hex64, hex128},
+		"pubkey short":   {hex64, hex64[:62], hex128},
+		"pubkey not hex": {hex64, hex64[:63] + "-", hex128},
+		"sig short":      {hex64, hex64, hex128[:127]},
+		"sig upper case": {hex64, hex64, strings.ToUpper(hex128)},
+		"sig newline":    {hex64, hex64, hex128[:127] + "\n"},
+	} {
+		var pgErr *pgconn.PgError
+		require.ErrorAs(t, insert(row[0], row[1], row[2]), &pgErr, name)
+		require.Equal(t, "23514", pgErr.Code, name)
+	}
+	require.NoError(t, insert(hex64, hex64, hex128))
+
+	for _, bad := range []string{"", "Index-v1", "-x", strings.Repeat("a", 64), "a b"} {
+		_, err := f.db.Pool.Exec(context.Background(), "INSERT INTO cn_relay.consumer_offsets (consumer, last_seq) VALUES ($1, 0)", bad)
+		var pgErr *pgconn.PgError
+		require.ErrorAs(t, err, &pgErr, bad)
+		require.Equal(t, "23514", pgErr.Code, bad)
+	}
+	_, err := f.db.Pool.Exec(context.Background(), "INSERT INTO cn_relay.consumer_offsets (consumer, last_seq) VALUES ($1, 0)", strings.Repeat("a", 63))
+	require.NoError(t, err)
 }
