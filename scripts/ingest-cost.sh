@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# ingest-cost.sh: events/s, OK latency and Postgres CPU per event of one relay.
+#
+# Creates a fresh database, migrates it, runs a relay against it, publishes
+# WARMUP events, then times `cnctl bench ingest --connections 16 --authors 500
+# --events EVENTS` and prints one line:
+#
+#   events/s, OK p50/p99, Postgres CPU per event (user+system ticks of the bench
+#   database's backends, from /proc/PID/stat, over the timed run), relay CPU per event
+#
+# Run it with BIN pointing at two builds in turn (old and new, interleaved) for
+# an A/B in one sitting. Needs the Postgres server on this machine (it reads
+# /proc of the backends).
+#
+#   ADMIN_URL  Postgres URL to create the bench database from
+#              (default postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable)
+#   DB         bench database, dropped and recreated (default cn_ingest_cost)
+#   BIN        directory holding relay and cnctl (default: go build into a temp dir)
+#   PORT       relay port (default 7792)
+#   EVENTS     timed events (default 20000); WARMUP (default 2000)
+#   LABEL      printed first on the result line (default: BIN)
+#   RELAY_FLAGS  extra relay flags (e.g. "--ingest-concurrency 1")
+#   RELAY_LOG  keep the relay's log in this file
+set -euo pipefail
+
+ADMIN_URL=${ADMIN_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
+DB=${DB:-cn_ingest_cost}
+PORT=${PORT:-7792}
+EVENTS=${EVENTS:-20000}
+WARMUP=${WARMUP:-2000}
+
+work=$(mktemp -d)
+relay_pid=
+cleanup() {
+	if [ -n "$relay_pid" ]; then kill "$relay_pid" 2>/dev/null || true; wait "$relay_pid" 2>/dev/null || true; fi
+	if [ -n "${RELAY_LOG:-}" ]; then cp "$work/relay.log" "$RELAY_LOG" || true; fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+if [ -z "${BIN:-}" ]; then
+	BIN=$work/bin
+	(cd "$(dirname "$0")/.." && go build -o "$BIN/" ./cmd/relay ./cmd/cnctl)
+fi
+LABEL=${LABEL:-$BIN}
+
+DB_URL=$(printf '%s' "$ADMIN_URL" | sed -E "s#^(postgres(ql)?://[^/]*/)[^?]*#\1$DB#")
+URL=ws://127.0.0.1:$PORT
+
+psql -qX -v ON_ERROR_STOP=1 "$ADMIN_URL" -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" 2>/dev/null
+"$BIN/cnctl" migrate --database-url "$DB_URL" >/dev/null
+
+"$BIN/relay" --database-url "$DB_URL" --listen 127.0.0.1:$PORT \
+	--event-rate-ip 0 --event-rate-pubkey 0 --req-rate-ip 0 ${RELAY_FLAGS:-} >"$work/relay.log" 2>&1 &
+relay_pid=$!
+for _ in $(seq 100); do
+	curl -fsS "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break
+	kill -0 "$relay_pid" 2>/dev/null || { cat "$work/relay.log"; exit 1; }
+	sleep 0.1
+done
+"$BIN/cnctl" bench ingest --url "$URL" --connections 16 --authors 500 --events "$WARMUP" >/dev/null 2>&1
+
+# ticks PIDS...: the sum of utime+stime (clock ticks) of the processes.
+ticks() {
+	local sum=0 pid f
+	for pid in "$@"; do
+		f=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+		f=${f##*) } # fields after the command name
+		set -- $f
+		sum=$((sum + ${12} + ${13}))
+	done
+	echo "$sum"
+}
+backends() { psql -qXAt "$ADMIN_URL" -c "SELECT pid FROM pg_stat_activity WHERE datname = '$DB' AND pid <> pg_backend_pid()"; }
+
+# The timed run: bench ingest generates (signs) its events first, so the CPU
+# window opens when it starts publishing: after its "generated" line.
+"$BIN/cnctl" bench ingest --url "$URL" --connections 16 --authors 500 --events "$EVENTS" --json \
+	>"$work/report.json" 2>"$work/bench.err" &
+bench_pid=$!
+while ! grep -q generated "$work/bench.err" 2>/dev/null; do
+	kill -0 "$bench_pid" 2>/dev/null || break
+	sleep 0.05
+done
+before_pids=$(backends)
+pg0=$(ticks $before_pids)
+relay0=$(ticks "$relay_pid")
+wait "$bench_pid"
+after_pids=$(backends)
+pg1=$(ticks $after_pids)
+relay1=$(ticks "$relay_pid")
+# Backends that started during the run started at 0 ticks; ones that ended are lost (the relay's pool keeps its connections).
+new_pids=$(comm -13 <(echo "$before_pids" | sort) <(echo "$after_pids" | sort))
+hz=$(getconf CLK_TCK)
+jq -r --arg name "$LABEL" --argjson pg "$((pg1 - pg0))" --argjson relay "$((relay1 - relay0))" --argjson hz "$hz" \
+	--arg newpids "$(echo $new_pids | wc -w)" '
+	def us(t): (t / $hz * 1e6 / .accepted | floor);
+	"\($name) events/s \(.events_per_second | floor) ok_p50_ms \(.ok_latency.p50_ms * 100 | round / 100) ok_p99_ms \(.ok_latency.p99_ms * 100 | round / 100) pg_cpu_us_per_event \(us($pg)) relay_cpu_us_per_event \(us($relay)) accepted \(.accepted) new_backends \($newpids)"' \
+	"$work/report.json"
