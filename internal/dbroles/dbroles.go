@@ -141,10 +141,36 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("create roles: %w", err)
 	}
-	if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return grant(ctx, tx, cfg) }); err != nil {
+	// The grant transaction changes owners and policies, which lock tables
+	// exclusively, on a node that may be running: a writer's transaction that
+	// locks them in another order (an ingest: the event tables, then the outbox)
+	// can make Postgres abort this one as a deadlock victim. It is all-or-nothing
+	// and idempotent, so it is simply run again.
+	for attempt := 0; ; attempt++ {
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return grant(ctx, tx, cfg) })
+		if err == nil || attempt == grantAttempts-1 || !retryable(err) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt+1) * 50 * time.Millisecond):
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("grant roles: %w", err)
 	}
 	return nil
+}
+
+// grantAttempts bounds the runs of the grant transaction.
+const grantAttempts = 8
+
+// retryable reports errors after which the grant transaction, rolled back, may
+// simply be run again.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
 }
 
 // racing reports errors a concurrent Apply on another database can cause while
@@ -214,6 +240,14 @@ var operatorTables = []string{"consumer_offsets", "consumer_dead_letters", "cons
 
 func grant(ctx context.Context, tx pgx.Tx, cfg Config) error {
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", grantLockKey); err != nil {
+		return err
+	}
+	// cn_relay.outbox_ensure_partitions, which every writer calls on its own,
+	// takes this lock before it reads the outbox's tables and then locks the
+	// outbox to add a partition; the owner changes below lock the same tables in
+	// catalogue order. Holding the function's lock first makes the two queue
+	// instead of deadlocking (TestApplyWhileTheNodeWrites).
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('cn_relay.outbox_ensure_partitions'))"); err != nil {
 		return err
 	}
 	op := cfg.Role(Operator)

@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"runtime"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -156,4 +158,51 @@ func TestApplyIsIdempotentAndConcurrent(t *testing.T) {
 	require.NoError(t, dbroles.Apply(context.Background(), dbs[0].Conn(t), cfg))
 	require.Equal(t, first, dump(), "a second Apply changes nothing")
 	require.Error(t, dbroles.Config{Prefix: "Bad-Prefix"}.Validate())
+}
+
+// TestApplyWhileTheNodeWrites runs Apply (`cnctl migrate` on a live node) on
+// fresh databases while other sessions extend the outbox's partitions, as every
+// relay and consumer writer does. Apply's ownership changes lock the outbox
+// tables in another order than the partition function, so Postgres may abort it
+// as a deadlock victim: Apply must retry its transaction and succeed.
+func TestApplyWhileTheNodeWrites(t *testing.T) {
+	t.Parallel()
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	cfg := dbroles.Config{Prefix: "cn_w" + hex.EncodeToString(b[:]) + "_"}
+	keep := pgtest.New(t)
+	t.Cleanup(func() {
+		for _, s := range slices.Backward(dbroles.Services) {
+			_, err := keep.Pool.Exec(context.Background(), "DROP ROLE IF EXISTS "+pgx.Identifier{cfg.Role(s)}.Sanitize())
+			require.NoError(t, err)
+		}
+	})
+	for range 6 {
+		db := pgtest.New(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		var g errgroup.Group
+		var rounds atomic.Int64
+		for range 2 {
+			g.Go(func() error {
+				for ctx.Err() == nil {
+					// Errors here (a deadlock victim, a lock timeout) are what a
+					// writer retries; only Apply's result is under test.
+					_, _ = db.Pool.Exec(ctx, "SELECT cn_relay.outbox_ensure_partitions(2)")
+					rounds.Add(1)
+				}
+				return nil
+			})
+		}
+		for rounds.Load() == 0 {
+			runtime.Gosched()
+		}
+		err := dbroles.Apply(context.Background(), db.Conn(t), cfg)
+		cancel()
+		require.NoError(t, g.Wait())
+		require.NoError(t, err)
+		var owner string
+		require.NoError(t, db.Pool.QueryRow(context.Background(),
+			"SELECT relowner::regrole::text FROM pg_class WHERE oid = 'cn_relay.outbox_partitioning'::regclass").Scan(&owner))
+		require.Equal(t, cfg.Role(dbroles.Operator), owner)
+	}
 }
