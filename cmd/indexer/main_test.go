@@ -28,7 +28,7 @@ func TestRunServesAndStops(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"indexer", "--listen", addr, "--database-url", db.URL, "--kinds", "1,30023"}, io.Discard, io.Discard)
+		done <- newApp(io.Discard, io.Discard).RunContext(ctx, []string{"indexer", "--listen", addr, "--database-url", db.URL, "--kinds", "1,30023"})
 	}()
 	var resp *http.Response
 	require.Eventually(t, func() bool {
@@ -62,7 +62,7 @@ func TestBadCommandLines(t *testing.T) {
 		{"indexer", "--database-url", "postgres://x", "--log-level", "loud"},
 		{"indexer", "--database-url", "postgres://x", "extra"},
 	} {
-		err := run(context.Background(), args, io.Discard, io.Discard)
+		err := newApp(io.Discard, io.Discard).RunContext(context.Background(), args)
 		require.Error(t, err, "%v", args)
 	}
 }

@@ -52,7 +52,7 @@ func TestRunUnderIndexerRole(t *testing.T) {
 	require.NoError(t, ln.Close())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"indexer", "--listen", addr, "--database-url", url}, io.Discard, io.Discard)
+		done <- newApp(io.Discard, io.Discard).RunContext(ctx, []string{"indexer", "--listen", addr, "--database-url", url})
 	}()
 	head, err := outbox.Head(ctx, db.Pool)
 	require.NoError(t, err)

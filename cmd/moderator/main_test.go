@@ -34,7 +34,7 @@ func TestRunServesAndStops(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"moderator", "--listen", addr, "--database-url", db.URL, "--node-key-file", keyFile}, io.Discard, io.Discard)
+		done <- newApp(io.Discard, io.Discard).RunContext(ctx, []string{"moderator", "--listen", addr, "--database-url", db.URL, "--node-key-file", keyFile})
 	}()
 	require.Eventually(t, func() bool {
 		resp, err := http.Get("http://" + addr + "/healthz")
@@ -78,7 +78,7 @@ func TestBadCommandLines(t *testing.T) {
 		{"moderator", "--database-url", "postgres://x", "--node-key-file", keyFile, "--batch-size", "0"},
 		{"moderator", "--database-url", "postgres://x", "--node-key-file", keyFile, "extra"},
 	} {
-		err := run(context.Background(), args, io.Discard, io.Discard)
+		err := newApp(io.Discard, io.Discard).RunContext(context.Background(), args)
 		require.Error(t, err, "%v", args)
 	}
 }

@@ -65,7 +65,7 @@ func TestRunUnderModeratorRole(t *testing.T) {
 	require.NoError(t, ln.Close())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"moderator", "--listen", addr, "--database-url", url, "--node-key-file", keyFile}, io.Discard, io.Discard)
+		done <- newApp(io.Discard, io.Discard).RunContext(ctx, []string{"moderator", "--listen", addr, "--database-url", url, "--node-key-file", keyFile})
 	}()
 	hidden := func(id string) bool {
 		var h bool

@@ -15,7 +15,7 @@ import (
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/urfave/cli/v2"
 
-	"github.com/kukuri/communitynode/internal/debugserver"
+	"github.com/kukuri/communitynode/internal/daemon"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/relaynode"
@@ -31,22 +31,14 @@ type settings struct {
 	databaseURL   string
 	sweepInterval time.Duration
 	statsInterval time.Duration
-	logLevel      slog.Level
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
 	d := relay.DefaultConfig()
 	l := d.Limits
-	return &cli.App{
-		Name:            "relay",
-		Usage:           "serve the community node's Nostr relay",
-		Writer:          stdout,
-		ErrWriter:       stderr,
-		HideHelpCommand: true,
-		ExitErrHandler:  func(*cli.Context, error) {}, // main decides the exit code
-		Flags: []cli.Flag{
+	return daemon.App("relay", "serve the community node's Nostr relay", stdout, stderr,
+		[]cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: d.Listen, EnvVars: []string{"CN_RELAY_LISTEN"}, Usage: "address to serve WebSocket, NIP-11, /healthz and /metrics on"},
-			&cli.StringFlag{Name: "database-url", EnvVars: []string{"DATABASE_URL"}, Required: true, Usage: "Postgres URL of the node's database"},
 			&cli.StringFlag{Name: "public-url", EnvVars: []string{"CN_RELAY_PUBLIC_URL"}, Usage: "the relay's URL as clients see it (wss://...); AUTH events must name it (default: the Host header)"},
 			&cli.StringFlag{Name: "real-ip-header", EnvVars: []string{"CN_RELAY_REAL_IP_HEADER"}, Usage: "header with the client address set by a trusted reverse proxy (e.g. X-Forwarded-For)"},
 
@@ -96,26 +88,16 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 
 			&cli.DurationFlag{Name: "stats-interval", Value: 10 * time.Second, EnvVars: []string{"CN_RELAY_STATS_INTERVAL"}, Usage: "how often the query tables' statistics are checked and, when missing or stale (autovacuum off or behind), refreshed with ANALYZE (0: never)"},
 			&cli.DurationFlag{Name: "expiry-sweep-interval", Value: 30 * time.Second, EnvVars: []string{"CN_RELAY_EXPIRY_SWEEP_INTERVAL"}, Usage: "how often expired (NIP-40) events are swept (0: never)"},
-			&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"CN_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
-			&cli.StringFlag{Name: "debug-listen", EnvVars: []string{"CN_DEBUG_LISTEN"}, Usage: "address to serve Go profiles (/debug/pprof/) on; keep it private (default: off)"},
 		},
-		Action: func(c *cli.Context) error {
-			if c.Args().Present() {
-				return fmt.Errorf("unexpected arguments %q (see relay --help)", c.Args().Slice())
-			}
+		func(c *cli.Context, logger *slog.Logger) error {
 			s, err := parseSettings(c)
 			if err != nil {
 				return err
 			}
-			logger := slog.New(slog.NewJSONHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: s.logLevel}))
-			if err := debugserver.Start(c.Context, c.String("debug-listen"), logger); err != nil {
-				return fmt.Errorf("debug listener: %w", err)
-			}
 			return relaynode.Run(c.Context, relaynode.Options{DatabaseURL: s.databaseURL, Relay: s.relay,
 				SweepInterval: s.sweepInterval, StatsInterval: s.statsInterval, AdminPubkeys: s.admins,
 				MinRank: s.minRank, NodePubKey: s.nodePubKey, Logger: logger})
-		},
-	}
+		})
 }
 
 // parseSettings maps the flags into settings and validates them.
@@ -212,9 +194,6 @@ func parseSettings(c *cli.Context) (settings, error) {
 	}
 	if s.sweepInterval < 0 {
 		return settings{}, fmt.Errorf("expiry sweep interval must not be negative, got %s", s.sweepInterval)
-	}
-	if err := s.logLevel.UnmarshalText([]byte(strings.ToUpper(c.String("log-level")))); err != nil {
-		return settings{}, fmt.Errorf("log level: %w", err)
 	}
 	return s, nil
 }

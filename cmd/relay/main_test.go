@@ -61,7 +61,7 @@ func TestRunServesAndStops(t *testing.T) {
 	var logs syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"relay", "--listen", addr, "--database-url", db.URL, "--name", "smoke"}, io.Discard, &logs)
+		done <- newApp(io.Discard, &logs).RunContext(ctx, []string{"relay", "--listen", addr, "--database-url", db.URL, "--name", "smoke"})
 	}()
 	require.Eventually(t, func() bool {
 		resp, err := http.Get("http://" + addr + "/healthz")
@@ -108,11 +108,11 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{[]string{"relay"}, "database-url"},
 		{[]string{"relay", "--database-url", "postgres://x", "--batch-max-events", "0"}, "batch max events"},
 		{[]string{"relay", "--database-url", "postgres://x", "--auth-required-for-reads"}, "not enabled"},
-		{[]string{"relay", "--database-url", "postgres://x", "--log-level", "loud"}, "log level"},
+		{[]string{"relay", "--database-url", "postgres://x", "--log-level", "loud"}, "--log-level"},
 		{[]string{"relay", "--database-url", "postgres://x", "extra"}, "unexpected arguments"},
 	}
 	for _, tc := range cases {
-		err := run(context.Background(), tc.args, io.Discard, io.Discard)
+		err := newApp(io.Discard, io.Discard).RunContext(context.Background(), tc.args)
 		require.Error(t, err, tc.args)
 		require.Contains(t, err.Error(), tc.want, tc.args)
 	}
@@ -139,8 +139,8 @@ func TestNIP11Complete(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"relay", "--listen", addr, "--database-url", db.URL, "--info-file", info,
-			"--name", "from the flag", "--node-key-file", keyFile, "--admin-pubkeys", admin}, io.Discard, io.Discard)
+		done <- newApp(io.Discard, io.Discard).RunContext(ctx, []string{"relay", "--listen", addr, "--database-url", db.URL, "--info-file", info,
+			"--name", "from the flag", "--node-key-file", keyFile, "--admin-pubkeys", admin})
 	}()
 	var doc map[string]any
 	require.Eventually(t, func() bool {
@@ -171,8 +171,8 @@ func TestNIP11Complete(t *testing.T) {
 
 	bad := filepath.Join(dir, "bad.json")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"nmae": "typo"}`), 0o600))
-	err = run(context.Background(), []string{"relay", "--database-url", "postgres://x", "--info-file", bad}, io.Discard, io.Discard)
+	err = newApp(io.Discard, io.Discard).RunContext(context.Background(), []string{"relay", "--database-url", "postgres://x", "--info-file", bad})
 	require.ErrorContains(t, err, "unknown field")
-	err = run(context.Background(), []string{"relay", "--database-url", "postgres://x", "--admin-pubkeys", "npub1nope"}, io.Discard, io.Discard)
+	err = newApp(io.Discard, io.Discard).RunContext(context.Background(), []string{"relay", "--database-url", "postgres://x", "--admin-pubkeys", "npub1nope"})
 	require.ErrorContains(t, err, "admin pubkeys")
 }

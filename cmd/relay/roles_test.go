@@ -40,7 +40,7 @@ func TestRunUnderRelayRole(t *testing.T) {
 	var logs syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"relay", "--listen", addr, "--database-url", url, "--admin-pubkeys", adminPub}, &logs, &logs)
+		done <- newApp(&logs, &logs).RunContext(ctx, []string{"relay", "--listen", addr, "--database-url", url, "--admin-pubkeys", adminPub})
 	}()
 	require.Eventually(t, func() bool {
 		resp, err := http.Get("http://" + addr + "/healthz")

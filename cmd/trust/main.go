@@ -5,48 +5,26 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kukuri/communitynode/internal/daemon"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/trust"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args, os.Stdout, os.Stderr)
-	stop()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "trust: %s\n", strings.Join(strings.Fields(err.Error()), " "))
-		os.Exit(1)
-	}
-}
-
-// run executes one trust command line. It never exits the process.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return newApp(stdout, stderr).RunContext(ctx, args)
-}
+func main() { daemon.Main(newApp) }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
-		Name:            "trust",
-		Usage:           "rank the community's keys (consumer trust-v1) and publish NIP-85 trusted assertions",
-		Writer:          stdout,
-		ErrWriter:       stderr,
-		HideHelpCommand: true,
-		ExitErrHandler:  func(*cli.Context, error) {}, // main decides the exit code
-		Flags: []cli.Flag{
+	return daemon.App("trust", "rank the community's keys (consumer trust-v1) and publish NIP-85 trusted assertions",
+		stdout, stderr, []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7782", EnvVars: []string{"CN_TRUST_LISTEN"}, Usage: "address to serve /healthz, /metrics and GET /v1/trust/{pubkey} on"},
-			&cli.StringFlag{Name: "database-url", EnvVars: []string{"DATABASE_URL"}, Required: true, Usage: "Postgres URL of the node's database"},
 			&cli.StringFlag{Name: "node-key-file", EnvVars: []string{"CN_NODE_KEY_FILE"}, Required: true, Usage: "the node's key (cnctl node-key generate); the provider key is derived from it"},
 			&cli.StringFlag{Name: "provider-key-file", EnvVars: []string{"CN_TRUST_PROVIDER_KEY_FILE"}, Usage: "sign assertions with this key instead of the one derived from the node key"},
 			&cli.StringSliceFlag{Name: "seeds", EnvVars: []string{"CN_TRUST_SEEDS"}, Usage: "seed pubkeys (hex or npub, comma separated), or @FILE with one per line; default: the admins, else uniform"},
@@ -55,25 +33,14 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.DurationFlag{Name: "publish-interval", Value: trust.DefaultPublishInterval, EnvVars: []string{"CN_TRUST_PUBLISH_INTERVAL"}, Usage: "time between publishing rounds of changed assertions"},
 			&cli.IntFlag{Name: "assert-min-rank", Value: trust.DefaultAssertMinRank, EnvVars: []string{"CN_TRUST_ASSERT_MIN_RANK"}, Usage: "subjects ranked below this get no assertion (and lose one they had)"},
 			&cli.StringFlag{Name: "name", EnvVars: []string{"CN_RELAY_NAME"}, Usage: "the node's name, shown in the provider's profile"},
-			&cli.IntFlag{Name: "batch-size", Value: trust.DefaultBatchSize, EnvVars: []string{"CN_TRUST_BATCH_SIZE"}, Usage: "outbox rows per graph transaction"},
-			&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"CN_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
+			daemon.BatchSizeFlag(trust.DefaultBatchSize, "CN_TRUST_BATCH_SIZE", "outbox rows per graph transaction"),
 		},
-		Action: func(c *cli.Context) error {
-			if c.Args().Present() {
-				return fmt.Errorf("unexpected arguments %q (see trust --help)", c.Args().Slice())
-			}
-			if n := c.Int("batch-size"); n < 1 || n > 10000 {
-				return fmt.Errorf("--batch-size: want 1-10000, got %d", n)
-			}
+		func(c *cli.Context, logger *slog.Logger) error {
 			if n := c.Int("assert-min-rank"); n < 1 || n > 100 {
 				return fmt.Errorf("--assert-min-rank: want 1-100, got %d", n)
 			}
 			if c.Duration("recompute-interval") < time.Second || c.Duration("publish-interval") < 100*time.Millisecond {
 				return fmt.Errorf("--recompute-interval must be at least 1s and --publish-interval at least 100ms")
-			}
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(strings.ToUpper(c.String("log-level")))); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
 			}
 			seeds, err := pubkeys(c.StringSlice("seeds"), "--seeds")
 			if err != nil {
@@ -93,7 +60,6 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					return err
 				}
 			}
-			logger := slog.New(slog.NewJSONHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
 			return trust.Run(c.Context, trust.Options{
 				DatabaseURL:       c.String("database-url"),
 				Listen:            c.String("listen"),
@@ -108,8 +74,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				BatchSize:         c.Int("batch-size"),
 				Logger:            logger,
 			})
-		},
-	}
+		})
 }
 
 // pubkeys parses hex or npub values; "@FILE" reads one per line (# comments).

@@ -2,17 +2,10 @@ package indexer
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"net"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"golang.org/x/sync/errgroup"
-
+	"github.com/kukuri/communitynode/internal/daemon"
 	"github.com/kukuri/communitynode/internal/dbpool"
-	"github.com/kukuri/communitynode/internal/httpserver"
 	"github.com/kukuri/communitynode/pkg/consumer"
 )
 
@@ -38,8 +31,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer pool.Close()
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := daemon.Registry()
 	if o.BatchSize == 0 {
 		o.BatchSize = DefaultBatchSize
 	}
@@ -52,29 +44,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return c.Run(gctx) })
-	g.Go(func() error { CleanPending(gctx, pool, logger); return nil })
-	if o.Listen != "" {
-		ln, err := net.Listen("tcp", o.Listen)
-		if err != nil {
-			return fmt.Errorf("search API listener: %w", err)
-		}
-		api := &API{Pool: pool, Gatherer: reg, Registerer: reg, Logger: logger}
-		g.Go(func() error {
-			if err := httpserver.Serve(gctx, ln, api.Handler()); err != nil {
-				return fmt.Errorf("search API: %w", err)
-			}
-			return nil
-		})
-		logger.Info("search API listening", "url", "http://"+ln.Addr().String()+"/v1/search")
-		if o.Ready != nil {
-			o.Ready(ln.Addr().String())
-		}
-	}
-	err = g.Wait()
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		return nil
-	}
-	return err
+	api := &API{Pool: pool, Gatherer: reg, Registerer: reg, Logger: logger}
+	return daemon.Process{Name: "search API", Listen: o.Listen, Handler: api.Handler(), Path: "/v1/search", Logger: logger, Ready: o.Ready}.Run(ctx,
+		c.Run, func(ctx context.Context) error { CleanPending(ctx, pool, logger); return nil })
 }

@@ -3,18 +3,10 @@ package moderation
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/sync/errgroup"
-
+	"github.com/kukuri/communitynode/internal/daemon"
 	"github.com/kukuri/communitynode/internal/dbpool"
-	"github.com/kukuri/communitynode/internal/httpserver"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
@@ -53,8 +45,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer pool.Close()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := daemon.Registry()
 	notifier := outbox.NewNotifier(pool, 0, logger, reg)
 	mod := New(Config{
 		Key: o.Key, Namespace: o.Namespace, Notifier: notifier, Registerer: reg, Logger: logger,
@@ -70,31 +61,6 @@ func Run(ctx context.Context, o Options) error {
 	}
 	logger.Info("moderator starting", "node_pubkey", o.Key.PubKey, "namespace", mod.cfg.Namespace,
 		"classifier", o.Classifier.URL != "")
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return c.Run(gctx) })
-	g.Go(func() error { return notifier.Run(gctx) })
-	if o.Listen != "" {
-		ln, err := net.Listen("tcp", o.Listen)
-		if err != nil {
-			return fmt.Errorf("moderator listener: %w", err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		mux.Handle("/healthz", httpserver.Healthz(pool))
-		g.Go(func() error {
-			if err := httpserver.Serve(gctx, ln, mux); err != nil {
-				return fmt.Errorf("moderator HTTP: %w", err)
-			}
-			return nil
-		})
-		logger.Info("moderator listening", "url", "http://"+ln.Addr().String()+"/metrics")
-		if o.Ready != nil {
-			o.Ready(ln.Addr().String())
-		}
-	}
-	err = g.Wait()
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		return nil
-	}
-	return err
+	return daemon.Process{Name: "moderator", Listen: o.Listen, Handler: daemon.Mux(reg, pool), Path: "/metrics",
+		Logger: logger, Ready: o.Ready}.Run(ctx, c.Run, notifier.Run)
 }

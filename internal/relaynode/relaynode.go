@@ -10,10 +10,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kukuri/communitynode/internal/daemon"
 	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/relayadmin"
@@ -55,8 +54,7 @@ func Run(ctx context.Context, s Options) error {
 	}
 	defer pool.Close()
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := daemon.Registry()
 	writer := outbox.NewWriter(pool, outbox.WriterConfig{Logger: logger, Registerer: reg})
 	st := store.New(pool, writer, s.Relay.Limits.TopicRules)
 	policy, err := relayadmin.Open(ctx, pool, logger)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -15,12 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nbd-wtf/go-nostr/nip19"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/sync/errgroup"
 
+	"github.com/kukuri/communitynode/internal/daemon"
 	"github.com/kukuri/communitynode/internal/dbpool"
-	"github.com/kukuri/communitynode/internal/httpserver"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
@@ -103,8 +99,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer pool.Close()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := daemon.Registry()
 	m := newMetrics(reg)
 	notifier := outbox.NewNotifier(pool, 0, logger, reg)
 	graph := &Graph{NodePubKey: o.NodeKey.PubKey}
@@ -116,38 +111,11 @@ func Run(ctx context.Context, o Options) error {
 		Notifier: notifier, MinRank: o.AssertMinRank}
 	logger.Info("trust starting", "provider_pubkey", provider.PubKey, "seeds", len(seeds.Pubkeys), "seeds_source", seeds.Source,
 		"recompute_interval", o.RecomputeInterval.String())
-
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return c.Run(gctx) })
-	g.Go(func() error { return notifier.Run(gctx) })
-	g.Go(func() error {
-		return schedule(gctx, pool, pub, seeds, o, asOf, m, logger)
-	})
-	if o.Listen != "" {
-		ln, err := net.Listen("tcp", o.Listen)
-		if err != nil {
-			return fmt.Errorf("trust listener: %w", err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		mux.Handle("/healthz", httpserver.Healthz(pool))
-		mux.Handle("GET /v1/trust/{pubkey}", SubjectHandler(pool))
-		g.Go(func() error {
-			if err := httpserver.Serve(gctx, ln, mux); err != nil {
-				return fmt.Errorf("trust HTTP: %w", err)
-			}
-			return nil
-		})
-		logger.Info("trust listening", "url", "http://"+ln.Addr().String()+"/v1/trust/{pubkey}")
-		if o.Ready != nil {
-			o.Ready(ln.Addr().String())
-		}
-	}
-	err = g.Wait()
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		return nil
-	}
-	return err
+	mux := daemon.Mux(reg, pool)
+	mux.Handle("GET /v1/trust/{pubkey}", SubjectHandler(pool))
+	return daemon.Process{Name: "trust", Listen: o.Listen, Handler: mux, Path: "/v1/trust/{pubkey}", Logger: logger, Ready: o.Ready}.Run(ctx,
+		c.Run, notifier.Run,
+		func(ctx context.Context) error { return schedule(ctx, pool, pub, seeds, o, asOf, m, logger) })
 }
 
 // publisherLock is the advisory lock that makes one trust process the one that

@@ -1,0 +1,168 @@
+// Package daemon is what the node's long-running commands (relay, indexer,
+// moderator, trust) do the same way, so that each main and each Run function
+// says only what is its own.
+//
+//   - Main is a daemon's func main: SIGINT and SIGTERM cancel the context; a
+//     failure is printed as one line, "name: error", and exits 1.
+//   - App builds the command line with the shared conventions: help on stdout,
+//     errors returned to Main (never an exit from inside), no positional
+//     arguments, and the flags every daemon has (--database-url, --log-level,
+//     --debug-listen). The action gets the logger --log-level describes.
+//   - Process.Run is the body: it listens first (a taken address fails before
+//     anything starts), then runs the daemon's tasks and its HTTP server in one
+//     group. The first failure stops the others and is returned once all have
+//     stopped; a cancelled context is a clean stop and returns nil.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kukuri/communitynode/internal/debugserver"
+	"github.com/kukuri/communitynode/internal/httpserver"
+)
+
+// Main runs the command line newApp describes on os.Args until it returns or
+// SIGINT/SIGTERM cancels it, and exits 1 after a failure.
+func Main(newApp func(stdout, stderr io.Writer) *cli.App) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	app := newApp(os.Stdout, os.Stderr)
+	err := app.RunContext(ctx, os.Args)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %s\n", app.Name, OneLine(err))
+		os.Exit(1)
+	}
+}
+
+// OneLine joins an error's text into one line.
+func OneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+
+// App returns a daemon's command line: flags plus --database-url (required),
+// --log-level and --debug-listen. Before action runs it refuses positional
+// arguments, parses the log level and starts the debug listener if asked; the
+// logger writes JSON lines to stderr.
+func App(name, usage string, stdout, stderr io.Writer, flags []cli.Flag,
+	action func(c *cli.Context, logger *slog.Logger) error) *cli.App {
+	return &cli.App{
+		Name:            name,
+		Usage:           usage,
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		ExitErrHandler:  func(*cli.Context, error) {}, // Main decides the exit code
+		Flags: append(flags,
+			&cli.StringFlag{Name: "database-url", EnvVars: []string{"DATABASE_URL"}, Required: true, Usage: "Postgres URL of the node's database"},
+			&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"CN_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
+			&cli.StringFlag{Name: "debug-listen", EnvVars: []string{"CN_DEBUG_LISTEN"}, Usage: "address to serve Go profiles (/debug/pprof/) on; keep it private (default: off)"},
+		),
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return fmt.Errorf("unexpected arguments %q (see %s --help)", c.Args().Slice(), name)
+			}
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(strings.ToUpper(c.String("log-level")))); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			logger := slog.New(slog.NewJSONHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
+			if err := debugserver.Start(c.Context, c.String("debug-listen"), logger); err != nil {
+				return fmt.Errorf("debug listener: %w", err)
+			}
+			return action(c, logger)
+		},
+	}
+}
+
+// BatchSizeFlag is a consumer's --batch-size: outbox rows per transaction,
+// 1 to 10,000.
+func BatchSizeFlag(value int, env, usage string) *cli.IntFlag {
+	return &cli.IntFlag{Name: "batch-size", Value: value, EnvVars: []string{env}, Usage: usage,
+		Action: func(_ *cli.Context, n int) error {
+			if n < 1 || n > 10000 {
+				return fmt.Errorf("--batch-size: want 1-10000, got %d", n)
+			}
+			return nil
+		}}
+}
+
+// Registry returns a metrics registry holding the Go runtime's and the
+// process's collectors, which every daemon exports.
+func Registry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// Mux serves /metrics from reg and /healthz (a ping of the database); a
+// daemon adds its own routes.
+func Mux(reg prometheus.Gatherer, pool *pgxpool.Pool) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/healthz", httpserver.Healthz(pool))
+	return mux
+}
+
+// Process is a daemon's body: its tasks and, optionally, its HTTP server.
+type Process struct {
+	Name    string       // prefixes errors and log lines ("moderator")
+	Listen  string       // HTTP address; "" serves nothing
+	Handler http.Handler // what Listen serves
+	Path    string       // the path logged with the address, the one to visit ("/metrics")
+	Logger  *slog.Logger // nil: discard
+	// Ready, if set, is called with the listener's address once it listens.
+	Ready func(addr string)
+}
+
+// Run listens on p.Listen (if set), then runs tasks and the HTTP server until
+// ctx is done or one of them fails. It returns once every task has returned:
+// nil when ctx was cancelled, else the first failure.
+func (p Process) Run(ctx context.Context, tasks ...func(context.Context) error) error {
+	logger := p.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	var ln net.Listener
+	if p.Listen != "" {
+		var err error
+		if ln, err = net.Listen("tcp", p.Listen); err != nil {
+			return fmt.Errorf("%s listener: %w", p.Name, err)
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, task := range tasks {
+		g.Go(func() error { return task(gctx) })
+	}
+	if ln != nil {
+		g.Go(func() error {
+			if err := httpserver.Serve(gctx, ln, p.Handler); err != nil {
+				return fmt.Errorf("%s HTTP: %w", p.Name, err)
+			}
+			return nil
+		})
+		logger.Info(p.Name+" listening", "url", "http://"+ln.Addr().String()+p.Path)
+		if p.Ready != nil {
+			p.Ready(ln.Addr().String())
+		}
+	}
+	err := g.Wait()
+	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
+		return nil
+	}
+	return err
+}
