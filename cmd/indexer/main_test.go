@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kukuri/communitynode/internal/daemon/daemontest"
 	"github.com/kukuri/communitynode/internal/pgtest"
 )
 
@@ -20,17 +20,12 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // answers, the consumer registers, and cancel stops it cleanly.
 func TestRunServesAndStops(t *testing.T) {
 	db := pgtest.New(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	addr := daemontest.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- newApp(io.Discard, io.Discard).RunContext(ctx, []string{"indexer", "--listen", addr, "--database-url", db.URL, "--kinds", "1,30023"})
-	}()
+	stop := daemontest.Start(t, newApp(io.Discard, io.Discard), "indexer", "--listen", addr, "--database-url", db.URL, "--kinds", "1,30023")
 	var resp *http.Response
+	var err error
 	require.Eventually(t, func() bool {
 		resp, err = http.Get("http://" + addr + "/v1/search?q=nostr")
 		return err == nil
@@ -45,13 +40,7 @@ func TestRunServesAndStops(t *testing.T) {
 		_ = db.Pool.QueryRow(ctx, "SELECT count(*) FROM cn_relay.consumer_offsets WHERE consumer = 'index-v1' AND owner_id IS NOT NULL").Scan(&n)
 		return n == 1
 	}, 10*time.Second, 20*time.Millisecond, "index-v1 holds its lease")
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("indexer did not stop")
-	}
+	stop()
 }
 
 func TestBadCommandLines(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kukuri/communitynode/internal/daemon/daemontest"
 	"github.com/kukuri/communitynode/internal/dbroles"
 	"github.com/kukuri/communitynode/internal/indexer"
 	"github.com/kukuri/communitynode/internal/pgtest"
@@ -46,14 +46,8 @@ func TestRunUnderIndexerRole(t *testing.T) {
 		require.True(t, r.OK, r.Message)
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	done := make(chan error, 1)
-	go func() {
-		done <- newApp(io.Discard, io.Discard).RunContext(ctx, []string{"indexer", "--listen", addr, "--database-url", url})
-	}()
+	addr := daemontest.FreeAddr(t)
+	stop := daemontest.Start(t, newApp(io.Discard, io.Discard), "indexer", "--listen", addr, "--database-url", url)
 	head, err := outbox.Head(ctx, db.Pool)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
@@ -72,11 +66,5 @@ func TestRunUnderIndexerRole(t *testing.T) {
 	resp.Body.Close()
 	require.Len(t, body.Items, 1)
 	require.Equal(t, kept.ID, body.Items[0].ID)
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("indexer did not stop")
-	}
+	stop()
 }

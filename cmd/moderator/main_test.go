@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kukuri/communitynode/internal/daemon/daemontest"
 	"github.com/kukuri/communitynode/internal/moderation"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
@@ -26,42 +25,19 @@ func TestRunServesAndStops(t *testing.T) {
 	keyFile := filepath.Join(t.TempDir(), "node.key")
 	_, err := nodekey.Generate(keyFile)
 	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	addr := daemontest.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- newApp(io.Discard, io.Discard).RunContext(ctx, []string{"moderator", "--listen", addr, "--database-url", db.URL, "--node-key-file", keyFile})
-	}()
-	require.Eventually(t, func() bool {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 10*time.Second, 20*time.Millisecond)
-	resp, err := http.Get("http://" + addr + "/metrics")
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Contains(t, string(body), "cn_moderation_rule_evaluation_seconds")
+	stop := daemontest.Start(t, newApp(io.Discard, io.Discard), "moderator", "--listen", addr, "--database-url", db.URL, "--node-key-file", keyFile)
+	daemontest.WaitOK(t, "http://"+addr+"/healthz")
+	require.Contains(t, daemontest.WaitOK(t, "http://"+addr+"/metrics"), "cn_moderation_rule_evaluation_seconds")
 	require.Eventually(t, func() bool {
 		var n int
 		_ = db.Pool.QueryRow(ctx, "SELECT count(*) FROM cn_relay.consumer_offsets WHERE consumer = $1 AND owner_id IS NOT NULL",
 			moderation.ConsumerName).Scan(&n)
 		return n == 1
 	}, 10*time.Second, 20*time.Millisecond, "moderation-v1 holds its lease")
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("moderator did not stop")
-	}
+	stop()
 }
 
 func TestBadCommandLines(t *testing.T) {

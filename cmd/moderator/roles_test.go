@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kukuri/communitynode/internal/daemon/daemontest"
 	"github.com/kukuri/communitynode/internal/dbroles"
 	"github.com/kukuri/communitynode/internal/moderation"
 	"github.com/kukuri/communitynode/internal/nodekey"
@@ -59,14 +59,8 @@ func TestRunUnderModeratorRole(t *testing.T) {
 		require.True(t, r.OK, r.Message)
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	done := make(chan error, 1)
-	go func() {
-		done <- newApp(io.Discard, io.Discard).RunContext(ctx, []string{"moderator", "--listen", addr, "--database-url", url, "--node-key-file", keyFile})
-	}()
+	addr := daemontest.FreeAddr(t)
+	stop := daemontest.Start(t, newApp(io.Discard, io.Discard), "moderator", "--listen", addr, "--database-url", url, "--node-key-file", keyFile)
 	hidden := func(id string) bool {
 		var h bool
 		require.NoError(t, db.Pool.QueryRow(ctx, "SELECT deleted_at IS NOT NULL FROM cn_relay.events WHERE id = $1", id).Scan(&h))
@@ -79,11 +73,5 @@ func TestRunUnderModeratorRole(t *testing.T) {
 	require.Equal(t, 1, labels, "the label was published through the store path")
 	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM cn_admin.ban_hides WHERE event_id = $1", late.ID).Scan(&banHides))
 	require.Equal(t, 1, banHides)
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("moderator did not stop")
-	}
+	stop()
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kukuri/communitynode/internal/daemon/daemontest"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
 )
@@ -42,35 +42,14 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
-
 // TestRunServesAndStops runs the command against a real database: it serves a
 // publish and a REQ, then stops cleanly on cancel.
 func TestRunServesAndStops(t *testing.T) {
 	db := pgtest.New(t)
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	addr := daemontest.FreeAddr(t)
 	var logs syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- newApp(io.Discard, &logs).RunContext(ctx, []string{"relay", "--listen", addr, "--database-url", db.URL, "--name", "smoke"})
-	}()
-	require.Eventually(t, func() bool {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 10*time.Second, 20*time.Millisecond, "relay did not come up: %s", logs.String())
+	stop := daemontest.Start(t, newApp(io.Discard, &logs), "relay", "--listen", addr, "--database-url", db.URL, "--name", "smoke")
+	daemontest.WaitOK(t, "http://"+addr+"/healthz")
 
 	ws, _, err := websocket.DefaultDialer.Dial("ws://"+addr, nil)
 	require.NoError(t, err)
@@ -89,13 +68,7 @@ func TestRunServesAndStops(t *testing.T) {
 	require.NoError(t, ws.ReadJSON(&got))
 	require.Equal(t, []any{"EOSE", "s"}, got)
 
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err, logs.String())
-	case <-time.After(15 * time.Second):
-		t.Fatal("relay did not stop")
-	}
+	stop()
 	require.Contains(t, logs.String(), `"msg":"relay stopped"`)
 }
 
@@ -122,7 +95,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 // node key's pubkey as `self`, and 86 when admins are set.
 func TestNIP11Complete(t *testing.T) {
 	db := pgtest.New(t)
-	addr := freeAddr(t)
+	addr := daemontest.FreeAddr(t)
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "node.key")
 	key, err := nodekey.Generate(keyFile)
@@ -135,13 +108,8 @@ func TestNIP11Complete(t *testing.T) {
 		"relay_countries": ["JP"], "language_tags": ["ja", "en"], "tags": ["community"],
 		"retention": [{"kinds": [0, 3, [10000, 19999]]}, {"time": 7776000}]}`), 0o600))
 	admin := strings.Repeat("ab", 32)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- newApp(io.Discard, io.Discard).RunContext(ctx, []string{"relay", "--listen", addr, "--database-url", db.URL, "--info-file", info,
-			"--name", "from the flag", "--node-key-file", keyFile, "--admin-pubkeys", admin})
-	}()
+	stop := daemontest.Start(t, newApp(io.Discard, io.Discard), "relay", "--listen", addr, "--database-url", db.URL, "--info-file", info,
+		"--name", "from the flag", "--node-key-file", keyFile, "--admin-pubkeys", admin)
 	var doc map[string]any
 	require.Eventually(t, func() bool {
 		req, _ := http.NewRequest(http.MethodGet, "http://"+addr, nil)
@@ -166,8 +134,7 @@ func TestNIP11Complete(t *testing.T) {
 	require.NotEmpty(t, doc["software"])
 	require.Contains(t, doc, "limitation")
 	require.Contains(t, doc, "topic_policy")
-	cancel()
-	require.NoError(t, <-done)
+	stop()
 
 	bad := filepath.Join(dir, "bad.json")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"nmae": "typo"}`), 0o600))

@@ -16,6 +16,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kukuri/communitynode/internal/daemon/daemontest"
 	"github.com/kukuri/communitynode/internal/dbroles"
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/relayadmin"
@@ -36,12 +37,9 @@ func TestRunUnderRelayRole(t *testing.T) {
 
 	adminKey := nostr.GeneratePrivateKey()
 	adminPub, _ := nostr.GetPublicKey(adminKey)
-	addr := freeAddr(t)
+	addr := daemontest.FreeAddr(t)
 	var logs syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- newApp(&logs, &logs).RunContext(ctx, []string{"relay", "--listen", addr, "--database-url", url, "--admin-pubkeys", adminPub})
-	}()
+	stop := daemontest.Start(t, newApp(&logs, &logs), "relay", "--listen", addr, "--database-url", url, "--admin-pubkeys", adminPub)
 	require.Eventually(t, func() bool {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err != nil {
@@ -125,13 +123,7 @@ func TestRunUnderRelayRole(t *testing.T) {
 	require.NoError(t, c.QueryRow(ctx, "SELECT cn_relay.outbox_ensure_partitions(4)").Scan(&created))
 	require.Equal(t, 2, created)
 
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err, logs.String())
-	case <-time.After(15 * time.Second):
-		t.Fatal("relay did not stop")
-	}
+	stop()
 	require.NotContains(t, logs.String(), "permission denied")
 	require.NotContains(t, logs.String(), "42501")
 }
