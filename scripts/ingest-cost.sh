@@ -29,35 +29,14 @@ PORT=${PORT:-7792}
 EVENTS=${EVENTS:-20000}
 WARMUP=${WARMUP:-2000}
 
-work=$(mktemp -d)
-relay_pid=
-cleanup() {
-	if [ -n "$relay_pid" ]; then kill "$relay_pid" 2>/dev/null || true; wait "$relay_pid" 2>/dev/null || true; fi
-	if [ -n "${RELAY_LOG:-}" ]; then cp "$work/relay.log" "$RELAY_LOG" || true; fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
+LABEL_DEFAULT=${BIN:-built}
+# shellcheck source=scripts/benchlib.sh
+. "$(dirname "$0")/benchlib.sh"
+LABEL=${LABEL:-$LABEL_DEFAULT}
 
-if [ -z "${BIN:-}" ]; then
-	BIN=$work/bin
-	(cd "$(dirname "$0")/.." && go build -o "$BIN/" ./cmd/relay ./cmd/cnctl)
-fi
-LABEL=${LABEL:-$BIN}
-
-DB_URL=$(printf '%s' "$ADMIN_URL" | sed -E "s#^(postgres(ql)?://[^/]*/)[^?]*#\1$DB#")
-URL=ws://127.0.0.1:$PORT
-
-psql -qX -v ON_ERROR_STOP=1 "$ADMIN_URL" -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" 2>/dev/null
-"$BIN/cnctl" migrate --database-url "$DB_URL" >/dev/null
-
-"$BIN/relay" --database-url "$DB_URL" --listen 127.0.0.1:$PORT \
-	--event-rate-ip 0 --event-rate-pubkey 0 --req-rate-ip 0 ${RELAY_FLAGS:-} >"$work/relay.log" 2>&1 &
-relay_pid=$!
-for _ in $(seq 100); do
-	curl -fsS "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break
-	kill -0 "$relay_pid" 2>/dev/null || { cat "$work/relay.log"; exit 1; }
-	sleep 0.1
-done
+fresh_db
+# shellcheck disable=SC2086 # RELAY_FLAGS is a list of flags
+start_relay ${RELAY_FLAGS:-}
 "$BIN/cnctl" bench ingest --url "$URL" --connections 16 --authors 500 --events "$WARMUP" >/dev/null 2>&1
 
 # ticks PIDS...: the sum of utime+stime (clock ticks) of the processes.

@@ -25,35 +25,12 @@ REQUESTS=${REQUESTS:-300}
 SIZES=("$@")
 [ ${#SIZES[@]} -gt 0 ] || SIZES=(20000)
 
-work=$(mktemp -d)
-relay_pid=
-cleanup() {
-	if [ -n "$relay_pid" ]; then kill "$relay_pid" 2>/dev/null || true; wait "$relay_pid" 2>/dev/null || true; fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/benchlib.sh
+. "$(dirname "$0")/benchlib.sh"
 
-if [ -z "${BIN:-}" ]; then
-	BIN=$work/bin
-	(cd "$(dirname "$0")/.." && go build -o "$BIN/" ./cmd/relay ./cmd/cnctl)
-fi
-
-# The bench database's URL: ADMIN_URL with its database name replaced.
-DB_URL=$(printf '%s' "$ADMIN_URL" | sed -E "s#^(postgres(ql)?://[^/]*/)[^?]*#\1$DB#")
-URL=ws://127.0.0.1:$PORT
-
-psql -qX -v ON_ERROR_STOP=1 "$ADMIN_URL" -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB"
-"$BIN/cnctl" migrate --database-url "$DB_URL" >/dev/null
+fresh_db
 echo "autovacuum: $(psql -qXAt "$DB_URL" -c 'SHOW autovacuum')"
-
-"$BIN/relay" --database-url "$DB_URL" --listen 127.0.0.1:$PORT \
-	--event-rate-ip 0 --event-rate-pubkey 0 --req-rate-ip 0 >"$work/relay.log" 2>&1 &
-relay_pid=$!
-for _ in $(seq 100); do
-	curl -fsS "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break
-	kill -0 "$relay_pid" 2>/dev/null || { cat "$work/relay.log"; exit 1; }
-	sleep 0.1
-done
+start_relay
 
 have=0
 for size in "${SIZES[@]}"; do
