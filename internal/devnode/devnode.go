@@ -126,7 +126,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	g.Go(func() error {
 		return relaynode.Run(gctx, relaynode.Options{DatabaseURL: dbURL, Relay: relayCfg,
-			SweepInterval: 30 * time.Second, StatsInterval: 10 * time.Second, AdminPubkeys: cfg.AdminPubkeys, Logger: cfg.Logger.With("daemon", "relay")})
+			SweepInterval: 30 * time.Second, StatsInterval: relaynode.DefaultStatsInterval, AdminPubkeys: cfg.AdminPubkeys, Logger: cfg.Logger.With("daemon", "relay")})
 	})
 	fmt.Fprintf(cfg.Out, "relay: ws://%s (NIP-11, /healthz and /metrics on the same address)\n", relayCfg.Listen)
 	indexerListen := cfg.IndexerListen

@@ -21,6 +21,11 @@ import (
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
+// DefaultStatsInterval is how often a relay checks its query tables'
+// statistics: a cheap read of pg_stat_all_tables, so that a young node gets
+// its first statistics within seconds (store.AnalyzeStale).
+const DefaultStatsInterval = 2 * time.Second
+
 // Options is what one relay process needs.
 type Options struct {
 	DatabaseURL string

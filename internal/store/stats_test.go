@@ -39,30 +39,31 @@ func TestAnalyzeStale(t *testing.T) {
 		return ok
 	}
 
-	insertPlain(t, conn, 0, 900)
+	// Never analysed: the first statistics once more than 100 rows changed.
+	insertPlain(t, conn, 0, 100)
 	done, err := f.store.AnalyzeStale(ctx)
 	require.NoError(t, err)
-	require.Empty(t, done, "900 changed rows are below the threshold")
+	require.Empty(t, done, "100 changed rows are not more than the first threshold")
 	require.False(t, analysed())
 
-	insertPlain(t, conn, 900, 200)
+	insertPlain(t, conn, 100, 10)
 	done, err = f.store.AnalyzeStale(ctx)
 	require.NoError(t, err)
 	require.Len(t, done, 1)
 	require.Equal(t, "cn_relay.events", done[0].Table)
 	require.True(t, done[0].Never)
-	require.EqualValues(t, 1100, done[0].Changed)
+	require.EqualValues(t, 110, done[0].Changed)
 	require.True(t, analysed())
 	var tuples float64
 	require.NoError(t, f.db.Pool.QueryRow(ctx, "SELECT reltuples FROM pg_class WHERE oid = 'cn_relay.events'::regclass").Scan(&tuples))
-	require.EqualValues(t, 1100, tuples)
+	require.EqualValues(t, 110, tuples)
 
-	// Stale again only after 1000 + 10% of 1100 more changes.
-	insertPlain(t, conn, 1100, 1050)
+	// Stale again only after 1000 + 10% of 110 more changes.
+	insertPlain(t, conn, 110, 1000)
 	done, err = f.store.AnalyzeStale(ctx)
 	require.NoError(t, err)
-	require.Empty(t, done)
-	insertPlain(t, conn, 2150, 100)
+	require.Empty(t, done, "1000 changed rows are below 1000 + 11")
+	insertPlain(t, conn, 1110, 12)
 	// Another relay analysing: this one leaves it alone.
 	other := f.db.Conn(t)
 	_, err = other.Exec(ctx, "SELECT pg_advisory_lock($1)", statsLockKey)
@@ -76,7 +77,7 @@ func TestAnalyzeStale(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, done, 1)
 	require.False(t, done[0].Never)
-	require.EqualValues(t, 1150, done[0].Changed)
+	require.EqualValues(t, 1012, done[0].Changed)
 	require.False(t, done[0].NotOwner)
 
 }
