@@ -21,8 +21,6 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func TestRunServesAndStops(t *testing.T) {
 	db := pgtest.New(t)
 	addr := daemontest.FreeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	stop := daemontest.Start(t, newApp(io.Discard, io.Discard), "indexer", "--listen", addr, "--database-url", db.URL, "--kinds", "1,30023")
 	var resp *http.Response
 	var err error
@@ -35,11 +33,7 @@ func TestRunServesAndStops(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, []any{}, body["items"])
-	require.Eventually(t, func() bool {
-		var n int
-		_ = db.Pool.QueryRow(ctx, "SELECT count(*) FROM cn_relay.consumer_offsets WHERE consumer = 'index-v1' AND owner_id IS NOT NULL").Scan(&n)
-		return n == 1
-	}, 10*time.Second, 20*time.Millisecond, "index-v1 holds its lease")
+	daemontest.WaitLease(t, db.Pool, "index-v1")
 	stop()
 }
 

@@ -27,9 +27,7 @@ func TestRunUnderIndexerRole(t *testing.T) {
 	db := pgtest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cfg := dbroles.Config{}
-	require.NoError(t, dbroles.Apply(ctx, db.Conn(t), cfg))
-	url := db.LoginAs(t, cfg.Role(dbroles.Indexer), false)
+	url := db.LoginAsService(t, dbroles.Indexer)
 
 	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
 	key := nostr.GeneratePrivateKey()

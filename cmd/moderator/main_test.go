@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -26,17 +25,10 @@ func TestRunServesAndStops(t *testing.T) {
 	_, err := nodekey.Generate(keyFile)
 	require.NoError(t, err)
 	addr := daemontest.FreeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	stop := daemontest.Start(t, newApp(io.Discard, io.Discard), "moderator", "--listen", addr, "--database-url", db.URL, "--node-key-file", keyFile)
 	daemontest.WaitOK(t, "http://"+addr+"/healthz")
 	require.Contains(t, daemontest.WaitOK(t, "http://"+addr+"/metrics"), "cn_moderation_rule_evaluation_seconds")
-	require.Eventually(t, func() bool {
-		var n int
-		_ = db.Pool.QueryRow(ctx, "SELECT count(*) FROM cn_relay.consumer_offsets WHERE consumer = $1 AND owner_id IS NOT NULL",
-			moderation.ConsumerName).Scan(&n)
-		return n == 1
-	}, 10*time.Second, 20*time.Millisecond, "moderation-v1 holds its lease")
+	daemontest.WaitLease(t, db.Pool, moderation.ConsumerName)
 	stop()
 }
 

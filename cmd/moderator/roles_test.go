@@ -28,9 +28,7 @@ func TestRunUnderModeratorRole(t *testing.T) {
 	db := pgtest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cfg := dbroles.Config{}
-	require.NoError(t, dbroles.Apply(ctx, db.Conn(t), cfg))
-	url := db.LoginAs(t, cfg.Role(dbroles.Moderator), false)
+	url := db.LoginAsService(t, dbroles.Moderator)
 	keyFile := filepath.Join(t.TempDir(), "node.key")
 	node, err := nodekey.Generate(keyFile)
 	require.NoError(t, err)

@@ -31,9 +31,7 @@ func TestRunUnderRelayRole(t *testing.T) {
 	db := pgtest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cfg := dbroles.Config{}
-	require.NoError(t, dbroles.Apply(ctx, db.Conn(t), cfg))
-	url := db.LoginAs(t, cfg.Role(dbroles.Relay), false)
+	url := db.LoginAsService(t, dbroles.Relay)
 
 	adminKey := nostr.GeneratePrivateKey()
 	adminPub, _ := nostr.GetPublicKey(adminKey)

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/kukuri/communitynode/internal/dbroles"
 )
 
 // LoginAs creates a LOGIN role that is a member of group (a role that must exist,
@@ -47,4 +49,16 @@ func (db *DB) LoginAs(t testing.TB, group string, setRole bool) string {
 	}
 	u.User = url.User(name)
 	return u.String()
+}
+
+// LoginAsService sets up the node's service roles in db (dbroles.Apply with the
+// default prefix) and returns the URL of a new login user of service's role
+// (dbroles.Relay, dbroles.Indexer, ...), dropped when t ends.
+func (db *DB) LoginAsService(t testing.TB, service string) string {
+	t.Helper()
+	cfg := dbroles.Config{}
+	if err := dbroles.Apply(context.Background(), db.Conn(t), cfg); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return db.LoginAs(t, cfg.Role(service), false)
 }

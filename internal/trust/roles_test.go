@@ -20,9 +20,7 @@ func TestRunUnderTrustRole(t *testing.T) {
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cfg := dbroles.Config{}
-	require.NoError(t, dbroles.Apply(ctx, e.db.Conn(t), cfg))
-	url := e.db.LoginAs(t, cfg.Role(dbroles.Trust), false)
+	url := e.db.LoginAsService(t, dbroles.Trust)
 	k := newKeys(2)
 	seed, alice := k[0], k[1]
 	e.ingest(t, follows(t, seed, 100, pub(alice)), note(t, alice, 100))

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 )
 
@@ -77,6 +78,26 @@ func WaitOK(t testing.TB, url string) string {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("GET %s: %v", url, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// WaitLease waits until the consumer named holds its lease in
+// cn_relay.consumer_offsets (a running instance owns it), for at most
+// StopTimeout.
+func WaitLease(t testing.TB, pool *pgxpool.Pool, consumer string) {
+	t.Helper()
+	deadline := time.Now().Add(StopTimeout)
+	for {
+		var n int
+		err := pool.QueryRow(context.Background(), `SELECT count(*) FROM cn_relay.consumer_offsets
+			WHERE consumer = $1 AND owner_id IS NOT NULL`, consumer).Scan(&n)
+		if err == nil && n == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s holds no lease after %s (err %v)", consumer, StopTimeout, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
