@@ -8,7 +8,7 @@ BENCHTIME ?= 1s
 GOTAGS ?= $(shell printf '\043include <secp256k1_schnorrsig.h>\nint main(void){return 0;}\n' | \
 	$${CC:-cc} -x c - -lsecp256k1 -o /dev/null >/dev/null 2>&1 && echo libsecp256k1)
 
-.PHONY: run test test-ops test-short bench bench-index bench-trust lint build clean-dev
+.PHONY: run test fuzz test-race test-ops test-short bench bench-index bench-trust lint build clean-dev
 
 ## run: start the whole node locally (embedded Postgres unless DATABASE_URL is set)
 run:
@@ -18,6 +18,21 @@ run:
 ## test: every test against a real Postgres (CN_TEST_DATABASE_URL, Docker, or embedded)
 test:
 	$(GO) test -count=1 -timeout 20m ./...
+
+## fuzz: the network-facing parsers' fuzz targets for a fixed time each (FUZZTIME); make test runs their seed corpora
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzServerReconcile$$' -fuzztime $(FUZZTIME) ./internal/negentropy
+	$(GO) test -run '^$$' -fuzz '^FuzzNegMessages$$' -fuzztime $(FUZZTIME) ./internal/relay
+	$(GO) test -run '^$$' -fuzz '^FuzzParseClientMessage$$' -fuzztime $(FUZZTIME) ./internal/protocol
+
+## test-race: the packages with concurrency under the race detector, against the same real Postgres (a few minutes)
+RACE_PKGS ?= ./internal/relay ./internal/store ./internal/ephemeral ./internal/node ./internal/backoff ./internal/admission ./pkg/consumer ./pkg/outbox
+# These bound the process's heap, RSS or delivery latency, which the race detector's
+# instrumentation slows and inflates; make test runs them.
+RACE_SKIP ?= ^(TestNeverReadingClient|TestRelayWideBudget|TestSlowSubscriberDoesNotDelayOthers)$$
+test-race:
+	$(GO) test -race -count=1 -timeout 30m -skip '$(RACE_SKIP)' $(RACE_PKGS)
 
 ## test-ops: alert rules (promtool), every dashboard and alert expression against a live Prometheus, the status page in headless Chromium; installs Debian's prometheus and chromium when missing (as root)
 test-ops:

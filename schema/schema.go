@@ -54,9 +54,6 @@ var ErrChecksumMismatch = errors.New("applied migration differs from the embedde
 
 var fileName = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+)\.sql$`)
 
-// migrateLockKey serialises concurrent migrators across processes.
-const migrateLockKey int64 = 0x636e5f6d69677274 // "cn_migrt"
-
 // Migrations returns the embedded migrations in version order.
 func Migrations() ([]Migration, error) {
 	entries, err := fs.ReadDir(files, ".")
@@ -108,11 +105,11 @@ func Migrate(ctx context.Context, conn *pgx.Conn) ([]Migration, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrateLockKey); err != nil {
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", MigrateLock); err != nil {
 		return nil, fmt.Errorf("take migration lock: %w", err)
 	}
 	defer func() {
-		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrateLockKey)
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", MigrateLock)
 	}()
 	if _, err := conn.Exec(ctx, `
 		CREATE SCHEMA IF NOT EXISTS cn_meta;

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,110 +39,123 @@ func adminCommands() []*cli.Command {
 	}
 	var cmds []*cli.Command
 	for _, sp := range specs {
-		flags := []cli.Flag{databaseURLFlag()}
+		var flags []cli.Flag
 		if sp.reason {
 			flags = append(flags, &cli.StringFlag{Name: "reason", Usage: "why (recorded)"})
 		}
-		cmds = append(cmds, &cli.Command{
-			Name: sp.name, Usage: sp.usage, ArgsUsage: sp.arg, Flags: flags,
-			Action: func(c *cli.Context) error {
-				if err := flagsFirst(c); err != nil {
-					return err
-				}
+		cmds = append(cmds, command[adminOpts]{
+			Name: sp.name, Usage: sp.usage, ArgsUsage: sp.arg, DB: true, Flags: flags,
+			Options: func(c *cli.Context) (adminOpts, error) {
 				if c.NArg() != 1 {
-					return usageError{fmt.Errorf("%s needs one %s", sp.name, sp.arg)}
+					return adminOpts{}, fmt.Errorf("%s needs one %s", sp.name, sp.arg)
 				}
+				arg := c.Args().First()
 				var first json.RawMessage
 				if sp.arg == "KIND" {
-					k, err := strconv.Atoi(c.Args().First())
+					k, err := strconv.Atoi(arg)
 					if err != nil {
-						return usageError{fmt.Errorf("%s: %q is not a kind number", sp.name, c.Args().First())}
+						return adminOpts{}, fmt.Errorf("%s: %q is not a kind number", sp.name, arg)
 					}
 					first, _ = json.Marshal(k)
 				} else {
-					first, _ = json.Marshal(c.Args().First())
+					first, _ = json.Marshal(arg)
 				}
-				params := []json.RawMessage{first}
+				o := adminOpts{method: sp.method, params: []json.RawMessage{first}, arg: arg}
 				if sp.reason && c.String("reason") != "" {
 					r, _ := json.Marshal(c.String("reason"))
-					params = append(params, r)
+					o.params = append(o.params, r)
 				}
-				_, err := runAdmin(c, sp.method, params)
-				if err != nil {
+				return o, nil
+			},
+			Run: func(ctx context.Context, e env, o adminOpts) error {
+				if _, err := runAdmin(ctx, e, o); err != nil {
 					return err
 				}
-				fmt.Fprintf(c.App.Writer, "%s %s: done (every relay applies it within a second)\n", sp.name, c.Args().First())
+				fmt.Fprintf(e.Out, "%s %s: done (every relay applies it within a second)\n", sp.name, o.arg)
 				return nil
 			},
-		})
+		}.build())
 	}
 	lists := map[string]string{
 		"banned-pubkeys": "listbannedpubkeys", "allowed-pubkeys": "listallowedpubkeys",
 		"banned-events": "listbannedevents", "allowed-events": "listallowedevents",
 		"allowed-kinds": "listallowedkinds", "disallowed-kinds": "listdisallowedkinds", "blocked-ips": "listblockedips",
 	}
-	cmds = append(cmds, &cli.Command{
+	cmds = append(cmds, command[adminOpts]{
 		Name:      "list",
 		Usage:     "print a management list as JSON: banned-pubkeys, allowed-pubkeys, banned-events, allowed-events, allowed-kinds, disallowed-kinds, blocked-ips",
 		ArgsUsage: "LIST",
-		Flags:     []cli.Flag{databaseURLFlag()},
-		Action: func(c *cli.Context) error {
+		DB:        true,
+		Options: func(c *cli.Context) (adminOpts, error) {
 			method, ok := lists[c.Args().First()]
 			if c.NArg() != 1 || !ok {
-				return usageError{errors.New("list needs one of: banned-pubkeys, allowed-pubkeys, banned-events, allowed-events, allowed-kinds, disallowed-kinds, blocked-ips")}
+				return adminOpts{}, errors.New("list needs one of: banned-pubkeys, allowed-pubkeys, banned-events, allowed-events, allowed-kinds, disallowed-kinds, blocked-ips")
 			}
-			result, err := runAdmin(c, method, nil)
+			return adminOpts{method: method}, nil
+		},
+		Run: func(ctx context.Context, e env, o adminOpts) error {
+			result, err := runAdmin(ctx, e, o)
 			if err != nil {
 				return err
 			}
-			return json.NewEncoder(c.App.Writer).Encode(result)
+			return json.NewEncoder(e.Out).Encode(result)
 		},
-	}, &cli.Command{
+	}.build(), command[adminLogOpts]{
 		Name:  "log",
 		Usage: "management actions (NIP-86 and cnctl), newest first: who, when, what",
-		Flags: []cli.Flag{databaseURLFlag(), &cli.IntFlag{Name: "limit", Value: 50, Usage: "at most this many"}},
-		Action: func(c *cli.Context) error {
-			pool, err := connectPool(c)
-			if err != nil {
-				return err
+		DB:    true,
+		Flags: []cli.Flag{&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most this many"}},
+		Options: func(c *cli.Context) (adminLogOpts, error) {
+			if c.Int("limit") < 1 {
+				return adminLogOpts{}, errors.New("--limit must be at least 1")
 			}
-			defer pool.Close()
-			rows, err := pool.Query(c.Context, `SELECT at, source, actor, method, params::text FROM cn_admin.log
-				ORDER BY id DESC LIMIT $1`, c.Int("limit"))
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "AT\tSOURCE\tACTOR\tMETHOD\tPARAMS")
-			for rows.Next() {
-				var at any
-				var source, actor, method, params string
-				if err := rows.Scan(&at, &source, &actor, &method, &params); err != nil {
-					return err
-				}
-				fmt.Fprintf(w, "%v\t%s\t%s\t%s\t%s\n", at, source, actor, method, params)
-			}
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			return w.Flush()
+			return adminLogOpts{limit: c.Int("limit")}, nil
 		},
-	})
+		Run: adminLog,
+	}.build())
 	return cmds
 }
 
-// runAdmin runs one management method as this operator.
-func runAdmin(c *cli.Context, method string, params []json.RawMessage) (any, error) {
-	pool, err := connectPool(c)
-	if err != nil {
-		return nil, err
-	}
-	defer pool.Close()
-	a := &relayadmin.Admin{Pool: pool, Store: store.New(pool, nil, protocol.DefaultTopicRules())}
-	result, err := a.Do(c.Context, relayadmin.Actor{Name: whoAmI(), Source: "cnctl"}, method, params)
+// adminOpts is one management method call: the method, its NIP-86 params, and
+// the argument as typed (for the reply).
+type adminOpts struct {
+	method string
+	params []json.RawMessage
+	arg    string
+}
+
+type adminLogOpts struct{ limit int }
+
+// runAdmin runs one management method as this operator. A request the method
+// refuses (a bad pubkey, address or kind) is a usage error.
+func runAdmin(ctx context.Context, e env, o adminOpts) (any, error) {
+	a := &relayadmin.Admin{Pool: e.Pool, Store: store.NewPublisher(), TopicRules: protocol.DefaultTopicRules()}
+	result, err := a.Do(ctx, relayadmin.Actor{Name: whoAmI(), Source: "cnctl"}, o.method, o.params)
 	if errors.Is(err, relayadmin.ErrBadRequest) {
 		return nil, usageError{err}
 	}
 	return result, err
+}
+
+func adminLog(ctx context.Context, e env, o adminLogOpts) error {
+	rows, err := e.Pool.Query(ctx, `SELECT at, source, actor, method, params::text FROM cn_admin.log
+		ORDER BY id DESC LIMIT $1`, o.limit)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	w := tabwriter.NewWriter(e.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "AT\tSOURCE\tACTOR\tMETHOD\tPARAMS")
+	for rows.Next() {
+		var at any
+		var source, actor, method, params string
+		if err := rows.Scan(&at, &source, &actor, &method, &params); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%v\t%s\t%s\t%s\t%s\n", at, source, actor, method, params)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return w.Flush()
 }

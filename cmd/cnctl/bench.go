@@ -2,7 +2,7 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,21 +17,8 @@ import (
 )
 
 func benchCommand() *cli.Command {
-	return &cli.Command{
-		Name:         "bench",
-		Usage:        "load any NIP-01 relay: publish signed events or time REQs",
-		OnUsageError: benchUsageError,
-		Action: func(c *cli.Context) error {
-			if c.Args().Present() {
-				return usageError{fmt.Errorf("bench: unknown command %q (see cnctl bench --help)", c.Args().First())}
-			}
-			return cli.ShowSubcommandHelp(c)
-		},
-		Subcommands: []*cli.Command{benchIngestCommand(), benchReqCommand()},
-	}
+	return group("bench", "load any NIP-01 relay: publish signed events or time REQs", benchIngestCommand(), benchReqCommand())
 }
-
-func benchUsageError(_ *cli.Context, err error, _ bool) error { return usageError{err} }
 
 func benchCommonFlags(connections int) []cli.Flag {
 	return []cli.Flag{
@@ -45,36 +32,38 @@ func benchCommonFlags(connections int) []cli.Flag {
 	}
 }
 
-// benchURL returns --url or a usage error naming the command.
+// benchURL returns --url (or CN_BENCH_URL), which every bench command needs.
 func benchURL(c *cli.Context, cmd string) (string, error) {
 	url := strings.TrimSpace(c.String("url"))
 	if url == "" {
-		return "", usageError{fmt.Errorf("%s: --url is required (or set CN_BENCH_URL)", cmd)}
-	}
-	if c.Args().Present() {
-		return "", usageError{fmt.Errorf("%s: unexpected argument %q", cmd, c.Args().First())}
+		return "", fmt.Errorf("%s: --url is required (or set CN_BENCH_URL)", cmd)
 	}
 	return url, nil
 }
 
-func benchLogf(c *cli.Context, cmd string) func(string, ...any) {
+// benchLogf prefixes the engine's progress lines with the command's name.
+func benchLogf(w io.Writer, cmd string) func(string, ...any) {
 	return func(format string, args ...any) {
-		fmt.Fprintf(c.App.ErrWriter, cmd+": "+format+"\n", args...)
+		fmt.Fprintf(w, cmd+": "+format+"\n", args...)
 	}
 }
 
-func printBenchReport(c *cli.Context, rep interface{ WriteText(w io.Writer) error }) error {
-	if c.Bool("json") {
-		enc := json.NewEncoder(c.App.Writer)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+func printBenchReport(e env, asJSON bool, rep interface{ WriteText(w io.Writer) error }) error {
+	if asJSON {
+		return printJSON(e.Out, rep)
 	}
-	return rep.WriteText(c.App.Writer)
+	return rep.WriteText(e.Out)
+}
+
+// ingestOpts are bench ingest's options: the engine's configuration and the output form.
+type ingestOpts struct {
+	loadgen.IngestConfig
+	json bool
 }
 
 func benchIngestCommand() *cli.Command {
 	const cmd = "bench ingest"
-	return &cli.Command{
+	return command[ingestOpts]{
 		Name:  "ingest",
 		Usage: "publish pre-generated signed events and report events/s and OK latency",
 		Description: "Generates --authors keys and --warmup + --events signed events (kind --kind, a t tag, 1-3 p tags,\n" +
@@ -87,25 +76,27 @@ func benchIngestCommand() *cli.Command {
 			&cli.IntFlag{Name: "warmup", Usage: "extra events published before the clock starts"},
 			&cli.IntFlag{Name: "pipeline", Value: 1, Usage: "EVENTs in flight per connection (1: wait for each OK)"},
 		),
-		OnUsageError: benchUsageError,
-		Action: func(c *cli.Context) error {
+		Options: func(c *cli.Context) (ingestOpts, error) {
 			url, err := benchURL(c, cmd)
 			if err != nil {
-				return err
+				return ingestOpts{}, err
 			}
 			cfg := loadgen.IngestConfig{
 				URL: url, Connections: c.Int("connections"), Events: c.Int("events"), Authors: c.Int("authors"),
 				Topic: c.String("topic"), Kind: c.Int("kind"), Warmup: c.Int("warmup"), Pipeline: c.Int("pipeline"),
-				Timeout: c.Duration("timeout"), Logf: benchLogf(c, cmd),
+				Timeout: c.Duration("timeout"), Logf: benchLogf(c.App.ErrWriter, cmd),
 			}
 			if err := cfg.Validate(); err != nil {
-				return usageError{fmt.Errorf("%s: %w", cmd, err)}
+				return ingestOpts{}, fmt.Errorf("%s: %w", cmd, err)
 			}
-			rep, err := loadgen.Ingest(c.Context, cfg)
+			return ingestOpts{IngestConfig: cfg, json: c.Bool("json")}, nil
+		},
+		Run: func(ctx context.Context, e env, o ingestOpts) error {
+			rep, err := loadgen.Ingest(ctx, o.IngestConfig)
 			if rep == nil {
 				return fmt.Errorf("%s: %w", cmd, err)
 			}
-			if perr := printBenchReport(c, rep); perr != nil {
+			if perr := printBenchReport(e, o.json, rep); perr != nil {
 				return perr
 			}
 			if err != nil {
@@ -116,12 +107,19 @@ func benchIngestCommand() *cli.Command {
 			}
 			return nil
 		},
-	}
+	}.build()
+}
+
+// reqOpts are bench req's options: the engine's configuration, an authors file and the output form.
+type reqOpts struct {
+	loadgen.ReqConfig
+	authorsFile string
+	json        bool
 }
 
 func benchReqCommand() *cli.Command {
 	const cmd = "bench req"
-	return &cli.Command{
+	return command[reqOpts]{
 		Name:  "req",
 		Usage: "time REQ -> EOSE for seven query shapes and report each one's latency",
 		Description: "First asks for up to --sample recent events with #t --topic and takes ids, authors and p values\n" +
@@ -143,37 +141,41 @@ func benchReqCommand() *cli.Command {
 			&cli.StringFlag{Name: "authors-file", Usage: "query these authors (64 hex digits, one per line) instead of the sampled ones"},
 			&cli.IntFlag{Name: "sample", Value: 500, Usage: "limit of the REQ that samples ids, authors and p values"},
 		),
-		OnUsageError: benchUsageError,
-		Action: func(c *cli.Context) error {
+		Options: func(c *cli.Context) (reqOpts, error) {
 			url, err := benchURL(c, cmd)
 			if err != nil {
-				return err
+				return reqOpts{}, err
 			}
 			cfg := loadgen.ReqConfig{
 				URL: url, Connections: c.Int("connections"), Requests: c.Int("requests"), Topic: c.String("topic"),
 				WithTopic: c.Bool("with-topic"), Kind: c.Int("kind"), SampleLimit: c.Int("sample"),
-				Timeout: c.Duration("timeout"), Logf: benchLogf(c, cmd),
+				Timeout: c.Duration("timeout"), Logf: benchLogf(c.App.ErrWriter, cmd),
 			}
 			if cfg.SampleLimit < 1 {
-				return usageError{fmt.Errorf("%s: --sample must be at least 1", cmd)}
+				return reqOpts{}, fmt.Errorf("%s: --sample must be at least 1", cmd)
 			}
 			if err := cfg.Validate(); err != nil {
-				return usageError{fmt.Errorf("%s: %w", cmd, err)}
+				return reqOpts{}, fmt.Errorf("%s: %w", cmd, err)
 			}
-			if path := c.String("authors-file"); path != "" {
-				if cfg.Authors, err = readAuthors(path); err != nil {
+			return reqOpts{ReqConfig: cfg, authorsFile: c.String("authors-file"), json: c.Bool("json")}, nil
+		},
+		Run: func(ctx context.Context, e env, o reqOpts) error {
+			cfg := o.ReqConfig
+			if o.authorsFile != "" {
+				var err error
+				if cfg.Authors, err = readAuthors(o.authorsFile); err != nil {
 					return fmt.Errorf("%s: --authors-file: %w", cmd, err)
 				}
 			}
-			rep, err := loadgen.Req(c.Context, cfg)
+			rep, err := loadgen.Req(ctx, cfg)
 			if errors.Is(err, loadgen.ErrNoSample) {
 				return fmt.Errorf("%s: %s has no events with #t %q to take ids, authors and p values from; publish some first (cnctl bench ingest --topic %s)",
-					cmd, url, cfg.Topic, cfg.Topic)
+					cmd, cfg.URL, cfg.Topic, cfg.Topic)
 			}
 			if rep == nil {
 				return fmt.Errorf("%s: %w", cmd, err)
 			}
-			if perr := printBenchReport(c, rep); perr != nil {
+			if perr := printBenchReport(e, o.json, rep); perr != nil {
 				return perr
 			}
 			if err != nil {
@@ -192,7 +194,7 @@ func benchReqCommand() *cli.Command {
 			}
 			return nil
 		},
-	}
+	}.build()
 }
 
 // readAuthors reads hex public keys, one per line; blank lines and

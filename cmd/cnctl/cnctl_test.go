@@ -9,10 +9,16 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kukuri/communitynode/internal/daemon"
+	"github.com/kukuri/communitynode/internal/oneline"
 	"github.com/kukuri/communitynode/internal/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// exitCode and oneLine are what daemon.Main, cnctl's main, makes of an error.
+func exitCode(err error) int   { return daemon.ExitCode(err) }
+func oneLine(err error) string { return oneline.Error(err) }
 
 func cnctl(t *testing.T, args ...string) (string, error) {
 	t.Helper()

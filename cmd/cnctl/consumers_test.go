@@ -41,7 +41,10 @@ func TestStatusJSONIsStable(t *testing.T) {
 	require.NoError(t, err)
 	var doc map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal([]byte(out), &doc))
-	require.ElementsMatch(t, []string{"head_seq", "consumers"}, keys(doc))
+	require.ElementsMatch(t, []string{"head_seq", "consumers", "pending_identity"}, keys(doc))
+	var pending map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(doc["pending_identity"], &pending))
+	require.ElementsMatch(t, []string{"events", "keys", "oldest_seconds"}, keys(pending))
 	var st struct {
 		HeadSeq   int64                        `json:"head_seq"`
 		Consumers []map[string]json.RawMessage `json:"consumers"`
@@ -89,6 +92,18 @@ func TestResetOffsetCommand(t *testing.T) {
 	require.Contains(t, out, "dry run")
 	require.EqualValues(t, 2, lastSeq(t, db, "index-v1"), "a dry run changes nothing")
 
+	out, err = cnctl(t, "reset-offset", "--database-url", db.URL, "--consumer", "index-v1", "--to-seq", "9")
+	require.NoError(t, err)
+	require.Contains(t, out, "warning: seq 9 is beyond the outbox head 5: rows appended until then will be skipped\n")
+	_, err = db.Pool.Exec(ctx, "UPDATE cn_relay.outbox_retention SET pruned_through = 1")
+	require.NoError(t, err)
+	out, err = cnctl(t, "reset-offset", "--database-url", db.URL, "--consumer", "index-v1", "--to-seq", "0")
+	require.NoError(t, err)
+	require.Contains(t, out, "warning: seq 0 is below the retention horizon 1: clamped; rows up to 1 are gone from the outbox")
+	require.Contains(t, out, "would move index-v1 from seq 2 to 1: 1 retained rows will be applied again")
+	_, err = db.Pool.Exec(ctx, "UPDATE cn_relay.outbox_retention SET pruned_through = 0")
+	require.NoError(t, err)
+
 	out, err = cnctl(t, "reset-offset", "--database-url", db.URL, "--consumer", "index-v1", "--to-latest", "--execute")
 	require.NoError(t, err)
 	require.Contains(t, out, "3 rows will be skipped")
@@ -98,7 +113,7 @@ func TestResetOffsetCommand(t *testing.T) {
 	_, err = db.Pool.Exec(ctx, "UPDATE cn_relay.consumer_offsets SET owner_id = 'host:1:ab', lease_expires_at = now() + interval '1 minute' WHERE consumer = 'index-v1'")
 	require.NoError(t, err)
 	_, err = cnctl(t, "reset-offset", "--database-url", db.URL, "--consumer", "index-v1", "--to-earliest", "--execute")
-	require.ErrorContains(t, err, "consumer is active")
+	require.ErrorContains(t, err, "consumer is active: host:1:ab holds index-v1 (stop it, or use --force)")
 	require.Equal(t, 1, exitCode(err))
 	require.EqualValues(t, 5, lastSeq(t, db, "index-v1"))
 	_, err = cnctl(t, "reset-offset", "--database-url", db.URL, "--consumer", "index-v1", "--to-earliest", "--execute", "--force")

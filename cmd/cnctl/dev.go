@@ -1,17 +1,21 @@
 package main
 
 import (
+	"context"
 	"fmt"
+
 	"github.com/urfave/cli/v2"
-	"strings"
 
+	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/nodekey"
-
-	"github.com/kukuri/communitynode/internal/devnode"
+	"github.com/kukuri/communitynode/internal/protocol"
 )
 
+// devCommand runs the whole node (`make run`). Every flag maps onto a field of
+// node.DevOptions in devOptions, and TestDevFlagsReachTheNode fails when one
+// does not.
 func devCommand() *cli.Command {
-	return &cli.Command{
+	return command[node.DevOptions]{
 		Name:  "dev",
 		Usage: "run the whole node locally (embedded Postgres unless DATABASE_URL is set) until Ctrl-C",
 		Flags: []cli.Flag{
@@ -20,43 +24,74 @@ func devCommand() *cli.Command {
 				Usage: "where the embedded Postgres keeps its data (reused across runs)"},
 			&cli.IntFlag{Name: "pg-port", EnvVars: []string{"CN_DEV_PG_PORT"},
 				Usage: "port of the embedded Postgres (0: last used, else a free one)"},
-			&cli.StringFlag{Name: "relay-listen", Value: "127.0.0.1:7777", EnvVars: []string{"CN_RELAY_LISTEN"},
-				Usage: "address of the relay (WebSocket, NIP-11, /healthz, /metrics)"},
-			&cli.StringFlag{Name: "indexer-listen", Value: "127.0.0.1:7780", EnvVars: []string{"CN_INDEXER_LISTEN"},
+			&cli.StringFlag{Name: "relay-listen", Value: node.DefaultRelayListen, EnvVars: []string{"CN_RELAY_LISTEN"},
+				Usage: "address of the relay (WebSocket, NIP-11, NIP-86, /healthz)"},
+			&cli.StringFlag{Name: "relay-metrics-listen", Value: node.DefaultRelayMetricsListen, EnvVars: []string{"CN_RELAY_METRICS_LISTEN"},
+				Usage: "private address of the relay's /metrics (the status page reads it there)"},
+			&cli.StringFlag{Name: "indexer-listen", Value: node.DefaultIndexerListen, EnvVars: []string{"CN_INDEXER_LISTEN"},
 				Usage: "address of the indexer's search API (/v1/search, /healthz, /metrics)"},
-			&cli.StringFlag{Name: "moderator-listen", Value: "127.0.0.1:7781", EnvVars: []string{"CN_MODERATOR_LISTEN"},
+			&cli.StringFlag{Name: "moderator-listen", Value: node.DefaultModeratorListen, EnvVars: []string{"CN_MODERATOR_LISTEN"},
 				Usage: "address of the moderator's /healthz and /metrics"},
-			&cli.StringFlag{Name: "trust-listen", Value: "127.0.0.1:7782", EnvVars: []string{"CN_TRUST_LISTEN"},
+			&cli.StringFlag{Name: "trust-listen", Value: node.DefaultTrustListen, EnvVars: []string{"CN_TRUST_LISTEN"},
 				Usage: "address of the trust daemon's /v1/trust/{pubkey}, /healthz and /metrics"},
-			&cli.StringFlag{Name: "dashboard-listen", Value: "127.0.0.1:7790", EnvVars: []string{"CN_DASHBOARD_LISTEN"},
+			&cli.StringFlag{Name: "dashboard-listen", Value: node.DefaultDashboardListen, EnvVars: []string{"CN_DASHBOARD_LISTEN"},
 				Usage: "address of the status page (loopback only in dev mode)"},
 			&cli.StringSliceFlag{Name: "admin-pubkeys", EnvVars: []string{"CN_RELAY_ADMIN_PUBKEYS"},
-				Usage: "hex pubkeys that may manage the relay through NIP-86 (comma separated)"},
+				Usage: "pubkeys (hex or npub, comma separated) that may manage the relay through NIP-86; trust's seeds when --seeds is not given"},
+			&cli.StringSliceFlag{Name: "seeds", EnvVars: []string{"CN_TRUST_SEEDS"},
+				Usage: "trust's seed pubkeys (hex or npub, comma separated); default: the admins, else uniform"},
+			&cli.StringFlag{Name: "default-topic", EnvVars: []string{"CN_RELAY_DEFAULT_TOPIC"},
+				Usage: "single-community mode: events with no topic and nothing to inherit go to this topic (default: off)"},
 			&cli.StringFlag{Name: "node-key-file", Value: nodekey.DefaultFile, EnvVars: []string{"CN_NODE_KEY_FILE"},
 				Usage: "the node's key; created on first run"},
 		},
-		Action: func(c *cli.Context) error {
-			for _, pk := range c.StringSlice("admin-pubkeys") {
-				if len(pk) != 64 || strings.Trim(pk, "0123456789abcdef") != "" {
-					return usageError{fmt.Errorf("--admin-pubkeys: %q is not a 64-character hex pubkey", pk)}
-				}
-			}
-			cfg := devnode.Config{
-				DatabaseURL:     databaseURL(c),
-				DataDir:         c.String("data-dir"),
-				Port:            c.Int("pg-port"),
-				RelayListen:     c.String("relay-listen"),
-				IndexerListen:   c.String("indexer-listen"),
-				ModeratorListen: c.String("moderator-listen"),
-				TrustListen:     c.String("trust-listen"),
-				NodeKeyFile:     c.String("node-key-file"),
-				Logger:          textLogger(c),
-				Out:             c.App.Writer,
-			}
-			if err := cfg.Validate(); err != nil {
-				return usageError{err}
-			}
-			return devnode.Run(c.Context, cfg)
+		Options: devOptions,
+		Run: func(ctx context.Context, e env, o node.DevOptions) error {
+			o.Logger, o.Out = e.Logger, e.Out
+			return node.Dev(ctx, o)
 		},
+	}.build()
+}
+
+// devOptions maps the dev command's flags onto the dev node's options and
+// validates them.
+func devOptions(c *cli.Context) (node.DevOptions, error) {
+	cfg := node.DevOptions{
+		DatabaseURL:        databaseURL(c),
+		DataDir:            c.String("data-dir"),
+		Port:               c.Int("pg-port"),
+		RelayListen:        c.String("relay-listen"),
+		RelayMetricsListen: c.String("relay-metrics-listen"),
+		IndexerListen:      c.String("indexer-listen"),
+		ModeratorListen:    c.String("moderator-listen"),
+		TrustListen:        c.String("trust-listen"),
+		DashboardListen:    c.String("dashboard-listen"),
+		NodeKeyFile:        c.String("node-key-file"),
 	}
+	var err error
+	if cfg.AdminPubkeys, err = pubkeyList(c.StringSlice("admin-pubkeys"), "--admin-pubkeys"); err != nil {
+		return cfg, err
+	}
+	if cfg.Seeds, err = pubkeyList(c.StringSlice("seeds"), "--seeds"); err != nil {
+		return cfg, err
+	}
+	if t := c.String("default-topic"); t != "" {
+		if cfg.DefaultTopic = protocol.NormalizeTopic(t); cfg.DefaultTopic == "" {
+			return cfg, fmt.Errorf("--default-topic %q normalises to nothing", t)
+		}
+	}
+	return cfg, cfg.Validate()
+}
+
+// pubkeyList parses hex or npub pubkeys given to flag.
+func pubkeyList(values []string, flag string) ([]string, error) {
+	var out []string
+	for _, v := range values {
+		pk, err := protocol.ParsePubkey(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", flag, err)
+		}
+		out = append(out, pk)
+	}
+	return out, nil
 }

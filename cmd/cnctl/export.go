@@ -1,9 +1,9 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -17,8 +17,13 @@ import (
 	"github.com/kukuri/communitynode/internal/store"
 )
 
+type exportOpts struct {
+	filter nostr.Filter
+	output string // a file; "" or "-": standard output
+}
+
 func exportCommand() *cli.Command {
-	return &cli.Command{
+	return command[exportOpts]{
 		Name:  "export",
 		Usage: "write the events a REQ with a filter would return as JSON Lines (what cnctl import reads)",
 		Description: "Writes every visible event (the effective version, not deleted, not expired) matching --filter,\n" +
@@ -26,42 +31,34 @@ func exportCommand() *cli.Command {
 			"Without --filter it exports the whole node. #t matches own t tags as in a REQ: replies and\n" +
 			"reactions that inherit a topic are not in a #t export. A filter's limit keeps the newest events;\n" +
 			"without one there is no limit. search filters are refused.",
+		DB: true,
 		Flags: []cli.Flag{
-			databaseURLFlag(),
 			&cli.StringFlag{Name: "filter", Usage: `a NIP-01 filter as JSON, e.g. '{"kinds":[1],"#t":["go"]}' (default: everything)`},
 			&cli.StringFlag{Name: "since", Usage: "only events created at or after this (unix seconds or RFC 3339); overrides the filter's"},
 			&cli.StringFlag{Name: "until", Usage: "only events created at or before this (unix seconds or RFC 3339); overrides the filter's"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to this file instead of standard output"},
 		},
-		Action: runExport,
-	}
+		Options: func(c *cli.Context) (exportOpts, error) {
+			f, err := exportFilter(c)
+			return exportOpts{filter: f, output: c.String("output")}, err
+		},
+		Run: runExport,
+	}.build()
 }
 
-func runExport(c *cli.Context) error {
-	if c.Args().Present() {
-		return usageError{fmt.Errorf("export: unexpected arguments %q", c.Args().Slice())}
-	}
-	f, err := exportFilter(c)
-	if err != nil {
-		return usageError{err}
-	}
-	pool, err := openPool(c)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-
-	var out io.Writer = c.App.Writer
+func runExport(ctx context.Context, e env, o exportOpts) error {
+	out := e.Out
 	var file *os.File
-	if name := c.String("output"); name != "" && name != "-" {
-		if file, err = os.Create(name); err != nil {
+	if o.output != "" && o.output != "-" {
+		var err error
+		if file, err = os.Create(o.output); err != nil {
 			return err
 		}
 		defer func() { _ = file.Close() }()
 		out = file
 	}
 	start := time.Now()
-	n, err := bulk.Export(c.Context, store.New(pool, nil, protocol.DefaultTopicRules()), f, out)
+	n, err := bulk.Export(ctx, store.NewReader(e.Pool), o.filter, out)
 	if err != nil {
 		return fmt.Errorf("export after %d events: %w", n, err)
 	}
@@ -70,7 +67,7 @@ func runExport(c *cli.Context) error {
 			return err
 		}
 	}
-	fmt.Fprintf(c.App.ErrWriter, "exported %d events in %s\n", n, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(e.Err, "exported %d events in %s\n", n, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,20 +10,33 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
 	"github.com/kukuri/communitynode/internal/bulk"
-	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/relayadmin"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
+// importOpts are import's options; the input it reads is opened with them
+// (and closed by the scaffold when the import returns).
+type importOpts struct {
+	in        io.Reader
+	close     func() error
+	limits    protocol.Limits
+	dryRun    bool
+	json      bool
+	batchSize int
+	workers   int
+	progress  time.Duration
+}
+
+func (o importOpts) Close() error { return o.close() }
+
 func importCommand() *cli.Command {
 	l := protocol.DefaultLimits()
-	return &cli.Command{
+	return command[importOpts]{
 		Name:      "import",
 		Usage:     "store a JSON Lines file of events (strfry export, nak) through the relay's rules",
 		ArgsUsage: "[FILE|-]",
@@ -36,16 +48,17 @@ func importCommand() *cli.Command {
 			"file are tried again at the end. Refused lines go to stderr with their line number and never stop\n" +
 			"the import; so does a progress line every --progress. The summary goes to stdout. Pass the same\n" +
 			"topic and limit settings as the relay (the CN_RELAY_* variables are read).",
+		DB: true,
 		Flags: append([]cli.Flag{
-			databaseURLFlag(),
 			&cli.BoolFlag{Name: "dry-run", Usage: "decide everything in one transaction that is rolled back; write nothing"},
 			&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON"},
 			&cli.IntFlag{Name: "batch-size", Value: bulk.DefaultBatchSize, Usage: "events per transaction"},
 			&cli.IntFlag{Name: "workers", Usage: "goroutines parsing and verifying signatures (default: one per CPU)"},
 			&cli.DurationFlag{Name: "progress", Value: time.Second, Usage: "how often to print a progress line on stderr (0: never)"},
 		}, relayRuleFlags(l)...),
-		Action: runImport,
-	}
+		Options: importOptions,
+		Run:     runImport,
+	}.build()
 }
 
 // relayRuleFlags are the relay's flags that decide which events it stores, with
@@ -70,7 +83,7 @@ func relayLimits(c *cli.Context) (protocol.Limits, error) {
 	l.RequireTopic = c.Bool("require-topic")
 	w, err := protocol.ParseIdentityWriters(c.String("identity-writers"))
 	if err != nil {
-		return l, usageError{err}
+		return l, err
 	}
 	l.IdentityWriters = w
 	if topics := c.StringSlice("allowed-topics"); len(topics) > 0 {
@@ -81,45 +94,46 @@ func relayLimits(c *cli.Context) (protocol.Limits, error) {
 			}
 		}
 	}
-	if err := l.Validate(); err != nil {
-		return l, usageError{err}
-	}
-	return l, nil
+	return l, l.Validate()
 }
 
-func runImport(c *cli.Context) error {
-	if err := flagsFirst(c); err != nil {
-		return err
-	}
+// importOptions checks the command line, then opens the input: FILE, or
+// standard input for "-" or no argument.
+func importOptions(c *cli.Context) (importOpts, error) {
 	if c.NArg() > 1 {
-		return usageError{fmt.Errorf("import takes one FILE or -, got %q", c.Args().Slice())}
+		return importOpts{}, fmt.Errorf("import takes one FILE or -, got %q", c.Args().Slice())
 	}
 	limits, err := relayLimits(c)
 	if err != nil {
-		return err
+		return importOpts{}, err
 	}
-	if c.Int("batch-size") < 1 || c.Int("workers") < 0 || c.Duration("progress") < 0 {
-		return usageError{errors.New("--batch-size must be positive, --workers and --progress not negative")}
+	o := importOpts{limits: limits, dryRun: c.Bool("dry-run"), json: c.Bool("json"),
+		batchSize: c.Int("batch-size"), workers: c.Int("workers"), progress: c.Duration("progress")}
+	if o.batchSize < 1 || o.workers < 0 || o.progress < 0 {
+		return importOpts{}, errors.New("--batch-size must be positive, --workers and --progress not negative")
 	}
-	in, closeIn, err := openInput(c)
-	if err != nil {
-		return err
+	o.in, o.close = c.App.Reader, func() error { return nil }
+	if name := c.Args().First(); name != "" && name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return importOpts{}, failure{err}
+		}
+		o.in, o.close = f, f.Close
 	}
-	defer closeIn()
-	pool, err := openPool(c)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	policy, err := relayadmin.Load(c.Context, pool)
+	return o, nil
+}
+
+func runImport(ctx context.Context, e env, o importOpts) error {
+	pool := e.Pool
+	policy, err := relayadmin.Load(ctx, pool)
 	if err != nil {
 		return err
 	}
 
 	// The writer keeps outbox partitions ahead and announces commits while the
 	// import runs; the importer announces the final head itself.
-	writer := outbox.NewWriter(pool, outbox.WriterConfig{Logger: textLogger(c)})
-	wctx, stopWriter := context.WithCancel(c.Context)
+	writer := outbox.NewWriter(pool, outbox.WriterConfig{Logger: e.Logger})
+	wctx, stopWriter := context.WithCancel(ctx)
 	writerDone := make(chan error, 1)
 	go func() { writerDone <- writer.Run(wctx) }()
 	defer func() {
@@ -127,16 +141,16 @@ func runImport(c *cli.Context) error {
 		<-writerDone
 	}()
 
-	stderr := c.App.ErrWriter
+	stderr := e.Err
 	warned := map[string]bool{}
 	im := &bulk.Importer{
-		Store:     store.New(pool, writer, limits.TopicRules),
+		Store:     store.New(pool, writer, o.limits.TopicRules),
 		Pool:      pool,
-		Limits:    limits,
+		Limits:    o.limits,
 		Policy:    policy,
-		DryRun:    c.Bool("dry-run"),
-		BatchSize: c.Int("batch-size"),
-		Workers:   c.Int("workers"),
+		DryRun:    o.dryRun,
+		BatchSize: o.batchSize,
+		Workers:   o.workers,
 		OnRefused: func(r bulk.Refusal) {
 			if r.ID != "" {
 				fmt.Fprintf(stderr, "line %d: %s (event %s)\n", r.Line, r.Reason, r.ID)
@@ -144,7 +158,7 @@ func runImport(c *cli.Context) error {
 			}
 			fmt.Fprintf(stderr, "line %d: %s\n", r.Line, r.Reason)
 		},
-		ProgressEvery: c.Duration("progress"),
+		ProgressEvery: o.progress,
 		OnAnalyzed: func(a store.Analyzed) {
 			if a.NotOwner {
 				if warned[a.Table] {
@@ -157,22 +171,20 @@ func runImport(c *cli.Context) error {
 			fmt.Fprintf(stderr, "import: analyzed %s (%d rows changed since its statistics, took %s)\n", a.Table, a.Changed, a.Took.Round(time.Millisecond))
 		},
 	}
-	if c.Duration("progress") > 0 {
+	if o.progress > 0 {
 		im.OnProgress = func(s bulk.Stats) {
 			fmt.Fprintf(stderr, "import: %d lines, %.0f events/s, %s\n", s.Lines, s.EventsPerSecond, counts(s))
 		}
 	}
-	st, err := im.Run(c.Context, in)
+	st, err := im.Run(ctx, o.in)
 	if err != nil {
 		fmt.Fprintf(stderr, "import stopped after line %d: %s (batches committed before stay)\n", st.Lines, counts(st))
 		return fmt.Errorf("import: %w", err)
 	}
-	if c.Bool("json") {
-		enc := json.NewEncoder(c.App.Writer)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+	if o.json {
+		return printJSON(e.Out, st)
 	}
-	return writeImportSummary(c.App.Writer, st)
+	return writeImportSummary(e.Out, st)
 }
 
 // counts is "accepted N, duplicate N, refused N (reason N, ...)".
@@ -223,29 +235,4 @@ func writeImportSummary(w io.Writer, s bulk.Stats) error {
 		fmt.Fprintf(w, "outbox head %d announced on %s\n", s.HeadSeq, outbox.Channel)
 	}
 	return nil
-}
-
-// openInput opens FILE, or standard input for "-" or no argument.
-func openInput(c *cli.Context) (io.Reader, func(), error) {
-	name := c.Args().First()
-	if name == "" || name == "-" {
-		return c.App.Reader, func() {}, nil
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	return f, func() { _ = f.Close() }, nil
-}
-
-// openPool opens the node's pool with its session defaults (dbpool.Open).
-func openPool(c *cli.Context) (*pgxpool.Pool, error) {
-	url := databaseURL(c)
-	if url == "" {
-		return nil, usageError{errors.New("no database: set DATABASE_URL or --database-url")}
-	}
-	if _, err := pgxpool.ParseConfig(url); err != nil {
-		return nil, usageError{fmt.Errorf("bad database URL: %w", err)}
-	}
-	return dbpool.Open(c.Context, url)
 }

@@ -146,7 +146,7 @@ func TestImportExportErrors(t *testing.T) {
 		{[]string{"export", "--database-url", down, "--filter", `{"ids":["xyz"]}`}, "--filter: invalid:", 2},
 		{[]string{"export", "--database-url", down, "--filter", `{"search":"x"}`}, "search filters cannot be exported", 2},
 		{[]string{"export", "--database-url", down, "--since", "yesterday"}, `"yesterday" is neither unix seconds nor an RFC 3339 time`, 2},
-		{[]string{"export", "--database-url", down, "extra"}, "unexpected arguments", 2},
+		{[]string{"export", "--database-url", down, "extra"}, `unexpected argument "extra"`, 2},
 		{[]string{"export", "--database-url", down}, "connect to database", 1},
 	} {
 		_, err := cnctl(t, tc.args...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,6 +114,9 @@ func TestOutboxPruneCommand(t *testing.T) {
 	require.Equal(t, []any{}, again["dropped"])
 	require.NotContains(t, again, "deleted")
 	require.Equal(t, 120, outboxRows(t, db))
+	out, err = cnctl(t, "outbox", "prune", "--execute", "--database-url", db.URL)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "\nnothing to prune\n", "a second run finds nothing more to do")
 
 	out, err = cnctl(t, "outbox", "prune", "--older-than", "30d", "--force", "--execute", "--database-url", db.URL)
 	require.NoError(t, err, out)
@@ -125,6 +129,17 @@ func TestOutboxPruneCommand(t *testing.T) {
 	require.Regexp(t, `\nevents_outbox_p000000003000200\s+3000200\s+3000300\s+20\s+3000251\s+3000270\s+\d{4}-`, out)
 	require.Regexp(t, `\nevents_outbox_p000000003000300\s+3000300\s+3000400\s+0\s+-\s+-\s+-\s+-\n`, out)
 	require.NotContains(t, out, "events_outbox_p000000003000100")
+}
+
+func TestOutboxPruneOnAnEmptyOutbox(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	for _, args := range [][]string{{}, {"--execute", "--force"}} {
+		out, err := cnctl(t, append([]string{"outbox", "prune", "--database-url", db.URL}, args...)...)
+		require.NoError(t, err, out)
+		require.Contains(t, out, "nothing to prune\n", "%v", args)
+		require.NotContains(t, out, "partition", "%v", args)
+	}
 }
 
 func TestOutboxCommandUsageErrors(t *testing.T) {
@@ -156,4 +171,49 @@ func TestParseAge(t *testing.T) {
 		require.NoError(t, err, in)
 		require.Equal(t, want, got, in)
 	}
+}
+
+// TestWritePruneReport checks the text of each kind of line a prune report
+// has (the reports are those pkg/outbox's retention tests produce).
+func TestWritePruneReport(t *testing.T) {
+	t.Parallel()
+	text := func(r outbox.PruneReport) string {
+		var b strings.Builder
+		writePruneReport(&b, r)
+		return b.String()
+	}
+	cutoff := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	lagging := outbox.HeldBack{Consumer: "lagging-v1", LastSeq: 3000250, Rows: 250}
+
+	dry := text(outbox.PruneReport{
+		OlderThan: outbox.DefaultRetention, Cutoff: cutoff, Head: 3000300, Consumers: 2,
+		Dropped:  []outbox.DroppedPartition{{Name: "events_outbox_p000000003000000", Lo: 3000000, Hi: 3000100, Rows: 99}},
+		Deleted:  &outbox.DeletedRange{Partition: "events_outbox_p000000003000200", From: 3000200, To: 3000251, Rows: 51},
+		HeldBack: []outbox.HeldBack{lagging},
+		Stopped:  "seq 3000251 and later (partition events_outbox_p000000003000200 seq [3000200, 3000300)): consumer lagging-v1 at seq 3000250 has not consumed it",
+	})
+	require.Equal(t, "dry run: retention 720h: rows ingested before 2026-01-02T03:04:05Z may go; the head row (seq 3000300) is always kept\n"+
+		"dry run: would drop partition events_outbox_p000000003000000 seq [3000000, 3000100): 99 rows\n"+
+		"dry run: would delete 51 rows seq [3000200, 3000251) from partition events_outbox_p000000003000200\n"+
+		"dry run: held back 250 rows older than 720h: consumer lagging-v1 at seq 3000250 has not consumed them\n"+
+		"dry run: kept seq 3000251 and later (partition events_outbox_p000000003000200 seq [3000200, 3000300)): consumer lagging-v1 at seq 3000250 has not consumed it\n"+
+		"dry run: would remove 1 partitions and 150 rows in all\n", dry)
+
+	lagging.Removed = 250
+	forced := text(outbox.PruneReport{
+		Executed: true, Forced: true, OlderThan: 30 * 24 * time.Hour, Cutoff: cutoff, Head: 3000300, Consumers: 2, PartitionsCreated: 2,
+		Dropped:  []outbox.DroppedPartition{{Name: "events_outbox_p000000003000200", Lo: 3000200, Hi: 3000300, Rows: 49, Elapsed: 1234567}},
+		HeldBack: []outbox.HeldBack{lagging},
+	})
+	require.Equal(t, "retention 720h: rows ingested before 2026-01-02T03:04:05Z may go; the head row (seq 3000300) is always kept\n"+
+		"forced: rows are removed even where consumers have not consumed them\n"+
+		"created 2 partitions ahead of the head\n"+
+		"dropped partition events_outbox_p000000003000200 seq [3000200, 3000300): 49 rows (took 1.23ms)\n"+
+		"forced: removed 250 of 250 rows older than 720h that consumer lagging-v1 at seq 3000250 has not consumed\n"+
+		"removed 1 partitions and 49 rows in all\n", forced)
+
+	none := text(outbox.PruneReport{Executed: true, OlderThan: 90 * time.Minute, Cutoff: cutoff, Head: 7})
+	require.Equal(t, "retention 1h30m: rows ingested before 2026-01-02T03:04:05Z may go; the head row (seq 7) is always kept\n"+
+		"no consumers are registered: none holds rows back\n"+
+		"nothing to prune\n", none)
 }

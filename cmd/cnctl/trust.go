@@ -1,9 +1,10 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"text/tabwriter"
@@ -12,127 +13,123 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/urfave/cli/v2"
 
+	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/trust"
 )
 
+type recomputeOpts struct {
+	wait    bool
+	timeout time.Duration
+	asOf    *int64 // nil: the daemon's clock
+}
+
+type trustShowOpts struct {
+	pubkey string
+	json   bool
+}
+
 func trustCommand() *cli.Command {
-	return &cli.Command{
-		Name:  "trust",
-		Usage: "the trust-v1 ranks: ask for a full recompute, show a key's scores and why",
-		Subcommands: []*cli.Command{
-			{
-				Name:  "recompute",
-				Usage: "ask the trust daemon for a full computation now; --wait until it is done",
-				Flags: []cli.Flag{databaseURLFlag(),
-					&cli.BoolFlag{Name: "wait", Usage: "wait for the run and print it"},
-					&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "with --wait: give up after this long"},
-					&cli.Int64Flag{Name: "as-of", Usage: "unix time the report decay is computed at (default: the daemon's clock)"},
-				},
-				Action: func(c *cli.Context) error {
-					if err := flagsFirst(c); err != nil {
-						return err
-					}
-					if c.Args().Present() {
-						return usageError{errors.New("recompute takes no arguments")}
-					}
-					pool, err := connectPool(c)
-					if err != nil {
-						return err
-					}
-					defer pool.Close()
-					var asOf *int64
-					if c.IsSet("as-of") {
-						v := c.Int64("as-of")
-						asOf = &v
-					}
-					var id int64
-					if err := pool.QueryRow(c.Context, `INSERT INTO cn_trust.requests (requested_by, as_of) VALUES ($1, $2) RETURNING id`,
-						whoAmI(), asOf).Scan(&id); err != nil {
-						return fmt.Errorf("request a recompute: %w", err)
-					}
-					if !c.Bool("wait") {
-						fmt.Fprintf(c.App.Writer, "recompute requested (request %d); the trust daemon takes it within a second\n", id)
-						return nil
-					}
-					deadline := time.Now().Add(c.Duration("timeout"))
-					for {
-						var runID *int64
-						if err := pool.QueryRow(c.Context, `SELECT run_id FROM cn_trust.requests WHERE id = $1`, id).Scan(&runID); err != nil {
-							return fmt.Errorf("read request: %w", err)
-						}
-						if runID != nil {
-							tx, err := pool.Begin(c.Context)
-							if err != nil {
-								return err
-							}
-							defer tx.Rollback(c.Context)
-							run, err := trust.LatestRun(c.Context, tx)
-							if err != nil || run == nil {
-								return fmt.Errorf("read run %d: %v", *runID, err)
-							}
-							return printRun(c, run)
-						}
-						if time.Now().After(deadline) {
-							return fmt.Errorf("no run served request %d within %s: is cmd/trust running?", id, c.Duration("timeout"))
-						}
-						select {
-						case <-c.Context.Done():
-							return c.Context.Err()
-						case <-time.After(200 * time.Millisecond):
-						}
-					}
-				},
+	return group("trust", "the trust-v1 ranks: ask for a full recompute, show a key's scores and why",
+		command[recomputeOpts]{
+			Name:  "recompute",
+			Usage: "ask the trust daemon for a full computation now; --wait until it is done",
+			DB:    true,
+			Flags: []cli.Flag{
+				&cli.BoolFlag{Name: "wait", Usage: "wait for the run and print it"},
+				&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "with --wait: give up after this long"},
+				&cli.Int64Flag{Name: "as-of", Usage: "unix time the report decay is computed at (default: the daemon's clock)"},
 			},
-			{
-				Name:      "show",
-				Usage:     "a key's rank, risk, NIP-85 counts, and why: top followers by rank, muters, reporters",
-				ArgsUsage: "PUBKEY",
-				Flags:     []cli.Flag{databaseURLFlag(), &cli.BoolFlag{Name: "json", Usage: "print JSON"}},
-				Action: func(c *cli.Context) error {
-					if err := flagsFirst(c); err != nil {
-						return err
-					}
-					if c.NArg() != 1 {
-						return usageError{errors.New("show needs one pubkey (hex or npub)")}
-					}
-					pk, err := trust.ParsePubkey(c.Args().First())
-					if err != nil {
-						return usageError{err}
-					}
-					pool, err := connectPool(c)
-					if err != nil {
-						return err
-					}
-					defer pool.Close()
-					var s *trust.Subject
-					err = pgx.BeginTxFunc(c.Context, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-						var err error
-						s, err = trust.Explain(c.Context, tx, pk, true)
-						return err
-					})
-					if err != nil {
-						return err
-					}
-					if c.Bool("json") {
-						enc := json.NewEncoder(c.App.Writer)
-						enc.SetIndent("", "  ")
-						return enc.Encode(s)
-					}
-					return printSubject(c, s)
-				},
+			Options: func(c *cli.Context) (recomputeOpts, error) {
+				o := recomputeOpts{wait: c.Bool("wait"), timeout: c.Duration("timeout")}
+				if c.IsSet("as-of") {
+					v := c.Int64("as-of")
+					o.asOf = &v
+				}
+				return o, nil
 			},
-		},
+			Run: recompute,
+		}.build(),
+		command[trustShowOpts]{
+			Name:      "show",
+			Usage:     "a key's rank, risk, NIP-85 counts, and why: top followers by rank, muters, reporters",
+			ArgsUsage: "PUBKEY",
+			DB:        true,
+			Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+			Options: func(c *cli.Context) (trustShowOpts, error) {
+				if c.NArg() != 1 {
+					return trustShowOpts{}, errors.New("show needs one pubkey (hex or npub)")
+				}
+				pk, err := protocol.ParsePubkey(c.Args().First())
+				return trustShowOpts{pubkey: pk, json: c.Bool("json")}, err
+			},
+			Run: func(ctx context.Context, e env, o trustShowOpts) error {
+				var s *trust.Subject
+				err := pgx.BeginTxFunc(ctx, e.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+					var err error
+					s, err = trust.Explain(ctx, tx, o.pubkey, true)
+					return err
+				})
+				if err != nil {
+					return err
+				}
+				if o.json {
+					return printJSON(e.Out, s)
+				}
+				return printSubject(e.Out, s)
+			},
+		}.build(),
+	)
+}
+
+// recompute files a request for the trust daemon and, with --wait, polls
+// until a run has served it.
+func recompute(ctx context.Context, e env, o recomputeOpts) error {
+	var id int64
+	if err := e.Pool.QueryRow(ctx, `INSERT INTO cn_trust.requests (requested_by, as_of) VALUES ($1, $2) RETURNING id`,
+		whoAmI(), o.asOf).Scan(&id); err != nil {
+		return fmt.Errorf("request a recompute: %w", err)
+	}
+	if !o.wait {
+		fmt.Fprintf(e.Out, "recompute requested (request %d); the trust daemon takes it within a second\n", id)
+		return nil
+	}
+	deadline := time.Now().Add(o.timeout)
+	for {
+		var runID *int64
+		if err := e.Pool.QueryRow(ctx, `SELECT run_id FROM cn_trust.requests WHERE id = $1`, id).Scan(&runID); err != nil {
+			return fmt.Errorf("read request: %w", err)
+		}
+		if runID != nil {
+			tx, err := e.Pool.Begin(ctx)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback(ctx)
+			run, err := trust.LatestRun(ctx, tx)
+			if err != nil || run == nil {
+				return fmt.Errorf("read run %d: %v", *runID, err)
+			}
+			return printRun(e.Out, run)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no run served request %d within %s: is cmd/trust running?", id, o.timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
 
-func printRun(c *cli.Context, r *trust.Computation) error {
-	fmt.Fprintf(c.App.Writer, "run %d: snapshot seq %d, as_of %d, seeds %s, %d subjects, %d edges, %d iterations (residual %.3g), %d changed, load %d ms, compute %d ms\n",
+func printRun(w io.Writer, r *trust.Computation) error {
+	fmt.Fprintf(w, "run %d: snapshot seq %d, as_of %d, seeds %s, %d subjects, %d edges, %d iterations (residual %.3g), %d changed, load %d ms, compute %d ms\n",
 		r.ID, r.SnapshotSeq, r.AsOf, r.SeedsSource, r.Subjects, r.Edges, r.Iterations, r.Residual, r.Changed, r.LoadMS, r.ComputeMS)
 	return nil
 }
 
-func printSubject(c *cli.Context, s *trust.Subject) error {
-	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+func printSubject(out io.Writer, s *trust.Subject) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "pubkey\t%s\n", s.Pubkey)
 	fmt.Fprintf(w, "rank\t%d\t(score %.6g)\n", s.Rank, s.Score)
 	fmt.Fprintf(w, "risk\t%.4g\n", s.Risk)

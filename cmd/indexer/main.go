@@ -1,6 +1,6 @@
 // Command indexer runs the index-v1 consumer, which keeps the node's search index,
 // and serves the search API: flags (each with an environment variable) ->
-// indexer.Options -> Run until SIGINT or SIGTERM.
+// node.IndexerOptions -> node.Indexer until SIGINT or SIGTERM.
 package main
 
 import (
@@ -12,6 +12,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/daemon"
 	"github.com/kukuri/communitynode/internal/indexer"
+	"github.com/kukuri/communitynode/internal/node"
 )
 
 func main() { daemon.Main(newApp) }
@@ -19,16 +20,16 @@ func main() { daemon.Main(newApp) }
 func newApp(stdout, stderr io.Writer) *cli.App {
 	return daemon.App("indexer", "keep the community node's search index (consumer index-v1) and serve searches",
 		stdout, stderr, []cli.Flag{
-			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7780", EnvVars: []string{"CN_INDEXER_LISTEN"}, Usage: "address to serve /v1/search, /healthz and /metrics on"},
+			&cli.StringFlag{Name: "listen", Value: node.DefaultIndexerListen, EnvVars: []string{"CN_INDEXER_LISTEN"}, Usage: "address to serve /v1/search, /healthz and /metrics on"},
 			&cli.StringFlag{Name: "kinds", EnvVars: []string{"CN_INDEXER_KINDS"}, Usage: fmt.Sprintf("comma-separated kinds to index (default: %v)", indexer.DefaultKinds)},
-			daemon.BatchSizeFlag(indexer.DefaultBatchSize, "CN_INDEXER_BATCH_SIZE", "outbox rows per index transaction"),
+			daemon.BatchSizeFlag(node.DefaultIndexerBatchSize, "CN_INDEXER_BATCH_SIZE", "outbox rows per index transaction"),
 		},
 		func(c *cli.Context, logger *slog.Logger) error {
 			kinds, err := indexer.ParseKinds(c.String("kinds"))
 			if err != nil {
 				return fmt.Errorf("--kinds: %w", err)
 			}
-			return indexer.Run(c.Context, indexer.Options{
+			return node.Indexer(c.Context, node.IndexerOptions{
 				DatabaseURL: c.String("database-url"),
 				Listen:      c.String("listen"),
 				Kinds:       kinds,

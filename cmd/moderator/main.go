@@ -1,6 +1,7 @@
 // Command moderator runs the moderation-v1 consumer: rules, NIP-56 report
 // tallies, NIP-32 labels signed by the node key, hiding. Flags (each with an
-// environment variable) -> moderation.Options -> Run until SIGINT or SIGTERM.
+// environment variable) -> node.ModeratorOptions -> node.Moderator until SIGINT
+// or SIGTERM.
 package main
 
 import (
@@ -8,12 +9,12 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/kukuri/communitynode/internal/daemon"
 	"github.com/kukuri/communitynode/internal/moderation"
+	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/nodekey"
 )
 
@@ -23,16 +24,16 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	return daemon.App("moderator",
 		"apply the community's moderation rules (consumer moderation-v1): NIP-32 labels, hides, NIP-56 report tallies",
 		stdout, stderr, []cli.Flag{
-			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7781", EnvVars: []string{"CN_MODERATOR_LISTEN"}, Usage: "address to serve /healthz and /metrics on"},
+			&cli.StringFlag{Name: "listen", Value: node.DefaultModeratorListen, EnvVars: []string{"CN_MODERATOR_LISTEN"}, Usage: "address to serve /healthz and /metrics on"},
 			&cli.StringFlag{Name: "node-key-file", EnvVars: []string{"CN_NODE_KEY_FILE"}, Required: true, Usage: "the node's key (cnctl node-key generate), which signs its labels"},
 			&cli.StringFlag{Name: "label-namespace", Value: moderation.DefaultNamespace, EnvVars: []string{"CN_MODERATOR_LABEL_NAMESPACE"}, Usage: "NIP-32 namespace (L tag) of the node's labels"},
-			daemon.BatchSizeFlag(moderation.DefaultBatchSize, "CN_MODERATOR_BATCH_SIZE", "outbox rows per moderation transaction"),
+			daemon.BatchSizeFlag(node.DefaultModeratorBatchSize, "CN_MODERATOR_BATCH_SIZE", "outbox rows per moderation transaction"),
 			&cli.StringFlag{Name: "classifier-url", EnvVars: []string{"CN_MODERATOR_CLASSIFIER_URL"}, Usage: "HTTP classifier for rules with a classifier condition: POST {content, kind} -> {labels: [{label, confidence}]} (default: off)"},
-			&cli.DurationFlag{Name: "classifier-timeout", Value: 2 * time.Second, EnvVars: []string{"CN_MODERATOR_CLASSIFIER_TIMEOUT"}, Usage: "bound on one classifier request"},
-			&cli.DurationFlag{Name: "classifier-batch-deadline", Value: 5 * time.Second, EnvVars: []string{"CN_MODERATOR_CLASSIFIER_BATCH_DEADLINE"}, Usage: "bound on classifying one batch; later answers are recorded as unclassified"},
-			&cli.IntFlag{Name: "classifier-concurrency", Value: 4, EnvVars: []string{"CN_MODERATOR_CLASSIFIER_CONCURRENCY"}, Usage: "classifier requests at once"},
-			&cli.IntFlag{Name: "classifier-daily-budget", Value: 10000, EnvVars: []string{"CN_MODERATOR_CLASSIFIER_DAILY_BUDGET"}, Usage: "classifier requests per UTC day, shared by all moderators (0: unlimited)"},
-			&cli.IntFlag{Name: "classifier-max-bytes", Value: 4096, EnvVars: []string{"CN_MODERATOR_CLASSIFIER_MAX_BYTES"}, Usage: "content sent to the classifier is cut to this many bytes"},
+			&cli.DurationFlag{Name: "classifier-timeout", Value: node.DefaultClassifierTimeout, EnvVars: []string{"CN_MODERATOR_CLASSIFIER_TIMEOUT"}, Usage: "bound on one classifier request"},
+			&cli.DurationFlag{Name: "classifier-batch-deadline", Value: node.DefaultClassifierBatchDeadline, EnvVars: []string{"CN_MODERATOR_CLASSIFIER_BATCH_DEADLINE"}, Usage: "bound on classifying one batch; later answers are recorded as unclassified"},
+			&cli.IntFlag{Name: "classifier-concurrency", Value: node.DefaultClassifierConcurrency, EnvVars: []string{"CN_MODERATOR_CLASSIFIER_CONCURRENCY"}, Usage: "classifier requests at once"},
+			&cli.IntFlag{Name: "classifier-daily-budget", Value: node.DefaultClassifierDailyBudget, EnvVars: []string{"CN_MODERATOR_CLASSIFIER_DAILY_BUDGET"}, Usage: "classifier requests per UTC day, shared by all moderators (0: unlimited)"},
+			&cli.IntFlag{Name: "classifier-max-bytes", Value: node.DefaultClassifierMaxBytes, EnvVars: []string{"CN_MODERATOR_CLASSIFIER_MAX_BYTES"}, Usage: "content sent to the classifier is cut to this many bytes"},
 		},
 		func(c *cli.Context, logger *slog.Logger) error {
 			if u := c.String("classifier-url"); u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
@@ -46,7 +47,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			if err != nil {
 				return err
 			}
-			return moderation.Run(c.Context, moderation.Options{
+			return node.Moderator(c.Context, node.ModeratorOptions{
 				DatabaseURL: c.String("database-url"),
 				Listen:      c.String("listen"),
 				Key:         key,

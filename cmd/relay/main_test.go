@@ -48,8 +48,16 @@ func TestRunServesAndStops(t *testing.T) {
 	db := pgtest.New(t)
 	addr := daemontest.FreeAddr(t)
 	var logs syncBuffer
-	stop := daemontest.Start(t, newApp(io.Discard, &logs), "relay", "--listen", addr, "--database-url", db.URL, "--name", "smoke")
+	metrics := daemontest.FreeAddr(t)
+	stop := daemontest.Start(t, newApp(io.Discard, &logs), "relay", "--listen", addr, "--metrics-listen", metrics,
+		"--database-url", db.URL, "--name", "smoke")
 	daemontest.WaitOK(t, "http://"+addr+"/healthz")
+	// /metrics is served on --metrics-listen only, never on the public address.
+	require.Contains(t, daemontest.WaitOK(t, "http://"+metrics+"/metrics"), "cn_relay_connections")
+	resp, err := http.Get("http://" + addr + "/metrics")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 
 	ws, _, err := websocket.DefaultDialer.Dial("ws://"+addr, nil)
 	require.NoError(t, err)
@@ -80,7 +88,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	}{
 		{[]string{"relay"}, "database-url"},
 		{[]string{"relay", "--database-url", "postgres://x", "--batch-max-events", "0"}, "batch max events"},
-		{[]string{"relay", "--database-url", "postgres://x", "--auth-required-for-reads"}, "not enabled"},
+		{[]string{"relay", "--database-url", "postgres://x", "--auth=false", "--auth-required-for-reads"}, "not enabled"},
 		{[]string{"relay", "--database-url", "postgres://x", "--log-level", "loud"}, "--log-level"},
 		{[]string{"relay", "--database-url", "postgres://x", "extra"}, "unexpected arguments"},
 	}
@@ -108,7 +116,7 @@ func TestNIP11Complete(t *testing.T) {
 		"relay_countries": ["JP"], "language_tags": ["ja", "en"], "tags": ["community"],
 		"retention": [{"kinds": [0, 3, [10000, 19999]]}, {"time": 7776000}]}`), 0o600))
 	admin := strings.Repeat("ab", 32)
-	stop := daemontest.Start(t, newApp(io.Discard, io.Discard), "relay", "--listen", addr, "--database-url", db.URL, "--info-file", info,
+	stop := daemontest.Start(t, newApp(io.Discard, io.Discard), "relay", "--listen", addr, "--metrics-listen", "", "--database-url", db.URL, "--info-file", info,
 		"--name", "from the flag", "--node-key-file", keyFile, "--admin-pubkeys", admin)
 	var doc map[string]any
 	require.Eventually(t, func() bool {

@@ -37,7 +37,7 @@ func TestRunUnderRelayRole(t *testing.T) {
 	adminPub, _ := nostr.GetPublicKey(adminKey)
 	addr := daemontest.FreeAddr(t)
 	var logs syncBuffer
-	stop := daemontest.Start(t, newApp(&logs, &logs), "relay", "--listen", addr, "--database-url", url, "--admin-pubkeys", adminPub)
+	stop := daemontest.Start(t, newApp(&logs, &logs), "relay", "--listen", addr, "--metrics-listen", "", "--database-url", url, "--admin-pubkeys", adminPub)
 	require.Eventually(t, func() bool {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err != nil {

@@ -1,7 +1,7 @@
 // Command trust runs the trust-v1 consumer: a web-of-trust graph kept from the
 // outbox, deterministic personalised PageRank ranks, and NIP-85 assertions
 // (kind 30382) signed by a provider key. Flags (each with an environment
-// variable) -> trust.Options -> Run until SIGINT or SIGTERM.
+// variable) -> node.TrustOptions -> node.Trust until SIGINT or SIGTERM.
 package main
 
 import (
@@ -15,8 +15,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kukuri/communitynode/internal/daemon"
+	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/nodekey"
-	"github.com/kukuri/communitynode/internal/trust"
+	"github.com/kukuri/communitynode/internal/protocol"
 )
 
 func main() { daemon.Main(newApp) }
@@ -24,16 +25,16 @@ func main() { daemon.Main(newApp) }
 func newApp(stdout, stderr io.Writer) *cli.App {
 	return daemon.App("trust", "rank the community's keys (consumer trust-v1) and publish NIP-85 trusted assertions",
 		stdout, stderr, []cli.Flag{
-			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7782", EnvVars: []string{"CN_TRUST_LISTEN"}, Usage: "address to serve /healthz, /metrics and GET /v1/trust/{pubkey} on"},
+			&cli.StringFlag{Name: "listen", Value: node.DefaultTrustListen, EnvVars: []string{"CN_TRUST_LISTEN"}, Usage: "address to serve /healthz, /metrics and GET /v1/trust/{pubkey} on"},
 			&cli.StringFlag{Name: "node-key-file", EnvVars: []string{"CN_NODE_KEY_FILE"}, Required: true, Usage: "the node's key (cnctl node-key generate); the provider key is derived from it"},
 			&cli.StringFlag{Name: "provider-key-file", EnvVars: []string{"CN_TRUST_PROVIDER_KEY_FILE"}, Usage: "sign assertions with this key instead of the one derived from the node key"},
 			&cli.StringSliceFlag{Name: "seeds", EnvVars: []string{"CN_TRUST_SEEDS"}, Usage: "seed pubkeys (hex or npub, comma separated), or @FILE with one per line; default: the admins, else uniform"},
 			&cli.StringSliceFlag{Name: "admin-pubkeys", EnvVars: []string{"CN_TRUST_ADMIN_PUBKEYS", "CN_RELAY_ADMIN_PUBKEYS"}, Usage: "the relay's NIP-86 admins: the seeds when --seeds is not given"},
-			&cli.DurationFlag{Name: "recompute-interval", Value: trust.DefaultRecomputeInterval, EnvVars: []string{"CN_TRUST_RECOMPUTE_INTERVAL"}, Usage: "time between full computations (cnctl trust recompute asks for one at once)"},
-			&cli.DurationFlag{Name: "publish-interval", Value: trust.DefaultPublishInterval, EnvVars: []string{"CN_TRUST_PUBLISH_INTERVAL"}, Usage: "time between publishing rounds of changed assertions"},
-			&cli.IntFlag{Name: "assert-min-rank", Value: trust.DefaultAssertMinRank, EnvVars: []string{"CN_TRUST_ASSERT_MIN_RANK"}, Usage: "subjects ranked below this get no assertion (and lose one they had)"},
+			&cli.DurationFlag{Name: "recompute-interval", Value: node.DefaultRecomputeInterval, EnvVars: []string{"CN_TRUST_RECOMPUTE_INTERVAL"}, Usage: "time between full computations (cnctl trust recompute asks for one at once)"},
+			&cli.DurationFlag{Name: "publish-interval", Value: node.DefaultPublishInterval, EnvVars: []string{"CN_TRUST_PUBLISH_INTERVAL"}, Usage: "time between publishing rounds of changed assertions"},
+			&cli.IntFlag{Name: "assert-min-rank", Value: node.DefaultAssertMinRank, EnvVars: []string{"CN_TRUST_ASSERT_MIN_RANK"}, Usage: "subjects ranked below this get no assertion (and lose one they had)"},
 			&cli.StringFlag{Name: "name", EnvVars: []string{"CN_RELAY_NAME"}, Usage: "the node's name, shown in the provider's profile"},
-			daemon.BatchSizeFlag(trust.DefaultBatchSize, "CN_TRUST_BATCH_SIZE", "outbox rows per graph transaction"),
+			daemon.BatchSizeFlag(node.DefaultTrustBatchSize, "CN_TRUST_BATCH_SIZE", "outbox rows per graph transaction"),
 		},
 		func(c *cli.Context, logger *slog.Logger) error {
 			if n := c.Int("assert-min-rank"); n < 1 || n > 100 {
@@ -60,7 +61,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					return err
 				}
 			}
-			return trust.Run(c.Context, trust.Options{
+			return node.Trust(c.Context, node.TrustOptions{
 				DatabaseURL:       c.String("database-url"),
 				Listen:            c.String("listen"),
 				NodeKey:           key,
@@ -99,7 +100,7 @@ func pubkeys(vals []string, flag string) ([]string, error) {
 			out = append(out, more...)
 			continue
 		}
-		pk, err := trust.ParsePubkey(v)
+		pk, err := protocol.ParsePubkey(v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %q: %w", flag, v, err)
 		}

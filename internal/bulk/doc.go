@@ -5,13 +5,15 @@
 //
 // Import promises:
 //
-//   - Every line gets exactly the checks an EVENT message gets from the relay:
-//     parsing (protocol.ParseClientMessage on the line wrapped as ["EVENT",
-//     <line>], so the message size limit, UTF-8 and field types apply),
+//   - Every line gets the checks an EVENT message gets from the relay, except
+//     those of a connection (rates, AUTH) and the rank gate, in the order of the
+//     relay's admission chain (internal/admission): parsing
+//     (protocol.ParseClientMessage on the line wrapped as ["EVENT", <line>], so
+//     the message size limit, UTF-8 and field types apply),
 //     protocol.ValidateEvent with the configured limits and topic rules (id and
-//     signature included), the management policy (relay.PolicyReason: banned
-//     pubkeys and events, accepted kinds) and NIP-70 (a protected event is
-//     refused: only its author may publish it). Ephemeral events are never
+//     signature included), the management policy (banned pubkeys and events,
+//     accepted kinds) and NIP-70 (a protected event is refused: no author
+//     authenticated for it). Ephemeral events are never
 //     stored. Events that pass are stored with store.Ingest, the relay's own
 //     ingest path: topics (own, inherited, node-wide identity events),
 //     replaceable and addressable versions, NIP-09 deletions and tombstones,

@@ -15,7 +15,7 @@ import (
 // store.Export: visible ones, oldest first, any number) to w as JSON Lines,
 // one NIP-01 event object per line, and returns how many it wrote. The output
 // is buffered; it is flushed before Export returns.
-func Export(ctx context.Context, st *store.Store, f nostr.Filter, w io.Writer) (int64, error) {
+func Export(ctx context.Context, st *store.Reader, f nostr.Filter, w io.Writer) (int64, error) {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	var n int64
 	err := st.Export(ctx, f, func(ev *nostr.Event) error {

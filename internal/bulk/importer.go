@@ -17,16 +17,19 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kukuri/communitynode/internal/admission"
 	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
-// Reasons the importer gives itself (the relay's packages give the others).
+// Reasons the importer gives itself (internal/admission and internal/protocol
+// give the others).
 const (
 	ReasonEphemeral = "invalid: ephemeral events are never stored"
-	ReasonProtected = "restricted: protected event (NIP-70): only its author may publish it"
+	// ReasonProtected refuses a protected (NIP-70) event: no author
+	// authenticated for it.
+	ReasonProtected = admission.ReasonProtected
 )
 
 // DefaultBatchSize is how many events one import transaction stores.
@@ -51,7 +54,7 @@ type Importer struct {
 	// Store was made with.
 	Limits protocol.Limits
 	// Policy is the relay management state (relayadmin.Load); nil enforces none.
-	Policy relay.Policy
+	Policy admission.Policy
 	// DryRun decides everything in one transaction that is rolled back.
 	DryRun bool
 	// BatchSize is the events per transaction (default DefaultBatchSize).
@@ -293,6 +296,7 @@ func readLine(br *bufio.Reader, maxLen int) (out []byte, tooLong bool, n int, er
 // check parses and validates a chunk's lines: everything that needs no storage.
 func (im *Importer) check(c *chunk, now time.Time) {
 	defer close(c.done)
+	chain := &admission.Chain{Limits: im.Limits, Policy: im.Policy}
 	var msg []byte
 	for i := range c.lines {
 		l := &c.lines[i]
@@ -311,7 +315,7 @@ func (im *Importer) check(c *chunk, now time.Time) {
 		}
 		ev := m.Event
 		l.id = ev.ID
-		l.reason = im.admit(ev, now)
+		l.reason = admit(chain, ev, now)
 		if l.reason == "" {
 			l.ev = ev
 		}
@@ -319,19 +323,13 @@ func (im *Importer) check(c *chunk, now time.Time) {
 	c.raw = nil
 }
 
-// admit runs the relay's checks that need no storage (relay: conn.admit),
-// except those about the connection (rates, AUTH).
-func (im *Importer) admit(ev *nostr.Event, now time.Time) string {
-	if r := protocol.ValidateEvent(ev, now, im.Limits); r != "" {
+// admit runs the relay's admission chain (internal/admission) without a
+// connection, so without rates and AUTH: a protected event is refused. No rank
+// gate: the operator imports what the file holds. Ephemeral events are refused
+// after the chain.
+func admit(chain *admission.Chain, ev *nostr.Event, now time.Time) string {
+	if r := chain.Check(ev, now, nil); r != "" {
 		return r
-	}
-	if im.Policy != nil {
-		if r := relay.PolicyReason(im.Policy, ev); r != "" {
-			return r
-		}
-	}
-	if protocol.Protected(ev) {
-		return ReasonProtected
 	}
 	if protocol.ClassOf(ev.Kind) == protocol.Ephemeral {
 		return ReasonEphemeral
@@ -437,7 +435,7 @@ func (c *collector) retry(ctx context.Context) error {
 
 // retriable reports a refusal that only reflects what was not stored yet.
 func retriable(msg string) bool {
-	return msg == protocol.ReasonMissingTopic || msg == protocol.ReasonIdentityMembers
+	return msg == protocol.ReasonMissingTopic || msg == protocol.ReasonPersonNotMember
 }
 
 func (c *collector) store(ctx context.Context, lines []line) ([]protocol.Verdict, error) {

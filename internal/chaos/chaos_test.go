@@ -24,7 +24,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/dbroles"
+	"github.com/kukuri/communitynode/internal/moderation"
+	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/trust"
+	"github.com/kukuri/communitynode/pkg/consumer"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -48,7 +52,7 @@ func TestChaos(t *testing.T) {
 	began := time.Now()
 
 	bin := buildDaemons(t)
-	t.Logf("built the relay and the indexer in %v", time.Since(began).Round(time.Millisecond))
+	t.Logf("built the daemons in %v", time.Since(began).Round(time.Millisecond))
 	db := pgtest.New(t)
 	ctx := context.Background()
 	roles := dbroles.Config{}
@@ -56,24 +60,47 @@ func TestChaos(t *testing.T) {
 	withApp := func(url, app string) string { return url + "&application_name=" + app }
 	relayURL := withApp(db.LoginAs(t, roles.Role(dbroles.Relay), false), "chaos-relay")
 	indexerURL := withApp(db.LoginAs(t, roles.Role(dbroles.Indexer), false), "chaos-indexer")
+	moderatorURL := withApp(db.LoginAs(t, roles.Role(dbroles.Moderator), false), "chaos-moderator")
+	trustURL := withApp(db.LoginAs(t, roles.Role(dbroles.Trust), false), "chaos-trust")
 	require.Contains(t, relayURL, "?", "the test URL has a query")
+
+	// The node key (labels), the provider key derived from it (assertions), the
+	// moderation rules, and the community whose first two keys seed trust.
+	keyFile := filepath.Join(t.TempDir(), "node.key")
+	nodeKey, err := nodekey.Generate(keyFile)
+	require.NoError(t, err)
+	provider, err := nodeKey.Derive(trust.ProviderPurpose)
+	require.NoError(t, err)
+	rules, err := moderation.ParseFile([]byte(chaosRules))
+	require.NoError(t, err)
+	_, err = moderation.ApplyRules(ctx, db.Pool, rules, "chaos", true)
+	require.NoError(t, err)
+	cm := newCommunity()
 
 	logs := os.Getenv("CN_CHAOS_LOG_DIR") // keep the daemons' logs there
 	if logs == "" {
 		logs = t.TempDir()
 	}
-	relayAddr, indexerAddr := freeAddr(t), freeAddr(t)
+	relayAddr, indexerAddr, moderatorAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	relay := &daemon{name: "relay", bin: filepath.Join(bin, "relay"), log: filepath.Join(logs, "relay.log"),
-		args: []string{"--listen", relayAddr, "--database-url", relayURL,
+		args: []string{"--listen", relayAddr, "--metrics-listen", "", "--database-url", relayURL, "--identity-writers", "any",
 			"--event-rate-ip", "0", "--event-rate-pubkey", "0", "--req-rate-ip", "0", "--max-conns-per-ip", "1000"}}
 	indexer := &daemon{name: "indexer", bin: filepath.Join(bin, "indexer"), log: filepath.Join(logs, "indexer.log"),
 		args: []string{"--listen", indexerAddr, "--database-url", indexerURL}}
-	for _, d := range []*daemon{relay, indexer} {
+	moderator := &daemon{name: "moderator", bin: filepath.Join(bin, "moderator"), log: filepath.Join(logs, "moderator.log"),
+		args: []string{"--listen", moderatorAddr, "--database-url", moderatorURL, "--node-key-file", keyFile}}
+	// Trust computes when it starts (after every kill) and when the test asks.
+	trustArgs := []string{"--database-url", trustURL, "--node-key-file", keyFile,
+		"--seeds", pubOf(cm.honest[0]) + "," + pubOf(cm.honest[1]), "--recompute-interval", "1h", "--publish-interval", "200ms"}
+	trustd := &daemon{name: "trust", bin: filepath.Join(bin, "trust"), log: filepath.Join(logs, "trust.log"),
+		args: append([]string{"--listen", freeAddr(t)}, trustArgs...)}
+	daemons := []*daemon{relay, indexer, moderator, trustd}
+	for _, d := range daemons {
 		d.supervise(t)
 	}
 	defer func() {
 		if t.Failed() {
-			for _, d := range []*daemon{relay, indexer} {
+			for _, d := range daemons {
 				b, _ := os.ReadFile(d.log)
 				t.Logf("%s log (last 4 KiB):\n%s", d.name, tail(b, 4096))
 			}
@@ -101,6 +128,19 @@ func TestChaos(t *testing.T) {
 			}
 		}()
 	}
+	// The community's clients: each owns a third of the honest keys.
+	for i, c := range communityClients("ws://"+relayAddr, rng, clients, communityClientsN) {
+		var own []int
+		for k := i; k < honestKeys; k += communityClientsN {
+			own = append(own, k)
+		}
+		results = append(results, c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.runCommunity(cm, own, i == 0, stopClients, hardDeadline)
+		}()
+	}
 
 	// The chaos: each kind of fault once in a random order, then at random.
 	actions := map[string]int{}
@@ -109,10 +149,12 @@ func TestChaos(t *testing.T) {
 	go func() {
 		defer close(chaosStopped)
 		crng := rand.New(rand.NewSource(rng.Int63()))
-		kinds := []string{"kill relay", "kill indexer", "terminate relay connections", "terminate indexer connections"}
-		first := crng.Perm(len(kinds))
+		first := crng.Perm(len(faults))
 		for i := 0; ; i++ {
 			pause := time.NewTimer(time.Duration(200+crng.Intn(700)) * time.Millisecond)
+			if i < len(first) { // every fault once, early in the window
+				pause.Reset(time.Duration(200+crng.Intn(300)) * time.Millisecond)
+			}
 			select {
 			case <-chaosDone:
 				pause.Stop()
@@ -121,20 +163,16 @@ func TestChaos(t *testing.T) {
 			}
 			var k string
 			if i < len(first) {
-				k = kinds[first[i]]
+				k = faults[first[i]]
 			} else {
-				k = pick(crng, []string{"kill relay", "kill relay", "kill indexer", "terminate relay connections",
-					"terminate relay connections", "terminate indexer connections"})
+				k = pick(crng, append([]string{"kill relay", "terminate relay connections"}, faults...))
 			}
-			switch k {
-			case "kill relay":
-				relay.kill()
-			case "kill indexer":
-				indexer.kill()
-			case "terminate relay connections":
-				terminate(t, db, "chaos-relay", crng)
-			case "terminate indexer connections":
-				terminate(t, db, "chaos-indexer", crng)
+			name, what, _ := strings.Cut(k, " ")
+			if name == "kill" {
+				byName := map[string]*daemon{"relay": relay, "indexer": indexer, "moderator": moderator, "trust": trustd}
+				byName[what].kill()
+			} else {
+				terminate(t, db, "chaos-"+strings.TrimSuffix(what, " connections"), crng)
 			}
 			actions[k]++
 		}
@@ -145,17 +183,13 @@ func TestChaos(t *testing.T) {
 	clientsDone := time.Since(began)
 
 	// Stop the relay (a graceful stop finishes its group commits), then wait for
-	// index-v1 to apply the whole outbox.
+	// the consumers to apply the whole outbox (with what the moderator and
+	// trust append to it) and for trust to rank the final graph.
 	relay.stop(t)
-	var head int64
-	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT coalesce(max(seq), 0) FROM cn_relay.events_outbox").Scan(&head))
-	require.Eventually(t, func() bool {
-		var last int64
-		err := db.Pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = 'index-v1'").Scan(&last)
-		return err == nil && last >= head
-	}, 30*time.Second, 20*time.Millisecond, "index-v1 reaches the outbox head %d", head)
+	asOf := time.Now().Unix()
+	before := readTrust(t, db, provider.PubKey, asOf)
+	head := quiesce(t, db)
 	caughtUp := time.Since(began)
-	indexer.stop(t)
 
 	// What the clients know.
 	sent, acked, refused := map[string]bool{}, map[string]bool{}, map[string]string{}
@@ -185,15 +219,16 @@ func TestChaos(t *testing.T) {
 		nTransient += c.transient
 		nReconnects += c.reconnects
 	}
-	t.Logf("chaos: %v of clients, caught up at %v; actions %v; restarts: relay %d, indexer %d (exits on their own: relay %d, indexer %d)",
-		clientsDone.Round(time.Millisecond), caughtUp.Round(time.Millisecond), actions,
-		relay.starts-1, indexer.starts-1, relay.selfExits, indexer.selfExits)
+	t.Logf("chaos: %v of clients, caught up at %v; actions %v", clientsDone.Round(time.Millisecond), caughtUp.Round(time.Millisecond), actions)
+	for _, d := range daemons {
+		t.Logf("%s: %d restarts, %d exits on its own", d.name, d.starts-1, d.selfExits)
+	}
 	t.Logf("clients: %d events sent, %d acknowledged, %d refused, %d unanswered at the deadline, %d transient error answers, %d reconnects; outbox head %d",
 		nSent, nAcked, nRefused, nUnanswered, nTransient, nReconnects, head)
 	require.Positive(t, nAcked)
 	require.Positive(t, nRefused)
 	require.Positive(t, len(ackedDeletes))
-	for _, k := range []string{"kill relay", "kill indexer", "terminate relay connections", "terminate indexer connections"} {
+	for _, k := range faults {
 		require.Positive(t, actions[k], k)
 	}
 
@@ -203,13 +238,16 @@ func TestChaos(t *testing.T) {
 		kind    int
 		deleted bool
 		live    bool
+		node    bool   // made by the node: a label, a retraction, an assertion
+		reason  string // why it is deleted
 	}
-	rows, err := db.Pool.Query(ctx, "SELECT id, kind, deleted_at IS NOT NULL, deleted_at IS NULL AND is_effective FROM cn_relay.events")
+	rows, err := db.Pool.Query(ctx, `SELECT id, kind, deleted_at IS NOT NULL, deleted_at IS NULL AND is_effective,
+		pubkey IN ($1, $2), coalesce(deleted_reason, '') FROM cn_relay.events`, nodeKey.PubKey, provider.PubKey)
 	require.NoError(t, err)
 	stored := map[string]row{}
 	for rows.Next() {
 		var r row
-		require.NoError(t, rows.Scan(&r.id, &r.kind, &r.deleted, &r.live))
+		require.NoError(t, rows.Scan(&r.id, &r.kind, &r.deleted, &r.live, &r.node, &r.reason))
 		stored[r.id] = r
 	}
 	require.NoError(t, rows.Err())
@@ -221,6 +259,9 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	for id, r := range stored {
+		if r.node { // checked by checkCommunity
+			continue
+		}
 		if !sent[id] {
 			unsent = append(unsent, id)
 		}
@@ -230,7 +271,7 @@ func TestChaos(t *testing.T) {
 		switch {
 		case ackedDeletes[id] && !r.deleted:
 			undeleted = append(undeleted, id)
-		case !sentDeletes[id] && r.deleted:
+		case !sentDeletes[id] && r.deleted && r.reason != "moderation": // hides: checked by checkCommunity
 			wronglyDeleted = append(wronglyDeleted, id)
 		}
 	}
@@ -240,23 +281,34 @@ func TestChaos(t *testing.T) {
 	require.Empty(t, undeleted, "targets of acknowledged deletions that are not deleted")
 	require.Empty(t, wronglyDeleted, "deleted events nobody deleted")
 
-	// The outbox: one row per (event, topic, op); upserts exactly for event_topics,
-	// deletes exactly for the topics of deleted events.
+	// The outbox: one row per (event, topic, op) of a regular event (a
+	// replaceable version that becomes effective again has another upsert);
+	// upserts exactly for event_topics' scope rows (not an identity event's #t
+	// rows), deletes exactly for the topics of
+	// deleted regular events; the last row of an effective version is an upsert.
 	var dups int
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM cn_relay.events_outbox
-		GROUP BY event_id, topic_id, op HAVING count(*) > 1) d`).Scan(&dups))
+		WHERE effective_key IS NULL GROUP BY event_id, topic_id, op HAVING count(*) > 1) d`).Scan(&dups))
 	require.Zero(t, dups, "duplicate outbox rows")
+	var comeBacks int
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM cn_relay.events_outbox
+		WHERE kind = 3 AND op = 'upsert' GROUP BY event_id, topic_id HAVING count(*) > 1) d`).Scan(&comeBacks))
+	require.Positive(t, comeBacks, "follow lists that became effective again (A up, B up, B del, A up)")
 	for _, check := range []struct{ what, sql string }{
-		{"event_topics without an upsert row", `SELECT event_id, topic_id FROM cn_relay.event_topics
+		{"event_topics without an upsert row", `SELECT event_id, topic_id FROM cn_relay.event_topics WHERE scope
 			EXCEPT SELECT event_id, topic_id FROM cn_relay.events_outbox WHERE op = 'upsert'`},
 		{"upsert rows without event_topics", `SELECT event_id, topic_id FROM cn_relay.events_outbox WHERE op = 'upsert'
-			EXCEPT SELECT event_id, topic_id FROM cn_relay.event_topics`},
+			EXCEPT SELECT event_id, topic_id FROM cn_relay.event_topics WHERE scope`},
 		{"deleted events' topics without a delete row", `SELECT t.event_id, t.topic_id FROM cn_relay.event_topics t
-			JOIN cn_relay.events e ON e.id = t.event_id WHERE e.deleted_at IS NOT NULL
+			JOIN cn_relay.events e ON e.id = t.event_id WHERE t.scope AND e.deleted_at IS NOT NULL AND e.effective_key IS NULL
 			EXCEPT SELECT event_id, topic_id FROM cn_relay.events_outbox WHERE op = 'delete'`},
+		{"effective versions whose last row is not an upsert", `SELECT t.event_id, t.topic_id FROM cn_relay.event_topics t
+			JOIN cn_relay.events e ON e.id = t.event_id WHERE t.scope AND e.effective_key IS NOT NULL AND e.is_effective AND e.deleted_at IS NULL
+			AND (SELECT o.op FROM cn_relay.events_outbox o WHERE o.event_id = t.event_id AND o.topic_id = t.topic_id
+				ORDER BY o.seq DESC LIMIT 1) IS DISTINCT FROM 'upsert'`},
 		{"delete rows of events that are not deleted", `SELECT event_id, topic_id FROM cn_relay.events_outbox WHERE op = 'delete'
 			EXCEPT SELECT t.event_id, t.topic_id FROM cn_relay.event_topics t
-			JOIN cn_relay.events e ON e.id = t.event_id WHERE e.deleted_at IS NOT NULL`},
+			JOIN cn_relay.events e ON e.id = t.event_id WHERE t.scope AND e.deleted_at IS NOT NULL`},
 	} {
 		rows, err := db.Pool.Query(ctx, check.sql)
 		require.NoError(t, err)
@@ -265,22 +317,54 @@ func TestChaos(t *testing.T) {
 		require.Empty(t, bad, check.what)
 	}
 
-	// The index holds exactly the live notes.
+	// The index holds exactly the live notes and profiles (the trust provider's).
 	rows, err = db.Pool.Query(ctx, "SELECT event_id FROM cn_index.documents")
 	require.NoError(t, err)
 	docs, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	var live []string
 	for id, r := range stored {
-		if r.live && r.kind == 1 {
+		if r.live && (r.kind == 1 || r.kind == 0) {
 			live = append(live, id)
 		}
 	}
 	sort.Strings(docs)
 	sort.Strings(live)
 	require.Equal(t, live, docs, "the search index holds exactly the live events")
-	t.Logf("stored %d events (%d live notes indexed), %d deleted", len(stored), len(live), countDeleted(stored, func(r row) bool { return r.deleted }))
+	t.Logf("stored %d events (%d live notes indexed), %d deleted; %d follow lists came back", len(stored), len(live),
+		countDeleted(stored, func(r row) bool { return r.deleted }), comeBacks)
+
+	// The moderator's and trust's results.
+	checkCommunity(t, db, cm, nodeKey.PubKey, before)
+	t.Logf("trust: %d keys with followers, %d ranked, %d assertions", len(before.followers), len(before.ranks), len(before.assertions))
+
+	// A trust replay from 0 (what cnctl reset-offset --consumer trust-v1
+	// --to-earliest does, with trust stopped) ends in the same graph, the same
+	// ranks and the same assertions, all checked again.
+	trustd.stop(t)
+	plan, err := consumer.PlanReset(ctx, db.Pool, trust.ConsumerName, consumer.ResetTarget{Earliest: true})
+	require.NoError(t, err)
+	require.NoError(t, consumer.ExecuteReset(ctx, db.Pool, plan, false, "chaos"))
+	t.Logf("trust replays %d rows (%d -> %d)", plan.Replay, plan.From, plan.To)
+	replay := &daemon{name: "trust replay", bin: trustd.bin, log: filepath.Join(logs, "trust-replay.log"),
+		args: append([]string{"--listen", freeAddr(t)}, trustArgs...)}
+	replay.supervise(t)
+	daemons = append(daemons, replay)
+	replayed := readTrust(t, db, provider.PubKey, asOf)
+	require.Equal(t, before.graph, replayed.graph, "trust's tables after a replay from 0")
+	require.Equal(t, before.assertions, replayed.assertions, "the assertions after a replay from 0")
+	checkCommunity(t, db, cm, nodeKey.PubKey, replayed)
+	for _, d := range daemons {
+		d.stop(t)
+	}
 }
+
+// faults are the kinds of fault the chaos injects.
+var faults = []string{"kill relay", "kill indexer", "kill moderator", "kill trust",
+	"terminate relay connections", "terminate indexer connections", "terminate moderator connections", "terminate trust connections"}
+
+// communityClientsN is the number of clients of the community traffic.
+const communityClientsN = 3
 
 func countDeleted[T any](m map[string]T, f func(T) bool) int {
 	n := 0
@@ -526,12 +610,13 @@ func terminate(t *testing.T, db *pgtest.DB, app string, rng *rand.Rand) {
 	}
 }
 
-// buildDaemons builds the relay and the indexer into a temporary directory.
+// buildDaemons builds the four daemons into a temporary directory.
 func buildDaemons(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator),
-		"github.com/kukuri/communitynode/cmd/relay", "github.com/kukuri/communitynode/cmd/indexer")
+		"github.com/kukuri/communitynode/cmd/relay", "github.com/kukuri/communitynode/cmd/indexer",
+		"github.com/kukuri/communitynode/cmd/moderator", "github.com/kukuri/communitynode/cmd/trust")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 	return dir

@@ -2,8 +2,9 @@
 // moderator, trust) do the same way, so that each main and each Run function
 // says only what is its own.
 //
-//   - Main is a daemon's func main: SIGINT and SIGTERM cancel the context; a
-//     failure is printed as one line, "name: error", and exits 1.
+//   - Main is a daemon's (and cnctl's) func main: SIGINT and SIGTERM cancel the
+//     context; a failure is printed as one line, "name: error", and exits 1
+//     (or the code a cli.ExitCoder in it carries).
 //   - App builds the command line with the shared conventions: help on stdout,
 //     errors returned to Main (never an exit from inside), no positional
 //     arguments, and the flags every daemon has (--database-url, --log-level,
@@ -36,23 +37,31 @@ import (
 
 	"github.com/kukuri/communitynode/internal/debugserver"
 	"github.com/kukuri/communitynode/internal/httpserver"
+	"github.com/kukuri/communitynode/internal/oneline"
 )
 
 // Main runs the command line newApp describes on os.Args until it returns or
-// SIGINT/SIGTERM cancels it, and exits 1 after a failure.
+// SIGINT/SIGTERM cancels it, and exits with ExitCode after a failure.
 func Main(newApp func(stdout, stderr io.Writer) *cli.App) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	app := newApp(os.Stdout, os.Stderr)
 	err := app.RunContext(ctx, os.Args)
 	stop()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %s\n", app.Name, OneLine(err))
-		os.Exit(1)
+		fmt.Fprintf(os.Stderr, "%s: %s\n", app.Name, oneline.Error(err))
+		os.Exit(ExitCode(err))
 	}
 }
 
-// OneLine joins an error's text into one line.
-func OneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+// ExitCode is the exit status of a failure: the code of the first cli.ExitCoder
+// in err's chain (cnctl's usage errors: 2), else 1.
+func ExitCode(err error) int {
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return 1
+}
 
 // App returns a daemon's command line: flags plus --database-url (required),
 // --log-level and --debug-listen. Before action runs it refuses positional

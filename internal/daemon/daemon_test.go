@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -106,5 +107,12 @@ func TestAppConventions(t *testing.T) {
 		require.ErrorContains(t, err, tc.want, tc.args)
 		require.Nil(t, got, "the action does not run: %v", tc.args)
 	}
-	require.Equal(t, "a b c", OneLine(errors.New("a\n  b\tc")))
+}
+
+// TestExitCode: a failure exits 1 unless a cli.ExitCoder in its chain says
+// otherwise.
+func TestExitCode(t *testing.T) {
+	require.Equal(t, 1, ExitCode(errors.New("boom")))
+	require.Equal(t, 2, ExitCode(cli.Exit("wrong command line", 2)))
+	require.Equal(t, 2, ExitCode(fmt.Errorf("wrapped: %w", cli.Exit("wrong command line", 2))))
 }

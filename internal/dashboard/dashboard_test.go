@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -208,4 +210,49 @@ func TestTokenAndExposure(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// TestHostCheckWithoutToken: without a token, the page answers only requests
+// naming its listen address (or localhost on its port) in Host, so a DNS
+// rebinding page cannot read it; with a token, Host is not checked.
+func TestHostCheckWithoutToken(t *testing.T) {
+	t.Parallel()
+	base, _ := start(t, "")
+	_, port, err := net.SplitHostPort(strings.TrimPrefix(base, "http://"))
+	require.NoError(t, err)
+	get := func(url, host string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		require.NoError(t, err)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST:" + port} {
+		require.Equal(t, http.StatusOK, get(base+"/api/status", host), host)
+	}
+	for _, host := range []string{"evil.example:" + port, "evil.example", "127.0.0.1", "127.0.0.1:1" + port} {
+		require.Equal(t, http.StatusMisdirectedRequest, get(base+"/api/status", host), host)
+		require.Equal(t, http.StatusMisdirectedRequest, get(base+"/", host), host)
+	}
+	withToken, _ := start(t, "a-long-enough-token")
+	require.Equal(t, http.StatusOK, get(withToken+"/api/status?token=a-long-enough-token", "evil.example"))
+}
+
+// TestTokenFileMode: a token file others can read is refused, as the node key is.
+func TestTokenFileMode(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "token")
+	require.NoError(t, os.WriteFile(path, []byte("a-long-enough-token\n"), 0o600))
+	token, err := ReadToken(path)
+	require.NoError(t, err)
+	require.Equal(t, "a-long-enough-token", token)
+	for _, mode := range []os.FileMode{0o644, 0o640, 0o604} {
+		require.NoError(t, os.Chmod(path, mode))
+		_, err := ReadToken(path)
+		require.ErrorContains(t, err, "readable by others", "mode %04o", mode)
+	}
 }

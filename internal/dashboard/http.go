@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"io/fs"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -32,6 +33,8 @@ const HeartbeatInterval = 15 * time.Second
 //	                   comment line every HeartbeatInterval
 //	GET /healthz       200 once a sample exists
 //
+// Without a token, a request whose Host header is not the listen address (or
+// localhost on its port) gets 421: see allowedHosts.
 // With a token, every path but /healthz needs `Authorization: Bearer TOKEN` or
 // `?token=TOKEN` (EventSource cannot send headers); a wrong one gets 401.
 func (d *Dashboard) Handler(token string) http.Handler {
@@ -74,7 +77,19 @@ func (d *Dashboard) Handler(token string) http.Handler {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	if token == "" {
-		return mux
+		// Without a token the page is served on loopback only (CheckExposure),
+		// but a web page the browser loaded from elsewhere can still reach it
+		// through DNS rebinding: its own host name resolving to 127.0.0.1. The
+		// Host header then names that host, so only the listen address itself
+		// (and localhost on its port) is answered.
+		allowed := allowedHosts(d.cfg.Listen)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !allowed[strings.ToLower(r.Host)] {
+				writeJSON(w, http.StatusMisdirectedRequest, map[string]string{"error": "this page answers only to http://" + d.cfg.Listen + "/ (Host " + r.Host + " refused)"})
+				return
+			}
+			mux.ServeHTTP(w, r)
+		})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/healthz" && !tokenOK(r, token) {
@@ -83,6 +98,18 @@ func (d *Dashboard) Handler(token string) http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// allowedHosts returns the Host headers that name listen: the address as given,
+// and localhost, 127.0.0.1 and [::1] on its port (in lower case).
+func allowedHosts(listen string) map[string]bool {
+	out := map[string]bool{strings.ToLower(listen): true}
+	if _, port, err := net.SplitHostPort(listen); err == nil {
+		for _, h := range []string{"localhost", "127.0.0.1", "::1"} {
+			out[net.JoinHostPort(h, port)] = true
+		}
+	}
+	return out
 }
 
 func tokenOK(r *http.Request, token string) bool {

@@ -32,8 +32,17 @@ func CheckExposure(listen, token string) error {
 	return fmt.Errorf("the dashboard on %s would be reachable from other hosts: give it a bearer token (--token-file), or bind it to 127.0.0.1", listen)
 }
 
-// ReadToken reads a token file (one line, at least 16 characters).
+// ReadToken reads a token file (one line, at least 16 characters). Like the
+// node key, the file must be readable by its owner only: a token others can
+// read protects nothing.
 func ReadToken(path string) (string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	if info.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("token file %s is readable by others (mode %04o): chmod 600 it", path, info.Mode().Perm())
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("token file: %w", err)

@@ -61,6 +61,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/kukuri/communitynode/schema"
 )
 
 // DefaultPrefix starts every role name unless configured otherwise.
@@ -120,9 +121,6 @@ func (c Config) prefix() string {
 
 // Role returns the role name of a service.
 func (c Config) Role(service string) string { return c.prefix() + service }
-
-// grantLockKey serialises Apply runs on one database.
-const grantLockKey int64 = 0x636e5f726f6c6573 // "cn_roles"
 
 // Apply creates the group roles if missing and rebuilds their privileges in the
 // current database. The connecting user must be a superuser, or have CREATEROLE
@@ -239,7 +237,7 @@ var operatorTables = []string{"consumer_offsets", "consumer_dead_letters", "cons
 	"outbox_retention", "outbox_partitioning", "events_outbox"}
 
 func grant(ctx context.Context, tx pgx.Tx, cfg Config) error {
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", grantLockKey); err != nil {
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", schema.RolesLock); err != nil {
 		return err
 	}
 	// cn_relay.outbox_ensure_partitions, which every writer calls on its own,
@@ -247,7 +245,7 @@ func grant(ctx context.Context, tx pgx.Tx, cfg Config) error {
 	// outbox to add a partition; the owner changes below lock the same tables in
 	// catalogue order. Holding the function's lock first makes the two queue
 	// instead of deadlocking (TestApplyWhileTheNodeWrites).
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('cn_relay.outbox_ensure_partitions'))"); err != nil {
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock("+schema.PartitionsLockSQL+")"); err != nil {
 		return err
 	}
 	op := cfg.Role(Operator)
@@ -372,6 +370,7 @@ func grant(ctx context.Context, tx pgx.Tx, cfg Config) error {
 		on("SELECT, INSERT, UPDATE", t, Publisher)
 	}
 	on("INSERT", "cn_relay.events_outbox", Publisher)
+	on("DELETE", "cn_relay.pending_events", Publisher) // published or expired (schema 0017)
 	on("USAGE", "SEQUENCE cn_relay.events_outbox_seq_seq", Publisher)
 	on("EXECUTE", "FUNCTION "+ensure, Relay)
 	on("EXECUTE", "FUNCTION cn_relay.analyze_query_table(text)", Relay) // statistics when autovacuum is off (schema 0014)

@@ -13,9 +13,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/textsearch"
 	"github.com/kukuri/communitynode/pkg/consumer"
 	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/schema"
 )
 
 // ConsumerName is the outbox consumer that keeps cn_index.documents.
@@ -27,19 +29,16 @@ const (
 	rebuildTable   = "cn_index.documents_rebuild"
 )
 
-// switchLockKey is the transaction-level advisory lock every index batch holds
-// shared and the rebuild's switch-over holds exclusively ('cn_index' in ASCII).
-const switchLockKey int64 = 0x636e5f696e646578
-
 // DefaultBatchSize is the indexer's outbox rows per transaction: large batches
 // amortise the per-transaction work when catching up (measured: 2,000 rows per
 // batch drained a backlog ~10% faster than 500); live traffic makes small batches
 // anyway.
 const DefaultBatchSize = 2000
 
-// DefaultKinds are the kinds whose content is human text: short notes (1), threads
-// (11), comments (1111), long-form articles (30023) and wiki articles (30818).
-var DefaultKinds = []int{1, 11, 1111, 30023, 30818}
+// DefaultKinds are the kinds whose content is human text: profiles (0, their
+// name, about and nip05: apps search people), short notes (1), threads (11),
+// comments (1111), long-form articles (30023) and wiki articles (30818).
+var DefaultKinds = []int{0, 1, 11, 1111, 30023, 30818}
 
 // Kinds is a set of indexed kinds.
 type Kinds map[int]bool
@@ -80,6 +79,9 @@ func ParseKinds(s string) ([]int, error) {
 		k, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || k < 0 || k > 65535 {
 			return nil, fmt.Errorf("%q is not a kind (0-65535)", f)
+		}
+		if protocol.IsPrivateKind(k) {
+			return nil, fmt.Errorf("kind %d holds direct messages, served only to their parties: it is never indexed", k)
 		}
 		kinds = append(kinds, k)
 	}
@@ -126,23 +128,23 @@ const sourceColumns = `e.id, e.pubkey, e.kind, e.created_at,
        CASE WHEN e.kind < 30000 THEN e.content
             ELSE e.content || coalesce(' ' || (SELECT string_agg(t->>1, ' ') FROM jsonb_array_elements(e.tags) t
                                                WHERE t->>0 IN ('title', 'summary')), '') END,
-       coalesce(e.effective_key, ''), e.is_effective AND e.deleted_at IS NULL, e.expires_at,
-       ARRAY(SELECT t.topic_id FROM cn_relay.event_topics t WHERE t.event_id = e.id ORDER BY t.topic_id)`
+       coalesce(e.effective_key, ''), ` + schema.LiveSQL + `, e.expires_at, ` + schema.ScopeTopicsSQL
 
 // loadSQL reads the current state of the events $1.
 const loadSQL = "SELECT " + sourceColumns + " FROM cn_relay.events e WHERE e.id = ANY($1)"
 
-// loadWinnersSQL reads the visible effective versions of the keys $1.
+// loadWinnersSQL reads the live effective versions of the keys $1.
 const loadWinnersSQL = "SELECT " + sourceColumns + ` FROM cn_relay.events e
-	WHERE e.effective_key = ANY($1) AND e.is_effective AND e.deleted_at IS NULL`
+	WHERE e.effective_key = ANY($1) AND ` + schema.LiveSQL
 
-// loadAllSQL reads every visible event of the kinds $1 (for a rebuild).
+// loadAllSQL reads every live event of the kinds $1 (for a rebuild).
 const loadAllSQL = "SELECT " + sourceColumns + ` FROM cn_relay.events e
-	WHERE e.kind = ANY($1) AND e.is_effective AND e.deleted_at IS NULL`
+	WHERE e.kind = ANY($1) AND ` + schema.LiveSQL
 
 // indexable reports whether s gets a document now.
 func (h *Handler) indexable(s source) bool {
-	return s.visible && h.Kinds[s.kind] && len(s.topics) > 0 && (s.expiresAt == nil || *s.expiresAt > h.now().Unix())
+	return s.visible && h.Kinds[s.kind] && !protocol.IsPrivateKind(s.kind) && len(s.topics) > 0 &&
+		(s.expiresAt == nil || *s.expiresAt > h.now().Unix())
 }
 
 func (h *Handler) now() time.Time {
@@ -222,7 +224,7 @@ func (h *Handler) apply(ctx context.Context, q querier, table string, ids []stri
 
 	var b pgx.Batch
 	if sharedLock {
-		b.Queue("SELECT pg_advisory_xact_lock_shared($1)", switchLockKey)
+		b.Queue("SELECT pg_advisory_xact_lock_shared($1)", schema.IndexSwitchLock)
 	}
 	if len(gone) > 0 {
 		b.Queue("DELETE FROM "+table+" WHERE event_id = ANY($1)", gone)
@@ -304,7 +306,11 @@ func (c *docColumns) add(s source) {
 	c.topics = append(c.topics, arrayLiteral(s.topics))
 	c.keys = append(c.keys, s.key)
 	c.expires = append(c.expires, s.expiresAt)
-	c.contents = append(c.contents, s.content)
+	text := s.content
+	if s.kind == 0 {
+		text = protocol.ProfileText(text) // as protocol.SearchText, for live NIP-50 matching
+	}
+	c.contents = append(c.contents, text)
 	c.topicLists = append(c.topicLists, s.topics)
 }
 

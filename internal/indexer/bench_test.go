@@ -114,7 +114,7 @@ func BenchmarkSearch(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer pool.Close()
-	st := store.New(pool, nil, protocol.DefaultTopicRules())
+	st := store.NewReader(pool)
 
 	english := englishWords[40:50] // mid-frequency words of the Zipf vocabulary (ranks 41-50 of 215)
 	var japanese []string          // mid-frequency two-character words (ranks 11-30 of 62)
@@ -155,7 +155,7 @@ func BenchmarkSearch(b *testing.B) {
 						if topic != "" {
 							f.Tags = nostr.TagMap{"t": {topic}}
 						}
-						evs, err := st.Query(ctx, []nostr.Filter{f})
+						evs, err := st.Query(ctx, []nostr.Filter{f}, protocol.Viewer{})
 						if err != nil {
 							b.Fatal(err)
 						}

@@ -12,6 +12,11 @@
 //     cn_relay.events. Applying a row twice, replaying from any offset, or applying
 //     rows for an event whose state changed since, all end in the same index. A
 //     live-built index equals one rebuilt from offset 0 (tested).
+//   - So a batch is reduced to the set of event ids its rows name, whatever their
+//     order and op. Elsewhere only rows adjacent in seq for the same event may be
+//     collapsed; here any may, because no row's op is applied: the outbox shape
+//     `A upsert, B upsert, B delete, A upsert` (version A replaced by B, B
+//     deleted, A effective again) in one batch leaves A's document (tested).
 //   - The index writes of a batch commit in the consumer's transaction, together
 //     with the offset (pkg/consumer).
 //   - A rebuild (Rebuild, `cnctl reindex`) fills a second table while searches keep

@@ -149,7 +149,7 @@ func parseSearchParams(r *http.Request) (SearchParams, error) {
 		}
 	}
 	if a := v.Get("author"); a != "" {
-		if !isHex64(a) {
+		if !protocol.IsHex64(a) {
 			return p, errors.New("author: want 64 lower-case hex characters")
 		}
 		p.Author = a

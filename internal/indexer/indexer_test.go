@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -246,4 +247,45 @@ func TestInheritedTopicsAreIndexed(t *testing.T) {
 	require.NoError(t, n.db.Pool.QueryRow(context.Background(),
 		"SELECT topics FROM cn_index.documents WHERE event_id = $1", reply.ID).Scan(&topics))
 	require.ElementsMatch(t, []string{"go", "nostr"}, topics)
+}
+
+// TestProfilesSearchableDirectMessagesNever: a member's profile is found by its
+// name (not by its JSON keys); direct messages (kinds 4, 1059) get no document
+// even from a handler told to index them, and --kinds refuses them.
+func TestProfilesSearchableDirectMessagesNever(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	n := &node{db: db, store: st}
+	for range 3 {
+		n.keys = append(n.keys, nostr.GeneratePrivateKey())
+	}
+	bob, err := nostr.GetPublicKey(n.keys[1])
+	require.NoError(t, err)
+	n.publish(t, n.event(t, 0, 1, base, nostr.Tags{topic("intro")}, "hello"), n.event(t, 1, 1, base, nostr.Tags{topic("intro")}, "hi"))
+	profile := n.event(t, 0, 0, base+1, nil, `{"name":"Zebulon","about":"keeps bees","picture":"https://x.example/about.png"}`)
+	dm := n.event(t, 0, protocol.KindEncryptedDM, base+2, nostr.Tags{{"p", bob}}, "Zebulon secret?iv=aXY=")
+	wrap := n.event(t, 2, protocol.KindGiftWrap, base+3, nostr.Tags{{"p", bob}}, "Zebulon sealed")
+	n.publish(t, profile, dm, wrap)
+
+	c, err := consumer.New(db.Pool, &Handler{Kinds: NewKinds(append(slices.Clone(DefaultKinds), protocol.KindEncryptedDM, protocol.KindGiftWrap))},
+		consumer.Config{Name: ConsumerName, LeaseTTL: time.Second})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	n.sync(t)
+	cancel()
+	if err := <-done; err != nil {
+		require.ErrorIs(t, err, context.Canceled)
+	}
+
+	require.Equal(t, []string{profile.ID}, n.search(t, "zebulon", SearchParams{}), "the profile by name; never a DM")
+	require.Equal(t, []string{profile.ID}, n.search(t, "bees", SearchParams{}))
+	require.Empty(t, n.search(t, "picture", SearchParams{}), "JSON keys are not profile text")
+	var docs int
+	require.NoError(t, db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM cn_index.documents WHERE kind IN (4, 1059)").Scan(&docs))
+	require.Zero(t, docs)
+	_, err = ParseKinds("1,1059")
+	require.ErrorContains(t, err, "never indexed")
 }

@@ -10,7 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/kukuri/communitynode/pkg/consumer"
 	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/schema"
 )
 
 // RebuildOptions configures Rebuild.
@@ -23,10 +25,6 @@ type RebuildOptions struct {
 
 // ErrRebuildRunning is returned by Rebuild while another rebuild runs.
 var ErrRebuildRunning = errors.New("another reindex is running")
-
-// rebuildLockKey is the session-level advisory lock a rebuild holds
-// ('cn_reidx' in ASCII).
-const rebuildLockKey int64 = 0x636e5f7265696478
 
 // RebuildResult tells what a rebuild did.
 type RebuildResult struct {
@@ -73,14 +71,14 @@ func Rebuild(ctx context.Context, pool *pgxpool.Pool, o RebuildOptions) (Rebuild
 	}
 	defer lockConn.Release()
 	var locked bool
-	if err := lockConn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", rebuildLockKey).Scan(&locked); err != nil {
+	if err := lockConn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", schema.IndexRebuildLock).Scan(&locked); err != nil {
 		return res, fmt.Errorf("take the rebuild lock: %w", err)
 	}
 	if !locked {
 		return res, ErrRebuildRunning
 	}
 	defer func() {
-		_, _ = lockConn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", rebuildLockKey)
+		_, _ = lockConn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", schema.IndexRebuildLock)
 	}()
 
 	var id int64
@@ -195,20 +193,16 @@ func (h *Handler) switchOver(ctx context.Context, tx pgx.Tx, id, pos int64, res 
 	if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '10s'"); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", switchLockKey); err != nil {
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", schema.IndexSwitchLock); err != nil {
 		return fmt.Errorf("wait for the live consumer's batch: %w", err)
 	}
-	var offset int64
-	err := tx.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1 FOR UPDATE", ConsumerName).Scan(&offset)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		// index-v1 never ran: it starts where the rebuilt index ends.
-		offset = pos
-		if _, err := tx.Exec(ctx, "INSERT INTO cn_relay.consumer_offsets (consumer, last_seq) VALUES ($1, $2)", ConsumerName, pos); err != nil {
-			return fmt.Errorf("register %s: %w", ConsumerName, err)
-		}
-	case err != nil:
-		return fmt.Errorf("read %s offset: %w", ConsumerName, err)
+	// If index-v1 never ran, it starts where the rebuilt index ends.
+	if _, err := consumer.Register(ctx, tx, ConsumerName, pos); err != nil {
+		return err
+	}
+	offset, err := consumer.LockOffset(ctx, tx, ConsumerName)
+	if err != nil {
+		return err
 	}
 	for pos < offset {
 		rows, err := outbox.ReadAfter(ctx, tx, pos, rebuildChunk, nil)

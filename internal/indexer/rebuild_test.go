@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/textsearch"
+	"github.com/kukuri/communitynode/schema"
 )
 
 var words = []string{"東京", "タワー", "北京", "大学", "running", "cities", "nostr", "relay", "寿司", "ramen", "会議", "meetup"}
@@ -173,11 +174,11 @@ func TestOneRebuildAtATime(t *testing.T) {
 	ctx := context.Background()
 	conn := n.db.Conn(t)
 	var locked bool
-	require.NoError(t, conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", rebuildLockKey).Scan(&locked))
+	require.NoError(t, conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", schema.IndexRebuildLock).Scan(&locked))
 	require.True(t, locked)
 	_, err := Rebuild(ctx, n.db.Pool, RebuildOptions{RequestedBy: "test"})
 	require.ErrorIs(t, err, ErrRebuildRunning)
-	_, err = conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", rebuildLockKey)
+	_, err = conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", schema.IndexRebuildLock)
 	require.NoError(t, err)
 	_, err = Rebuild(ctx, n.db.Pool, RebuildOptions{RequestedBy: "test"})
 	require.NoError(t, err)

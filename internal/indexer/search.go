@@ -12,7 +12,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/textsearch"
+	"github.com/kukuri/communitynode/schema"
 )
 
 // SearchParams is one search request. Zero values mean "no filter".
@@ -67,7 +69,7 @@ func ParseCursor(s string) (Cursor, error) {
 		return Cursor{}, ErrBadCursor
 	}
 	parts := strings.Split(string(raw), ".")
-	if len(parts) != 3 || !isHex64(parts[2]) {
+	if len(parts) != 3 || !protocol.IsHex64(parts[2]) {
 		return Cursor{}, ErrBadCursor
 	}
 	bits, err1 := strconv.ParseUint(parts[0], 16, 32)
@@ -78,64 +80,43 @@ func ParseCursor(s string) (Cursor, error) {
 	return Cursor{Score: math.Float32frombits(uint32(bits)), CreatedAt: at, EventID: parts[2]}, nil
 }
 
-func isHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// rankSQL is the relevance of document d for the query q: ts_rank normalised by
-// the document length (flag 1), so that a long article does not outrank a short
-// note just by repeating words.
-const rankSQL = "ts_rank(d.tsv, q, 1)"
-
 // Search returns one page of hits and the cursor of the next page (nil at the
 // end). Hits whose event became invisible after it was indexed (the index lags the
-// relay by a batch) are skipped; searchSlack extra rows keep the page full.
+// relay by a batch) are skipped; textsearch.Slack extra rows keep the page full.
 func Search(ctx context.Context, db querier, p SearchParams, now time.Time) ([]Hit, *Cursor, error) {
 	args := []any{p.Query.TSQuery(), now.Unix()}
 	ph := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	conds := []string{"d.tsv @@ q", "(d.expires_at IS NULL OR d.expires_at > $2)"}
+	df := textsearch.DocFilter{Since: p.Since, Until: p.Until}
 	if p.Topic != "" {
-		conds = append(conds, "d.tsv @@ "+ph(textsearch.TopicQuery([]string{p.Topic}))+"::tsquery")
+		df.Topics = []string{p.Topic}
 	}
 	if p.Author != "" {
-		conds = append(conds, "d.pubkey = "+ph(p.Author))
+		df.Authors = []string{p.Author}
 	}
 	if p.Kind != nil {
-		conds = append(conds, "d.kind = "+ph(*p.Kind))
+		df.Kinds = []int32{int32(*p.Kind)}
 	}
-	if p.Since != nil {
-		conds = append(conds, "d.created_at >= "+ph(*p.Since))
-	}
-	if p.Until != nil {
-		conds = append(conds, "d.created_at <= "+ph(*p.Until))
-	}
+	conds := textsearch.DocConds("q", "$2", df, ph)
+	rank := textsearch.RankSQL("q")
 	if c := p.After; c != nil {
 		s, at, id := ph(c.Score), ph(c.CreatedAt), ph(c.EventID)
 		conds = append(conds, fmt.Sprintf("(%[1]s < %[2]s::real OR (%[1]s = %[2]s::real AND (d.created_at < %[3]s OR (d.created_at = %[3]s AND d.event_id > %[4]s))))",
-			rankSQL, s, at, id))
+			rank, s, at, id))
 	}
 	limit := min(max(p.Limit, 1), MaxLimit)
 	sql := `
 WITH page AS (
-	SELECT d.event_id, d.kind, d.pubkey, d.created_at, d.topics, ` + rankSQL + ` AS score
+	SELECT d.event_id, d.kind, d.pubkey, d.created_at, d.topics, ` + rank + ` AS score
 	FROM cn_index.documents d, CAST($1 AS tsquery) q
 	WHERE ` + strings.Join(conds, " AND ") + `
-	ORDER BY score DESC, d.created_at DESC, d.event_id
-	LIMIT ` + ph(limit+1+searchSlack) + `
+	ORDER BY ` + textsearch.OrderSQL("score") + `
+	LIMIT ` + ph(limit+1+textsearch.Slack) + `
 )
 SELECT p.event_id, p.kind, p.pubkey, p.created_at, p.topics, p.score, coalesce(e.content, ''),
-       coalesce(e.deleted_at IS NULL AND e.is_effective, false)
+       coalesce(` + schema.LiveSQL + `, false)
 FROM page p LEFT JOIN cn_relay.events e ON e.id = p.event_id
 ORDER BY p.score DESC, p.created_at DESC, p.event_id`
 	rows, err := db.Query(ctx, sql, args...)
@@ -174,17 +155,13 @@ ORDER BY p.score DESC, p.created_at DESC, p.event_id`
 		x.hit.Snippet = textsearch.Snippet(x.content, p.Query, snippetRunes)
 		hits = append(hits, x.hit)
 	}
-	if next == nil && len(got) == limit+1+searchSlack {
+	if next == nil && len(got) == limit+1+textsearch.Slack {
 		// Too many hidden rows for the slack: a short page, then go on after it.
 		last := got[len(got)-1].hit
 		next = &Cursor{Score: last.Score, CreatedAt: last.CreatedAt, EventID: last.EventID}
 	}
 	return hits, next, nil
 }
-
-// searchSlack is how many rows beyond a page are read, to fill it when some of
-// its events were hidden since they were indexed.
-const searchSlack = 16
 
 // snippetRunes is the length of a hit's snippet.
 const snippetRunes = 160

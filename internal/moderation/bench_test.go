@@ -156,7 +156,7 @@ func BenchmarkCatchUp(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		mod := New(Config{Key: key, Store: store.New(pool, nil, protocol.DefaultTopicRules())})
+		mod := New(Config{Key: key, Store: store.NewPublisher()})
 		c, err := consumer.New(pool, mod, consumer.Config{Name: ConsumerName, BatchSize: DefaultBatchSize})
 		if err != nil {
 			b.Fatal(err)
@@ -219,7 +219,7 @@ func BenchmarkPublishToLabel(b *testing.B) {
 		writer := outbox.NewWriter(pool, outbox.WriterConfig{})
 		notifier := outbox.NewNotifier(pool, 0, nil, nil)
 		st := store.New(pool, writer, protocol.DefaultTopicRules())
-		mod := New(Config{Key: key, Store: st, Notifier: notifier})
+		mod := New(Config{Key: key, Store: st.Publisher(), Notifier: notifier})
 		c, err := consumer.New(pool, mod, consumer.Config{Name: ConsumerName})
 		if err != nil {
 			b.Fatal(err)

@@ -43,18 +43,26 @@ type ClassifierConfig struct {
 	Client          *http.Client
 }
 
+// The classifier's defaults (a zero field of ClassifierConfig takes them).
+const (
+	DefaultClassifierMaxBytes      = 4096
+	DefaultClassifierTimeout       = 2 * time.Second
+	DefaultClassifierBatchDeadline = 5 * time.Second
+	DefaultClassifierConcurrency   = 4
+)
+
 func (c *ClassifierConfig) setDefaults() {
 	if c.MaxContentBytes == 0 {
-		c.MaxContentBytes = 4096
+		c.MaxContentBytes = DefaultClassifierMaxBytes
 	}
 	if c.Timeout == 0 {
-		c.Timeout = 2 * time.Second
+		c.Timeout = DefaultClassifierTimeout
 	}
 	if c.BatchDeadline == 0 {
-		c.BatchDeadline = 5 * time.Second
+		c.BatchDeadline = DefaultClassifierBatchDeadline
 	}
 	if c.Concurrency == 0 {
-		c.Concurrency = 4
+		c.Concurrency = DefaultClassifierConcurrency
 	}
 	if c.BreakerFailures == 0 {
 		c.BreakerFailures = 5

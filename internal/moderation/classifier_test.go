@@ -81,7 +81,7 @@ func TestClassifier(t *testing.T) {
 	n := newTestNode(t)
 	n.applyRules(t, classifierRules)
 	n.wrap = func(consumer.Handler) consumer.Handler {
-		n.mod = New(Config{Key: n.key, Store: n.store, Registerer: prometheus.NewRegistry(), Pool: n.db.Pool,
+		n.mod = New(Config{Key: n.key, Store: n.store.Publisher(), Registerer: prometheus.NewRegistry(), Pool: n.db.Pool,
 			Classifier: ClassifierConfig{URL: fake.URL, Timeout: 200 * time.Millisecond, BatchDeadline: 400 * time.Millisecond,
 				DailyBudget: 6, BreakerFailures: 2, BreakerCooldown: time.Hour, MaxContentBytes: 32}})
 		return n.mod

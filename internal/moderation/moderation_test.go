@@ -99,7 +99,7 @@ func TestModerationEndToEnd(t *testing.T) {
 	require.ElementsMatch(t, []string{target.ID, victim.ID}, []string{items[0].EventID, items[1].EventID})
 
 	// The operator unhides it: back everywhere, and the rule does not hide it again.
-	outcome, err := Decide(context.Background(), n.db.Pool, n.store, target.ID, "unhide", "ops@test", "false alarm")
+	outcome, err := Decide(context.Background(), n.db.Pool, n.store.Publisher(), target.ID, "unhide", "ops@test", "false alarm")
 	require.NoError(t, err)
 	require.Equal(t, store.Unhidden, outcome)
 	require.Len(t, c.req(map[string]any{"ids": []string{target.ID}}), 1)
@@ -116,7 +116,7 @@ func TestModerationEndToEnd(t *testing.T) {
 	require.Equal(t, []string{victim.ID}, []string{items[0].EventID}, "decided events leave the queue")
 
 	// Operator hide, then the author deletes the note: the label is taken back.
-	_, err = Decide(context.Background(), n.db.Pool, n.store, spam.ID, "hide", "ops@test", "spam")
+	_, err = Decide(context.Background(), n.db.Pool, n.store.Publisher(), spam.ID, "hide", "ops@test", "spam")
 	require.NoError(t, err)
 	require.Empty(t, c.req(map[string]any{"ids": []string{spam.ID}}))
 	require.Len(t, c.req(map[string]any{"kinds": []int{1985}, "#e": []string{spam.ID}}), 1, "a hide keeps the label")

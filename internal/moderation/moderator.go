@@ -21,6 +21,7 @@ import (
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/pkg/consumer"
 	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/schema"
 )
 
 // ConsumerName is the moderator's consumer (its row in cn_relay.consumer_offsets).
@@ -29,11 +30,17 @@ const ConsumerName = "moderation-v1"
 // DefaultNamespace is the NIP-32 label namespace (`L`) of the node's labels.
 const DefaultNamespace = "social.kukuri.moderation"
 
+// DefaultBatchSize is the moderator's outbox rows per transaction.
+const DefaultBatchSize = 500
+
 // Config configures a Moderator.
 type Config struct {
-	Key       nodekey.Key  // signs the labels and their retractions
-	Store     *store.Store // writes them (and hides) in the consumer's transaction
-	Namespace string       // NIP-32 namespace; DefaultNamespace when empty
+	Key       nodekey.Key      // signs the labels and their retractions
+	Store     *store.Publisher // writes them (and hides) in the consumer's transaction
+	Namespace string           // NIP-32 namespace; DefaultNamespace when empty
+	// TopicRules are the rules the labels are stored under (the relay's);
+	// protocol.DefaultTopicRules when unset.
+	TopicRules protocol.TopicRules
 	// Notifier, if set, announces the outbox rows the moderator appended once
 	// their batch committed, so relays deliver labels live at once.
 	Notifier   *outbox.Notifier
@@ -58,7 +65,7 @@ type Config struct {
 //   - emits one NIP-32 label per (rule version, target) through the store: its
 //     created_at is the target's, so its id is deterministic and a replayed label
 //     is a duplicate; it inherits the target's topics;
-//   - hides events (store.ModerateTx) for `hide` rules unless an operator has
+//   - hides events (store.Publisher.PublishTx) for `hide` rules unless an operator has
 //     decided about them, queues `hold` rules' events for the operator;
 //   - takes back (NIP-09, signed by the node) the labels of a target its author
 //     deleted or that expired, and withdraws deleted reports from the tally.
@@ -66,6 +73,18 @@ type Config struct {
 // Every effect is keyed (label id, report and target, rule decision per event)
 // and commits with the offset, so a replay or a crash mid-batch ends in the same
 // state.
+//
+// Within a batch, each event's first upsert row and first delete row (other than
+// moderation's own hides) are kept, wherever they are in the batch. Elsewhere
+// only rows adjacent in seq for the same event may be collapsed; here any may,
+// because of two facts: every effect of an upsert is written once and the first
+// write wins (labels, reports, decisions are insert-if-absent, and carry the
+// first row's seq), so a later upsert of the same event adds nothing, in this
+// batch or a later one; and a delete for a NIP-09 deletion or an expiration is
+// final (the event never comes back), so an event has at most one such row. The
+// outbox shape `A upsert, B upsert, B delete, A upsert` (version A replaced by
+// B, B deleted, A effective again) ends alike in one batch or row by row
+// (tested).
 type Moderator struct {
 	cfg        Config
 	m          *metrics
@@ -87,6 +106,7 @@ func New(cfg Config) *Moderator {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	cfg.TopicRules = cfg.TopicRules.OrDefault()
 	m := &Moderator{cfg: cfg, m: newMetrics(cfg.Registerer), compiled: map[string]*compiled{}}
 	if cfg.Classifier.URL != "" {
 		m.classifier = newClassifier(cfg.Classifier, cfg.Pool, cfg.Registerer, cfg.Logger)
@@ -132,7 +152,7 @@ func (m *Moderator) Handle(ctx context.Context, tx consumer.Tx, rows []outbox.Ro
 			seen[r.EventID] = true
 			upserts = append(upserts, r.EventID)
 			upsertSeq[r.EventID] = r.Seq
-		case r.Op == outbox.OpDelete && r.Reason != "moderation" && !seen["-"+r.EventID]:
+		case r.Op == outbox.OpDelete && r.Reason != outbox.ReasonModeration && !seen["-"+r.EventID]:
 			seen["-"+r.EventID] = true
 			deletes = append(deletes, r)
 		}
@@ -220,7 +240,7 @@ func (m *Moderator) Handle(ctx context.Context, tx consumer.Tx, rows []outbox.Ro
 	if len(evs) == 0 && len(hides) == 0 {
 		return nil
 	}
-	p, err := m.cfg.Store.PublishTx(ctx, tx, evs, hides, nil)
+	p, err := m.cfg.Store.PublishTx(ctx, tx, m.cfg.TopicRules, evs, hides, nil)
 	if err != nil {
 		return err
 	}
@@ -402,8 +422,7 @@ func queueLoadTargets(b *pgx.Batch, ids []string, into map[string]*target) {
 	if len(ids) == 0 {
 		return
 	}
-	b.Queue(`SELECT e.id, e.pubkey, e.created_at, e.kind, e.tags, e.content, e.sig, coalesce(e.effective_key, ''),
-			ARRAY(SELECT t.topic_id FROM cn_relay.event_topics t WHERE t.event_id = e.id)
+	b.Queue(`SELECT `+schema.EventColumns+`, coalesce(e.effective_key, ''), `+schema.ScopeTopicsSQL+`
 		FROM cn_relay.events e WHERE e.id = ANY($1)`, ids).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			ev := &nostr.Event{}

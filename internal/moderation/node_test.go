@@ -90,7 +90,7 @@ func runConsumer(t *testing.T, ctx context.Context, db *pgtest.DB, h consumer.Ha
 func (n *testNode) startModerator(t *testing.T) {
 	t.Helper()
 	n.reg = prometheus.NewRegistry()
-	n.mod = New(Config{Key: n.key, Store: n.store, Registerer: n.reg})
+	n.mod = New(Config{Key: n.key, Store: n.store.Publisher(), Registerer: n.reg})
 	var h consumer.Handler = n.mod
 	if n.wrap != nil {
 		h = n.wrap(h)

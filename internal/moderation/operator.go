@@ -11,6 +11,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/schema"
 )
 
 // ErrNotFound is returned when an operator names an event that is not stored.
@@ -21,7 +22,7 @@ var ErrNotFound = errors.New("no such event")
 // cn_moderation.actions, in one transaction; then it announces the outbox rows.
 // An operator's decision is final for the rules: the moderator never hides an
 // event an operator decided about. It returns what happened to the event.
-func Decide(ctx context.Context, pool *pgxpool.Pool, st *store.Store, eventID, action, actor, reason string) (store.Outcome, error) {
+func Decide(ctx context.Context, pool *pgxpool.Pool, st *store.Publisher, eventID, action, actor, reason string) (store.Outcome, error) {
 	var hide, unhide []string
 	switch action {
 	case "hide":
@@ -51,7 +52,7 @@ func Decide(ctx context.Context, pool *pgxpool.Pool, st *store.Store, eventID, a
 	outcome := store.Unchanged
 	var r outbox.Range
 	if hide != nil || unhide != nil {
-		p, err := st.PublishTx(ctx, tx, nil, hide, unhide)
+		p, err := st.ModerateTx(ctx, tx, hide, unhide)
 		if err != nil {
 			return "", err
 		}
@@ -98,7 +99,7 @@ func Queue(ctx context.Context, q interface {
 		SELECT coalesce(o.event_id, h.event_id), coalesce(o.reporters, 0),
 		       coalesce((SELECT types FROM types t WHERE t.event_id = o.event_id), '{}'::jsonb),
 		       coalesce(h.held_by, '{}'), coalesce(o.last_at, 0),
-		       EXISTS (SELECT 1 FROM cn_relay.events e WHERE e.id = coalesce(o.event_id, h.event_id) AND e.deleted_reason = 'moderation')
+		       EXISTS (SELECT 1 FROM cn_relay.events e WHERE e.id = coalesce(o.event_id, h.event_id) AND `+schema.HiddenSQL+`)
 		FROM open o FULL JOIN held h ON h.event_id = o.event_id
 		WHERE NOT EXISTS (SELECT 1 FROM cn_moderation.actions a
 		                  WHERE a.event_id = coalesce(o.event_id, h.event_id) AND a.source = 'operator')

@@ -188,7 +188,7 @@ func (r Rule) Validate() error {
 		}
 	}
 	for _, a := range r.Authors {
-		if len(a) != 64 || strings.Trim(a, "0123456789abcdef") != "" {
+		if !protocol.IsHex64(a) {
 			bad("author %q is not a 64-character hex pubkey", a)
 		}
 	}

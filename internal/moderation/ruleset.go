@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/kukuri/communitynode/schema"
 )
 
 // StoredRule is a rule in cn_moderation.rules.
@@ -24,9 +25,6 @@ type Change struct {
 	Change  string `json:"change"` // added, changed, removed, unchanged
 	Version int    `json:"version"`
 }
-
-// rulesLock serialises rule-set changes (a transaction-level advisory lock).
-const rulesLock = 0x636e6d6f64 // "cnmod"
 
 // ListRules returns the stored rules in file order.
 func ListRules(ctx context.Context, q interface {
@@ -60,7 +58,7 @@ func ApplyRules(ctx context.Context, pool *pgxpool.Pool, rules []Rule, actor str
 		return nil, fmt.Errorf("apply rules: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(rulesLock)); err != nil {
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", schema.ModerationRulesLock); err != nil {
 		return nil, fmt.Errorf("apply rules: %w", err)
 	}
 	stored, err := ListRules(ctx, tx)

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip19"
 )
@@ -49,7 +50,7 @@ func (k Key) Sign(ev *nostr.Event) error {
 // FromSecret returns the key of a 64-hex-character secret.
 func FromSecret(secret string) (Key, error) {
 	secret = strings.TrimSpace(secret)
-	if len(secret) != 64 || strings.Trim(secret, "0123456789abcdef") != "" {
+	if !protocol.IsHex64(secret) {
 		return Key{}, errors.New("a node key is 64 lowercase hex characters")
 	}
 	pk, err := nostr.GetPublicKey(secret)

@@ -57,7 +57,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	listen := freePort(t)
-	dash := dashboardProcess(t, cnctl, n.db.URL, listen, "http://"+n.relay+"/metrics")
+	dash := dashboardProcess(t, cnctl, n.db.URL, listen, "http://"+n.metrics+"/metrics")
 
 	ctx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(browser), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
@@ -106,7 +106,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	require.NoError(t, dash.Process.Signal(syscall.SIGKILL))
 	_, _ = dash.Process.Wait()
 	waitFor("reconnecting", func() bool { return strings.HasPrefix(text("#conn-state"), "reconnecting") })
-	dashboardProcess(t, cnctl, n.db.URL, listen, "http://"+n.relay+"/metrics")
+	dashboardProcess(t, cnctl, n.db.URL, listen, "http://"+n.metrics+"/metrics")
 	waitFor("live again", func() bool { return text("#conn-state") == "live" })
 	head = text("#head-seq")
 	n.traffic(t, 5)

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -22,7 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kukuri/communitynode/internal/indexer"
+	cnnode "github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/relay"
@@ -35,7 +36,8 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // node is a relay and an indexer serving on loopback, on a test database.
 type node struct {
 	db       *pgtest.DB
-	relay    string // host:port of the relay (WebSocket, /metrics)
+	relay    string // host:port of the relay (WebSocket)
+	metrics  string // host:port of the relay's /metrics (its --metrics-listen)
 	indexer  string // host:port of the indexer (/v1/search, /metrics)
 	sk       string
 	ws       *websocket.Conn
@@ -63,9 +65,11 @@ func startNode(t *testing.T) *node {
 	ready := make(chan string, 1)
 	idone := make(chan error, 1)
 	go func() {
-		idone <- indexer.Run(ctx, indexer.Options{DatabaseURL: db.URL, Listen: "127.0.0.1:0", Ready: func(a string) { ready <- a }})
+		idone <- cnnode.Indexer(ctx, cnnode.IndexerOptions{DatabaseURL: db.URL, Listen: "127.0.0.1:0", Ready: func(a string) { ready <- a }})
 	}()
-	n := &node{db: db, relay: ln.Addr().String(), sk: nostr.GeneratePrivateKey()}
+	metrics := httptest.NewServer(r.MetricsHandler())
+	t.Cleanup(metrics.Close)
+	n := &node{db: db, relay: ln.Addr().String(), metrics: metrics.Listener.Addr().String(), sk: nostr.GeneratePrivateKey()}
 	select {
 	case n.indexer = <-ready:
 	case err := <-idone:

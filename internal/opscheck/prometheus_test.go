@@ -42,7 +42,7 @@ scrape_configs:
     static_configs: [{targets: [%q]}]
   - job_name: cn-indexer
     static_configs: [{targets: [%q]}]
-`, alerts, n.relay, n.indexer)
+`, alerts, n.metrics, n.indexer)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600))
 	prom := freePort(t)
 	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),

@@ -114,11 +114,11 @@ func ensureTemplate(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("acquire admin connection: %w", err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(hashtext('cn_pgtest_template'))"); err != nil {
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock("+schema.TemplateLockSQL+")"); err != nil {
 		return "", fmt.Errorf("lock template: %w", err)
 	}
 	defer func() {
-		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtext('cn_pgtest_template'))")
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock("+schema.TemplateLockSQL+")")
 	}()
 	var exists bool
 	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
@@ -189,6 +189,25 @@ func New(t testing.TB) *DB {
 		t.Fatalf("pgtest: connect %s: %v", name, err)
 	}
 	return db
+}
+
+// ForExample creates a database from the migrated template for a runnable
+// Example, which has no testing.TB: it returns the database's URL and a
+// function that drops it. The binary's TestMain must call Main.
+func ForExample() (url string, drop func()) {
+	if admin == nil {
+		panic("pgtest: call pgtest.Main(m) from TestMain")
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "cn_x_" + hex.EncodeToString(b[:])
+	if _, err := admin.Exec(context.Background(), fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s",
+		pgx.Identifier{name}.Sanitize(), pgx.Identifier{template}.Sanitize())); err != nil {
+		panic(fmt.Sprintf("pgtest: create database: %v", err))
+	}
+	return databaseURL(name), func() {
+		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	}
 }
 
 // Conn opens a dedicated connection to the database, closed when t ends.

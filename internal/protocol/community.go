@@ -8,23 +8,134 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 )
 
-// NodeTopic is the reserved topic id of node-wide identity events (profiles,
-// follow, mute and relay lists: every replaceable kind, see IsIdentityKind). No
-// normalised `t` value can equal it: NormalizeTopic lower-cases its input, and
-// the exhaustive test TestNodeTopicIsUnreachable checks that no character
-// normalises to an upper-case ASCII letter. So a client can never publish into
-// it or ask for it with #t; identity events are read by kinds and authors.
+// NodeTopic is the reserved topic id of the person scope: identity events
+// (profiles, follow, mute and relay lists, NIP-51 sets, app settings: see
+// IsIdentityKind) and events addressed to a member rather than posted in a topic
+// (IsPersonKind: DMs, gift wraps, reports of users, profile zaps). No normalised
+// `t` value can equal it: NormalizeTopic lower-cases its input, and the
+// exhaustive test TestNodeTopicIsUnreachable checks that no character normalises
+// to an upper-case ASCII letter. So a client can never publish into it or ask
+// for it with #t; such events are read by kinds, authors and #p.
 const NodeTopic = "NODE"
 
-// IsIdentityKind reports whether events of this kind describe a person rather
-// than a post: the replaceable kinds of NIP-01 (0 profile, 3 follow list and
-// 10000-19999: mute list, relay list, and the other per-author lists of NIP-51).
-// NIP-85 trusted assertions (kinds 30382-30385) are statements about keys and
-// events made for the whole node, so they are identity events too. Such events
-// belong to NodeTopic only; their own `t` tags (NIP-51 interests, NIP-85 common
-// topics) are content, not community topics.
+// IsIdentityKind reports whether events of this kind describe a person (what
+// they say about themselves, their lists and settings) rather than a post: the
+// replaceable kinds of NIP-01 (0 profile, 3 follow list, 10000-19999: mute list,
+// relay lists, the other per-author lists of NIP-51), the user-owned
+// addressable kinds of identityAddressableKinds (NIP-51 sets, NIP-78 app data,
+// ...), and NIP-85 trusted assertions (kinds 30382-30385: statements about keys
+// and events made for the whole node). Such events belong to NodeTopic; their own
+// `t` tags (NIP-51 interests, NIP-85 common topics) are content that #t matches
+// (NIP-01), not community topics.
 func IsIdentityKind(kind int) bool {
-	return ClassOf(kind) == Replaceable || IsAssertionKind(kind)
+	return ClassOf(kind) == Replaceable || IsAssertionKind(kind) || identityAddressableKinds[kind]
+}
+
+// IdentityKindsText lists the identity kinds (IsIdentityKind) for people: NIP-11
+// and the README print it.
+const IdentityKindsText = "0,3,10000-19999,30000,30002-30008,30015,30024,30030,30063,30078,30267,30315,30382-30385,31234,31924,31989,39089,39092,39701"
+
+// identityAddressableKinds are the addressable kinds that hold a person's own
+// lists and settings (a survey of the NIPs, 2026-07): NIP-51 sets (30000 follow,
+// 30002 relay, 30003 bookmark, 30004-30006 curation, 30007 kind mute, 30008
+// badge, 30015 interest, 30030 emoji, 30063 release artifact, 30267 app
+// curation, 31924 calendar, 39089 and 39092 starter packs), NIP-78 app data
+// (30078), NIP-38 user statuses (30315), drafts (30024 NIP-23, 31234 NIP-37),
+// NIP-89 handler recommendations (31989) and NIP-B0 web bookmarks (39701).
+// Addressable kinds that are posts (30023 articles, 31922/31923 calendar events,
+// 30311 live events, 34550 community definitions, ...) still need a topic.
+var identityAddressableKinds = map[int]bool{
+	30000: true, 30002: true, 30003: true, 30004: true, 30005: true, 30006: true, 30007: true, 30008: true,
+	30015: true, 30030: true, 30063: true, 30267: true, 31924: true, 39089: true, 39092: true,
+	30078: true, 30315: true, 30024: true, 31234: true, 31989: true, 39701: true,
+}
+
+// Kinds addressed to a person (IsPersonKind) and the private ones among them.
+const (
+	KindEncryptedDM = 4    // NIP-04 (legacy DMs): private
+	KindGiftWrap    = 1059 // NIP-59 gift wrap, NIP-17 DMs: private
+	KindReport      = 1984 // NIP-56
+	KindLabel       = 1985 // NIP-32
+	KindZapReceipt  = 9735 // NIP-57
+)
+
+// IsPersonKind reports whether events of this kind may be addressed to a
+// person with nothing but `p` tags: NIP-04 DMs (4), gift wraps (1059), reports
+// of users (1984), labels of users (1985) and profile zap receipts (9735). Such
+// an event that has no topic and inherits none is stored in the person scope
+// (NodeTopic) when one of its PersonRefs is a member of this relay.
+func IsPersonKind(kind int) bool {
+	switch kind {
+	case KindEncryptedDM, KindGiftWrap, KindReport, KindLabel, KindZapReceipt:
+		return true
+	}
+	return false
+}
+
+// IsPrivateKind reports whether events of this kind are served only to their
+// parties (Viewer.MayRead): NIP-04 DMs (4) and NIP-59 gift wraps (1059). Their
+// content is encrypted, but who writes to whom, and when, is private too.
+func IsPrivateKind(kind int) bool { return kind == KindEncryptedDM || kind == KindGiftWrap }
+
+// MaxPersonRefs bounds how many `p` tags of one event are considered for the
+// person scope (a report or a zap names one or two people; a DM one).
+const MaxPersonRefs = 16
+
+// PersonRefs returns the distinct well-formed `p` tag values of ev, in tag
+// order, at most MaxPersonRefs of them.
+func PersonRefs(ev *nostr.Event) []string {
+	if ev == nil {
+		return nil
+	}
+	var out []string
+	for _, tag := range ev.Tags {
+		if len(tag) >= 2 && tag[0] == "p" && isLowerHex(tag[1], 64) && !slices.Contains(out, tag[1]) {
+			out = append(out, tag[1])
+			if len(out) == MaxPersonRefs {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Viewer is who reads: the pubkeys a connection has authenticated as (NIP-42),
+// or an operator's tool. The zero Viewer is an anonymous reader.
+type Viewer struct {
+	// Authed are the authenticated pubkeys.
+	Authed []string
+	// Operator sees every stored event (export, admin tools); never set for a
+	// client connection.
+	Operator bool
+}
+
+// MayRead reports whether v may receive ev: every event that is not of a
+// private kind; a gift wrap (1059) or NIP-04 DM (4) only when v authenticated as
+// a recipient (a `p` tag) or, for kind 4, as its author. The SQL query engine
+// applies the same rule (and is tested against this one).
+func (v Viewer) MayRead(ev *nostr.Event) bool {
+	if v.Operator || !IsPrivateKind(ev.Kind) {
+		return true
+	}
+	for _, pk := range v.Authed {
+		if ev.Kind == KindEncryptedDM && ev.PubKey == pk {
+			return true
+		}
+		for _, tag := range ev.Tags {
+			if len(tag) >= 2 && tag[0] == "p" && tag[1] == pk {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// AsksPrivate reports whether a filter names a private kind in its kinds: a
+// reader that has not authenticated is asked to (NIP-42 auth-required) rather
+// than served an empty answer. Filters without kinds are served, minus what the
+// reader may not see.
+func AsksPrivate(f nostr.Filter) bool {
+	return slices.ContainsFunc(f.Kinds, IsPrivateKind)
 }
 
 // NIP-85 trusted assertion kinds.
@@ -44,14 +155,41 @@ func IsAssertionKind(kind int) bool {
 type IdentityWriters string
 
 const (
-	// IdentityWritersMembers accepts identity events only from members: authors
-	// with at least one event stored in a community topic (own or inherited).
-	// Spam keys cannot fill the node with profiles, and every author whose posts
-	// are shown here can publish a profile.
+	// IdentityWritersMembers publishes identity events of members only: authors
+	// with at least one event stored in a community topic (own or inherited),
+	// keys an operator admitted (NIP-86 allowpubkey), and keys whose trust rank
+	// passes the relay's gate. A newcomer's identity events are accepted and
+	// kept pending (not served, indexed or in the outbox) until the key becomes a
+	// member, then published as if they had just arrived. Spam keys cannot fill
+	// the node with profiles, and an app's sign-up (profile, follows, relay
+	// lists sent once, before the first post) is not lost.
 	IdentityWritersMembers IdentityWriters = "members"
-	// IdentityWritersAny accepts identity events from every author.
+	// IdentityWritersAny publishes identity events from every author at once.
 	IdentityWritersAny IdentityWriters = "any"
 )
+
+// Summary states in one line what a client author must know about these rules
+// (cnctl dev prints it under the URLs).
+func (r TopicRules) Summary() string {
+	var b strings.Builder
+	switch {
+	case r.DefaultTopic != "":
+		fmt.Fprintf(&b, "posts without a t tag or a stored event to reply to go to topic %q", r.DefaultTopic)
+	case r.RequireTopic:
+		b.WriteString("posts need a t tag or must reply to, react to or quote (e/a/q) an event stored here")
+	default:
+		b.WriteString("posts need no topic")
+	}
+	if r.AllowedTopics != nil {
+		b.WriteString(" (only the allowed topics)")
+	}
+	b.WriteString("; profiles and lists are the person scope")
+	if r.IdentityWriters != IdentityWritersAny {
+		b.WriteString(" (a newcomer's wait, answered \"pending:\", until its first post)")
+	}
+	b.WriteString("; DMs, reports and zaps of a member need only a p tag; kinds 4 and 1059 are served after NIP-42 AUTH to their recipients; ephemeral events (NIP-46) are relayed live; #t matches own t tags of every kind")
+	return b.String()
+}
 
 // ParseIdentityWriters parses "members" or "any".
 func ParseIdentityWriters(s string) (IdentityWriters, error) {
@@ -67,10 +205,17 @@ func ParseIdentityWriters(s string) (IdentityWriters, error) {
 // allow-list on inherited topics, IdentityWriters), because it depends on what
 // is stored.
 //
-// Every stored event belongs to topics: its own (`t` tags), else those it
-// inherits from the stored events it references (TopicRefs), and an identity
-// event belongs to NodeTopic. An event that ends up with none is refused with
-// ReasonMissingTopic, unless RequireTopic is off or its kind is exempt.
+// Every stored event belongs to topics (its scope), decided in this order:
+//
+//  1. an identity event (IsIdentityKind) belongs to NodeTopic, the person scope;
+//  2. an event with `t` tags belongs to those (every one must be enabled);
+//  3. else to the enabled topics of the stored events it references (TopicRefs);
+//  4. else, for a kind addressed to a person (IsPersonKind), to NodeTopic when one
+//     of its `p` tags (PersonRefs) names a member;
+//  5. else to DefaultTopic when one is set (not for private kinds);
+//  6. else it is refused with ReasonMissingTopic (ReasonPersonNotMember for a
+//     person kind that names no member), unless its kind is exempt or
+//     RequireTopic is off (it is then stored without a topic).
 type TopicRules struct {
 	// RequireTopic: events need a topic, own or inherited (default true).
 	RequireTopic bool
@@ -89,8 +234,27 @@ type TopicRules struct {
 	// dropped; an event left with none is refused with ReasonTopicNotEnabled.
 	// NodeTopic is always enabled. Nil enables every topic.
 	AllowedTopics map[string]bool
-	// IdentityWriters says who may publish identity events (default members).
+	// IdentityWriters says whose identity events are published at once (default
+	// members; the others wait until their key becomes a member).
 	IdentityWriters IdentityWriters
+	// DefaultTopic, when not "", is the single-community mode: an event with no
+	// topic and nothing to inherit is stored in this topic (normalised, enabled)
+	// instead of being refused. Off by default.
+	DefaultTopic string
+	// MaxTopics bounds the topics of one event (default 8): every topic costs a
+	// topic row and an outbox row that every consumer processes. An event with
+	// more distinct own topics is refused (TooManyTopicsReason); an event that
+	// inherits more keeps the first MaxTopics in sort order.
+	MaxTopics int
+}
+
+// DefaultMaxTopics is the default TopicRules.MaxTopics.
+const DefaultMaxTopics = 8
+
+// TooManyTopicsReason is the OK message for an event with n own topics, more
+// than max.
+func TooManyTopicsReason(n, max int) string {
+	return fmt.Sprintf("invalid: too many topics (%d distinct t tags; this relay accepts at most %d per event)", n, max)
 }
 
 // DefaultTopicRules returns the rules documented on each TopicRules field.
@@ -99,7 +263,18 @@ func DefaultTopicRules() TopicRules {
 		RequireTopic:     true,
 		TopicExemptKinds: map[int]bool{nostr.KindDeletion: true},
 		IdentityWriters:  IdentityWritersMembers,
+		MaxTopics:        DefaultMaxTopics,
 	}
+}
+
+// OrDefault returns r, or DefaultTopicRules for the zero TopicRules (a
+// configuration that leaves them unset).
+func (r TopicRules) OrDefault() TopicRules {
+	if !r.RequireTopic && r.TopicExemptKinds == nil && !r.RequireTopicInREQ && r.AllowedTopics == nil &&
+		r.IdentityWriters == "" && r.DefaultTopic == "" && r.MaxTopics == 0 {
+		return DefaultTopicRules()
+	}
+	return r
 }
 
 // Enabled reports whether topic may be stored under these rules.

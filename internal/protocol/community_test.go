@@ -73,7 +73,7 @@ func TestMatchHashtagsAreOwnTags(t *testing.T) {
 	note := &nostr.Event{ID: hex64('5'), PubKey: hex64('2'), Kind: 1, Tags: nostr.Tags{{"t", "Go"}}}
 	require.True(t, protocol.Match(f, note))
 	interests := &nostr.Event{ID: hex64('4'), PubKey: hex64('2'), Kind: 10015, Tags: nostr.Tags{{"t", "go"}}}
-	require.False(t, protocol.Match(f, interests), "identity events are in no community topic")
+	require.True(t, protocol.Match(f, interests), "#t matches the own t tags of every kind (NIP-01)")
 	require.True(t, protocol.Match(nostr.Filter{Kinds: []int{10015}}, interests))
 }
 

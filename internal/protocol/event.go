@@ -18,6 +18,7 @@ const (
 	ReasonKindOutOfRange   = "invalid: kind must be between 0 and 65535"
 	ReasonAuthKind         = "invalid: kind 22242 (NIP-42 auth) is only accepted in AUTH"
 	ReasonFuture           = "invalid: created_at too far in the future"
+	ReasonPast             = "invalid: created_at too far in the past"
 	ReasonContentTooLong   = "invalid: content too long"
 	ReasonTooManyTags      = "invalid: too many tags"
 	ReasonEmptyTag         = "invalid: empty tag"
@@ -26,10 +27,12 @@ const (
 	ReasonNoDTag           = "invalid: addressable event without d tag"
 	ReasonBadExpiration    = "invalid: malformed expiration tag"
 	ReasonExpired          = "invalid: expired"
-	ReasonMissingTopic     = "invalid: missing topic: add a t tag, or reply to, react to or quote (e, a or q tag) an event stored on this relay"
+	ReasonMissingTopic     = "restricted: missing topic: add a t tag, or reply to, react to or quote (e, a or q tag) an event stored on this relay"
+	ReasonPersonNotMember  = "restricted: this event names (p tag) no member of this relay"
 	ReasonTopicTooLong     = "invalid: topic too long"
 	ReasonTopicNotEnabled  = "restricted: topic not enabled"
-	ReasonIdentityMembers  = "restricted: profiles and lists are accepted from authors who have posted in a topic of this relay"
+	ReasonPendingFull      = "rate-limited: too many profiles and lists of newcomers are waiting here; try again later"
+	ReasonPendingKeyFull   = "restricted: this key already has the most profiles and lists that may wait here for its first post"
 	ReasonBadID            = "invalid: bad event id"
 	ReasonBadSignature     = "invalid: bad signature"
 	ReasonAuthNotAuthKind  = "invalid: auth event must be kind 22242"
@@ -49,10 +52,10 @@ const AuthMaxSkew = 10 * time.Minute
 //
 // The checks run cheapest first and the first failure is returned: field formats,
 // kind range (kind 22242 is refused: AUTH events must not be published, NIP-42),
-// created_at at most MaxFutureSkew ahead of now, content size, tag count, text
+// created_at at most MaxFutureSkew ahead of now and at most MaxPastAge before it, content size, tag count, text
 // encoding, empty tags, single-letter tag value size, the d tag of addressable kinds,
 // the NIP-40 expiration (malformed, or at or before now: ReasonExpired), topics
-// (checkTopics: the part of TopicRules that needs no storage), then
+// (checkTopics: the part of TopicRules that needs no storage, MaxTopics included), then
 // the id hash, and last the signature, through go-nostr's Event.CheckSignature so that
 // building with the `libsecp256k1` tag speeds it up.
 func ValidateEvent(ev *nostr.Event, now time.Time, l Limits) string {
@@ -67,6 +70,9 @@ func ValidateEvent(ev *nostr.Event, now time.Time, l Limits) string {
 	}
 	if l.MaxFutureSkew > 0 && int64(ev.CreatedAt) > now.Add(l.MaxFutureSkew).Unix() {
 		return ReasonFuture
+	}
+	if l.MaxPastAge > 0 && int64(ev.CreatedAt) < now.Add(-l.MaxPastAge).Unix() {
+		return ReasonPast
 	}
 	if l.MaxContentBytes > 0 && len(ev.Content) > l.MaxContentBytes {
 		return ReasonContentTooLong
@@ -140,27 +146,45 @@ func ValidateAuthEvent(ev *nostr.Event, challenge, relayURL string, now time.Tim
 	return checkIDAndSignature(ev)
 }
 
-// checkTopics applies the topic rules that need no storage. Identity events
-// belong to NodeTopic whatever their tags say. An event with own topics needs
-// every one enabled. An event without any passes when it references something
-// (the store decides whether it inherits a topic), is exempt, or topics are not
-// required.
+// checkTopics applies the topic rules that need no storage (see TopicRules).
+// Ephemeral events are never stored and have no topic. Identity events belong to
+// NodeTopic whatever their tags say (their normalised `t` values must still fit
+// an index entry: #t matches them). An event with own topics needs every one
+// enabled. An event without any passes when it references something (the store
+// decides whether it inherits a topic), names a person in a person kind (the
+// store decides whether that is a member), is exempt, falls back to the default
+// topic, or topics are not required.
 func checkTopics(ev *nostr.Event, r TopicRules, maxBytes int) string {
-	if IsIdentityKind(ev.Kind) {
+	if ClassOf(ev.Kind) == Ephemeral {
 		return ""
 	}
 	topics := Topics(ev)
+	identity := IsIdentityKind(ev.Kind)
 	if len(topics) == 0 {
-		if r.RequireTopic && !r.TopicExemptKinds[ev.Kind] && TopicRefs(ev).Empty() {
-			return ReasonMissingTopic
+		if identity || !r.RequireTopic || r.TopicExemptKinds[ev.Kind] || !TopicRefs(ev).Empty() {
+			return ""
 		}
-		return ""
+		if IsPersonKind(ev.Kind) && len(PersonRefs(ev)) > 0 {
+			return ""
+		}
+		if r.DefaultTopic != "" && !IsPrivateKind(ev.Kind) {
+			return ""
+		}
+		if IsPersonKind(ev.Kind) {
+			return ReasonPersonNotMember
+		}
+		return ReasonMissingTopic
+	}
+	// (An identity event's t tags are content, matched by #t but in no outbox
+	// row: a NIP-51 interest list may name many hashtags.)
+	if !identity && r.MaxTopics > 0 && len(topics) > r.MaxTopics {
+		return TooManyTopicsReason(len(topics), r.MaxTopics)
 	}
 	for _, t := range topics {
 		if maxBytes > 0 && len(t) > maxBytes {
 			return ReasonTopicTooLong
 		}
-		if !r.Enabled(t) {
+		if !identity && !r.Enabled(t) {
 			return ReasonTopicNotEnabled
 		}
 	}

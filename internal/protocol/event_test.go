@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
@@ -28,8 +29,42 @@ func TestValidateEvent(t *testing.T) {
 		{name: "valid at the future skew limit", ev: func() *nostr.Event {
 			return signed(t, sk, func(ev *nostr.Event) { ev.CreatedAt = nostr.Timestamp(now + 15*60) })
 		}},
-		{name: "valid old event", ev: func() *nostr.Event {
+		{name: "valid old event (November 2020)", ev: func() *nostr.Event {
+			return signed(t, sk, func(ev *nostr.Event) { ev.CreatedAt = 1604188800 })
+		}},
+		{name: "valid at the past limit", ev: func() *nostr.Event {
+			return signed(t, sk, func(ev *nostr.Event) {
+				ev.CreatedAt = nostr.Timestamp(now - int64(protocol.DefaultMaxPastAge/time.Second))
+			})
+		}},
+		{name: "created_at 1 (1970)", ev: func() *nostr.Event {
 			return signed(t, sk, func(ev *nostr.Event) { ev.CreatedAt = 1 })
+		}, want: protocol.ReasonPast},
+		{name: "negative created_at", ev: func() *nostr.Event {
+			return signed(t, sk, func(ev *nostr.Event) { ev.CreatedAt = -5 })
+		}, want: protocol.ReasonPast},
+		{name: "one second beyond the past limit", ev: func() *nostr.Event {
+			return signed(t, sk, func(ev *nostr.Event) {
+				ev.CreatedAt = nostr.Timestamp(now - int64(protocol.DefaultMaxPastAge/time.Second) - 1)
+			})
+		}, want: protocol.ReasonPast},
+		{name: "a tighter past limit", ev: func() *nostr.Event {
+			return signed(t, sk, func(ev *nostr.Event) { ev.CreatedAt = nostr.Timestamp(now - 3601) })
+		}, limits: func(l *protocol.Limits) { l.MaxPastAge = time.Hour }, want: protocol.ReasonPast},
+		{name: "valid with 8 topics", ev: func() *nostr.Event {
+			return signed(t, sk, func(ev *nostr.Event) { ev.Tags = topicTags(8) })
+		}},
+		{name: "valid with 9 t tags naming 8 topics", ev: func() *nostr.Event {
+			return signed(t, sk, func(ev *nostr.Event) { ev.Tags = append(topicTags(8), nostr.Tag{"t", "TOPIC0"}) })
+		}},
+		{name: "9 topics", ev: func() *nostr.Event {
+			return signed(t, sk, func(ev *nostr.Event) { ev.Tags = topicTags(9) })
+		}, want: "invalid: too many topics (9 distinct t tags; this relay accepts at most 8 per event)"},
+		{name: "1000 topics", ev: func() *nostr.Event {
+			return signed(t, sk, func(ev *nostr.Event) { ev.Tags = topicTags(1000) })
+		}, want: "invalid: too many topics (1000 distinct t tags; this relay accepts at most 8 per event)"},
+		{name: "an identity event's t tags are not topics", ev: func() *nostr.Event {
+			return signed(t, sk, func(ev *nostr.Event) { ev.Kind = 10015; ev.Tags = topicTags(50) })
 		}},
 		{name: "valid addressable", ev: func() *nostr.Event {
 			return signed(t, sk, func(ev *nostr.Event) { ev.Kind = 30023; ev.Tags = append(ev.Tags, nostr.Tag{"d", "x"}) })
@@ -290,4 +325,13 @@ func BenchmarkValidateEvent(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// topicTags returns n t tags naming distinct topics (topic0, topic1, ...).
+func topicTags(n int) nostr.Tags {
+	tags := make(nostr.Tags, n)
+	for i := range tags {
+		tags[i] = nostr.Tag{"t", "topic" + strconv.Itoa(i)}
+	}
+	return tags
 }

@@ -186,10 +186,10 @@ func identityOnly(f nostr.Filter) bool {
 // value is in the list. since <= created_at <= until. For #t the event's tag values
 // are normalised (NormalizeTopic, empty ones ignored) before comparing, and f's #t
 // values are taken as given: they are normalised when f comes from ValidateFilter.
-// #t never matches an identity event (IsIdentityKind): its `t` tags are content
-// (NIP-51 interests), not community topics, and the store keeps no topic of it
-// for #t to find. Topics an event inherits (TopicRules) are not `t` tags either:
-// #t matches only the event's own, as NIP-01 says and as clients check.
+// #t matches the `t` tags of every kind, identity events included (NIP-51
+// interests, a profile's hashtags), as NIP-01 says. Topics an event inherits
+// (TopicRules) and the person scope are not `t` tags: #t matches only the
+// event's own, as NIP-01 says and as clients check.
 // limit and search play no part (ValidateFilter refuses search).
 //
 // This is the reference matcher: live fan-out uses it and the SQL query engine is
@@ -216,9 +216,6 @@ func Match(f nostr.Filter, ev *nostr.Event) bool {
 	for name, values := range f.Tags {
 		if values == nil {
 			continue
-		}
-		if name == "t" && IsIdentityKind(ev.Kind) {
-			return false
 		}
 		if !hasTagValue(ev, name, values) {
 			return false

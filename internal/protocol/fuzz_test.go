@@ -41,6 +41,14 @@ func FuzzParseClientMessage(f *testing.F) {
 		`["REQ",null,[]]`,
 		`["COUNT","c",{"#t":["ＮＯＳＴＲ"]}]`,
 		`["CLOSE","sub"]`,
+		`["NEG-OPEN","n",{"kinds":[1]},"6100000200"]`,
+		`["NEG-OPEN","n",{"kinds":[1]},"6101ffffffffffffffffff7f"]`,
+		`["NEG-OPEN","n",{"foo":1},"61"]`,
+		`["NEG-OPEN","n",{},61]`,
+		`["NEG-MSG","n","610000020100"]`,
+		`["NEG-MSG","n"]`,
+		`["NEG-CLOSE","n"]`,
+		`["NEG-CLOSE","n","x"]`,
 		`["CLOSE"]`,
 		`["NOTICE","x"]`,
 		`[]`,
@@ -106,7 +114,17 @@ func FuzzParseClientMessage(f *testing.F) {
 					protocol.Match(flt, fuzzEvent)
 				}
 			}
-		case protocol.TypeClose:
+		case protocol.TypeNegOpen:
+			if len(msg.Filters) != 1 {
+				t.Fatalf("NEG-OPEN with %d filters", len(msg.Filters))
+			}
+			out, reason := protocol.ValidateFilter(msg.Filters[0], l)
+			protocol.Match(out, fuzzEvent)
+			if reason == "" {
+				protocol.Match(msg.Filters[0], fuzzEvent)
+			}
+			fallthrough
+		case protocol.TypeClose, protocol.TypeNegMsg, protocol.TypeNegClose:
 			if msg.SubID == "" || len(msg.SubID) > l.MaxSubIDBytes {
 				t.Fatalf("bad sub id %q", msg.SubID)
 			}

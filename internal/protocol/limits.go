@@ -31,8 +31,13 @@ type Limits struct {
 	// MaxMessageBytes.
 	MaxTagValueBytes int
 	// MaxFutureSkew: an event whose created_at is further than this in the future is
-	// invalid (default 15m). There is no lower bound: old events are welcome.
+	// invalid (default 15m).
 	MaxFutureSkew time.Duration
+	// MaxPastAge: an event whose created_at is further than this in the past is
+	// invalid (default 20 years: a created_at of 0, 1 or -5 is refused, and every
+	// real Nostr event, the first ones are from November 2020, is welcome until
+	// 2040). NIP-11 publishes it as created_at_lower_limit, in seconds.
+	MaxPastAge time.Duration
 	// MaxFilters bounds the filters of one REQ or COUNT (default 10).
 	MaxFilters int
 	// MaxFilterValues bounds each list of a filter: ids, authors, kinds and every #x
@@ -55,6 +60,9 @@ type Limits struct {
 	MaxSearchBytes int
 }
 
+// DefaultMaxPastAge is the default Limits.MaxPastAge: 20 years of 365 days.
+const DefaultMaxPastAge = 20 * 365 * 24 * time.Hour
+
 // DefaultLimits returns the limits documented on each Limits field.
 func DefaultLimits() Limits {
 	return Limits{
@@ -63,6 +71,7 @@ func DefaultLimits() Limits {
 		MaxTags:          2000,
 		MaxTagValueBytes: 1024,
 		MaxFutureSkew:    15 * time.Minute,
+		MaxPastAge:       DefaultMaxPastAge,
 		MaxFilters:       10,
 		MaxFilterValues:  500,
 		MaxLimit:         500,
@@ -96,11 +105,24 @@ func (l Limits) Validate() error {
 	if l.MaxFutureSkew <= 0 {
 		errs = append(errs, fmt.Errorf("MaxFutureSkew must be positive, got %s", l.MaxFutureSkew))
 	}
+	if l.MaxPastAge <= 0 {
+		errs = append(errs, fmt.Errorf("MaxPastAge must be positive, got %s", l.MaxPastAge))
+	}
+	if l.MaxTopics <= 0 {
+		errs = append(errs, fmt.Errorf("MaxTopics must be positive, got %d", l.MaxTopics))
+	}
 	if l.DefaultLimit > l.MaxLimit {
 		errs = append(errs, fmt.Errorf("DefaultLimit %d is above MaxLimit %d", l.DefaultLimit, l.MaxLimit))
 	}
 	if _, err := ParseIdentityWriters(string(l.IdentityWriters)); err != nil {
 		errs = append(errs, err)
+	}
+	if t := l.DefaultTopic; t != "" {
+		if n := NormalizeTopic(t); n != t {
+			errs = append(errs, fmt.Errorf("default topic %q is not normalised (want %q)", t, n))
+		} else if !l.Enabled(t) {
+			errs = append(errs, fmt.Errorf("default topic %q is not an allowed topic", t))
+		}
 	}
 	for topic := range l.AllowedTopics {
 		if n := NormalizeTopic(topic); n == "" || n != topic {

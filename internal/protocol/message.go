@@ -16,14 +16,22 @@ const (
 	TypeClose = "CLOSE"
 	TypeCount = "COUNT"
 	TypeAuth  = "AUTH"
+
+	// NIP-77 negentropy sync.
+	TypeNegOpen  = "NEG-OPEN"
+	TypeNegMsg   = "NEG-MSG"
+	TypeNegClose = "NEG-CLOSE"
 )
 
 // ClientMessage is a parsed client->relay message.
 type ClientMessage struct {
-	Type    string         // TypeEvent, TypeReq, TypeClose, TypeCount or TypeAuth
+	Type    string         // one of the Type* constants
 	Event   *nostr.Event   // EVENT, AUTH: the seven NIP-01 fields only, Tags never nil
-	SubID   string         // REQ, CLOSE, COUNT: 1..MaxSubIDBytes bytes
-	Filters []nostr.Filter // REQ, COUNT: 1..MaxFilters filters, not yet validated
+	SubID   string         // REQ, CLOSE, COUNT, NEG-*: 1..MaxSubIDBytes bytes
+	Filters []nostr.Filter // REQ, COUNT: 1..MaxFilters filters; NEG-OPEN: exactly one; not yet validated
+	// Neg is the negentropy message of NEG-OPEN and NEG-MSG: a string, not yet
+	// checked (internal/negentropy.Check does that).
+	Neg string
 }
 
 // ParseError is why a client message was refused. Error returns Reason, a NIP-01
@@ -34,6 +42,8 @@ type ClientMessage struct {
 // subscription id was valid (answer with CLOSED, so the client does not wait for an
 // EOSE that never comes), and EventID is set for an EVENT whose object had a
 // well-formed id (answer with OK false, as NIP-01 requires for every EVENT).
+// For the NEG-* messages SubID is set when the subscription id was valid
+// (answer with NEG-ERR).
 type ParseError struct {
 	Type    string
 	SubID   string
@@ -57,9 +67,14 @@ const maxEcho = 64
 //	  numbers, an array of arrays of strings). Other fields are dropped.
 //	["REQ", <sub>, <filter>...] and ["COUNT", <sub>, <filter>...]: a non-empty string
 //	  subscription id of at most MaxSubIDBytes, then 1..MaxFilters filter objects with
-//	  well-typed values. Unknown filter keys are ignored; a key with a null value counts
-//	  as absent.
+//	  well-typed values. A key with a null value counts as absent. A key other than
+//	  ids, authors, kinds, since, until, limit, search and "#" followed by a tag name
+//	  is refused ("invalid: unknown filter field ..."): go-nostr's decoder would drop
+//	  it, and the filter would match more than its author meant.
 //	["CLOSE", <sub>]: exactly two elements.
+//	["NEG-OPEN", <sub>, <filter>, <message>]: exactly four elements, the filter as
+//	  for REQ, the message a string. ["NEG-MSG", <sub>, <message>]: exactly three.
+//	  ["NEG-CLOSE", <sub>]: exactly two (NIP-77).
 //
 // Parsing checks shape only; the caller runs ValidateEvent and ValidateFilter.
 func ParseClientMessage(data []byte, l Limits) (ClientMessage, error) {
@@ -97,6 +112,8 @@ func ParseClientMessage(data []byte, l Limits) (ClientMessage, error) {
 			return ClientMessage{}, fail(typ, "%s", reason)
 		}
 		return ClientMessage{Type: typ, SubID: sub}, nil
+	case TypeNegOpen, TypeNegMsg, TypeNegClose:
+		return parseNegMessage(typ, arr, l)
 	default:
 		return ClientMessage{}, fail("", "invalid: unknown message type %q", truncate(typ))
 	}
@@ -217,11 +234,81 @@ func parseReqMessage(typ string, arr []gjson.Result, l Limits) (ClientMessage, e
 		if !raw.IsObject() {
 			return ClientMessage{}, perr("invalid: filter %d is not a JSON object", i+1)
 		}
+		if name, ok := unknownFilterField(raw); ok {
+			return ClientMessage{}, perr("invalid: unknown filter field %q", truncate(name))
+		}
 		if err := filters[i].UnmarshalJSON([]byte(raw.Raw)); err != nil {
 			return ClientMessage{}, perr("invalid: filter %d is malformed (lists of strings or integers, integer since/until/limit)", i+1)
 		}
 	}
 	return ClientMessage{Type: typ, SubID: sub, Filters: filters}, nil
+}
+
+// parseNegMessage parses the NIP-77 messages.
+func parseNegMessage(typ string, arr []gjson.Result, l Limits) (ClientMessage, error) {
+	if len(arr) < 2 {
+		return ClientMessage{}, fail(typ, "invalid: %s needs a subscription id", typ)
+	}
+	sub, reason := subID(arr[1], l)
+	if reason != "" {
+		return ClientMessage{}, fail(typ, "%s", reason)
+	}
+	perr := func(format string, args ...any) error {
+		e := fail(typ, format, args...)
+		e.SubID = sub
+		return e
+	}
+	want := map[string]int{TypeNegOpen: 4, TypeNegMsg: 3, TypeNegClose: 2}[typ]
+	if len(arr) != want {
+		return ClientMessage{}, perr("invalid: %s takes exactly %d elements", typ, want)
+	}
+	msg := ClientMessage{Type: typ, SubID: sub}
+	if typ == TypeNegClose {
+		return msg, nil
+	}
+	neg := arr[len(arr)-1]
+	if neg.Type != gjson.String {
+		return ClientMessage{}, perr("invalid: %s message must be a string", typ)
+	}
+	msg.Neg = neg.Str
+	if typ == TypeNegOpen {
+		raw := arr[2]
+		if !raw.IsObject() {
+			return ClientMessage{}, perr("invalid: NEG-OPEN filter is not a JSON object")
+		}
+		if name, ok := unknownFilterField(raw); ok {
+			return ClientMessage{}, perr("invalid: unknown filter field %q", truncate(name))
+		}
+		var f nostr.Filter
+		if err := f.UnmarshalJSON([]byte(raw.Raw)); err != nil {
+			return ClientMessage{}, perr("invalid: filter is malformed (lists of strings or integers, integer since/until/limit)")
+		}
+		msg.Filters = []nostr.Filter{f}
+	}
+	return msg, nil
+}
+
+// unknownFilterField returns the first key of the filter object raw that is not a
+// NIP-01 filter field. Keys are compared as written, without unescaping (as for
+// events), so an escaped spelling of a field name is unknown too. A tag filter is
+// "#" and a name; names longer than one letter are known here and refused by
+// ValidateFilter as unsupported, "#" alone is unknown.
+func unknownFilterField(raw gjson.Result) (string, bool) {
+	var unknown string
+	found := false
+	raw.ForEach(func(k, _ gjson.Result) bool {
+		name := strings.TrimSuffix(strings.TrimPrefix(k.Raw, `"`), `"`)
+		switch name {
+		case "ids", "authors", "kinds", "since", "until", "limit", "search":
+			return true
+		}
+		if len(name) > 1 && name[0] == '#' {
+			return true
+		}
+		unknown, found = name, true
+		return false
+	})
+	return unknown, found
 }
 
 // subID returns a valid subscription id, or "" and a reason.

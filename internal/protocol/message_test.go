@@ -57,7 +57,7 @@ func TestParseClientMessageValid(t *testing.T) {
 	})
 	t.Run("REQ", func(t *testing.T) {
 		msg, err := protocol.ParseClientMessage([]byte(
-			`["REQ","sub-1",{"#t":["go"],"kinds":[1,30023],"authors":["`+hex64('a')+`"],"since":10,"until":20,"limit":5},{"ids":["`+hex64('b')+`"],"unknown":{"x":[1]}}]`), l)
+			`["REQ","sub-1",{"#t":["go"],"kinds":[1,30023],"authors":["`+hex64('a')+`"],"since":10,"until":20,"limit":5},{"ids":["`+hex64('b')+`"]}]`), l)
 		require.NoError(t, err)
 		require.Equal(t, protocol.TypeReq, msg.Type)
 		require.Equal(t, "sub-1", msg.SubID)
@@ -204,6 +204,11 @@ func TestParseClientMessageInvalid(t *testing.T) {
 		{name: "REQ limit as string", in: `["REQ","s",{"limit":"5"}]`, want: "invalid: filter 1 is malformed...", wantType: "REQ", wantSubID: "s"},
 		{name: "REQ fractional since", in: `["REQ","s",{"since":1.5}]`, want: "invalid: filter 1 is malformed...", wantType: "REQ", wantSubID: "s"},
 		{name: "REQ tag filter as string", in: `["REQ","s",{"#t":"go"}]`, want: "invalid: filter 1 is malformed...", wantType: "REQ", wantSubID: "s"},
+		{name: "REQ unknown filter field", in: `["REQ","s",{"kinds":[1]},{"foo":1}]`, want: `invalid: unknown filter field "foo"`, wantType: "REQ", wantSubID: "s"},
+		{name: "REQ unknown field with null", in: `["REQ","s",{"foo":null}]`, want: `invalid: unknown filter field "foo"`, wantType: "REQ", wantSubID: "s"},
+		{name: "REQ tag filter without a name", in: `["REQ","s",{"#":["x"]}]`, want: `invalid: unknown filter field "#"`, wantType: "REQ", wantSubID: "s"},
+		{name: "REQ escaped field name", in: `["REQ","s",{"kind\u0073":[1]}]`, want: `invalid: unknown filter field "kind\\u0073"`, wantType: "REQ", wantSubID: "s"},
+		{name: "COUNT unknown filter field", in: `["COUNT","q",{"#t":["go"],"limit_":5}]`, want: `invalid: unknown filter field "limit_"`, wantType: "COUNT", wantSubID: "q"},
 		{name: "COUNT without filters", in: `["COUNT","q"]`, want: "invalid: COUNT needs at least one filter", wantType: "COUNT", wantSubID: "q"},
 		{name: "COUNT too many filters", in: `["COUNT","q"` + strings.Repeat(`,{}`, 11) + `]`, want: "invalid: too many filters (11, limit 10)", wantType: "COUNT", wantSubID: "q"},
 
@@ -247,4 +252,38 @@ func BenchmarkParseClientMessage(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "messages/s")
+}
+
+func TestParseNegMessages(t *testing.T) {
+	t.Parallel()
+	l := protocol.DefaultLimits()
+	msg, err := protocol.ParseClientMessage([]byte(`["NEG-OPEN","n1",{"kinds":[1],"#t":["go"]},"6100000200"]`), l)
+	require.NoError(t, err)
+	require.Equal(t, protocol.ClientMessage{Type: protocol.TypeNegOpen, SubID: "n1", Neg: "6100000200",
+		Filters: []nostr.Filter{{Kinds: []int{1}, Tags: nostr.TagMap{"t": {"go"}}}}}, msg)
+
+	msg, err = protocol.ParseClientMessage([]byte(`["NEG-MSG","n1","61"]`), l)
+	require.NoError(t, err)
+	require.Equal(t, protocol.ClientMessage{Type: protocol.TypeNegMsg, SubID: "n1", Neg: "61"}, msg)
+
+	msg, err = protocol.ParseClientMessage([]byte(`["NEG-CLOSE","n1"]`), l)
+	require.NoError(t, err)
+	require.Equal(t, protocol.ClientMessage{Type: protocol.TypeNegClose, SubID: "n1"}, msg)
+
+	for _, tc := range []struct{ in, sub, reason string }{
+		{`["NEG-OPEN","n",{},"61","extra"]`, "n", "invalid: NEG-OPEN takes exactly 4 elements"},
+		{`["NEG-OPEN","n",{"foo":1},"61"]`, "n", `invalid: unknown filter field "foo"`},
+		{`["NEG-OPEN","n",[],"61"]`, "n", "invalid: NEG-OPEN filter is not a JSON object"},
+		{`["NEG-OPEN","n",{},61]`, "n", "invalid: NEG-OPEN message must be a string"},
+		{`["NEG-MSG","n"]`, "n", "invalid: NEG-MSG takes exactly 3 elements"},
+		{`["NEG-CLOSE","n","x"]`, "n", "invalid: NEG-CLOSE takes exactly 2 elements"},
+		{`["NEG-CLOSE",""]`, "", "invalid: subscription id must not be empty"},
+		{`["NEG-MSG"]`, "", "invalid: NEG-MSG needs a subscription id"},
+	} {
+		_, err := protocol.ParseClientMessage([]byte(tc.in), l)
+		var perr *protocol.ParseError
+		require.ErrorAs(t, err, &perr, tc.in)
+		require.Equal(t, tc.reason, perr.Reason, tc.in)
+		require.Equal(t, tc.sub, perr.SubID, tc.in)
+	}
 }

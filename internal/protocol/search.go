@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -36,11 +37,15 @@ func ParseSearch(search string) (q textsearch.Query, ok bool) {
 	return q, err == nil
 }
 
-// SearchText is the text of ev that search covers: the content, followed for
-// addressable kinds (30000-39999, e.g. NIP-23 articles) by the values of its
-// title and summary tags. The indexer builds the same text in SQL
-// (internal/indexer, sourceColumns); the two must agree.
+// SearchText is the text of ev that search covers: for a profile (kind 0) the
+// people-facing fields of its metadata (ProfileText); else the content,
+// followed for addressable kinds (30000-39999, e.g. NIP-23 articles) by the
+// values of its title and summary tags. The indexer builds the same text
+// (internal/indexer: sourceColumns in SQL, then ProfileText); the two must agree.
 func SearchText(ev *nostr.Event) string {
+	if ev.Kind == 0 {
+		return ProfileText(ev.Content)
+	}
 	if ev.Kind < 30000 {
 		return ev.Content
 	}
@@ -54,4 +59,25 @@ func SearchText(ev *nostr.Event) string {
 		return ev.Content
 	}
 	return ev.Content + " " + strings.Join(extra, " ")
+}
+
+// profileFields are the NIP-01/NIP-24 metadata fields a person is searched by.
+var profileFields = []string{"name", "display_name", "about", "nip05"}
+
+// ProfileText is the searchable text of a profile's content (kind 0 metadata
+// JSON): its name, display_name, about and nip05 values, space separated, so
+// that JSON keys and URLs do not match every profile; content that is not a
+// JSON object is searched as it is.
+func ProfileText(content string) string {
+	var m map[string]any
+	if json.Unmarshal([]byte(content), &m) != nil {
+		return content
+	}
+	var parts []string
+	for _, f := range profileFields {
+		if v, ok := m[f].(string); ok && strings.TrimSpace(v) != "" {
+			parts = append(parts, v)
+		}
+	}
+	return strings.Join(parts, " ")
 }

@@ -91,14 +91,14 @@ func TestAuthFlow(t *testing.T) {
 
 func TestAuthUsesHostWithoutPublicURL(t *testing.T) {
 	t.Parallel()
-	tr := startRelay(t, nil, func(c *Config) { c.Auth.Enabled = true })
+	tr := startRelay(t, nil, func(c *Config) { c.Auth.Enabled, c.Auth.ChallengeOnConnect = true, true })
 	c := dial(t, tr.url)
 	c.authenticate(newKey(t), c.challenge(), tr.url)
 }
 
 func TestAuthDisabled(t *testing.T) {
 	t.Parallel()
-	tr := startRelay(t, nil, nil)
+	tr := startRelay(t, nil, func(c *Config) { c.Auth.Enabled = false })
 	c := dial(t, tr.url)
 	ev := newKey(t).authEvent(t, "x", tr.url, nil)
 	c.send("AUTH", ev)
@@ -111,7 +111,7 @@ func TestAuthDisabled(t *testing.T) {
 // author.
 func TestProtectedEvents(t *testing.T) {
 	t.Parallel()
-	tr := startRelay(t, nil, func(c *Config) { c.Auth.Enabled = true })
+	tr := startRelay(t, nil, func(c *Config) { c.Auth.Enabled, c.Auth.ChallengeOnConnect = true, true })
 	c := dial(t, tr.url)
 	challenge := c.challenge()
 	author, other := newKey(t), newKey(t)

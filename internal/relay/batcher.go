@@ -11,7 +11,7 @@ import (
 )
 
 // batcher groups events from all connections into Store.Ingest calls (group
-// commit, design rule 2). A batch is flushed as soon as a flush slot is idle, when
+// commit: one outbox lock per batch, not per event; see pkg/outbox/doc.go). A batch is flushed as soon as a flush slot is idle, when
 // it holds BatchMaxEvents events, or when its first event has waited BatchMaxDelay:
 // a lone event is not delayed, and under load batches grow while the slots are
 // busy. At most IngestConcurrency flushes run at once; while they all run, events queue up and, once the queue is full,

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"runtime"
 	"time"
 
+	"github.com/kukuri/communitynode/internal/negentropy"
 	"github.com/kukuri/communitynode/internal/protocol"
 )
 
@@ -32,9 +34,15 @@ func (r Rate) validate(name string) error {
 
 // AuthConfig configures NIP-42 authentication.
 type AuthConfig struct {
-	// Enabled sends a challenge on connect and accepts AUTH messages. It is the
-	// only way protected (NIP-70) events can be published.
+	// Enabled accepts AUTH messages (default true). It is the only way
+	// protected (NIP-70) events can be published and direct messages (kinds 4
+	// and 1059) read. The challenge is sent with every auth-required answer
+	// (NIP-42's flow), and on connect when ChallengeOnConnect or either
+	// Required* is set: a client that only reads public events is not asked.
 	Enabled bool
+	// ChallengeOnConnect sends the challenge as soon as a client connects, for
+	// clients that authenticate up front.
+	ChallengeOnConnect bool
 	// RequiredForWrites answers EVENTs from unauthenticated connections with
 	// OK false "auth-required: ...".
 	RequiredForWrites bool
@@ -74,14 +82,20 @@ type Retention struct {
 
 // Config is everything the relay is told; cmd/relay fills it from flags.
 type Config struct {
-	// Listen is the TCP address Run serves on.
+	// Listen is the TCP address Run serves on: WebSocket, NIP-11, NIP-86 and
+	// /healthz (see Handler). The node's default is node.DefaultRelayListen.
 	Listen string
+	// MetricsListen is the TCP address Run serves /metrics on (MetricsHandler),
+	// apart from the public Listen; keep it private (the node's default is
+	// node.DefaultRelayMetricsListen). Empty serves no metrics.
+	MetricsListen string
 	// PublicURL is the relay's URL as clients see it (wss://host/path). AUTH events
 	// must name it; when empty, the request's Host header is expected instead.
 	PublicURL string
 	// RealIPHeader names a header set by a trusted reverse proxy that carries the
 	// client's address (X-Real-IP, or X-Forwarded-For: its last entry, the one the
-	// proxy added, is used). Empty means the TCP peer address. Never set it without
+	// proxy added, is used). A value that is not an IP address is ignored (the TCP
+	// peer address counts, see Relay.clientIP). Empty means the TCP peer address. Never set it without
 	// such a proxy: clients could pick their own address and dodge the per-IP
 	// limits.
 	RealIPHeader string
@@ -105,13 +119,22 @@ type Config struct {
 	// IngestTimeout bounds one Store.Ingest call.
 	IngestTimeout time.Duration
 
-	// SendQueueSize and SendQueueBytes bound a connection's queue of outgoing
-	// messages, in messages and in bytes; a client that lets either fill up is
-	// disconnected as too slow. The queue holds no memory while it is empty, so
-	// only busy connections pay for large limits. SendQueueBytes must be at least
+	// SendQueueSize bounds a connection's queue of outgoing messages.
+	// SendQueueBytes is the connection's memory budget: the bytes of everything
+	// held for it, its send queue, the live events its subscriptions hold while
+	// their queries run, and the stored events its queries have read and not yet
+	// queued (a query stops reading rows at three quarters of it: the client gets
+	// what fit, then EOSE). A client that lets the budget or the queue fill up is
+	// disconnected as too slow. Nothing is held for an idle connection, so only
+	// busy connections pay for large limits. SendQueueBytes must be at least
 	// Limits.MaxMessageBytes.
 	SendQueueSize  int
 	SendQueueBytes int
+	// TotalQueueBytes is the relay's memory budget: what all connections'
+	// budgets hold together, at most. When it is full, the connection holding
+	// the most is disconnected as too slow to make room, and queries stop
+	// reading. It must be at least SendQueueBytes.
+	TotalQueueBytes int
 	// MaxSubscriptions is the number of open subscriptions per connection.
 	MaxSubscriptions int
 	// MaxQueriesPerConn is the number of REQ/COUNT queries a connection may have
@@ -128,6 +151,27 @@ type Config struct {
 	Auth AuthConfig
 	Info Info
 
+	// Negentropy serves NIP-77 (NEG-OPEN, NEG-MSG, NEG-CLOSE) when the store
+	// implements SyncStore; NIP-11 lists 77 only then. Default true.
+	Negentropy bool
+	// MaxSyncEvents bounds the events one NIP-77 session covers: over it,
+	// NEG-OPEN is answered NEG-ERR "blocked: ..." with the limit as the 4th
+	// element. A session holds about 100 bytes per event until it ends, and
+	// the library's CPU grows faster than linearly with it (measured with 1%
+	// differences on each side: 0.65 s of relay CPU per session at 100,000
+	// events, 3.3 s at 300,000; see internal/negentropy's BenchmarkReconcile).
+	MaxSyncEvents int
+	// NegConcurrency is how many NIP-77 rounds the whole relay computes at
+	// once; the others wait their turn (their connection's further messages
+	// too), so that a burst of sessions cannot take every CPU from REQs.
+	NegConcurrency int
+	// NegFrameLimit bounds each NEG-MSG answer, in bytes of binary message
+	// (the hex on the wire is twice that); at least 4096.
+	NegFrameLimit int
+	// NegIdleTimeout ends a NIP-77 session that has had no NEG-MSG for this
+	// long, with NEG-ERR "closed: ...".
+	NegIdleTimeout time.Duration
+
 	// QueryTimeout bounds one Store.Query or Store.Count call.
 	QueryTimeout time.Duration
 	// PingInterval is how often a ping is sent; ReadTimeout is how long a
@@ -141,10 +185,10 @@ type Config struct {
 	ShutdownTimeout time.Duration
 }
 
-// DefaultConfig returns a Config with every default filled in.
+// DefaultConfig returns a Config with every default filled in except the
+// addresses, which the process chooses (internal/node declares the node's).
 func DefaultConfig() Config {
 	return Config{
-		Listen:             "127.0.0.1:7777",
 		Limits:             protocol.DefaultLimits(),
 		BatchMaxEvents:     200,
 		BatchMaxDelay:      5 * time.Millisecond,
@@ -152,17 +196,26 @@ func DefaultConfig() Config {
 		IngestTimeout:      10 * time.Second,
 		SendQueueSize:      4096,
 		SendQueueBytes:     4 << 20,
+		TotalQueueBytes:    256 << 20,
 		MaxSubscriptions:   20,
 		MaxQueriesPerConn:  4,
 		MaxConnsPerIP:      100,
 		EventRatePerIP:     Rate{PerSecond: 50, Burst: 100},
 		EventRatePerPubkey: Rate{PerSecond: 50, Burst: 100},
 		ReqRatePerIP:       Rate{PerSecond: 20, Burst: 50},
+		Negentropy:         true,
+		MaxSyncEvents:      100_000,
+		NegFrameLimit:      60_000,
+		NegConcurrency:     max(1, runtime.GOMAXPROCS(0)/2),
+		NegIdleTimeout:     60 * time.Second,
 		QueryTimeout:       10 * time.Second,
 		PingInterval:       30 * time.Second,
 		ReadTimeout:        60 * time.Second,
 		WriteTimeout:       10 * time.Second,
 		ShutdownTimeout:    10 * time.Second,
+		// AUTH is offered by default: direct messages (kinds 4, 1059) are served
+		// to their authenticated recipients only, and NIP-70 needs it.
+		Auth: AuthConfig{Enabled: true},
 	}
 }
 
@@ -173,6 +226,11 @@ func (c Config) Validate() error {
 	if c.Listen != "" {
 		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 			add("listen address %q: %w", c.Listen, err)
+		}
+	}
+	if c.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			add("metrics listen address %q: %w", c.MetricsListen, err)
 		}
 	}
 	if c.PublicURL != "" {
@@ -197,6 +255,7 @@ func (c Config) Validate() error {
 		{"ingest concurrency", c.IngestConcurrency},
 		{"send queue size", c.SendQueueSize},
 		{"send queue bytes", c.SendQueueBytes},
+		{"total queue bytes", c.TotalQueueBytes},
 		{"max subscriptions", c.MaxSubscriptions},
 		{"max queries per connection", c.MaxQueriesPerConn},
 		{"max connections per ip", c.MaxConnsPerIP},
@@ -223,8 +282,25 @@ func (c Config) Validate() error {
 			add("%s must be positive, got %s", d.name, d.v)
 		}
 	}
+	if c.Negentropy {
+		if c.MaxSyncEvents < 1 {
+			add("max sync events must be at least 1, got %d", c.MaxSyncEvents)
+		}
+		if c.NegFrameLimit < negentropy.MinFrameLimit {
+			add("negentropy frame limit must be at least %d, got %d", negentropy.MinFrameLimit, c.NegFrameLimit)
+		}
+		if c.NegConcurrency < 1 {
+			add("negentropy concurrency must be at least 1, got %d", c.NegConcurrency)
+		}
+		if c.NegIdleTimeout <= 0 {
+			add("negentropy idle timeout must be positive, got %s", c.NegIdleTimeout)
+		}
+	}
 	if c.SendQueueBytes > 0 && c.SendQueueBytes < c.Limits.MaxMessageBytes {
 		add("send queue bytes (%d) must be at least the max message bytes (%d)", c.SendQueueBytes, c.Limits.MaxMessageBytes)
+	}
+	if c.TotalQueueBytes > 0 && c.TotalQueueBytes < c.SendQueueBytes {
+		add("total queue bytes (%d) must be at least the send queue bytes (%d)", c.TotalQueueBytes, c.SendQueueBytes)
 	}
 	if c.PingInterval > 0 && c.ReadTimeout > 0 && c.PingInterval >= c.ReadTimeout {
 		add("ping interval (%s) must be shorter than the read timeout (%s)", c.PingInterval, c.ReadTimeout)
@@ -240,27 +316,14 @@ func (c Config) Validate() error {
 	if (c.Auth.RequiredForReads || c.Auth.RequiredForWrites) && !c.Auth.Enabled {
 		add("auth is required for reads or writes but not enabled")
 	}
-	if c.Info.PubKey != "" && !isHex64(c.Info.PubKey) {
+	if c.Info.PubKey != "" && !protocol.IsHex64(c.Info.PubKey) {
 		add("info pubkey must be 64 hex characters")
 	}
-	if c.Info.Self != "" && !isHex64(c.Info.Self) {
+	if c.Info.Self != "" && !protocol.IsHex64(c.Info.Self) {
 		add("info self must be 64 hex characters")
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("relay config: %w", err)
 	}
 	return nil
-}
-
-func isHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }

@@ -24,7 +24,7 @@ func TestConfigValidate(t *testing.T) {
 		{"queue bytes vs message", func(c *Config) { c.SendQueueBytes = c.Limits.MaxMessageBytes - 1 }, "at least the max message bytes"},
 		{"ping vs read", func(c *Config) { c.PingInterval = time.Minute; c.ReadTimeout = time.Minute }, "ping interval"},
 		{"rate burst", func(c *Config) { c.EventRatePerIP = Rate{PerSecond: 1} }, "burst must be at least 1"},
-		{"auth required but off", func(c *Config) { c.Auth.RequiredForWrites = true }, "not enabled"},
+		{"auth required but off", func(c *Config) { c.Auth.Enabled, c.Auth.RequiredForWrites = false, true }, "not enabled"},
 		{"limits", func(c *Config) { c.Limits.DefaultLimit = c.Limits.MaxLimit + 1 }, "DefaultLimit"},
 		{"pubkey", func(c *Config) { c.Info.PubKey = "npub1..." }, "pubkey"},
 	}

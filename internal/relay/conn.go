@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,18 +34,27 @@ const (
 // messages one at a time (reader); one writer goroutine owns every write of data
 // frames, in queue order. Everything else (query goroutines, the batcher's
 // answers, the live fan-out) only puts complete messages into the send queue,
-// which is bounded by SendQueueSize messages and SendQueueBytes bytes and holds no
-// buffer while it is empty (see sendQueue):
+// which is bounded by SendQueueSize messages and by the connection's memory
+// budget (mem, SendQueueBytes, drawn from the relay's TotalQueueBytes), and holds
+// no buffer while it is empty (see sendQueue). The budget covers everything held
+// for the connection: the queue, live events held while its queries run, and
+// the stored events its queries have read (a query stops reading at the budget):
 //
-//   - enqueue never blocks. When the message would take the queue past either
-//     limit, the client is too slow: it is disconnected, so that a client that
-//     does not read can never hold up the fan-out or another connection.
+//   - enqueue never blocks. When the message would take the connection past its
+//     budget, the client is too slow: it is disconnected, so that a client that
+//     does not read can never hold up the fan-out or another connection. When
+//     the relay's budget is what refuses, the connection holding the most is
+//     disconnected first (shed) and the message retried.
 //   - enqueueBulk (query results) waits for room while the message would take the
-//     queue past three quarters of either limit, leaving the rest for live
+//     connection past three quarters of either limit, leaving the rest for live
 //     traffic, and gives the client WriteTimeout to make room before it is
 //     declared too slow.
 //
-// A message is always accepted into an empty queue, whatever its size.
+// A message is always accepted into an empty queue, whatever its size (not
+// beyond the relay's budget).
+//
+// Every disconnect the relay decides (too slow, a write that timed out, a
+// blocked address) is counted and logged at info.
 type conn struct {
 	r    *Relay
 	ws   *websocket.Conn
@@ -56,6 +66,7 @@ type conn struct {
 	ctx    context.Context // cancelled when the connection ends
 	cancel context.CancelFunc
 
+	mem        *budget // everything held for this connection; see budget
 	send       *sendQueue
 	quit       chan struct{} // closed once, when the connection starts closing
 	quitOnce   sync.Once
@@ -63,17 +74,20 @@ type conn struct {
 	writerDone chan struct{}
 	readerDone chan struct{}
 
-	challenge string              // NIP-42; "" when AUTH is off
-	authed    map[string]struct{} // authenticated pubkeys; reader goroutine only
+	challenge  string              // NIP-42; "" when AUTH is off
+	challenged bool                // the challenge was sent; reader goroutine only
+	authed     map[string]struct{} // authenticated pubkeys; reader goroutine only
 
 	mu      sync.Mutex
 	subs    map[string]*subscription
-	queries sync.WaitGroup // running query goroutines
-	sem     chan struct{}  // bounds running queries
+	negs    map[string]*negSession // NIP-77 sessions; they count against MaxSubscriptions
+	queries sync.WaitGroup         // running query goroutines
+	sem     chan struct{}          // bounds running queries
 }
 
 func newConn(r *Relay, ws *websocket.Conn, ip, key, host string) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
+	mem := newBudget(r.cfg.SendQueueBytes, r.mem)
 	c := &conn{
 		r:          r,
 		ws:         ws,
@@ -83,12 +97,14 @@ func newConn(r *Relay, ws *websocket.Conn, ip, key, host string) *conn {
 		log:        r.log.With("remote", ip),
 		ctx:        ctx,
 		cancel:     cancel,
-		send:       newSendQueue(r.cfg.SendQueueSize, r.cfg.SendQueueBytes),
+		mem:        mem,
+		send:       newSendQueueIn(r.cfg.SendQueueSize, mem),
 		quit:       make(chan struct{}),
 		writerDone: make(chan struct{}),
 		readerDone: make(chan struct{}),
 		authed:     make(map[string]struct{}),
 		subs:       make(map[string]*subscription),
+		negs:       make(map[string]*negSession),
 		sem:        make(chan struct{}, r.cfg.MaxQueriesPerConn),
 	}
 	if r.cfg.Auth.Enabled {
@@ -101,8 +117,8 @@ func newConn(r *Relay, ws *websocket.Conn, ip, key, host string) *conn {
 // the connection has stopped.
 func (c *conn) serve() {
 	go c.writeLoop()
-	if c.challenge != "" {
-		c.enqueue(authMsg(c.challenge))
+	if a := c.r.cfg.Auth; a.ChallengeOnConnect || a.RequiredForReads || a.RequiredForWrites {
+		c.sendChallenge()
 	}
 	c.readLoop()
 	close(c.readerDone)
@@ -156,9 +172,7 @@ func (c *conn) writeLoop() {
 		}
 		if msg, ok := c.send.pop(); ok {
 			if err := c.write(msg, time.Now().Add(c.r.cfg.WriteTimeout)); err != nil {
-				c.log.Debug("write failed", "err", err)
-				c.closeWith(closePeerGone)
-				_ = c.ws.Close()
+				c.writeFailed(err)
 				return
 			}
 			continue
@@ -179,11 +193,25 @@ func (c *conn) writeLoop() {
 // ping sends a ping; when that fails it closes the connection and reports false.
 func (c *conn) ping() bool {
 	if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.r.cfg.WriteTimeout)); err != nil {
-		c.closeWith(closePeerGone)
-		_ = c.ws.Close()
+		c.writeFailed(err)
 		return false
 	}
 	return true
+}
+
+// writeFailed closes the connection after a failed write. A write that timed
+// out (the client stopped reading for WriteTimeout) is a slow client: counted
+// and logged as tooSlow does.
+func (c *conn) writeFailed(err error) {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() && c.closeWith(closePeerGone) {
+		c.slowDisconnected("write timed out")
+	} else {
+		c.log.Debug("write failed", "err", err)
+		c.closeWith(closePeerGone)
+	}
+	c.send.clear()
+	_ = c.ws.Close()
 }
 
 func (c *conn) write(msg []byte, deadline time.Time) error {
@@ -248,19 +276,38 @@ func (c *conn) closeWith(mode closeMode) bool {
 	return first
 }
 
-// tooSlow disconnects a client whose send queue overflowed. It never blocks.
-func (c *conn) tooSlow() {
+// closing reports whether the connection has started closing.
+func (c *conn) closing() bool {
+	select {
+	case <-c.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+// tooSlow disconnects a client that let its memory budget fill up (why says
+// which). It never blocks; the queued messages are dropped at once, so their
+// bytes return to the relay's budget.
+func (c *conn) tooSlow(why string) {
 	if !c.closeWith(closeSlow) {
 		return
 	}
-	c.r.m.slowDisconnects.Inc()
-	msgs, bytes := c.send.size()
-	c.log.Info("client too slow; disconnecting", "queued_messages", msgs, "queued_bytes", bytes)
+	c.slowDisconnected(why)
+	c.send.clear()
 	// The writer may be blocked on the stuck socket for up to WriteTimeout (a
 	// deadline nudge would not stick: the websocket library sets its own deadline
 	// for every frame). Closing the socket is safe from any goroutine and ends
 	// that write; the goodbye gets slowGrace.
 	time.AfterFunc(slowGrace, func() { _ = c.ws.Close() })
+}
+
+// slowDisconnected counts and logs a disconnect for slowness.
+func (c *conn) slowDisconnected(why string) {
+	c.r.m.slowDisconnects.Inc()
+	msgs, bytes := c.send.size()
+	c.log.Info("client too slow; disconnecting", "reason", why, "queued_messages", msgs, "queued_bytes", bytes,
+		"held_bytes", c.mem.held())
 }
 
 // enqueue queues msg for the writer without blocking; see conn. It reports
@@ -271,8 +318,12 @@ func (c *conn) enqueue(msg []byte) bool {
 		return false
 	default:
 	}
-	if !c.send.push(msg) {
-		c.tooSlow()
+	res := c.send.tryPush(msg)
+	if res == relayFull && c.r.shed(c) {
+		res = c.send.tryPush(msg)
+	}
+	if res != taken {
+		c.tooSlow(res.String())
 		return false
 	}
 	return true
@@ -296,9 +347,12 @@ func (c *conn) enqueueBulk(ctx context.Context, msg []byte) bool {
 			return false
 		default:
 		}
-		ok, room := c.send.pushBulk(msg)
-		if ok {
+		res, room := c.send.tryPushBulk(msg)
+		if res == taken {
 			return true
+		}
+		if res == relayFull && c.r.shed(c) {
+			continue
 		}
 		if timer == nil {
 			timer = time.NewTimer(c.r.cfg.WriteTimeout)
@@ -310,17 +364,17 @@ func (c *conn) enqueueBulk(ctx context.Context, msg []byte) bool {
 		case <-ctx.Done():
 			return false
 		case <-timer.C:
-			c.tooSlow()
+			c.tooSlow("no room for query results within the write timeout")
 			return false
 		}
 	}
 }
 
-// maxPendingMsgs and maxPendingBytes bound the live events a subscription holds
-// while its query runs: as much as the send queue holds, which is where they go
-// after EOSE (waiting for room there as query results do).
-func (c *conn) maxPendingMsgs() int  { return c.r.cfg.SendQueueSize }
-func (c *conn) maxPendingBytes() int { return c.r.cfg.SendQueueBytes }
+// maxPendingMsgs bounds the live events a subscription holds while its query
+// runs: as many as the send queue holds, which is where they go after EOSE
+// (waiting for room there as query results do). Their bytes are taken from the
+// connection's budget.
+func (c *conn) maxPendingMsgs() int { return c.r.cfg.SendQueueSize }
 
 // teardown runs after the reader has ended: it stops every subscription and query
 // and waits for the writer.
@@ -329,14 +383,19 @@ func (c *conn) teardown() {
 	c.mu.Lock()
 	subs := c.subs
 	c.subs = nil
+	negs := c.negs
 	c.mu.Unlock()
 	for _, s := range subs {
 		s.close()
 		c.r.dropSub(s)
+	}
+	for _, s := range negs {
+		c.endNeg(s)
 	}
 	c.queries.Wait()
 	if closeMode(c.mode.Load()) == closePeerGone {
 		_ = c.ws.Close() // unblocks a writer stuck on a dead socket
 	}
 	<-c.writerDone
+	c.send.clear() // what the writer did not send goes back to the relay's budget
 }

@@ -9,7 +9,8 @@
 // answered OK at once; it is never stored and never reaches the outbox. Any other
 // event goes to the batcher, which hands batches of up to BatchMaxEvents events, or
 // whatever arrived within BatchMaxDelay, to one Store.Ingest call: one transaction
-// ending with the outbox append (design rule 2). The OK is sent only after that
+// ending with the outbox append (batched because the append holds the outbox
+// lock to commit: see pkg/outbox/doc.go). The OK is sent only after that
 // call returned, with the store's verdict; so OK true means committed.
 //
 // # Live delivery: following the outbox
@@ -22,9 +23,15 @@
 // outbox head, wakes on NOTIFY cn_relay_outbox (Feed.Listen), on a local commit,
 // and polls every second as a fallback; a failed read is retried from the same seq.
 //
-// A REQ is filed in the fan-out index before its query runs; live events that
-// arrive meanwhile are held and sent after EOSE unless the query returned them, so
-// no event committed around the REQ is lost (see subscription).
+// Each run of adjacent outbox rows of one event is one delivery, with the seq of
+// its first row; an event named again after other rows (a version that became
+// effective again) is delivered again.
+//
+// A REQ is filed in the fan-out index before its query runs; the query reads the
+// stored events and the outbox head in one snapshot (Store.QuerySnapshot), and a
+// live event whose outbox seq that snapshot holds is never sent, before EOSE or
+// after: each matching event reaches a subscription exactly once, none is lost
+// (see subscription).
 //
 // # Slow clients
 //

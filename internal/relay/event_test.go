@@ -27,7 +27,7 @@ func TestEventAcceptedAfterIngest(t *testing.T) {
 
 func TestEventRejected(t *testing.T) {
 	t.Parallel()
-	tr := startRelay(t, nil, func(c *Config) { c.Limits.MaxContentBytes = 10; c.Limits.MaxTags = 3 })
+	tr := startRelay(t, nil, func(c *Config) { c.Limits.MaxContentBytes = 10; c.Limits.MaxTags = 3; c.Auth.Enabled = false })
 	c := dial(t, tr.url)
 	k := newKey(t)
 	other := newKey(t)
@@ -49,7 +49,7 @@ func TestEventRejected(t *testing.T) {
 		}, "invalid: bad event id"},
 		{"missing topic", func() *nostr.Event {
 			return k.note(t, "x", func(ev *nostr.Event) { ev.Tags = nostr.Tags{} })
-		}, "invalid: missing topic"},
+		}, "restricted: missing topic"},
 		{"future", func() *nostr.Event {
 			return k.note(t, "x", func(ev *nostr.Event) { ev.CreatedAt = nostr.Now() + 3600 })
 		}, "invalid: created_at too far in the future"},
@@ -79,8 +79,8 @@ func TestEventRejected(t *testing.T) {
 		require.True(t, strings.HasPrefix(reason, tc.prefix), "%s: got %q, want prefix %q", tc.name, reason, tc.prefix)
 	}
 	require.Empty(t, tr.store.ingested(), "rejected events must not reach the store")
-	require.Equal(t, 8.0, testutil.ToFloat64(tr.m.events.WithLabelValues("invalid")))
-	require.Equal(t, 2.0, testutil.ToFloat64(tr.m.events.WithLabelValues("restricted")))
+	require.Equal(t, 7.0, testutil.ToFloat64(tr.m.events.WithLabelValues("invalid")))
+	require.Equal(t, 3.0, testutil.ToFloat64(tr.m.events.WithLabelValues("restricted")), "a missing topic is policy, counted as restricted")
 }
 
 func TestEventUnparseable(t *testing.T) {

@@ -96,13 +96,15 @@ func (s *fakeStore) ingested() []*nostr.Event {
 	return out
 }
 
-func (s *fakeStore) Query(ctx context.Context, filters []nostr.Filter) ([]*nostr.Event, error) {
+// QuerySnapshot reads the events and the outbox head under one lock: the
+// snapshot holds exactly the rows up to the seq it reports.
+func (s *fakeStore) QuerySnapshot(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) ([]*nostr.Event, int64, error) {
 	s.mu.Lock()
 	hook := s.queryHook
 	s.mu.Unlock()
 	if hook != nil {
 		if err := hook(ctx); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	s.mu.Lock()
@@ -118,7 +120,7 @@ func (s *fakeStore) Query(ctx context.Context, filters []nostr.Filter) ([]*nostr
 			if f.Limit > 0 && n >= f.Limit {
 				break
 			}
-			if protocol.Match(f, ev) {
+			if protocol.Match(f, ev) && v.MayRead(ev) {
 				picked[ev.ID] = ev
 				n++
 			}
@@ -130,7 +132,7 @@ func (s *fakeStore) Query(ctx context.Context, filters []nostr.Filter) ([]*nostr
 			out = append(out, ev)
 		}
 	}
-	return out, nil
+	return out, s.seq, nil
 }
 
 // sorted returns the stored events newest first, ties by lowest id.
@@ -148,13 +150,13 @@ func (s *fakeStore) sorted() []*nostr.Event {
 	return all
 }
 
-func (s *fakeStore) Count(ctx context.Context, filters []nostr.Filter) (int64, error) {
+func (s *fakeStore) Count(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var n int64
 	for _, ev := range s.events {
 		for _, f := range filters {
-			if protocol.Match(f, ev) {
+			if protocol.Match(f, ev) && v.MayRead(ev) {
 				n++
 				break
 			}

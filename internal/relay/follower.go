@@ -3,11 +3,12 @@ package relay
 import (
 	"context"
 	"log/slog"
-	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/kukuri/communitynode/internal/backoff"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -16,8 +17,17 @@ import (
 // process stored it. It starts at the outbox head (events committed before it
 // started are for REQ queries, not live delivery), reads rows after the last seq it
 // handled, loads the events of its upsert rows with Store.Events and fans them out
-// in seq order. It wakes on a notification (Feed.Listen), on a local commit (poke),
-// and at least every pollInterval.
+// in seq order, each with the seq of its row (a subscription skips what its
+// stored part holds, see subscription). It wakes on a notification
+// (Feed.Listen), on a local commit (poke), and at least every pollInterval.
+//
+// Each run of upsert rows adjacent in seq for the same event (one row per topic
+// of one change, which can straddle two reads) is one delivery, with the seq of
+// its first row. Only adjacent rows are collapsed: an event named again after
+// other rows became visible again (`A upsert, B upsert, B delete, A upsert`:
+// version A replaced by B, B deleted, A effective again) and is delivered
+// again, with its later seq, so that a subscription whose snapshot lies between
+// the two gets it.
 //
 // A failed read or load is retried with back-off from the same seq, so no row is
 // skipped; a row whose event is no longer visible by the time it is loaded (deleted,
@@ -25,7 +35,7 @@ import (
 type follower struct {
 	feed   Feed
 	store  Store
-	fanout func(*nostr.Event)
+	fanout func(ev *nostr.Event, seq int64)
 	// listening reports whether any live subscription is filed; nil: always.
 	// With none, the follower moves past new rows without loading their
 	// events: a subscription filed later runs its query after filing, so it
@@ -43,7 +53,7 @@ type follower struct {
 	ready chan struct{} // closed once the start position (the head) is known
 }
 
-func newFollower(feed Feed, store Store, fanout func(*nostr.Event), m *metrics, log *slog.Logger) *follower {
+func newFollower(feed Feed, store Store, fanout func(*nostr.Event, int64), m *metrics, log *slog.Logger) *follower {
 	return &follower{
 		feed:         feed,
 		store:        store,
@@ -82,7 +92,7 @@ func (f *follower) run(ctx context.Context) {
 		}
 		f.m.followerFailures.Inc()
 		f.log.Warn("read outbox head failed; retrying", "err", err)
-		if !sleepCtx(ctx, f.retryDelay(attempt)) {
+		if !backoff.Sleep(ctx, f.retryDelay(attempt)) {
 			return
 		}
 	}
@@ -98,12 +108,12 @@ func (f *follower) run(ctx context.Context) {
 	defer func() { <-listenDone }()
 
 	rows := make([]outbox.Row, 0, f.batchSize)
-	var recent map[string]struct{} // ids delivered from the previous batch
+	var prev outbox.Row // the last row handled
 	for attempt := 0; ctx.Err() == nil; {
 		var err error
 		rows, err = f.feed.ReadAfter(ctx, last, f.batchSize, rows)
 		if err == nil && len(rows) > 0 {
-			recent, err = f.deliver(ctx, rows, recent)
+			err = f.deliver(ctx, rows, prev)
 		}
 		switch {
 		case err != nil:
@@ -112,58 +122,61 @@ func (f *follower) run(ctx context.Context) {
 			}
 			f.m.followerFailures.Inc()
 			f.log.Warn("follow outbox failed; retrying", "after_seq", last, "err", err)
-			sleepCtx(ctx, f.retryDelay(attempt))
+			backoff.Sleep(ctx, f.retryDelay(attempt))
 			attempt++
 		case len(rows) == 0:
 			attempt = 0
 			f.idle(ctx)
 		default:
 			attempt = 0
-			last = rows[len(rows)-1].Seq
+			prev = rows[len(rows)-1]
+			last = prev.Seq
 			f.m.followerSeq.Set(float64(last))
 		}
 	}
 }
 
-// deliver loads and fans out the events of rows' upsert rows, each once: an
-// event with several topics has one row per topic, and those rows are contiguous
-// (one append), so they can only straddle two consecutive batches; skip holds the
-// ids of the previous batch. It returns the ids of this batch.
-func (f *follower) deliver(ctx context.Context, rows []outbox.Row, skip map[string]struct{}) (map[string]struct{}, error) {
+// deliver loads and fans out the events of rows' upsert rows: one delivery per
+// run of adjacent upsert rows of one event (see follower), with the seq of its
+// first row; prev is the row before rows[0] (zero at the start), whose run may
+// continue into rows.
+func (f *follower) deliver(ctx context.Context, rows []outbox.Row, prev outbox.Row) error {
+	type delivery struct {
+		id  string
+		seq int64
+	}
+	var todo []delivery
 	ids := make([]string, 0, len(rows))
-	seen := make(map[string]struct{}, len(rows))
 	for _, r := range rows {
-		if r.Op != outbox.OpUpsert {
+		sameRun := r.EventID == prev.EventID && r.Op == prev.Op
+		prev = r
+		if r.Op != outbox.OpUpsert || sameRun {
 			continue
 		}
-		if _, dup := seen[r.EventID]; dup {
-			continue
-		}
-		seen[r.EventID] = struct{}{}
-		if _, dup := skip[r.EventID]; dup {
-			continue
-		}
+		todo = append(todo, delivery{id: r.EventID, seq: r.Seq})
 		ids = append(ids, r.EventID)
 	}
-	if len(ids) == 0 || (f.listening != nil && !f.listening()) {
-		return seen, nil
+	if len(todo) == 0 || (f.listening != nil && !f.listening()) {
+		return nil
 	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
 	lctx, cancel := context.WithTimeout(ctx, f.loadTimeout)
 	evs, err := f.store.Events(lctx, ids)
 	cancel()
 	if err != nil {
-		return skip, err
+		return err
 	}
 	byID := make(map[string]*nostr.Event, len(evs))
 	for _, ev := range evs {
 		byID[ev.ID] = ev
 	}
-	for _, id := range ids { // seq order
-		if ev := byID[id]; ev != nil {
-			f.fanout(ev)
+	for _, d := range todo { // seq order
+		if ev := byID[d.id]; ev != nil {
+			f.fanout(ev, d.seq)
 		}
 	}
-	return seen, nil
+	return nil
 }
 
 // idle waits for a wake-up, the poll interval or ctx.
@@ -179,26 +192,5 @@ func (f *follower) idle(ctx context.Context) {
 
 // retryDelay is exponential back-off with jitter, from retryBase up to retryMax.
 func (f *follower) retryDelay(attempt int) time.Duration {
-	return backoff(f.retryBase, f.retryMax, attempt)
-}
-
-// backoff returns a delay between half and all of base*2^attempt, capped at max.
-func backoff(base, max time.Duration, attempt int) time.Duration {
-	ceiling := base << min(attempt, 30)
-	if ceiling <= 0 || ceiling > max {
-		ceiling = max
-	}
-	return ceiling/2 + rand.N(ceiling/2+1)
-}
-
-// sleepCtx waits d or until ctx is done; false means ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return backoff.Jittered(f.retryBase, f.retryMax, attempt)
 }

@@ -72,7 +72,7 @@ func TestGoNostrStockClient(t *testing.T) {
 	reaction := bob.signed(t, 7, nostr.Tags{{"e", note.ID}, {"p", alice.pk}}, "+")
 	require.NoError(t, rl.Publish(ctx, *reaction))
 	err = rl.Publish(ctx, *bob.signed(t, 1, nil, "no topic, no reference"))
-	require.ErrorContains(t, err, "invalid: missing topic")
+	require.ErrorContains(t, err, "restricted: missing topic")
 
 	evs, err := rl.QuerySync(ctx, nostr.Filter{Kinds: []int{0}, Authors: []string{alice.pk}})
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gorilla/websocket"
+	"github.com/kukuri/communitynode/internal/oneline"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -20,14 +21,24 @@ import (
 //	GET /  otherwise                      a short plain-text note
 //	GET /healthz                          200 while serving and the database answers,
 //	                                      else 503 and the reason (see healthCheck)
-//	GET /metrics                          the injected Gatherer, if any
+//	POST / with application/nostr+json+rpc       NIP-86, when a Management handler is set
+//
+// and nothing else: /metrics is MetricsHandler's, served on a private address
+// (Config.MetricsListen), never on the public one.
 func (r *Relay) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", r.serveHealth)
+	mux.HandleFunc("/", r.serveRoot)
+	return mux
+}
+
+// MetricsHandler serves GET /metrics from the injected Gatherer (404 without
+// one). Run serves it on Config.MetricsListen.
+func (r *Relay) MetricsHandler() http.Handler {
+	mux := http.NewServeMux()
 	if r.gatherer != nil {
 		mux.Handle("/metrics", promhttp.HandlerFor(r.gatherer, promhttp.HandlerOpts{}))
 	}
-	mux.HandleFunc("/", r.serveRoot)
 	return mux
 }
 
@@ -40,7 +51,7 @@ func (r *Relay) serveHealth(w http.ResponseWriter, _ *http.Request) {
 	}
 	if err := r.health.check(); err != nil {
 		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte("database unreachable: " + oneLine(err.Error()) + "\n"))
+		_, _ = w.Write([]byte("database unreachable: " + oneline.Error(err) + "\n"))
 		return
 	}
 	_, _ = w.Write([]byte("ok\n"))
@@ -108,7 +119,10 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "relay is shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	ip := r.clientIP(req)
+	ip, badHeader := r.clientIP(req)
+	if badHeader {
+		r.m.badRealIP.Inc()
+	}
 	if r.policy != nil && r.policy.IPBlocked(ip) {
 		r.m.refusedConns.WithLabelValues("blocked").Inc()
 		http.Error(w, "your address is blocked from this relay", http.StatusForbidden)
@@ -142,21 +156,39 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 // clientIP is the client's address (ipKey turns it into the key of the per-IP
 // limits): the last entry of the last RealIPHeader line when configured and
 // present (the address the trusted proxy saw; earlier entries may come from the
-// client), else the TCP peer.
-func (r *Relay) clientIP(req *http.Request) string {
+// client), else the TCP peer. Only an IP address (optionally with a port, which is
+// dropped) is taken from the header: anything else falls back to the TCP peer and
+// reports badHeader, so that a client whose proxy passes its header through
+// cannot pick a fresh limit key per connection.
+func (r *Relay) clientIP(req *http.Request) (ip string, badHeader bool) {
 	if h := r.cfg.RealIPHeader; h != "" {
 		if values := req.Header.Values(h); len(values) > 0 {
 			v := values[len(values)-1]
-			if ip := strings.TrimSpace(v[strings.LastIndexByte(v, ',')+1:]); ip != "" {
-				return ip
+			if addr, ok := parseAddr(strings.TrimSpace(v[strings.LastIndexByte(v, ',')+1:])); ok {
+				return addr.String(), false
 			}
+			badHeader = true
 		}
 	}
 	host, _, err := net.SplitHostPort(req.RemoteAddr)
 	if err != nil {
-		return req.RemoteAddr
+		return req.RemoteAddr, badHeader
 	}
-	return host
+	return host, badHeader
+}
+
+// parseAddr parses an IP address, or an address with a port ("192.0.2.7:80",
+// "[2001:db8::1]:443"), and drops a zone.
+func parseAddr(s string) (netip.Addr, bool) {
+	addr, err := netip.ParseAddr(s)
+	if err != nil {
+		ap, perr := netip.ParseAddrPort(s)
+		if perr != nil {
+			return netip.Addr{}, false
+		}
+		addr = ap.Addr()
+	}
+	return addr.WithZone(""), true
 }
 
 // ipKey is what per-IP limits count for a client address: an IPv4 address (also

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func TestNIP11(t *testing.T) {
 	require.NotEmpty(t, resp.Header.Get("Access-Control-Allow-Methods"))
 	require.Equal(t, "test relay", doc["name"])
 	require.Equal(t, "mailto:ops@example.com", doc["contact"])
-	require.Equal(t, []any{1.0, 9.0, 11.0, 40.0, 45.0, 70.0}, doc["supported_nips"])
+	require.Equal(t, []any{1.0, 9.0, 11.0, 40.0, 42.0, 45.0, 70.0}, doc["supported_nips"], "AUTH is offered by default (direct messages)")
 	lim := doc["limitation"].(map[string]any)
 	require.Equal(t, 5000.0, lim["max_message_length"])
 	require.Equal(t, 7.0, lim["max_subscriptions"])
@@ -54,11 +55,17 @@ func TestNIP11(t *testing.T) {
 	require.Equal(t, 2000.0, lim["max_event_tags"])
 	require.Equal(t, 65536.0, lim["max_content_length"])
 	require.Equal(t, 900.0, lim["created_at_upper_limit"])
+	require.Equal(t, 630720000.0, lim["created_at_lower_limit"], "20 years")
 	require.Equal(t, false, lim["auth_required"])
 	require.Equal(t, true, lim["restricted_writes"], "topics are required")
 	require.Equal(t, map[string]any{
 		"events_need_topic": true, "inherit_from": []any{"e", "E", "a", "A", "q"},
-		"identity_kinds": "0,3,10000-19999,30382-30385", "identity_writers": "members", "req_requires_topic": false,
+		"identity_kinds": protocol.IdentityKindsText, "identity_writers": "members", "req_requires_topic": false,
+		"newcomer_identity": "pending until the key is a member (its first post in a topic, an operator's allowpubkey, or a trust rank at the relay's gate)",
+		"person_kinds":      []any{4.0, 1059.0, 1984.0, 1985.0, 9735.0},
+		"private_kinds":     []any{4.0, 1059.0},
+		"ephemeral":         "delivered live to every matching subscription of every relay of this node; never stored",
+		"tag_t":             "an event's own t tags, every kind (identity events included); never inherited topics",
 	}, doc["topic_policy"], "the topic policy in force")
 
 	authed := startRelay(t, nil, func(c *Config) {
@@ -111,8 +118,17 @@ func TestHTTPEndpoints(t *testing.T) {
 	c := dial(t, tr.url)
 	c.send("REQ", "s", goFilter())
 	c.eose("s")
-	code, body = get("/metrics")
-	require.Equal(t, http.StatusOK, code)
+	code, _ = get("/metrics")
+	require.Equal(t, http.StatusNotFound, code, "metrics are not served on the public address")
+	metrics := httptest.NewServer(tr.MetricsHandler())
+	defer metrics.Close()
+	resp, err := http.Get(metrics.URL + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	body = string(raw)
 	for _, name := range []string{"cn_relay_connections 1", `cn_relay_messages_total{type="REQ"} 1`, "cn_relay_subscriptions 1"} {
 		require.Contains(t, body, name)
 	}
@@ -144,12 +160,31 @@ func TestClientIP(t *testing.T) {
 	req, err := http.NewRequest(http.MethodGet, "/", nil)
 	require.NoError(t, err)
 	req.RemoteAddr = "10.0.0.1:5555"
+	ip := func() string {
+		t.Helper()
+		ip, _ := r.clientIP(req)
+		return ip
+	}
 	req.Header.Set("X-Forwarded-For", "6.6.6.6, 192.0.2.7")
-	require.Equal(t, "10.0.0.1", r.clientIP(req), "headers are ignored unless configured")
+	require.Equal(t, "10.0.0.1", ip(), "headers are ignored unless configured")
 	r.cfg.RealIPHeader = "X-Forwarded-For"
-	require.Equal(t, "192.0.2.7", r.clientIP(req), "the entry the proxy added, not the client's")
+	require.Equal(t, "192.0.2.7", ip(), "the entry the proxy added, not the client's")
 	req.Header.Del("X-Forwarded-For")
-	require.Equal(t, "10.0.0.1", r.clientIP(req))
+	require.Equal(t, "10.0.0.1", ip())
+	for in, want := range map[string]string{
+		"192.0.2.7:5555": "192.0.2.7", "[2001:db8::1]:443": "2001:db8::1", "fe80::1%eth0": "fe80::1", " 2001:DB8::2 ": "2001:db8::2",
+	} {
+		req.Header.Set("X-Forwarded-For", in)
+		got, bad := r.clientIP(req)
+		require.Equal(t, want, got, in)
+		require.False(t, bad, in)
+	}
+	for _, in := range []string{"not-an-ip-1", "6.6.6.6, unknown", "192.0.2.999", "", "1.2.3.4:x"} {
+		req.Header.Set("X-Forwarded-For", in)
+		got, bad := r.clientIP(req)
+		require.Equal(t, "10.0.0.1", got, in)
+		require.True(t, bad, in)
+	}
 }
 
 func TestIPKey(t *testing.T) {

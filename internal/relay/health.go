@@ -3,7 +3,6 @@ package relay
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 )
@@ -53,9 +52,4 @@ func (h *healthCheck) check() error {
 	}
 	h.checked, h.err = time.Now(), err
 	return err
-}
-
-// oneLine joins the lines of s with spaces.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }

@@ -1,33 +1,34 @@
 package relay
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/store"
 )
 
 // Reasons the relay itself gives (the protocol package gives the validation ones).
 const (
 	reasonEventRateIP     = "rate-limited: slow down, too many events from your address"
 	reasonEventRatePubkey = "rate-limited: slow down, too many events from this author"
-	reasonBannedPubkey    = "blocked: this pubkey is banned from this relay"
-	reasonBannedEvent     = "blocked: this event is banned from this relay"
-	reasonKindNotAccepted = "blocked: this kind is not accepted on this relay"
 	reasonReqRate         = "rate-limited: slow down, too many subscriptions from your address"
 	reasonAuthForWrites   = "auth-required: this relay only accepts events from authenticated clients"
 	reasonAuthForReads    = "auth-required: this relay only serves authenticated clients"
+	reasonAuthForPrivate  = "auth-required: direct messages (kinds 4 and 1059) are served only to their recipients: authenticate (NIP-42)"
+	reasonPrivateNoAuth   = "restricted: direct messages (kinds 4 and 1059) are served only to authenticated recipients, and this relay does not offer authentication"
 	reasonProtectedNoAuth = "restricted: protected events (NIP-70) need authentication, which this relay does not offer"
 	reasonProtectedAuth   = "auth-required: this event may only be published by its author"
 	reasonProtectedOther  = "restricted: this event may only be published by its author"
 	reasonAuthDisabled    = "restricted: this relay does not support authentication"
 	reasonShuttingDown    = "error: relay is shutting down, try again later"
 	reasonIngestFailed    = "error: could not store the event, try again later"
+	reasonEphemeralFailed = "error: could not relay the event, try again later"
 	reasonTooManySubs     = "error: too many subscriptions"
 	reasonQueryTimeout    = "error: query timed out"
 	reasonQueryFailed     = "error: could not run the query"
@@ -54,12 +55,19 @@ func (c *conn) handle(data []byte) {
 		c.closeSub(msg.SubID)
 	case protocol.TypeAuth:
 		c.onAuth(msg.Event)
+	case protocol.TypeNegOpen:
+		c.onNegOpen(msg.SubID, msg.Filters[0], msg.Neg)
+	case protocol.TypeNegMsg:
+		c.onNegMsg(msg.SubID, msg.Neg)
+	case protocol.TypeNegClose:
+		c.closeNeg(msg.SubID)
 	}
 }
 
 // parseFailed answers an unparseable message as precisely as its readable part
 // allows: OK false for an EVENT with a readable id, CLOSED for a REQ or COUNT with
-// a readable subscription id, a NOTICE otherwise.
+// a readable subscription id, NEG-ERR for a NEG-* message with one (its session
+// ends), a NOTICE otherwise.
 func (c *conn) parseFailed(err error) {
 	var perr *protocol.ParseError
 	if !errors.As(err, &perr) {
@@ -74,6 +82,9 @@ func (c *conn) parseFailed(err error) {
 			c.closeSub(perr.SubID)
 		}
 		c.enqueue(closedMsg(perr.SubID, perr.Reason))
+	case (perr.Type == protocol.TypeNegOpen || perr.Type == protocol.TypeNegMsg || perr.Type == protocol.TypeNegClose) && perr.SubID != "":
+		c.closeNeg(perr.SubID)
+		c.enqueue(negErrMsg(perr.SubID, perr.Reason))
 	default:
 		c.enqueue(noticeMsg(perr.Reason))
 	}
@@ -85,16 +96,17 @@ func (c *conn) answer(id string, ok bool, reason string) {
 	c.enqueue(okMsg(id, ok, reason))
 }
 
-// onEvent admits an event and then: fans an ephemeral one out at once and answers
-// OK; hands any other to the batcher, whose answer (after the commit) becomes the OK.
+// onEvent admits an event and then: publishes an ephemeral one to every relay
+// process's subscribers and answers OK; hands any other to the batcher, whose
+// answer (after the commit) becomes the OK.
 func (c *conn) onEvent(ev *nostr.Event) {
 	if reason := c.admit(ev); reason != "" {
 		c.answer(ev.ID, false, reason)
 		return
 	}
 	if protocol.ClassOf(ev.Kind) == protocol.Ephemeral {
-		c.r.fanout(ev)
-		c.answer(ev.ID, true, "")
+		ok, reason := c.publishEphemeral(ev)
+		c.answer(ev.ID, ok, reason)
 		return
 	}
 	if !c.r.batcher.submit(ev, func(res IngestResult) { c.answer(ev.ID, res.OK, res.Message) }) {
@@ -102,68 +114,62 @@ func (c *conn) onEvent(ev *nostr.Event) {
 	}
 }
 
-// admit runs every check an event must pass before it is stored or fanned out,
-// cheapest first, and returns "" or the OK reason.
+// publishEphemeral delivers an ephemeral event live (never stored): through the
+// bus to every relay process sharing the database, or to this process's
+// subscribers when there is no bus. It runs on the reader goroutine, so a client
+// that floods ephemeral events waits for each (and the per-IP and per-author
+// rates bound them). It returns the OK flag and message.
+func (c *conn) publishEphemeral(ev *nostr.Event) (bool, string) {
+	if c.r.ephemeral == nil {
+		c.r.fanout(ev, 0)
+		return true, ""
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.r.cfg.IngestTimeout)
+	defer cancel()
+	if err := c.r.ephemeral.Publish(ctx, ev); err != nil {
+		c.log.Warn("publish ephemeral event failed", "err", err)
+		return false, reasonEphemeralFailed
+	}
+	return true, ""
+}
+
+// admit runs every check an event must pass before it is stored or fanned out
+// and returns "" or the OK reason: the connection's own (address rate, AUTH for
+// writes), then the admission chain with this connection's author budget and
+// NIP-70 check (internal/admission).
 func (c *conn) admit(ev *nostr.Event) string {
-	cfg := &c.r.cfg
 	if !c.r.eventsPerIP.allow(c.key) {
 		return reasonEventRateIP
 	}
-	if cfg.Auth.RequiredForWrites && len(c.authed) == 0 {
+	if c.r.cfg.Auth.RequiredForWrites && len(c.authed) == 0 {
+		c.sendChallenge()
 		return reasonAuthForWrites
 	}
-	if reason := protocol.ValidateEvent(ev, c.r.now(), cfg.Limits); reason != "" {
-		return reason
-	}
-	if reason := PolicyReason(c.r.policy, ev); reason != "" {
-		return reason
-	}
-	if reason := RankReason(c.r.ranks, ev); reason != "" {
-		return reason
-	}
-	if !c.r.eventsPerPubkey.allow(ev.PubKey) {
+	return c.r.admission.Check(ev, c.r.now(), c)
+}
+
+// AuthorReason spends one event of the author's rate budget
+// (admission.Conn).
+func (c *conn) AuthorReason(pubkey string) string {
+	if !c.r.eventsPerPubkey.allow(pubkey) {
 		return reasonEventRatePubkey
-	}
-	if protocol.Protected(ev) {
-		_, isAuthor := c.authed[ev.PubKey]
-		switch {
-		case !cfg.Auth.Enabled:
-			return reasonProtectedNoAuth
-		case len(c.authed) == 0:
-			return reasonProtectedAuth
-		case !isAuthor:
-			return reasonProtectedOther
-		}
 	}
 	return ""
 }
 
-// RankReason returns why the spam gate g (relay --min-rank) refuses ev, or "".
-// Identity events (profiles, follow and mute lists, NIP-85 assertions) and NIP-09
-// deletions are exempt: a newcomer can still say who they are, follow others
-// and take back what they said; the gate decides who gets to post.
-func RankReason(g RankGate, ev *nostr.Event) string {
-	if g == nil || g.Threshold() <= 0 || protocol.IsIdentityKind(ev.Kind) || ev.Kind == nostr.KindDeletion || g.Admit(ev.PubKey) {
-		return ""
-	}
-	return fmt.Sprintf("blocked: this relay accepts posts from keys with a web-of-trust rank of at least %d (NIP-85 assertions by %s); "+
-		"yours is lower: get followed by members of this community", g.Threshold(), cmp.Or(g.Provider(), "its trust provider"))
-}
-
-// PolicyReason returns why the management policy p refuses ev (a banned author
-// or event, a kind not accepted), or "" when it does not or p is nil. The relay
-// asks it of every EVENT; `cnctl import` asks it of every imported event.
-func PolicyReason(p Policy, ev *nostr.Event) string {
-	if p == nil {
-		return ""
-	}
+// ProtectedReason lets a protected (NIP-70) event through only from its
+// authenticated author, and challenges a client that has not authenticated
+// (admission.Conn).
+func (c *conn) ProtectedReason(ev *nostr.Event) string {
+	_, isAuthor := c.authed[ev.PubKey]
 	switch {
-	case p.PubkeyBanned(ev.PubKey):
-		return reasonBannedPubkey
-	case p.EventBanned(ev.ID):
-		return reasonBannedEvent
-	case !p.KindAccepted(ev.Kind):
-		return reasonKindNotAccepted
+	case !c.r.cfg.Auth.Enabled:
+		return reasonProtectedNoAuth
+	case len(c.authed) == 0:
+		c.sendChallenge()
+		return reasonProtectedAuth
+	case !isAuthor:
+		return reasonProtectedOther
 	}
 	return ""
 }
@@ -189,9 +195,13 @@ func (c *conn) onAuth(ev *nostr.Event) {
 }
 
 // checkRead runs the checks shared by REQ and COUNT and returns the filters to run,
-// or "" and the CLOSED reason.
+// or "" and the CLOSED reason. A filter that asks for private kinds
+// (protocol.AsksPrivate) from a connection that has not authenticated is
+// answered auth-required, with the challenge sent again (NIP-42); other filters
+// are served minus what the reader may not see (protocol.Viewer).
 func (c *conn) checkRead(filters []nostr.Filter) ([]nostr.Filter, string) {
 	if c.r.cfg.Auth.RequiredForReads && len(c.authed) == 0 {
+		c.sendChallenge()
 		return nil, reasonAuthForReads
 	}
 	if !c.r.reqsPerIP.allow(c.key) {
@@ -205,7 +215,34 @@ func (c *conn) checkRead(filters []nostr.Filter) ([]nostr.Filter, string) {
 		}
 		out[i] = nf
 	}
+	if len(c.authed) == 0 && slices.ContainsFunc(out, protocol.AsksPrivate) {
+		if c.challenge == "" {
+			return nil, reasonPrivateNoAuth
+		}
+		c.sendChallenge()
+		return nil, reasonAuthForPrivate
+	}
 	return out, ""
+}
+
+// sendChallenge sends the connection's NIP-42 challenge, if AUTH is on and the
+// client has not had it yet, so that a client answered auth-required can
+// authenticate. Reader goroutine only.
+func (c *conn) sendChallenge() {
+	if c.challenge != "" && !c.challenged {
+		c.challenged = true
+		c.enqueue(authMsg(c.challenge))
+	}
+}
+
+// viewer is who this connection reads as: its authenticated pubkeys (sorted). It
+// is taken when a REQ or COUNT arrives (reader goroutine); a later AUTH does not
+// widen a running subscription (clients send the REQ again after AUTH).
+func (c *conn) viewer() protocol.Viewer {
+	if len(c.authed) == 0 {
+		return protocol.Viewer{}
+	}
+	return protocol.Viewer{Authed: slices.Sorted(maps.Keys(c.authed))}
 }
 
 // onReq opens (or replaces) a subscription: it is filed for live events first,
@@ -220,12 +257,12 @@ func (c *conn) onReq(subID string, filters []nostr.Filter) {
 		return
 	}
 	c.mu.Lock()
-	if len(c.subs) >= c.r.cfg.MaxSubscriptions {
+	if len(c.subs)+len(c.negs) >= c.r.cfg.MaxSubscriptions {
 		c.mu.Unlock()
 		c.enqueue(closedMsg(subID, reasonTooManySubs))
 		return
 	}
-	s := newSubscription(c, subID, filters)
+	s := newSubscription(c, subID, filters, c.viewer())
 	c.subs[subID] = s
 	c.mu.Unlock()
 	c.r.index.add(s)
@@ -256,11 +293,28 @@ func (c *conn) startQuery(fn func()) bool {
 func (c *conn) runQuery(s *subscription) {
 	defer close(s.done)
 	ctx, cancel := context.WithTimeout(s.ctx, c.r.cfg.QueryTimeout)
+	// The rows the query reads are taken from the connection's budget (its
+	// bulk part) as they are read; the query stops when it is full, and the
+	// answer is what fit: EOSE follows it, and the client pages with until.
+	held, stopped := 0, false
+	ctx = store.WithRowBudget(ctx, func(n int) bool {
+		if c.mem.take(n, c.mem.bulkLimit(), false) != taken {
+			stopped = true
+			return false
+		}
+		held += n
+		return true
+	})
 	start := time.Now()
-	events, err := c.r.store.Query(ctx, s.filters)
+	events, seq, err := c.r.store.QuerySnapshot(ctx, s.filters, s.viewer)
 	cancel()
 	c.r.m.querySeconds.WithLabelValues("req").Observe(time.Since(start).Seconds())
+	if stopped {
+		c.r.m.queryBudgetStops.Inc()
+		c.log.Debug("query stopped at the memory budget", "sub", s.id, "events", len(events), "held_bytes", held)
+	}
 	if err != nil {
+		c.mem.give(held)
 		if s.ctx.Err() != nil {
 			return // closed, replaced, or the connection ended
 		}
@@ -274,7 +328,7 @@ func (c *conn) runQuery(s *subscription) {
 		c.enqueue(closedMsg(s.id, reason))
 		return
 	}
-	s.replay(events)
+	s.replay(events, seq, held)
 }
 
 // onCount answers a NIP-45 COUNT.
@@ -284,10 +338,11 @@ func (c *conn) onCount(subID string, filters []nostr.Filter) {
 		c.enqueue(closedMsg(subID, reason))
 		return
 	}
+	v := c.viewer()
 	c.startQuery(func() {
 		ctx, cancel := context.WithTimeout(c.ctx, c.r.cfg.QueryTimeout)
 		start := time.Now()
-		n, err := c.r.store.Count(ctx, filters)
+		n, err := c.r.store.Count(ctx, filters, v)
 		cancel()
 		c.r.m.querySeconds.WithLabelValues("count").Observe(time.Since(start).Seconds())
 		switch {

@@ -18,6 +18,8 @@ type metrics struct {
 	slowDisconnects  prometheus.Counter
 	liveDeliveries   prometheus.Counter
 	refusedConns     *prometheus.CounterVec // by reason
+	badRealIP        prometheus.Counter
+	queryBudgetStops prometheus.Counter
 	followerSeq      prometheus.Gauge
 	followerFailures prometheus.Counter
 	ingestWaiting    prometheus.Gauge
@@ -58,7 +60,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"op"}),
 		slowDisconnects: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cn_relay_slow_disconnects_total",
-			Help: "Connections closed because their send queue was full.",
+			Help: "Connections closed as too slow: their memory budget was full (send queue, held live events), a write timed out, or the relay's budget was full and they held the most.",
 		}),
 		liveDeliveries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cn_relay_live_deliveries_total",
@@ -68,6 +70,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "cn_relay_refused_connections_total",
 			Help: "WebSocket upgrades refused, by reason (per_ip_limit, shutting_down).",
 		}, []string{"reason"}),
+		badRealIP: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cn_relay_bad_real_ip_total",
+			Help: "WebSocket upgrades whose --real-ip-header was not an IP address (the TCP peer address was used).",
+		}),
+		queryBudgetStops: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cn_relay_query_budget_stops_total",
+			Help: "REQ queries that stopped reading rows at the connection's (or the relay's) memory budget; the client got what fit, then EOSE.",
+		}),
 		followerSeq: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cn_relay_follower_seq",
 			Help: "Highest outbox seq the live follower has fanned out.",
@@ -84,7 +94,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	if reg != nil {
 		reg.MustRegister(m.ingestWaiting, m.connections, m.subscriptions, m.messages, m.events, m.batchSize,
 			m.ingestSeconds, m.querySeconds, m.slowDisconnects, m.liveDeliveries, m.refusedConns,
-			m.followerSeq, m.followerFailures)
+			m.followerSeq, m.followerFailures, m.badRealIP, m.queryBudgetStops)
 	}
 	return m
 }
@@ -106,4 +116,16 @@ func resultLabel(ok bool, reason string) string {
 	default:
 		return "error"
 	}
+}
+
+// registerHeld registers the gauge of the bytes every connection holds
+// together (the relay's budget in use).
+func (m *metrics) registerHeld(reg prometheus.Registerer, b *budget) {
+	if reg == nil {
+		return
+	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "cn_relay_held_bytes",
+		Help: "Bytes held for all connections (send queues, held live events, query rows read), bounded by --total-queue-bytes.",
+	}, func() float64 { return float64(b.held()) }))
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+
+	"github.com/kukuri/communitynode/internal/protocol"
 )
 
 // software is the NIP-11 software URL.
@@ -58,10 +60,29 @@ type topicPolicy struct {
 	// InheritFrom lists the tags through which an event without t tags takes the
 	// topics of stored events it references.
 	InheritFrom []string `json:"inherit_from"`
-	// IdentityKinds are node-wide (no topic needed) and IdentityWriters may
-	// publish them: "members" (authors who have posted in a topic here) or "any".
-	IdentityKinds   string `json:"identity_kinds"`
-	IdentityWriters string `json:"identity_writers"`
+	// IdentityKinds are the person scope (no topic needed). IdentityWriters says
+	// whose are published at once: "members" (authors who have posted in a
+	// topic here, or were admitted) or "any"; under "members" a newcomer's are
+	// answered OK true "pending: ..." and published when the key becomes a
+	// member (NewcomerIdentity says so).
+	IdentityKinds    string `json:"identity_kinds"`
+	IdentityWriters  string `json:"identity_writers"`
+	NewcomerIdentity string `json:"newcomer_identity"`
+	// PersonKinds without a topic of their own or inherited are stored in the
+	// person scope when a p tag names a member (DMs, gift wraps, reports of
+	// users, labels of users, profile zaps).
+	PersonKinds []int `json:"person_kinds"`
+	// PrivateKinds are served (REQ, COUNT, live) only to a reader
+	// authenticated (NIP-42) as a recipient (p tag) or, for kind 4, the author;
+	// a filter asking for them without AUTH is CLOSED "auth-required: ...".
+	PrivateKinds []int `json:"private_kinds"`
+	// Ephemeral says what happens to kinds 20000-29999.
+	Ephemeral string `json:"ephemeral"`
+	// TagT says what #t matches.
+	TagT string `json:"tag_t"`
+	// DefaultTopic, when set, receives events that have no topic and nothing to
+	// inherit (single-community mode).
+	DefaultTopic string `json:"default_topic,omitempty"`
 	// ReqRequiresTopic: every REQ/COUNT filter needs #t (identity-kind filters
 	// excepted).
 	ReqRequiresTopic bool `json:"req_requires_topic"`
@@ -82,13 +103,18 @@ type limitation struct {
 	AuthRequired        bool  `json:"auth_required"`
 	PaymentRequired     bool  `json:"payment_required"`
 	RestrictedWrites    bool  `json:"restricted_writes"`
-	CreatedAtUpperLimit int64 `json:"created_at_upper_limit,omitempty"`
+	CreatedAtLowerLimit int64 `json:"created_at_lower_limit,omitempty"` // seconds before now
+	CreatedAtUpperLimit int64 `json:"created_at_upper_limit,omitempty"` // seconds after now
 }
 
 // supportedNIPs lists what this configuration implements: NIP-42 only when AUTH
-// is enabled, NIP-50 only when search is, NIP-86 only when management is.
-func (c Config) supportedNIPs(management bool) []int {
+// is enabled, NIP-50 only when search is, NIP-86 only when management is,
+// NIP-77 only when negentropy sync is served.
+func (c Config) supportedNIPs(management, negentropy bool) []int {
 	nips := []int{1, 9, 11, 40, 45, 70}
+	if negentropy {
+		nips = append(nips, 77)
+	}
 	if management {
 		nips = append(nips, 86)
 	}
@@ -148,7 +174,7 @@ func (r *Relay) info() infoDocument {
 		PostingPolicy:  r.cfg.Info.PostingPolicy,
 		TermsOfService: r.cfg.Info.TermsOfServ,
 		PrivacyPolicy:  r.cfg.Info.PrivacyPolicy,
-		SupportedNIPs:  r.cfg.supportedNIPs(r.managementEnabled()),
+		SupportedNIPs:  r.cfg.supportedNIPs(r.managementEnabled(), r.sync != nil),
 		Software:       software,
 		Version:        r.cfg.Info.Version,
 		Limitation: limitation{
@@ -163,17 +189,32 @@ func (r *Relay) info() infoDocument {
 			// NIP-11: auth_required means nothing at all works without AUTH.
 			AuthRequired:        r.cfg.Auth.RequiredForReads && r.cfg.Auth.RequiredForWrites,
 			RestrictedWrites:    base.RestrictedWrites || r.cfg.Auth.RequiredForWrites,
+			CreatedAtLowerLimit: int64(l.MaxPastAge.Seconds()),
 			CreatedAtUpperLimit: int64(l.MaxFutureSkew.Seconds()),
 		},
 		TopicPolicy: topicPolicy{
 			EventsNeedTopic:  l.RequireTopic,
 			InheritFrom:      []string{"e", "E", "a", "A", "q"},
-			IdentityKinds:    "0,3,10000-19999,30382-30385",
+			IdentityKinds:    protocol.IdentityKindsText,
 			IdentityWriters:  string(l.IdentityWriters),
+			NewcomerIdentity: newcomerIdentity(l.IdentityWriters),
+			PersonKinds:      []int{protocol.KindEncryptedDM, protocol.KindGiftWrap, protocol.KindReport, protocol.KindLabel, protocol.KindZapReceipt},
+			PrivateKinds:     []int{protocol.KindEncryptedDM, protocol.KindGiftWrap},
+			Ephemeral:        "delivered live to every matching subscription of every relay of this node; never stored",
+			TagT:             "an event's own t tags, every kind (identity events included); never inherited topics",
+			DefaultTopic:     l.DefaultTopic,
 			ReqRequiresTopic: l.RequireTopicInREQ,
 			AllowedTopics:    allowed,
 		},
 	}
+}
+
+// newcomerIdentity describes what happens to a non-member's identity events.
+func newcomerIdentity(w protocol.IdentityWriters) string {
+	if w == protocol.IdentityWritersAny {
+		return "published"
+	}
+	return "pending until the key is a member (its first post in a topic, an operator's allowpubkey, or a trust rank at the relay's gate)"
 }
 
 func (r *Relay) serveInfo(w http.ResponseWriter) {

@@ -69,7 +69,7 @@ func TestPGFeed(t *testing.T) {
 	require.Len(t, rows, 2)
 	require.Equal(t, r.First, rows[0].Seq)
 	require.Equal(t, outbox.OpUpsert, rows[0].Op)
-	require.Equal(t, "nip09", rows[1].Reason)
+	require.Equal(t, outbox.ReasonNIP09, rows[1].Reason)
 	head, err = feed.Head(ctx)
 	require.NoError(t, err)
 	require.Equal(t, r.Last, head)

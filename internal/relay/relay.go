@@ -15,6 +15,9 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/kukuri/communitynode/internal/admission"
+	"github.com/kukuri/communitynode/internal/httpserver"
 )
 
 // Deps are the relay's collaborators.
@@ -25,7 +28,8 @@ type Deps struct {
 	Logger *slog.Logger
 	// Registerer receives the relay's metrics; nil leaves them unregistered.
 	Registerer prometheus.Registerer
-	// Gatherer is served on /metrics; nil answers /metrics with 404.
+	// Gatherer is served on /metrics by MetricsHandler (Config.MetricsListen);
+	// nil answers /metrics with 404.
 	Gatherer prometheus.Gatherer
 	// Now is the clock for event validation, AUTH and rate limits; nil means time.Now.
 	Now func() time.Time
@@ -39,20 +43,28 @@ type Deps struct {
 	// Ranks, if set, is the spam gate (relay --min-rank, package trust) and
 	// names the node's NIP-85 provider in NIP-11. Nil admits every author.
 	Ranks RankGate
+	// Ephemeral, if set, carries ephemeral events to every relay process that
+	// shares the database (package ephemeral), this one included. Nil delivers
+	// them to this process's subscribers only.
+	Ephemeral EphemeralBus
 }
 
-// RankGate admits authors by web-of-trust rank (trust.Gate).
-type RankGate interface {
-	Admit(pubkey string) bool
-	Threshold() int   // the minimum rank; 0: the gate is off
-	Provider() string // the NIP-85 provider pubkey; "" when none
+// EphemeralBus carries ephemeral events between relay processes (ephemeral.Bus).
+type EphemeralBus interface {
+	// Publish hands ev to every listener; nil means it was sent.
+	Publish(ctx context.Context, ev *nostr.Event) error
+	// Listen calls deliver for every event published by any process until ctx
+	// is done; deliver does not block.
+	Listen(ctx context.Context, deliver func(*nostr.Event))
 }
 
-// Policy is the relay management state, as the relay asks it (relayadmin.Watcher).
+// RankGate admits authors by web-of-trust rank (gate.Gate).
+type RankGate = admission.RankGate
+
+// Policy is the relay management state, as the relay asks it (relayadmin.Watcher):
+// what the admission chain asks of every event, and the relay's own questions.
 type Policy interface {
-	PubkeyBanned(pubkey string) bool
-	EventBanned(id string) bool
-	KindAccepted(kind int) bool
+	admission.Policy
 	IPBlocked(ip string) bool
 	InfoOverride() (name, description, icon string)
 }
@@ -63,14 +75,19 @@ type Policy interface {
 type Relay struct {
 	cfg        Config
 	store      Store
+	sync       SyncStore     // nil: NIP-77 is not served
+	negSlots   chan struct{} // bounds the NIP-77 rounds computed at once (NegConcurrency)
 	policy     Policy
 	ranks      RankGate
+	admission  admission.Chain // every EVENT's checks after the connection's own
+	ephemeral  EphemeralBus
 	management http.Handler
 	log        *slog.Logger
 	m          *metrics
 	gatherer   prometheus.Gatherer
 	now        func() time.Time
 
+	mem      *budget // what every connection holds together; see budget
 	index    *subIndex
 	batcher  *batcher
 	follower *follower
@@ -109,11 +126,13 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 		store:           deps.Store,
 		policy:          deps.Policy,
 		ranks:           deps.Ranks,
+		ephemeral:       deps.Ephemeral,
 		management:      deps.Management,
 		log:             deps.Logger,
 		m:               newMetrics(deps.Registerer),
 		gatherer:        deps.Gatherer,
 		now:             deps.Now,
+		mem:             newBudget(cfg.TotalQueueBytes, nil),
 		index:           newSubIndex(),
 		eventsPerIP:     newLimiter(cfg.EventRatePerIP, deps.Now),
 		eventsPerPubkey: newLimiter(cfg.EventRatePerPubkey, deps.Now),
@@ -126,6 +145,12 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 			CheckOrigin: func(*http.Request) bool { return true },
 		},
 	}
+	if ss, ok := deps.Store.(SyncStore); ok && cfg.Negentropy {
+		r.sync = ss
+		r.negSlots = make(chan struct{}, cfg.NegConcurrency)
+	}
+	r.admission = admission.Chain{Limits: cfg.Limits, Policy: deps.Policy, Ranks: deps.Ranks}
+	r.m.registerHeld(deps.Registerer, r.mem)
 	r.health = newHealthCheck(deps.Store.Ping, r.log)
 	r.follower = newFollower(deps.Feed, deps.Store, r.fanout, r.m, r.log)
 	r.follower.listening = func() bool { return r.index.size() > 0 }
@@ -133,7 +158,8 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 	return r, nil
 }
 
-// Run listens on cfg.Listen and serves until ctx is done; see Serve.
+// Run listens on cfg.Listen and serves until ctx is done (see Serve), and serves
+// MetricsHandler on cfg.MetricsListen, if set, as long.
 func (r *Relay) Run(ctx context.Context) error {
 	if r.cfg.Listen == "" {
 		return errors.New("relay: no listen address")
@@ -142,7 +168,24 @@ func (r *Relay) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("relay listen: %w", err)
 	}
-	return r.Serve(ctx, ln)
+	if r.cfg.MetricsListen == "" {
+		return r.Serve(ctx, ln)
+	}
+	mln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", r.cfg.MetricsListen)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("relay metrics listen: %w", err)
+	}
+	r.log.Info("relay metrics", "url", "http://"+mln.Addr().String()+"/metrics")
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return r.Serve(gctx, ln) })
+	g.Go(func() error {
+		if err := httpserver.Serve(gctx, mln, r.MetricsHandler()); err != nil {
+			return fmt.Errorf("relay metrics: %w", err)
+		}
+		return nil
+	})
+	return g.Wait()
 }
 
 // Serve serves Handler on ln and runs the batcher and the outbox follower until
@@ -167,6 +210,9 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	g.Go(func() error { r.batcher.run(); return nil })
 	g.Go(func() error { r.follower.run(loops); return nil })
 	g.Go(func() error { r.sweep(loops); return nil })
+	if r.ephemeral != nil {
+		g.Go(func() error { r.ephemeral.Listen(loops, func(ev *nostr.Event) { r.fanout(ev, 0) }); return nil })
+	}
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -241,19 +287,50 @@ func (r *Relay) untrack(c *conn) {
 	r.connsWG.Done()
 }
 
-// fanout delivers ev to every matching live subscription of this process. It
-// never blocks on a connection.
-func (r *Relay) fanout(ev *nostr.Event) {
+// fanout delivers ev to every matching live subscription of this process whose
+// reader may see it (protocol.Viewer.MayRead). seq is the outbox seq of the
+// upsert that made ev visible (0: an ephemeral event, never stored); a
+// subscription whose stored part covers seq skips it. It never blocks on a
+// connection.
+func (r *Relay) fanout(ev *nostr.Event, seq int64) {
 	subs := r.index.matching(ev, nil)
 	if len(subs) == 0 {
 		return
 	}
 	js := eventJSON(ev)
 	for _, s := range subs {
-		if s.deliver(ev.ID, js) {
+		if !s.viewer.MayRead(ev) {
+			continue
+		}
+		if s.deliver(ev.ID, seq, js) {
 			r.m.liveDeliveries.Inc()
 		}
 	}
+}
+
+// shed makes room in the relay's memory budget when it is full: it disconnects
+// as too slow the open connection (other than c, and not already closing) that
+// holds the most, so that clients that do not read give way to those that do.
+// It reports whether it did; false means c holds the most, or nobody else holds
+// anything.
+func (r *Relay) shed(c *conn) bool {
+	r.connsMu.Lock()
+	var worst *conn
+	var most int64
+	for o := range r.conns {
+		if o == c || o.closing() {
+			continue
+		}
+		if h := o.mem.held(); h > most {
+			worst, most = o, h
+		}
+	}
+	r.connsMu.Unlock()
+	if worst == nil || most <= c.mem.held() {
+		return false
+	}
+	worst.tooSlow("relay memory budget full and this connection holds the most")
+	return true
 }
 
 // DisconnectBlocked closes the connections whose address the policy now
@@ -273,6 +350,7 @@ func (r *Relay) DisconnectBlocked() {
 	for _, c := range blocked {
 		if c.closeWith(closeBlocked) {
 			r.m.refusedConns.WithLabelValues("blocked").Inc()
+			c.log.Info("address blocked; disconnecting")
 		}
 	}
 }

@@ -11,16 +11,18 @@ const (
 )
 
 // sendQueue is a connection's FIFO of outgoing messages, bounded by a number of
-// messages and by their total size in bytes. It is safe for any number of
-// producers and one consumer (the writer).
+// messages and by a byte budget: the connection's (see budget), which the queue
+// shares with what else is held for the connection. It is safe for any number
+// of producers and one consumer (the writer).
 //
 // It allocates lazily: an idle queue holds no buffer, the ring grows by doubling
 // as messages wait, and a drained queue gives back a ring larger than
-// queueKeepSlots. A message is accepted into an empty queue whatever its size, so
-// no single message is undeliverable.
+// queueKeepSlots. A message is accepted into an empty queue whatever its size
+// (beyond the connection's budget, never beyond the relay's), so no single
+// message is undeliverable.
 type sendQueue struct {
-	maxMsgs, maxBytes   int // the limits of push
-	bulkMsgs, bulkBytes int // the limits of pushBulk: three quarters of the above
+	maxMsgs, bulkMsgs int     // the message limits of push and pushBulk (three quarters)
+	mem               *budget // the bytes of the queued messages are taken from it
 
 	// ready holds a signal (capacity 1) once a message has been pushed; the writer
 	// waits on it when the queue is empty.
@@ -34,41 +36,60 @@ type sendQueue struct {
 	room  chan struct{} // closed at the next pop; made by a pushBulk that found no room
 }
 
+// newSendQueue returns a queue with a budget of its own of maxBytes.
 func newSendQueue(maxMsgs, maxBytes int) *sendQueue {
+	return newSendQueueIn(maxMsgs, newBudget(maxBytes, nil))
+}
+
+// newSendQueueIn returns a queue whose messages are taken from mem.
+func newSendQueueIn(maxMsgs int, mem *budget) *sendQueue {
 	return &sendQueue{
-		maxMsgs:   maxMsgs,
-		maxBytes:  maxBytes,
-		bulkMsgs:  maxMsgs - maxMsgs/4,
-		bulkBytes: maxBytes - maxBytes/4,
-		ready:     make(chan struct{}, 1),
+		maxMsgs:  maxMsgs,
+		bulkMsgs: maxMsgs - maxMsgs/4,
+		mem:      mem,
+		ready:    make(chan struct{}, 1),
 	}
 }
 
 // push appends msg unless that would exceed a limit; it never blocks.
-func (q *sendQueue) push(msg []byte) bool {
+func (q *sendQueue) push(msg []byte) bool { return q.tryPush(msg) == taken }
+
+// tryPush is push saying whose limit refused msg, if any.
+func (q *sendQueue) tryPush(msg []byte) takeResult {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.pushLocked(msg, q.maxMsgs, q.maxBytes)
+	return q.pushLocked(msg, q.maxMsgs, q.mem.limit)
 }
 
-// pushBulk appends msg unless that would exceed three quarters of a limit, leaving
-// the rest to push. When it does not, it returns a channel that is closed at the
-// writer's next pop: the caller retries then, and no wake-up is ever missed.
+// pushBulk appends msg unless that would take the connection past three
+// quarters of a limit, leaving the rest to push. When it does not, it returns a
+// channel that is closed at the writer's next pop: the caller retries then, and
+// no wake-up is ever missed.
 func (q *sendQueue) pushBulk(msg []byte) (bool, <-chan struct{}) {
+	r, room := q.tryPushBulk(msg)
+	return r == taken, room
+}
+
+// tryPushBulk is pushBulk saying whose limit refused msg, if any.
+func (q *sendQueue) tryPushBulk(msg []byte) (takeResult, <-chan struct{}) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.pushLocked(msg, q.bulkMsgs, q.bulkBytes) {
-		return true, nil
+	r := q.pushLocked(msg, q.bulkMsgs, q.mem.bulkLimit())
+	if r == taken {
+		return taken, nil
 	}
 	if q.room == nil {
 		q.room = make(chan struct{})
 	}
-	return false, q.room
+	return r, q.room
 }
 
-func (q *sendQueue) pushLocked(msg []byte, maxMsgs, maxBytes int) bool {
-	if q.n > 0 && (q.n+1 > maxMsgs || q.bytes+len(msg) > maxBytes) {
-		return false
+func (q *sendQueue) pushLocked(msg []byte, maxMsgs int, maxBytes int64) takeResult {
+	if q.n > 0 && q.n+1 > maxMsgs {
+		return connFull
+	}
+	if r := q.mem.take(len(msg), maxBytes, q.n == 0); r != taken {
+		return r
 	}
 	if q.n == len(q.ring) {
 		q.grow()
@@ -80,7 +101,7 @@ func (q *sendQueue) pushLocked(msg []byte, maxMsgs, maxBytes int) bool {
 	case q.ready <- struct{}{}:
 	default:
 	}
-	return true
+	return taken
 }
 
 // grow doubles the ring (or allocates the first one), keeping the FIFO order.
@@ -104,6 +125,7 @@ func (q *sendQueue) pop() ([]byte, bool) {
 	q.head = (q.head + 1) % len(q.ring)
 	q.n--
 	q.bytes -= len(msg)
+	q.mem.give(len(msg))
 	if q.n == 0 {
 		q.head = 0
 		if len(q.ring) > queueKeepSlots {
@@ -122,4 +144,17 @@ func (q *sendQueue) size() (msgs, bytes int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.n, q.bytes
+}
+
+// clear drops every queued message and gives their bytes back: the connection
+// is closing and will send none of them.
+func (q *sendQueue) clear() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.mem.give(q.bytes)
+	q.ring, q.head, q.n, q.bytes = nil, 0, 0, 0
+	if q.room != nil {
+		close(q.room)
+		q.room = nil
+	}
 }

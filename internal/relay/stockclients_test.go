@@ -70,11 +70,12 @@ func TestStockClientsEndToEnd(t *testing.T) {
 	alice, bob, zapper := newKey(t), newKey(t), newKey(t)
 	c := dial(t, tr.url)
 
-	// A newcomer's profile waits for a first post (identity writers: members).
+	// A newcomer's profile waits for a first post (identity writers: members),
+	// which publishes it.
 	profile := alice.signed(t, 0, nil, `{"name":"alice"}`)
 	ok, reason := c.publish(profile)
-	require.False(t, ok)
-	require.Equal(t, protocol.ReasonIdentityMembers, reason)
+	require.True(t, ok)
+	require.Equal(t, store.MsgPending, reason)
 	note := alice.signed(t, 1, nostr.Tags{{"t", "go"}}, "hello #go")
 	ok, reason = c.publish(note)
 	require.True(t, ok, reason)
@@ -141,7 +142,7 @@ func TestStockClientsEndToEnd(t *testing.T) {
 	orphan := bob.signed(t, 7, nostr.Tags{{"e", strings.Repeat("ab", 32)}}, "+")
 	ok, reason = c.publish(orphan)
 	require.False(t, ok)
-	require.True(t, strings.HasPrefix(reason, "invalid: missing topic"), reason)
+	require.True(t, strings.HasPrefix(reason, "restricted: missing topic"), reason)
 	require.Contains(t, reason, "t tag")
 
 	// The reads a stock client makes, none with #t.

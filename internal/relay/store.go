@@ -17,14 +17,20 @@ type Store interface {
 	// "" ...). An error means the whole batch failed (the relay answers each event
 	// with OK false "error: ...").
 	Ingest(ctx context.Context, evs []*nostr.Event) ([]IngestResult, error)
-	// Query returns stored, visible events matching any of the filters (each
-	// filter's Limit applies to its own matches; LimitZero means none), newest
-	// first, ties by lowest id, no duplicates.
-	Query(ctx context.Context, filters []nostr.Filter) ([]*nostr.Event, error)
-	// Count returns the number of stored, visible events matching any filter (NIP-45).
-	Count(ctx context.Context, filters []nostr.Filter) (int64, error)
-	// Events loads visible events by id (for live fan-out of outbox rows); missing
-	// ids are skipped.
+	// QuerySnapshot returns stored, visible events matching any of the filters
+	// that v may read (protocol.Viewer.MayRead: private kinds only to their
+	// parties); each filter's Limit applies to its own matches (LimitZero means
+	// none), newest first, ties by lowest id, no duplicates, all read in one
+	// snapshot, and seq, the highest outbox seq that snapshot holds: the
+	// snapshot holds exactly the writes whose outbox rows have seq <= seq (the
+	// outbox seq is committed in visibility order, see package outbox). A
+	// subscription's live part starts after seq.
+	QuerySnapshot(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) (evs []*nostr.Event, seq int64, err error)
+	// Count returns the number of stored, visible events matching any filter
+	// that v may read (NIP-45).
+	Count(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) (int64, error)
+	// Events loads visible events by id (for live fan-out of outbox rows), private
+	// kinds included (the fan-out checks each reader); missing ids are skipped.
 	Events(ctx context.Context, ids []string) ([]*nostr.Event, error)
 	// Ping reports whether the database answers (for /healthz, which calls it about
 	// once a second at most, with a short deadline).

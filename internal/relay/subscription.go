@@ -5,22 +5,33 @@ import (
 	"sync"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/kukuri/communitynode/internal/protocol"
 )
 
 // subscription is one REQ of one connection: its normalised filters, registered in
 // the relay's subIndex from before its query runs until it is closed.
 //
 // Ordering promise: the client receives the stored events, then EOSE, then live
-// events. Live matches that arrive while the query runs are held in pending and
-// sent right after EOSE, minus those the query already returned; so an event
-// committed around the time of the REQ is delivered at least once and usually
-// exactly once (a live copy that arrives after EOSE is not checked against the
-// stored ones; clients deduplicate by id anyway).
+// events. Delivery promise: each matching event exactly once per subscription,
+// across the stored part and the live part. The outbox seq orders both: the
+// query runs in one snapshot and reports the highest outbox seq it holds
+// (Store.QuerySnapshot), and a live event comes with the seq of the outbox row
+// that made it visible (follower); a live event whose seq the snapshot holds is
+// skipped, whether it arrives before EOSE (it is held until then) or long
+// after (a follower behind the snapshot), since the query saw it or its later
+// state. Nothing is missed: the subscription is filed before its query starts,
+// so an event whose row is above the snapshot is read by the follower after the
+// filing and fanned out to it. An event that becomes visible again after the
+// snapshot (a replaceable version whose successor was deleted: a new upsert
+// row) is delivered again; an ordinary event has one upsert and arrives once.
+// Ephemeral events have no seq and are always delivered.
 type subscription struct {
 	conn    *conn
 	id      string
 	filters []nostr.Filter
-	entries []*indexEntry // owned by subIndex
+	viewer  protocol.Viewer // who reads: private kinds are delivered to their parties only
+	entries []*indexEntry   // owned by subIndex
 
 	ctx    context.Context // cancelled when the subscription closes
 	cancel context.CancelFunc
@@ -28,52 +39,80 @@ type subscription struct {
 
 	mu           sync.Mutex
 	closed       bool
+	snapshot     int64         // the stored part's outbox seq; set by replay
 	live         bool          // stored events and EOSE are queued; deliver directly
 	pending      []pendingLive // live matches held until EOSE
-	pendingBytes int           // the total length of their JSON
+	pendingBytes int           // the total length of their JSON, taken from the connection's budget
 }
 
 type pendingLive struct {
-	id   string
+	seq  int64
 	json []byte
 }
 
-func newSubscription(c *conn, id string, filters []nostr.Filter) *subscription {
+func newSubscription(c *conn, id string, filters []nostr.Filter, v protocol.Viewer) *subscription {
 	ctx, cancel := context.WithCancel(c.ctx)
-	return &subscription{conn: c, id: id, filters: filters, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	return &subscription{conn: c, id: id, filters: filters, viewer: v, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }
 
-// deliver hands a live event to the subscription without ever blocking: it is
-// queued on the connection, or held until EOSE. It reports whether the event was
-// taken. A connection that cannot keep up is closed as too slow.
-func (s *subscription) deliver(id string, evJSON []byte) bool {
+// covered reports whether the stored part holds the live event of outbox row
+// seq (0: ephemeral, never). replay sets the snapshot once, before it or
+// direct delivery reads it: deliver reads it under s.mu, replay in the
+// goroutine that set it.
+func (s *subscription) covered(seq int64) bool {
+	return seq != 0 && seq <= s.snapshot
+}
+
+// deliver hands a live event, made visible by outbox row seq (0: ephemeral), to
+// the subscription without ever blocking: it is queued on the connection, or
+// held until EOSE, or skipped when the stored part holds it. It reports whether
+// the event was taken. A connection that cannot keep up is closed as too slow.
+func (s *subscription) deliver(id string, seq int64, evJSON []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return false
 	}
 	if !s.live {
-		if len(s.pending) > 0 && (len(s.pending) >= s.conn.maxPendingMsgs() || s.pendingBytes+len(evJSON) > s.conn.maxPendingBytes()) {
-			s.conn.tooSlow()
+		if len(s.pending) >= s.conn.maxPendingMsgs() {
+			s.conn.tooSlow("too many live events held while a query runs")
 			return false
 		}
-		s.pending = append(s.pending, pendingLive{id: id, json: evJSON})
+		if r := s.conn.mem.take(len(evJSON), s.conn.mem.limit, false); r != taken {
+			s.conn.tooSlow(r.String())
+			return false
+		}
+		s.pending = append(s.pending, pendingLive{seq: seq, json: evJSON})
 		s.pendingBytes += len(evJSON)
 		return true
+	}
+	if s.covered(seq) {
+		return false
 	}
 	return s.conn.enqueue(eventMsg(s.id, evJSON))
 }
 
-// replay sends the stored events and EOSE, then the live events held meanwhile,
-// and switches the subscription to direct delivery. It waits for room in the send
-// queue (leaving headroom for live traffic) and gives up when the subscription or
-// the connection closes.
-func (s *subscription) replay(stored []*nostr.Event) {
+// replay sends the stored events (read in the snapshot that holds the outbox up
+// to seq) and EOSE, then the live events held meanwhile that the snapshot does
+// not hold, and switches the subscription to direct delivery. It waits for room
+// in the send queue (leaving headroom for live traffic) and gives up when the
+// subscription or the connection closes. held is what the query's rows took
+// from the connection's budget: it is given back event by event as their
+// messages are queued (which take their own share), and in whole when replay
+// returns.
+func (s *subscription) replay(stored []*nostr.Event, seq int64, held int) {
 	c := s.conn
-	seen := make(map[string]struct{}, len(stored))
-	for _, ev := range stored {
-		seen[ev.ID] = struct{}{}
-		if !c.enqueueBulk(s.ctx, eventMsg(s.id, eventJSON(ev))) {
+	defer func() { c.mem.give(held) }()
+	s.mu.Lock()
+	s.snapshot = seq
+	s.mu.Unlock()
+	for i, ev := range stored {
+		msg := eventMsg(s.id, eventJSON(ev))
+		stored[i] = nil // (the queued message is all that is kept of it)
+		back := min(held, len(msg))
+		c.mem.give(back)
+		held -= back
+		if !c.enqueueBulk(s.ctx, msg) {
 			return
 		}
 	}
@@ -86,19 +125,23 @@ func (s *subscription) replay(stored []*nostr.Event) {
 			s.mu.Unlock()
 			return
 		}
-		held := s.pending
+		pending := s.pending
 		s.pending, s.pendingBytes = nil, 0
-		if len(held) == 0 {
+		if len(pending) == 0 {
 			s.live = true
 			s.mu.Unlock()
 			return
 		}
 		s.mu.Unlock()
-		for _, p := range held {
-			if _, dup := seen[p.id]; dup {
+		for i, p := range pending {
+			c.mem.give(len(p.json)) // (taken by deliver)
+			if s.covered(p.seq) {
 				continue
 			}
 			if !c.enqueueBulk(s.ctx, eventMsg(s.id, p.json)) {
+				for _, rest := range pending[i+1:] {
+					c.mem.give(len(rest.json))
+				}
 				return
 			}
 		}
@@ -110,6 +153,7 @@ func (s *subscription) replay(stored []*nostr.Event) {
 func (s *subscription) close() {
 	s.mu.Lock()
 	s.closed = true
+	s.conn.mem.give(s.pendingBytes)
 	s.pending, s.pendingBytes = nil, 0
 	s.mu.Unlock()
 	s.cancel()

@@ -1,6 +1,7 @@
 package relayadmin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,8 +14,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kukuri/communitynode/internal/moderation"
+	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/schema"
 )
 
 // ErrBadRequest marks a call with an unknown method or bad parameters (HTTP
@@ -31,8 +34,11 @@ type Actor struct {
 // Admin makes management changes. It is safe for concurrent use.
 type Admin struct {
 	Pool  *pgxpool.Pool
-	Store *store.Store // hides and shows events through the store path
-	Now   func() time.Time
+	Store *store.Publisher // hides and shows events, and admits keys, through the store path
+	// TopicRules are the relay's: allowpubkey publishes the key's pending
+	// identity events under them. protocol.DefaultTopicRules when unset.
+	TopicRules protocol.TopicRules
+	Now        func() time.Time
 }
 
 // Methods are the NIP-86 methods this relay supports, in NIP-86 order.
@@ -52,6 +58,9 @@ var Methods = []string{
 func (a *Admin) Do(ctx context.Context, actor Actor, method string, params []json.RawMessage) (any, error) {
 	if !slices.Contains(Methods, method) {
 		return nil, fmt.Errorf("%w: unsupported method %q", ErrBadRequest, method)
+	}
+	if err := checkArity(method, len(params)); err != nil {
+		return nil, err
 	}
 	p := paramReader{params: params}
 	switch method {
@@ -196,7 +205,8 @@ func (a *Admin) pubkey(ctx context.Context, tx pgx.Tx, method, pk, reason string
 		if err := set("banned"); err != nil {
 			return outbox.Range{}, err
 		}
-		rows, err := tx.Query(ctx, "SELECT id FROM cn_relay.events WHERE pubkey = $1 AND deleted_at IS NULL ORDER BY id", pk)
+		// Every version not deleted yet, replaced ones too: none may come back.
+		rows, err := tx.Query(ctx, "SELECT e.id FROM cn_relay.events e WHERE e.pubkey = $1 AND "+schema.NotDeletedSQL+" ORDER BY e.id", pk)
 		if err != nil {
 			return outbox.Range{}, err
 		}
@@ -210,7 +220,7 @@ func (a *Admin) pubkey(ctx context.Context, tx pgx.Tx, method, pk, reason string
 			SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`, pk, ids); err != nil {
 			return outbox.Range{}, err
 		}
-		p, err := a.Store.PublishTx(ctx, tx, nil, ids, nil)
+		p, err := a.Store.ModerateTx(ctx, tx, ids, nil)
 		return p.Range, err
 	case "unbanpubkey":
 		if status != "banned" {
@@ -224,14 +234,17 @@ func (a *Admin) pubkey(ctx context.Context, tx pgx.Tx, method, pk, reason string
 		if err := set("allowed"); err != nil {
 			return outbox.Range{}, err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO cn_relay.members (pubkey, first_event_id, joined_at) VALUES ($1, '', $2)
-			ON CONFLICT DO NOTHING`, pk, a.now()); err != nil {
-			return outbox.Range{}, err
+		// An allowed key is a member: its pending profile and lists are
+		// published now, with whatever a ban of it had hidden.
+		var unhide []string
+		if status == "banned" {
+			var err error
+			if unhide, err = a.banHides(ctx, tx, pk); err != nil {
+				return outbox.Range{}, err
+			}
 		}
-		if status != "banned" {
-			return outbox.Range{}, nil
-		}
-		return a.showBanned(ctx, tx, pk)
+		p, err := a.Store.AdmitTx(ctx, tx, a.TopicRules.OrDefault(), []string{pk}, unhide)
+		return p.Range, err
 	default: // unallowpubkey
 		return outbox.Range{}, remove("allowed")
 	}
@@ -239,17 +252,23 @@ func (a *Admin) pubkey(ctx context.Context, tx pgx.Tx, method, pk, reason string
 
 // showBanned shows again the events a ban of pk hid.
 func (a *Admin) showBanned(ctx context.Context, tx pgx.Tx, pk string) (outbox.Range, error) {
-	rows, err := tx.Query(ctx, "DELETE FROM cn_admin.ban_hides WHERE pubkey = $1 RETURNING event_id", pk)
-	if err != nil {
-		return outbox.Range{}, err
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	ids, err := a.banHides(ctx, tx, pk)
 	if err != nil || len(ids) == 0 {
 		return outbox.Range{}, err
 	}
-	slices.Sort(ids)
-	p, err := a.Store.PublishTx(ctx, tx, nil, nil, ids)
+	p, err := a.Store.ModerateTx(ctx, tx, nil, ids)
 	return p.Range, err
+}
+
+// banHides forgets and returns (sorted) the events a ban of pk hid.
+func (a *Admin) banHides(ctx context.Context, tx pgx.Tx, pk string) ([]string, error) {
+	rows, err := tx.Query(ctx, "DELETE FROM cn_admin.ban_hides WHERE pubkey = $1 RETURNING event_id", pk)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	slices.Sort(ids)
+	return ids, err
 }
 
 // event bans (hides), unbans (shows), allows (shows, and moderation rules leave
@@ -297,7 +316,7 @@ func (a *Admin) event(ctx context.Context, tx pgx.Tx, method, id, reason string,
 		}
 		return outbox.Range{}, nil
 	}
-	p, err := a.Store.PublishTx(ctx, tx, nil, hide, unhide)
+	p, err := a.Store.ModerateTx(ctx, tx, hide, unhide)
 	return p.Range, err
 }
 
@@ -371,13 +390,37 @@ func (p *paramReader) fail(format string, args ...any) {
 	}
 }
 
+// checkArity refuses a call whose number of params the method does not take:
+// extra params are an error, not ignored.
+func checkArity(method string, n int) error {
+	lo, hi := 0, 0 // supportedmethods, list*
+	switch method {
+	case "banpubkey", "unbanpubkey", "allowpubkey", "unallowpubkey",
+		"banevent", "unbanevent", "allowevent", "unallowevent",
+		"blockip", "unblockip":
+		lo, hi = 1, 2 // the subject, and an optional reason
+	case "allowkind", "disallowkind", "changerelayname", "changerelaydescription", "changerelayicon":
+		lo, hi = 1, 1
+	}
+	if n >= lo && n <= hi {
+		return nil
+	}
+	want := fmt.Sprintf("%d to %d parameters", lo, hi)
+	if lo == hi {
+		want = fmt.Sprintf("%d parameters", lo)
+	}
+	return fmt.Errorf("%w: %s takes %s, got %d", ErrBadRequest, method, want, n)
+}
+
+// string reads a parameter that must be a JSON string (null is not).
 func (p *paramReader) string(i int, what string) string {
 	if i >= len(p.params) {
 		p.fail("missing parameter %d (%s)", i+1, what)
 		return ""
 	}
 	var s string
-	if err := json.Unmarshal(p.params[i], &s); err != nil {
+	raw := bytes.TrimSpace(p.params[i])
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
 		p.fail("parameter %d (%s) must be a string", i+1, what)
 	}
 	return s
@@ -392,7 +435,7 @@ func (p *paramReader) optString(i int) string {
 
 func (p *paramReader) hex64(i int, what string) string {
 	s := p.string(i, what)
-	if p.err == nil && (len(s) != 64 || strings.Trim(s, "0123456789abcdef") != "") {
+	if p.err == nil && !protocol.IsHex64(s) {
 		p.fail("%s must be 64 lowercase hex characters", what)
 	}
 	return s
@@ -404,7 +447,8 @@ func (p *paramReader) kind(i int) int {
 		return 0
 	}
 	var k int
-	if err := json.Unmarshal(p.params[i], &k); err != nil || k < 0 || k > 65535 {
+	raw := bytes.TrimSpace(p.params[i])
+	if len(raw) == 0 || raw[0] == 'n' || json.Unmarshal(raw, &k) != nil || k < 0 || k > 65535 {
 		p.fail("the kind must be a number from 0 to 65535")
 	}
 	return k

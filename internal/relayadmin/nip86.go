@@ -1,11 +1,13 @@
 package relayadmin
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
@@ -29,7 +31,9 @@ const AuthWindow = 60 * time.Second
 // API serves NIP-86 on the relay's URL. Every request needs a NIP-98
 // `Authorization: Nostr <base64 kind 27235 event>` header whose `u` is the
 // relay's URL, `method` POST, `payload` the SHA-256 of the body, created_at
-// within AuthWindow, with a valid signature, by one of Admins. No admins: 401
+// within AuthWindow, with a valid signature, by one of Admins, and not used
+// before (an event is accepted once, across the node's relay processes; see
+// firstUse). No admins: 401
 // for everyone. Bad or missing auth: 401; a valid event by a non-admin: 403;
 // a bad request: 400; all with a JSON {"error": "..."}.
 type API struct {
@@ -65,14 +69,28 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "relay management is disabled: no admin pubkeys are configured"})
 		return
 	}
-	pubkey, err := a.authorize(r, body)
+	auth, err := a.authorize(r, body)
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", "Nostr")
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized: " + err.Error()})
 		return
 	}
+	pubkey := auth.PubKey
 	if !a.Admins[pubkey] {
 		writeJSON(w, http.StatusForbidden, map[string]string{"error": "forbidden: " + pubkey + " is not an admin of this relay"})
+		return
+	}
+	first, err := a.firstUse(r.Context(), auth)
+	if err != nil {
+		if a.Logger != nil {
+			a.Logger.Error("NIP-98 replay check failed", "admin", pubkey, "err", err)
+		}
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "error: could not check the Authorization event, try again"})
+		return
+	}
+	if !first {
+		w.Header().Set("WWW-Authenticate", "Nostr")
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized: this Authorization event was already used; sign a new one for every request (NIP-98)"})
 		return
 	}
 	var req struct {
@@ -97,50 +115,68 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// authorize checks the NIP-98 Authorization header and returns its pubkey.
-func (a *API) authorize(r *http.Request, body []byte) (string, error) {
+// firstUse records the id of an accepted Authorization event and reports whether
+// this is its first use on any relay process of the node (cn_admin.nip98_seen,
+// schema 0018): an event is accepted once within its window. Expired records
+// are deleted on the way.
+func (a *API) firstUse(ctx context.Context, ev *nostr.Event) (bool, error) {
+	tag, err := a.Admin.Pool.Exec(ctx, `WITH expired AS (DELETE FROM cn_admin.nip98_seen WHERE expires_at < $3)
+		INSERT INTO cn_admin.nip98_seen (event_id, expires_at) VALUES ($1, $2) ON CONFLICT (event_id) DO NOTHING`,
+		ev.ID, ev.CreatedAt.Time().Add(AuthWindow), a.now())
+	if err != nil {
+		return false, fmt.Errorf("record NIP-98 event: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func (a *API) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// authorize checks the NIP-98 Authorization header and returns its event.
+func (a *API) authorize(r *http.Request, body []byte) (*nostr.Event, error) {
 	h := r.Header.Get("Authorization")
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Nostr") {
-		return "", errors.New("missing Authorization: Nostr <base64 event> (NIP-98)")
+		return nil, errors.New("missing Authorization: Nostr <base64 event> (NIP-98)")
 	}
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(token))
 	if err != nil {
 		if raw, err = base64.RawURLEncoding.DecodeString(strings.TrimRight(strings.TrimSpace(token), "=")); err != nil {
-			return "", errors.New("the Authorization event is not base64")
+			return nil, errors.New("the Authorization event is not base64")
 		}
 	}
 	var ev nostr.Event
 	if err := json.Unmarshal(raw, &ev); err != nil {
-		return "", errors.New("the Authorization event is not JSON")
+		return nil, errors.New("the Authorization event is not JSON")
 	}
-	now := time.Now()
-	if a.Now != nil {
-		now = a.Now()
-	}
+	now := a.now()
 	switch {
 	case ev.Kind != 27235:
-		return "", errors.New("the Authorization event must be kind 27235")
+		return nil, errors.New("the Authorization event must be kind 27235")
 	case len(ev.ID) != 64 || len(ev.PubKey) != 64 || len(ev.Sig) != 128 || !ev.CheckID():
-		return "", errors.New("the Authorization event's id does not match its content")
+		return nil, errors.New("the Authorization event's id does not match its content")
 	}
 	if ok, err := ev.CheckSignature(); err != nil || !ok {
-		return "", errors.New("bad signature")
+		return nil, errors.New("bad signature")
 	}
 	if d := now.Sub(ev.CreatedAt.Time()); d > AuthWindow || d < -AuthWindow {
-		return "", errors.New("the Authorization event is older or newer than 60 s")
+		return nil, errors.New("the Authorization event is older or newer than 60 s")
 	}
 	if m := tagValue(&ev, "method"); !strings.EqualFold(m, r.Method) {
-		return "", errors.New("the method tag must be " + r.Method)
+		return nil, errors.New("the method tag must be " + r.Method)
 	}
 	if !a.urlMatches(tagValue(&ev, "u"), r) {
-		return "", errors.New("the u tag must be this relay's URL")
+		return nil, errors.New("the u tag must be this relay's URL")
 	}
 	sum := sha256.Sum256(body)
 	if p := tagValue(&ev, "payload"); !strings.EqualFold(p, hex.EncodeToString(sum[:])) {
-		return "", errors.New("the payload tag must be the SHA-256 of the request body")
+		return nil, errors.New("the payload tag must be the SHA-256 of the request body")
 	}
-	return ev.PubKey, nil
+	return &ev, nil
 }
 
 // urlMatches reports whether u names this relay: the configured public URL, or

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,7 @@ func (k key) sign(t *testing.T, ev *nostr.Event) *nostr.Event {
 	return ev
 }
 
-// testRelay is one relay process's wiring (as internal/relaynode does it), with
+// testRelay is one relay process's wiring (as node.Relay does it), with
 // its own pool and management watcher, on a shared database.
 type testRelay struct {
 	url, http string
@@ -72,7 +73,7 @@ func startRelay(t *testing.T, db *pgtest.DB, admins ...string) *testRelay {
 	}
 	cfg := relay.DefaultConfig()
 	cfg.EventRatePerIP, cfg.EventRatePerPubkey, cfg.ReqRatePerIP = relay.Rate{}, relay.Rate{}, relay.Rate{}
-	api := &relayadmin.API{Admin: &relayadmin.Admin{Pool: pool, Store: st}, Admins: set}
+	api := &relayadmin.API{Admin: &relayadmin.Admin{Pool: pool, Store: st.Publisher(), TopicRules: st.Rules()}, Admins: set}
 	r, err := relay.New(cfg, relay.Deps{Store: st, Feed: relay.NewPGFeed(pool, nil), Registerer: prometheus.NewRegistry(),
 		Policy: policy, Management: api})
 	require.NoError(t, err)
@@ -102,8 +103,10 @@ func call(t *testing.T, r *testRelay, admin key, method string, params []any, ed
 	body, err := json.Marshal(map[string]any{"method": method, "params": params})
 	require.NoError(t, err)
 	sum := sha256.Sum256(body)
+	// A fresh nonce: the same call twice within a second is two events, as a
+	// client must sign a new one for every request (replays are refused).
 	ev := &nostr.Event{Kind: 27235, CreatedAt: nostr.Now(), Tags: nostr.Tags{
-		{"u", r.http}, {"method", "POST"}, {"payload", hex.EncodeToString(sum[:])}}}
+		{"u", r.http}, {"method", "POST"}, {"payload", hex.EncodeToString(sum[:])}, {"nonce", nostr.GeneratePrivateKey()}}}
 	if edit != nil {
 		edit(ev)
 	}
@@ -272,9 +275,21 @@ func TestNIP86Methods(t *testing.T) {
 		{"blockip", []any{"not an ip"}},
 		{"nosuchmethod", nil},
 		{"changerelayname", []any{7}},
+		{"changerelayname", append([]any{"name"}, make([]any, 1000)...)},
+		{"changerelayname", []any{"name", "extra"}},
+		{"changerelayname", []any{nil}},
+		{"banpubkey", []any{pk, "reason", "extra"}},
+		{"banpubkey", []any{nil}},
+		{"banpubkey", []any{pk, nil}},
+		{"banpubkey", []any{pk, 5}},
+		{"allowkind", []any{nil}},
+		{"allowkind", []any{1.5}},
+		{"allowkind", []any{1, 2}},
+		{"listbannedpubkeys", []any{"x"}},
+		{"supportedmethods", []any{nil}},
 	} {
 		status, body := call(t, r, admin, bad.method, bad.params, nil)
-		require.Equal(t, http.StatusBadRequest, status, "%s %v", bad.method, bad.params)
+		require.Equal(t, http.StatusBadRequest, status, "%s with %d params", bad.method, len(bad.params))
 		require.Contains(t, body["error"], "bad request")
 	}
 
@@ -432,4 +447,49 @@ func TestBlockedIP(t *testing.T) {
 		}
 		return err == nil
 	}, time.Second, 20*time.Millisecond)
+}
+
+// TestNIP98Replay: an Authorization event is accepted once, also when it is
+// replayed to another relay process of the node (another pool, the same
+// database), through real HTTP.
+func TestNIP98Replay(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	admin := newKey(t)
+	const public = "wss://relay.example.com"
+	serve := func() string {
+		pool, err := dbpool.Open(context.Background(), db.URL)
+		require.NoError(t, err)
+		t.Cleanup(pool.Close)
+		api := &relayadmin.API{Admin: &relayadmin.Admin{Pool: pool, Store: store.NewPublisher(), TopicRules: protocol.DefaultTopicRules()},
+			Admins: map[string]bool{admin.pk: true}, PublicURL: public}
+		srv := httptest.NewServer(api)
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	a, b := serve(), serve()
+	body := `{"method":"changerelayname","params":["replayed"]}`
+	sum := sha256.Sum256([]byte(body))
+	ev := admin.sign(t, &nostr.Event{Kind: 27235, CreatedAt: nostr.Now(), Tags: nostr.Tags{
+		{"u", public}, {"method", "POST"}, {"payload", hex.EncodeToString(sum[:])}}})
+	raw, err := json.Marshal(ev)
+	require.NoError(t, err)
+	send := func(url string) (int, map[string]any) {
+		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", relayadmin.ContentType)
+		req.Header.Set("Authorization", "Nostr "+base64.StdEncoding.EncodeToString(raw))
+		return do(t, req)
+	}
+	status, answer := send(a)
+	require.Equal(t, http.StatusOK, status, "%v", answer)
+	for _, url := range []string{a, b} {
+		status, answer = send(url)
+		require.Equal(t, http.StatusUnauthorized, status, "a replay to %s", url)
+		require.Contains(t, answer["error"], "already used")
+	}
+	var logged int
+	require.NoError(t, db.Pool.QueryRow(context.Background(),
+		"SELECT count(*) FROM cn_admin.log WHERE method = 'changerelayname'").Scan(&logged))
+	require.Equal(t, 1, logged, "the change ran once")
 }

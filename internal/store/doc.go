@@ -1,4 +1,24 @@
 // Package store keeps the relay's Nostr events in Postgres and feeds the outbox.
+// It is the only writer of cn_relay.events, event_topics, event_tags,
+// deletion_targets, members and pending_events; schema/events.go states what
+// their rows mean to readers (visible, live, hidden, the scope rule).
+//
+// Three types share the work, so that nothing can reach a path it cannot run:
+//
+//   - Store (New) is the relay's: it ingests batches through the outbox
+//     writer's group commit (Ingest), under the topic rules it was built with,
+//     and sweeps expired and pending events. It needs a writer.
+//   - Publisher (NewPublisher, or Store.Publisher to share the relay's member
+//     cache and gate) publishes inside the caller's transaction: the node's
+//     own events (PublishTx), hides (ModerateTx), admissions (AdmitTx). The
+//     topic rules come with each call; it has no writer.
+//   - Reader (NewReader, embedded in Store) answers queries and exports.
+//
+// Every batch is a plan in three phases, each in its own file: plan_load.go
+// reads what the decisions need (locks first, one pipelined round trip),
+// plan_decide.go decides (pure: topics, inheritance, person scope, effective
+// versions, deletions, moderation, membership, pending identity events),
+// plan_write.go queues the writes; the outbox append comes last.
 //
 // Promises:
 //

@@ -12,22 +12,74 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/schema"
 )
 
-const eventColumns = "e.id, e.pubkey, e.created_at, e.kind, e.tags, e.content, e.sig"
+const eventColumns = schema.EventColumns
 
-// visibleSQL is the one definition of what a reader may see; $1 is now (unix).
-const visibleSQL = "e.deleted_at IS NULL AND e.is_effective AND (e.expires_at IS NULL OR e.expires_at > $1)"
+// visibleSQL is what a reader may see (schema.VisibleSQL); $1 is now (unix).
+var visibleSQL = schema.VisibleSQL("$1")
 
-// Query returns the visible events matching any filter: each filter's Limit applies
-// to its own matches (LimitZero: none), the union is ordered newest first, ties by
-// lowest id, without duplicates. Filters must have been validated (protocol.ValidateFilter):
+// scopeByIDSQL reads the (event id, topic) pairs of the events $1 (schema.ScopeSQL).
+const scopeByIDSQL = "SELECT t.event_id, t.topic_id FROM cn_relay.event_topics t WHERE t.event_id = ANY($1) AND " + schema.ScopeSQL
+
+// privateHiddenSQL keeps out the private kinds (protocol.IsPrivateKind), which
+// only their parties may read.
+var privateHiddenSQL = fmt.Sprintf("e.kind NOT IN (%d, %d)", protocol.KindEncryptedDM, protocol.KindGiftWrap)
+
+// Query returns the visible events matching any filter that v may read
+// (protocol.Viewer.MayRead): each filter's Limit applies to its own matches
+// (LimitZero: none), the union is ordered newest first, ties by lowest id,
+// without duplicates. Filters must have been validated (protocol.ValidateFilter):
 // #t values normalised, Limit set.
-func (s *Store) Query(ctx context.Context, filters []nostr.Filter) ([]*nostr.Event, error) {
+func (s *Reader) Query(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) ([]*nostr.Event, error) {
+	return s.query(ctx, s.pool, filters, v)
+}
+
+// QuerySnapshot is Query run in one snapshot of the database (a read-only
+// REPEATABLE READ transaction), which also reads seq, the highest outbox seq
+// that snapshot holds. Since outbox seq is committed in visibility order (see
+// package outbox), the snapshot holds exactly the writes whose outbox rows
+// have seq <= seq: an outbox row with a higher seq was committed after it, and
+// its event is not among the results unless it was visible before. A relay
+// that starts a subscription's live part after seq therefore sends no event
+// twice and misses none.
+func (s *Reader) QuerySnapshot(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) (evs []*nostr.Event, seq int64, err error) {
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		// The snapshot is taken by the transaction's first statement.
+		if seq, err = outbox.Head(ctx, tx); err != nil {
+			return err
+		}
+		evs, err = s.query(ctx, tx, filters, v)
+		return err
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return evs, seq, nil
+}
+
+// querier is what the read path needs: the pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func (s *Reader) query(ctx context.Context, q querier, filters []nostr.Filter, v protocol.Viewer) ([]*nostr.Event, error) {
 	seen := map[string]bool{}
 	var out []*nostr.Event
+	stopped := false
+	if take := rowBudget(ctx); take != nil { // (see WithRowBudget)
+		ctx = WithRowBudget(ctx, func(n int) bool {
+			stopped = stopped || !take(n)
+			return !stopped
+		})
+	}
 	for _, f := range filters {
-		evs, err := s.queryFilter(ctx, f)
+		if stopped {
+			break
+		}
+		evs, err := s.queryFilter(ctx, q, f, v)
 		if err != nil {
 			return nil, err
 		}
@@ -51,11 +103,11 @@ func (s *Store) Query(ctx context.Context, filters []nostr.Filter) ([]*nostr.Eve
 
 // queryFilter returns one filter's matches, in its order (relevance for search,
 // else newest first), its Limit applied; it picks the query shape.
-func (s *Store) queryFilter(ctx context.Context, f nostr.Filter) ([]*nostr.Event, error) {
+func (s *Reader) queryFilter(ctx context.Context, q querier, f nostr.Filter, v protocol.Viewer) ([]*nostr.Event, error) {
 	if f.LimitZero {
 		return nil, nil
 	}
-	where, args, ok := s.filterSQL(f)
+	where, args, ok := s.filterSQL(f, v)
 	if !ok {
 		return nil, nil
 	}
@@ -64,22 +116,22 @@ func (s *Store) queryFilter(ctx context.Context, f nostr.Filter) ([]*nostr.Event
 		if !ok {
 			return nil, nil
 		}
-		return s.queryEvents(ctx, sql, sargs...)
+		return s.queryEvents(ctx, q, sql, sargs...)
 	}
 	if topic, ok := topicAuthorsDriven(f); ok && len(f.Tags) == 1 && f.Limit > 0 {
-		evs, complete, err := s.queryTopicAuthors(ctx, f, topic)
+		evs, complete, err := s.queryTopicAuthors(ctx, q, f, topic, v)
 		if err != nil || complete {
 			return evs, err
 		}
 	}
-	sql, args := s.selectSQL(f, where, args)
-	return s.queryEvents(ctx, sql, args...)
+	sql, args := s.selectSQL(f, where, args, v)
+	return s.queryEvents(ctx, q, sql, args...)
 }
 
 // selectSQL returns the query for a filter that is not a search, given its
 // filterSQL: newest first, ties by lowest id, its Limit applied, driven by the
 // index that suits the filter.
-func (s *Store) selectSQL(f nostr.Filter, where string, args []any) (string, []any) {
+func (s *Reader) selectSQL(f nostr.Filter, where string, args []any, v protocol.Viewer) (string, []any) {
 	topicAuthors, byTopicAuthors := topicAuthorsDriven(f)
 	sql := "SELECT " + eventColumns + " FROM cn_relay.events e WHERE " + where +
 		" ORDER BY e.created_at DESC, e.id"
@@ -98,7 +150,7 @@ func (s *Store) selectSQL(f nostr.Filter, where string, args []any) (string, []a
 		rest := f
 		rest.Tags = maps.Clone(f.Tags)
 		delete(rest.Tags, name)
-		where, args, _ = s.filterSQL(rest)
+		where, args, _ = s.filterSQL(rest, v)
 		ph := func(v any) string {
 			args = append(args, v)
 			return "$" + strconv.Itoa(len(args))
@@ -131,13 +183,13 @@ func (s *Store) selectSQL(f nostr.Filter, where string, args []any) (string, []a
 	return sql, args
 }
 
-// Count returns how many distinct visible events match any filter (NIP-45); limits
-// do not apply.
-func (s *Store) Count(ctx context.Context, filters []nostr.Filter) (int64, error) {
+// Count returns how many distinct visible events that v may read match any
+// filter (NIP-45); limits do not apply.
+func (s *Reader) Count(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) (int64, error) {
 	var parts []string
 	var args []any
 	for _, f := range filters {
-		where, fargs, ok := s.filterSQLFrom(f, len(args))
+		where, fargs, ok := s.filterSQLFrom(f, len(args), v)
 		if !ok {
 			continue
 		}
@@ -166,16 +218,18 @@ func (s *Store) Count(ctx context.Context, filters []nostr.Filter) (int64, error
 }
 
 // Events returns the visible events with these ids; missing ones are skipped.
-func (s *Store) Events(ctx context.Context, ids []string) ([]*nostr.Event, error) {
+// Private kinds are returned too: the caller (live fan-out) checks each reader
+// with protocol.Viewer.MayRead.
+func (s *Reader) Events(ctx context.Context, ids []string) ([]*nostr.Event, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return s.queryEvents(ctx, "SELECT "+eventColumns+" FROM cn_relay.events e WHERE "+visibleSQL+" AND e.id = ANY($2)",
+	return s.queryEvents(ctx, s.pool, "SELECT "+eventColumns+" FROM cn_relay.events e WHERE "+visibleSQL+" AND e.id = ANY($2)",
 		s.now().Unix(), ids)
 }
 
-func (s *Store) filterSQL(f nostr.Filter) (string, []any, bool) {
-	return s.filterSQLFrom(f, 0)
+func (s *Reader) filterSQL(f nostr.Filter, v protocol.Viewer) (string, []any, bool) {
+	return s.filterSQLFrom(f, 0, v)
 }
 
 // topicDriven reports whether a query is best driven by the topic index: one #t
@@ -216,10 +270,10 @@ const topicAuthorsSlack = 16
 // the newest limit+slack rows with the events. complete is false when hidden
 // events left the page short although more rows may match: the caller then runs
 // the general query.
-func (s *Store) queryTopicAuthors(ctx context.Context, f nostr.Filter, topic string) (evs []*nostr.Event, complete bool, err error) {
+func (s *Reader) queryTopicAuthors(ctx context.Context, q querier, f nostr.Filter, topic string, v protocol.Viewer) (evs []*nostr.Event, complete bool, err error) {
 	// The index rows carry topic, author, kind and created_at, so only visibility
 	// is left to check on the events.
-	where, args, _ := s.filterSQL(nostr.Filter{})
+	where, args, _ := s.filterSQL(nostr.Filter{}, v)
 	ph := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
@@ -239,17 +293,17 @@ func (s *Store) queryTopicAuthors(ctx context.Context, f nostr.Filter, topic str
 		" ORDER BY tt.created_at DESC, tt.event_id LIMIT " + ph(inner) + ")" +
 		" SELECT " + eventColumns + ", (SELECT count(*) FROM p) FROM p JOIN cn_relay.events e ON e.id = p.event_id WHERE " + where +
 		" ORDER BY p.created_at DESC, p.event_id LIMIT " + ph(f.Limit)
-	rows, err := s.pool.Query(ctx, sql, args...)
+	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("query events: %w", err)
 	}
 	var read int64
-	evs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (*nostr.Event, error) { return scanEvent(row, &read) })
+	evs, stopped, err := collectEvents(ctx, rows, &read)
 	if err != nil {
 		return nil, false, fmt.Errorf("query events: %w", err)
 	}
 	// Without a row, the count is unknown: "no match" and "all hidden" look alike.
-	return evs, len(evs) == f.Limit || (len(evs) > 0 && read < int64(inner)), nil
+	return evs, stopped || len(evs) == f.Limit || (len(evs) > 0 && read < int64(inner)), nil
 }
 
 // topicAuthorsDriven reports whether a query is best driven by the (topic,
@@ -263,14 +317,27 @@ func topicAuthorsDriven(f nostr.Filter) (string, bool) {
 }
 
 // filterSQLFrom turns a filter into a WHERE clause whose placeholders start after
-// `offset`; ok is false when the filter can match nothing stored.
-func (s *Store) filterSQLFrom(f nostr.Filter, offset int) (string, []any, bool) {
+// `offset`, with the rows viewer may read only; ok is false when the filter can
+// match nothing stored.
+func (s *Reader) filterSQLFrom(f nostr.Filter, offset int, viewer protocol.Viewer) (string, []any, bool) {
 	args := []any{s.now().Unix()}
 	ph := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(offset+len(args))
 	}
-	conds := []string{strings.ReplaceAll(visibleSQL, "$1", "$"+strconv.Itoa(offset+1))}
+	conds := []string{schema.VisibleSQL("$" + strconv.Itoa(offset+1))}
+	switch {
+	case viewer.Operator:
+	case len(viewer.Authed) == 0:
+		conds = append(conds, privateHiddenSQL)
+	default:
+		// protocol.Viewer.MayRead: a recipient (p tag, through the tag key) or,
+		// for kind 4, the author.
+		a := ph(viewer.Authed)
+		conds = append(conds, "("+privateHiddenSQL+" OR (e.kind = "+strconv.Itoa(protocol.KindEncryptedDM)+" AND e.pubkey = ANY("+a+
+			")) OR EXISTS (SELECT 1 FROM cn_relay.event_tags g WHERE g.name = 'p' AND g.value = ANY("+a+
+			") AND g.created_at = e.created_at AND g.event_id = e.id))")
+	}
 	if f.IDs != nil {
 		conds = append(conds, "e.id = ANY("+ph(f.IDs)+")")
 	}
@@ -312,16 +379,35 @@ func (s *Store) filterSQLFrom(f nostr.Filter, offset int) (string, []any, bool) 
 	return strings.Join(conds, " AND "), args, true
 }
 
-func (s *Store) queryEvents(ctx context.Context, sql string, args ...any) ([]*nostr.Event, error) {
-	rows, err := s.pool.Query(ctx, sql, args...)
+func (s *Reader) queryEvents(ctx context.Context, q querier, sql string, args ...any) ([]*nostr.Event, error) {
+	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("query events: %w", err)
 	}
-	evs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*nostr.Event, error) { return scanEvent(row) })
+	evs, _, err := collectEvents(ctx, rows)
 	if err != nil {
 		return nil, fmt.Errorf("query events: %w", err)
 	}
 	return evs, nil
+}
+
+// collectEvents scans every row (eventColumns, then extra) and closes rows. Under
+// a row budget (WithRowBudget) it asks for each row before decoding it and stops
+// at the first refusal (stopped).
+func collectEvents(ctx context.Context, rows pgx.Rows, extra ...any) (evs []*nostr.Event, stopped bool, err error) {
+	defer rows.Close()
+	take := rowBudget(ctx)
+	for rows.Next() {
+		if take != nil && !take(rowSize(rows.RawValues())) {
+			return evs, true, nil
+		}
+		ev, err := scanEvent(rows, extra...)
+		if err != nil {
+			return nil, false, err
+		}
+		evs = append(evs, ev)
+	}
+	return evs, false, rows.Err()
 }
 
 // scanEvent reads eventColumns, then extra columns into extra.

@@ -20,7 +20,7 @@ import (
 // usual filter is ranked and cut to its limit there, and only that page is joined
 // with the events, whose conditions (visibility above all) are checked again: a
 // document whose event was deleted a moment ago, before the indexer caught up,
-// never shows up (searchSlack extra documents keep the page full). A filter with other tags (#p, #e, ...)
+// never shows up (textsearch.Slack extra documents keep the page full). A filter with other tags (#p, #e, ...)
 // is joined with the events before the limit.
 func searchSQL(f nostr.Filter, where string, args []any) (string, []any, bool) {
 	q, ok := protocol.ParseSearch(f.Search)
@@ -31,36 +31,33 @@ func searchSQL(f nostr.Filter, where string, args []any) (string, []any, bool) {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	tsq := ph(q.TSQuery())
-	conds := []string{"d.tsv @@ " + tsq + "::tsquery", "(d.expires_at IS NULL OR d.expires_at > $1)"}
+	tsq := ph(q.TSQuery()) + "::tsquery"
 	otherTags := false
 	for name := range f.Tags {
 		otherTags = otherTags || name != "t"
 	}
+	df := textsearch.DocFilter{IDs: f.IDs, Authors: f.Authors}
 	if topics, ok := f.Tags["t"]; ok {
-		conds = append(conds, "d.tsv @@ "+ph(textsearch.TopicQuery(topics))+"::tsquery")
-	}
-	if f.IDs != nil {
-		conds = append(conds, "d.event_id = ANY("+ph(f.IDs)+")")
+		df.Topics = append([]string{}, topics...) // never nil: "#t" present is a condition
 	}
 	if f.Kinds != nil {
-		conds = append(conds, "d.kind = ANY("+ph(int32s(f.Kinds))+")")
-	}
-	if f.Authors != nil {
-		conds = append(conds, "d.pubkey = ANY("+ph(f.Authors)+")")
+		df.Kinds = int32s(f.Kinds)
 	}
 	if f.Since != nil {
-		conds = append(conds, "d.created_at >= "+ph(int64(*f.Since)))
+		since := int64(*f.Since)
+		df.Since = &since
 	}
 	if f.Until != nil {
-		conds = append(conds, "d.created_at <= "+ph(int64(*f.Until)))
+		until := int64(*f.Until)
+		df.Until = &until
 	}
+	conds := textsearch.DocConds(tsq, "$1", df, ph)
 	limit, inner := "", ""
 	if f.Limit > 0 {
 		limit = " LIMIT " + ph(f.Limit)
-		inner = " LIMIT " + ph(f.Limit+searchSlack)
+		inner = " LIMIT " + ph(f.Limit+textsearch.Slack)
 	}
-	rank := "ts_rank(d.tsv, " + tsq + "::tsquery, 1)"
+	rank := textsearch.RankSQL(tsq)
 	if otherTags {
 		return "SELECT " + eventColumns + " FROM cn_index.documents d JOIN cn_relay.events e ON e.id = d.event_id WHERE " +
 			strings.Join(append(conds, where), " AND ") +
@@ -68,11 +65,7 @@ func searchSQL(f nostr.Filter, where string, args []any) (string, []any, bool) {
 	}
 	return "SELECT " + eventColumns + " FROM (SELECT d.event_id, d.created_at, " + rank + " AS score" +
 		" FROM cn_index.documents d WHERE " + strings.Join(conds, " AND ") +
-		" ORDER BY score DESC, d.created_at DESC, d.event_id" + inner + ") p" +
+		" ORDER BY " + textsearch.OrderSQL("score") + inner + ") p" +
 		" JOIN cn_relay.events e ON e.id = p.event_id WHERE " + where +
 		" ORDER BY p.score DESC, p.created_at DESC, p.event_id" + limit, args, true
 }
-
-// searchSlack is how many more documents than the limit are ranked, so that
-// events hidden since they were indexed do not shorten the page.
-const searchSlack = 16

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/indexer"
+	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -52,7 +53,7 @@ func TestSearchFilter(t *testing.T) {
 	require.Empty(t, q(nostr.Filter{Search: "🎉"}), "nothing searchable matches nothing")
 	require.Empty(t, q(nostr.Filter{Search: "include:spam"}))
 
-	n, err := f.store.Count(ctx, []nostr.Filter{{Search: "ramen"}, {Search: "東京"}})
+	n, err := f.store.Count(ctx, []nostr.Filter{{Search: "ramen"}, {Search: "東京"}}, protocol.Viewer{})
 	require.NoError(t, err)
 	require.EqualValues(t, 4, n)
 }

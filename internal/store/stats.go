@@ -6,10 +6,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-)
 
-// statsLockKey makes one relay at a time analyse the query tables.
-const statsLockKey int64 = 0x636e5f7374617473 // "cn_stats"
+	"github.com/kukuri/communitynode/schema"
+)
 
 // statsTables are the tables whose statistics the REQ plans read.
 var statsTables = []string{"cn_relay.events", "cn_relay.event_topics", "cn_relay.event_tags"}
@@ -31,7 +30,7 @@ const (
 	statsFirstRows = 100
 )
 
-// Analyzed is one ANALYZE that KeepStatistics ran.
+// Analyzed is one ANALYZE that AnalyzeStale ran.
 type Analyzed struct {
 	Table   string
 	Changed int64 // rows inserted, updated or deleted since the previous analysis
@@ -52,7 +51,7 @@ type Analyzed struct {
 // own is returned with NotOwner set, not analysed. Only one relay at a time analyses (an
 // advisory lock; the others return nothing); a table that cannot be analysed at
 // once (lock_timeout) is left for the next call.
-func (s *Store) AnalyzeStale(ctx context.Context) ([]Analyzed, error) {
+func (s *Reader) AnalyzeStale(ctx context.Context) ([]Analyzed, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT t.name, s.n_mod_since_analyze, greatest(c.reltuples, 0)::bigint,
 		       s.last_analyze IS NULL AND s.last_autoanalyze IS NULL,
@@ -97,9 +96,9 @@ func (s *Store) AnalyzeStale(ctx context.Context) ([]Analyzed, error) {
 
 // analyze runs ANALYZE on table in a transaction holding the statistics lock;
 // ok is false when another relay holds it.
-func (s *Store) analyze(ctx context.Context, table string) (ok bool, err error) {
+func (s *Reader) analyze(ctx context.Context, table string) (ok bool, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock($1)", statsLockKey).Scan(&ok); err != nil || !ok {
+		if err := tx.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock($1)", schema.StatsLock).Scan(&ok); err != nil || !ok {
 			return err
 		}
 		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '2s'"); err != nil {

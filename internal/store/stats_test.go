@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/dbroles"
-	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/schema"
 )
 
 // insertPlain inserts n regular events straight into cn_relay.events from conn,
@@ -66,12 +66,12 @@ func TestAnalyzeStale(t *testing.T) {
 	insertPlain(t, conn, 1110, 12)
 	// Another relay analysing: this one leaves it alone.
 	other := f.db.Conn(t)
-	_, err = other.Exec(ctx, "SELECT pg_advisory_lock($1)", statsLockKey)
+	_, err = other.Exec(ctx, "SELECT pg_advisory_lock($1)", schema.StatsLock)
 	require.NoError(t, err)
 	done, err = f.store.AnalyzeStale(ctx)
 	require.NoError(t, err)
 	require.Empty(t, done)
-	_, err = other.Exec(ctx, "SELECT pg_advisory_unlock($1)", statsLockKey)
+	_, err = other.Exec(ctx, "SELECT pg_advisory_unlock($1)", schema.StatsLock)
 	require.NoError(t, err)
 	done, err = f.store.AnalyzeStale(ctx)
 	require.NoError(t, err)
@@ -95,7 +95,7 @@ func TestAnalyzeStaleUnderTheRelayRole(t *testing.T) {
 	require.NoError(t, err)
 	defer pool.Close()
 	insertPlain(t, f.db.Conn(t), 0, 1100)
-	done, err := New(pool, nil, protocol.DefaultTopicRules()).AnalyzeStale(ctx)
+	done, err := NewReader(pool).AnalyzeStale(ctx)
 	require.NoError(t, err)
 	require.Len(t, done, 1)
 	require.False(t, done[0].NotOwner)

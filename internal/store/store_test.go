@@ -59,7 +59,7 @@ func (f *fixture) ingest(t *testing.T, evs ...*nostr.Event) []protocol.Verdict {
 
 func (f *fixture) query(t *testing.T, filters ...nostr.Filter) []string {
 	t.Helper()
-	evs, err := f.store.Query(context.Background(), filters)
+	evs, err := f.store.Query(context.Background(), filters, protocol.Viewer{})
 	require.NoError(t, err)
 	ids := make([]string, len(evs))
 	for i, ev := range evs {
@@ -83,10 +83,11 @@ func (f *fixture) rows(t *testing.T, after int64) ([]string, int64) {
 
 func topic(v string) nostr.Tag { return nostr.Tag{"t", v} }
 
-// topics returns the topics an event is stored under (event_topics).
+// topics returns the topics an event is stored under (event_topics scope rows,
+// as in the outbox).
 func (f *fixture) topics(t *testing.T, id string) []string {
 	t.Helper()
-	rows, err := f.db.Pool.Query(context.Background(), "SELECT topic_id FROM cn_relay.event_topics WHERE event_id = $1", id)
+	rows, err := f.db.Pool.Query(context.Background(), "SELECT topic_id FROM cn_relay.event_topics WHERE event_id = $1 AND scope", id)
 	require.NoError(t, err)
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
@@ -283,7 +284,7 @@ func TestExpiration(t *testing.T) {
 	require.Zero(t, n)
 
 	var c int64
-	c, err = f.store.Count(context.Background(), []nostr.Filter{{}, {Authors: []string{later.PubKey}}})
+	c, err = f.store.Count(context.Background(), []nostr.Filter{{}, {Authors: []string{later.PubKey}}}, protocol.Viewer{})
 	require.NoError(t, err)
 	require.EqualValues(t, 1, c)
 }
@@ -353,7 +354,11 @@ func TestQueryMatchesReference(t *testing.T) {
 	for i, k := range f.keys {
 		authors[i], _ = nostr.GetPublicKey(k)
 	}
-	nonEmpty := 0
+	nonEmpty, identityByTag := 0, 0
+	kindOf := map[string]int{}
+	for _, ev := range all {
+		kindOf[ev.ID] = ev.Kind
+	}
 	for i := range 300 {
 		var flt nostr.Filter
 		if rng.IntN(3) == 0 {
@@ -394,12 +399,16 @@ func TestQueryMatchesReference(t *testing.T) {
 		if len(want) > 0 {
 			nonEmpty++
 		}
+		if flt.Tags["t"] != nil && slices.ContainsFunc(want, func(id string) bool { return protocol.IsIdentityKind(kindOf[id]) }) {
+			identityByTag++ // NIP-01: #t matches identity events' own t tags too
+		}
 		require.Equal(t, nonNil(want), nonNil(f.query(t, flt)), "filter %d: %+v", i, flt)
 	}
 	for _, ev := range visible {
 		require.ElementsMatch(t, stored[ev.ID], f.topics(t, ev.ID), "topics of %s", ev.ID)
 	}
 	require.Greater(t, nonEmpty, 150, "most random filters must match something")
+	require.Greater(t, identityByTag, 5, "#t filters must find identity events by their t tags")
 }
 
 // reference computes what a reader may see: every regular event, the effective
@@ -466,11 +475,14 @@ func TestTopics(t *testing.T) {
 	ok := protocol.Verdict{OK: true}
 	refused := func(reason string) []protocol.Verdict { return []protocol.Verdict{{OK: false, Message: reason}} }
 
-	// A newcomer's profile is refused until they have posted in a topic.
-	profile := f.event(t, 0, 0, base, nostr.Tags{topic("ignored")}, `{"name":"a"}`)
-	require.Equal(t, refused(protocol.ReasonIdentityMembers), f.ingest(t, profile))
+	// A newcomer's profile waits until they have posted in a topic.
+	profile := f.event(t, 0, 0, base, nostr.Tags{topic("interests")}, `{"name":"a"}`)
+	require.Equal(t, []protocol.Verdict{{OK: true, Message: MsgPending}}, f.ingest(t, profile))
+	rows, _ := f.rows(t, 0)
+	require.Empty(t, rows, "a pending profile is not in the outbox")
+	require.Empty(t, f.query(t, nostr.Filter{Kinds: []int{0}}), "nor served")
 	note := f.event(t, 0, 1, base, nostr.Tags{topic("go"), topic("nostr")}, "hello")
-	require.Equal(t, []protocol.Verdict{ok, ok}, f.ingest(t, note, profile), "the note makes its author a member within the batch")
+	require.Equal(t, []protocol.Verdict{ok, ok}, f.ingest(t, note, profile), "the note makes its author a member within the batch, which publishes the profile")
 	rows, after := f.rows(t, 0)
 	require.Equal(t, []string{
 		"upsert " + note.ID[:8] + " go", "upsert " + note.ID[:8] + " nostr",
@@ -502,7 +514,7 @@ func TestTopics(t *testing.T) {
 	// Nothing to inherit from: refused with a reason that says what would do.
 	orphan := f.event(t, 1, 1, base, nostr.Tags{{"e", strings.Repeat("ab", 32)}}, "reply to the unknown")
 	require.Equal(t, refused(protocol.ReasonMissingTopic), f.ingest(t, orphan))
-	require.Contains(t, protocol.ReasonMissingTopic, "invalid: missing topic")
+	require.Contains(t, protocol.ReasonMissingTopic, "restricted: missing topic", "a missing topic is policy, not a malformed event")
 	// A reaction to a profile is node-wide, and does not make its author a member.
 	outsider := f.event(t, 2, 7, base, nostr.Tags{{"e", profile.ID}}, "+")
 	require.Equal(t, []protocol.Verdict{ok}, f.ingest(t, outsider))
@@ -548,10 +560,10 @@ func (f *fixture) moderate(t *testing.T, hide, unhide []string) map[string]Outco
 	tx, err := f.db.Pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	out, _, err := f.store.ModerateTx(ctx, tx, hide, unhide)
+	p, err := f.store.Publisher().ModerateTx(ctx, tx, hide, unhide)
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit(ctx))
-	return out
+	return p.Outcomes
 }
 
 func TestModerate(t *testing.T) {

@@ -7,10 +7,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/schema"
 )
-
-// sweepLockKey makes the expiry sweeper run on one relay at a time.
-const sweepLockKey int64 = 0x636e5f7377656570 // "cn_sweep"
 
 // Sweep marks up to `limit` expired, not yet deleted events as deleted (reason
 // expiration) and appends a `delete` outbox row per topic of each that was visible,
@@ -20,12 +18,12 @@ func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
 	n := 0
 	_, err := s.writer.Write(ctx, func(ctx context.Context, tx pgx.Tx) ([]outbox.Record, error) {
 		var mine bool
-		if err := tx.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock($1)", sweepLockKey).Scan(&mine); err != nil || !mine {
+		if err := tx.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock($1)", schema.SweepLock).Scan(&mine); err != nil || !mine {
 			return nil, err
 		}
 		now := s.now()
 		rows, err := tx.Query(ctx, `
-			UPDATE cn_relay.events SET deleted_at = now(), deleted_reason = 'expiration'
+			UPDATE cn_relay.events SET deleted_at = now(), deleted_reason = '`+string(outbox.ReasonExpiration)+`'
 			WHERE id IN (SELECT id FROM cn_relay.events
 			             WHERE expires_at <= $1 AND deleted_at IS NULL ORDER BY expires_at LIMIT $2)
 			RETURNING id, kind, created_at, coalesce(effective_key, ''), is_effective`, now.Unix(), limit)
@@ -59,7 +57,7 @@ func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
 			return nil, nil
 		}
 		topics := map[string][]string{}
-		trows, err := tx.Query(ctx, "SELECT event_id, topic_id FROM cn_relay.event_topics WHERE event_id = ANY($1) ORDER BY event_id, topic_id", ids)
+		trows, err := tx.Query(ctx, scopeByIDSQL+" ORDER BY t.event_id, t.topic_id", ids)
 		if err != nil {
 			return nil, err
 		}
@@ -78,7 +76,7 @@ func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
 		for _, g := range visible {
 			for _, t := range topics[g.id] {
 				recs = append(recs, outbox.Record{Op: outbox.OpDelete, EventID: g.id, TopicID: t, Kind: g.kind,
-					CreatedAt: g.createdAt, IngestedAt: now, EffectiveKey: g.key, Reason: "expiration"})
+					CreatedAt: g.createdAt, IngestedAt: now, EffectiveKey: g.key, Reason: outbox.ReasonExpiration})
 			}
 		}
 		return recs, nil

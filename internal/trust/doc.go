@@ -13,7 +13,14 @@
 // (NIP-09, expiration, moderation hide, ban) removes the row it names and
 // subtracts exactly the counts it added; an `upsert` of an event already
 // applied changes nothing. So a batch applied twice, a replay from any offset
-// and a crash mid-batch end in the same tables. The counters of
+// and a crash mid-batch end in the same tables.
+//
+// A batch is applied row by row in seq order. Only rows adjacent in seq for the
+// same event and op (the rows of one change, one per topic) are collapsed into
+// one: the same event named again after other rows is a new change. The outbox
+// shape `A upsert, B upsert, B delete, A upsert` (follow list A replaced by B,
+// B deleted by NIP-09, A effective again) leaves A in cn_trust.sets whether the
+// four rows come in one batch or in four. The counters of
 // cn_trust.subjects (NIP-85 names) move with the graph, in the transaction that
 // moves the offset.
 //

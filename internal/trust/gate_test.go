@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/relay"
+	"github.com/kukuri/communitynode/internal/trust/gate"
 )
 
 // TestMinRankGate: relay --min-rank refuses posts from authors below the
@@ -24,12 +25,13 @@ func TestMinRankGate(t *testing.T) {
 	e := newEnv(t)
 	k := newKeys(4)
 	seed, alice, bob, admin := k[0], k[1], k[2], k[3]
-	gate := &Gate{Pool: e.db.Pool, MinRank: 10, Exempt: []string{pub(admin)}, Refresh: time.Hour}
-	require.NoError(t, gate.Load(context.Background()))
+	g := &gate.Gate{Pool: e.db.Pool, MinRank: 10, Exempt: []string{pub(admin)}, Refresh: time.Hour}
+	require.NoError(t, g.Load(context.Background()))
 
 	cfg := relay.DefaultConfig()
 	cfg.EventRatePerIP, cfg.EventRatePerPubkey, cfg.ReqRatePerIP = relay.Rate{}, relay.Rate{}, relay.Rate{}
-	r, err := relay.New(cfg, relay.Deps{Store: e.store, Feed: relay.NewPGFeed(e.db.Pool, nil), Registerer: prometheus.NewRegistry(), Ranks: gate})
+	cfg.Limits.MaxPastAge = 100 * 365 * 24 * time.Hour // (the events here are from 1970: created_at 100, 200, ...)
+	r, err := relay.New(cfg, relay.Deps{Store: e.store, Feed: relay.NewPGFeed(e.db.Pool, nil), Registerer: prometheus.NewRegistry(), Ranks: g})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -52,8 +54,8 @@ func TestMinRankGate(t *testing.T) {
 	require.NoError(t, publish(follows(t, seed, 100, pub(alice))))
 	e.sync(t, 0)
 	e.recompute(t, pub(seed))
-	require.NoError(t, gate.Load(context.Background()))
-	require.True(t, gate.Ready())
+	require.NoError(t, g.Load(context.Background()))
+	require.True(t, g.Ready())
 
 	err = publish(note(t, bob, 200))
 	require.Error(t, err, "bob is not ranked")
@@ -72,7 +74,7 @@ func TestMinRankGate(t *testing.T) {
 	// NIP-11 names the minimum (the provider appears once the daemon records it).
 	_, err = e.db.Pool.Exec(context.Background(), `INSERT INTO cn_trust.provider VALUES ($1, $2)`, Algorithm, strings.Repeat("ab", 32))
 	require.NoError(t, err)
-	require.NoError(t, gate.Load(context.Background()))
+	require.NoError(t, g.Load(context.Background()))
 	req, _ := http.NewRequest("GET", "http://"+ln.Addr().String(), nil)
 	req.Header.Set("Accept", "application/nostr+json")
 	resp, err := http.DefaultClient.Do(req)

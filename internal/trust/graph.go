@@ -13,14 +13,17 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/trust/gate"
 	"github.com/kukuri/communitynode/pkg/consumer"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
-// ConsumerName is the trust consumer's offset row; Algorithm names the scores.
+// ConsumerName is the trust consumer's offset row; Algorithm names the scores
+// (declared in the gate package, which the relay links without the rest of trust).
 const (
 	ConsumerName = "trust-v1"
-	Algorithm    = "trust-v1"
+	Algorithm    = gate.Algorithm
 )
 
 // Source event types (cn_trust.sources.etype).
@@ -95,24 +98,29 @@ func (g *Graph) Handle(ctx context.Context, tx consumer.Tx, rows []outbox.Row) e
 	g.pending = nil
 	g.mu.Unlock()
 
-	// Rows of one event (one per topic) come together: keep one op per change.
+	// The rows of one change of one event (one per topic) are adjacent in seq:
+	// they are one op. Rows of the same event that are not adjacent are separate
+	// changes and are applied in order: `A upsert, B upsert, B delete, A upsert`
+	// (follow list A replaced by B, B deleted, A effective again) needs A's
+	// second upsert.
 	var ops []op
-	last := map[string]bool{} // id -> last op was an upsert
+	listed, loaded := map[string]bool{}, map[string]bool{}
 	var upserts, all []string
-	for _, r := range rows {
+	for i, r := range rows {
 		if !graphKind(r.Kind) {
 			continue
 		}
 		up := r.Op == outbox.OpUpsert
-		if prev, ok := last[r.EventID]; ok && prev == up {
+		if i > 0 && rows[i-1].EventID == r.EventID && rows[i-1].Op == r.Op {
 			continue
 		}
-		if _, ok := last[r.EventID]; !ok {
+		ops = append(ops, op{upsert: up, id: r.EventID})
+		if !listed[r.EventID] {
+			listed[r.EventID] = true
 			all = append(all, r.EventID)
 		}
-		last[r.EventID] = up
-		ops = append(ops, op{upsert: up, id: r.EventID})
-		if up {
+		if up && !loaded[r.EventID] {
+			loaded[r.EventID] = true
 			upserts = append(upserts, r.EventID)
 		}
 	}
@@ -120,7 +128,10 @@ func (g *Graph) Handle(ctx context.Context, tx consumer.Tx, rows []outbox.Row) e
 		return nil
 	}
 
-	// Read: the events, their existing source rows, the sets they name.
+	// Read: the events, their existing source rows, the sets they name. An
+	// upsert row's event is read in whatever state it is in now (not only
+	// schema.LiveSQL): a later delete row removes what it added, so a replay
+	// ends in the same graph.
 	evs := map[string]*nostr.Event{}
 	srcs := map[string]*source{}
 	setBySource := map[string]setKey{}
@@ -357,7 +368,7 @@ func (g *Graph) sourceOf(ev *nostr.Event, ids map[string]int32) *source {
 func subjectsOf(ev *nostr.Event) []string {
 	var out []string
 	for _, t := range ev.Tags {
-		if len(t) >= 2 && t[0] == "p" && isHex64(t[1]) {
+		if len(t) >= 2 && t[0] == "p" && protocol.IsHex64(t[1]) {
 			out = append(out, t[1])
 		}
 	}
@@ -375,7 +386,7 @@ func zapSender(ev *nostr.Event) (string, int64) {
 		PubKey string     `json:"pubkey"`
 		Tags   [][]string `json:"tags"`
 	}
-	if json.Unmarshal([]byte((*desc)[1]), &req) != nil || !isHex64(req.PubKey) {
+	if json.Unmarshal([]byte((*desc)[1]), &req) != nil || !protocol.IsHex64(req.PubKey) {
 		return "", 0
 	}
 	var amount int64
@@ -401,19 +412,6 @@ func reportType(ev *nostr.Event) string {
 		}
 	}
 	return "other"
-}
-
-func isHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // idList maps pubkeys to sorted, distinct ids, leaving out self.

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/kukuri/communitynode/pkg/consumer"
 )
 
 // Snapshot is the graph as of one offset of trust-v1, in compute form.
@@ -26,7 +27,8 @@ type Snapshot struct {
 // pubkeys; those the graph never named become nodes of their own.
 func Load(ctx context.Context, q pgx.Tx, seeds []string) (*Snapshot, error) {
 	s := &Snapshot{index: map[int32]int32{}}
-	if err := q.QueryRow(ctx, `SELECT coalesce((SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1), 0)`, ConsumerName).Scan(&s.Seq); err != nil {
+	var err error
+	if s.Seq, err = consumer.Offset(ctx, q, ConsumerName); err != nil {
 		return nil, fmt.Errorf("read trust offset: %w", err)
 	}
 	// Pubkeys, renumbered by pubkey.

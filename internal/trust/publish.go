@@ -16,6 +16,7 @@ import (
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/schema"
 )
 
 // DefaultAssertMinRank is the rank cutoff: subjects below it get no assertion.
@@ -28,13 +29,16 @@ const ProviderPurpose = "nip85 provider " + Algorithm
 // goroutine of one process publishes (the trust daemon's leader), so two
 // versions of one subject's assertion are never made concurrently.
 type Publisher struct {
-	Pool     *pgxpool.Pool
-	Store    *store.Store
-	Key      nodekey.Key // the provider key
-	Notifier *outbox.Notifier
-	MinRank  int // DefaultAssertMinRank when 0
-	Batch    int // subjects per transaction; 500 when 0
-	Now      func() time.Time
+	Pool  *pgxpool.Pool
+	Store *store.Publisher
+	// TopicRules are the rules the assertions are stored under (the relay's);
+	// protocol.DefaultTopicRules when unset.
+	TopicRules protocol.TopicRules
+	Key        nodekey.Key // the provider key
+	Notifier   *outbox.Notifier
+	MinRank    int // DefaultAssertMinRank when 0
+	Batch      int // subjects per transaction; 500 when 0
+	Now        func() time.Time
 }
 
 // Published counts what one PublishPending call did.
@@ -197,7 +201,7 @@ func (p *Publisher) publishBatch(ctx context.Context) (Published, bool, error) {
 			return fmt.Errorf("record assertions: %w", err)
 		}
 		if len(evs) > 0 {
-			res, err := p.Store.PublishTx(ctx, tx, evs, nil, nil)
+			res, err := p.Store.PublishTx(ctx, tx, p.TopicRules.OrDefault(), evs, nil, nil)
 			if err != nil {
 				return err
 			}
@@ -248,8 +252,9 @@ func (p *Publisher) PublishProvider(ctx context.Context, nodeName string) error 
 		}
 		var old string
 		var oldAt int64
-		err := tx.QueryRow(ctx, `SELECT content, created_at FROM cn_relay.events
-			WHERE pubkey = $1 AND kind = 0 AND is_effective ORDER BY created_at DESC LIMIT 1`, p.Key.PubKey).Scan(&old, &oldAt)
+		// The current version, even deleted or hidden: an operator's hide stays.
+		err := tx.QueryRow(ctx, `SELECT e.content, e.created_at FROM cn_relay.events e
+			WHERE e.pubkey = $1 AND e.kind = 0 AND `+schema.CurrentSQL+` ORDER BY e.created_at DESC LIMIT 1`, p.Key.PubKey).Scan(&old, &oldAt)
 		if err == nil && old == content {
 			return nil
 		}
@@ -260,7 +265,7 @@ func (p *Publisher) PublishProvider(ctx context.Context, nodeName string) error 
 		if err := p.Key.Sign(ev); err != nil {
 			return err
 		}
-		res, err := p.Store.PublishTx(ctx, tx, []*nostr.Event{ev}, nil, nil)
+		res, err := p.Store.PublishTx(ctx, tx, p.TopicRules.OrDefault(), []*nostr.Event{ev}, nil, nil)
 		if err != nil {
 			return err
 		}

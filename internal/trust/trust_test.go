@@ -482,3 +482,44 @@ func TestOlderSetVersionNeverReplacesNewer(t *testing.T) {
 	require.NoError(t, tx.QueryRow(ctx, `SELECT source_id FROM cn_trust.sets`).Scan(&source))
 	require.Equal(t, newer.ID, source)
 }
+
+// TestFollowListThatComesBackInOneBatch: follow list A, a newer list B that
+// replaces it, B deleted (NIP-09), so the store makes A effective again. The
+// outbox reads `A upsert, B upsert, B delete, A upsert`; applied in one batch
+// (as after a restart or on every replay) or row by row, A's edges must end in
+// the graph.
+func TestFollowListThatComesBackInOneBatch(t *testing.T) {
+	t.Parallel()
+	for _, batch := range []int{0, 1} {
+		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			k := newKeys(4)
+			author, x, y := k[0], pub(k[1]), pub(k[2])
+			a := follows(t, author, 100, x)
+			b := follows(t, author, 200, x, y)
+			e.ingest(t, a)
+			e.ingest(t, b)
+			e.ingest(t, sign(t, author, 5, 300, nostr.Tags{{"e", b.ID}}, ""))
+
+			ctx := context.Background()
+			rows, err := outbox.ReadAfter(ctx, e.db.Pool, 0, 100, nil)
+			require.NoError(t, err)
+			var shape []string
+			for _, r := range rows {
+				if r.Kind == 3 {
+					name := map[string]string{a.ID: "A", b.ID: "B"}[r.EventID]
+					shape = append(shape, name+" "+string(r.Op))
+				}
+			}
+			require.Equal(t, []string{"A upsert", "B upsert", "B delete", "A upsert"}, shape, "the outbox shape under test")
+
+			e.sync(t, batch)
+			require.Equal(t, int64(1), e.counts(t, x)["followers"], "A follows x")
+			require.Zero(t, e.counts(t, y)["followers"], "only the deleted B followed y")
+			var source string
+			require.NoError(t, e.db.Pool.QueryRow(ctx, `SELECT source_id FROM cn_trust.sets`).Scan(&source))
+			require.Equal(t, a.ID, source, "A is the effective follow list again")
+		})
+	}
+}

@@ -96,11 +96,12 @@ type ResetPlan struct {
 	From      int64 // current last_seq
 	To        int64 // new last_seq: the consumer next reads seq > To
 	Requested int64 // the target before clamping
-	Clamped   bool  // To was raised to the retention horizon
+	Head      int64 // the outbox head; a Requested beyond it skips rows appended until then
+	Horizon   int64 // the retention horizon: rows up to it are gone from the outbox
+	Clamped   bool  // Requested was below Horizon, so To was raised to it
 	Replay    int64 // retained rows in (To, From] that will be applied again
 	Skip      int64 // rows in (From, To] that will never be applied
 	Owner     *string
-	Warnings  []string
 }
 
 // PlanReset resolves target against the outbox and the consumer's offset.
@@ -114,14 +115,13 @@ func PlanReset(ctx context.Context, q outbox.Querier, name string, target ResetT
 	if err != nil {
 		return p, fmt.Errorf("read offset: %w", err)
 	}
-	head, err := outbox.Head(ctx, q)
-	if err != nil {
+	if p.Head, err = outbox.Head(ctx, q); err != nil {
 		return p, err
 	}
-	var horizon int64
-	if err := q.QueryRow(ctx, "SELECT pruned_through FROM cn_relay.outbox_retention").Scan(&horizon); err != nil {
-		return p, fmt.Errorf("read retention horizon: %w", err)
+	if p.Horizon, err = outbox.Horizon(ctx, q); err != nil {
+		return p, err
 	}
+	head, horizon := p.Head, p.Horizon
 	switch {
 	case target.Seq != nil:
 		if *target.Seq < 0 {
@@ -148,14 +148,8 @@ func PlanReset(ctx context.Context, q outbox.Querier, name string, target ResetT
 		return p, errors.New("no reset target")
 	}
 	p.To = p.Requested
-	if p.To > head {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("seq %d is beyond the outbox head %d: rows appended until then will be skipped", p.To, head))
-	}
 	if p.To < horizon {
 		p.To, p.Clamped = horizon, true
-		p.Warnings = append(p.Warnings, fmt.Sprintf(
-			"seq %d is below the retention horizon %d: clamped; rows up to %d are gone from the outbox, so a full replay means rebuilding from cn_relay.events",
-			p.Requested, horizon, horizon))
 	}
 	if p.To < p.From {
 		err = q.QueryRow(ctx, "SELECT count(*) FROM cn_relay.events_outbox WHERE seq > $1 AND seq <= $2", p.To, p.From).Scan(&p.Replay)
@@ -179,16 +173,16 @@ func ExecuteReset(ctx context.Context, pool *pgxpool.Pool, plan ResetPlan, force
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", outbox.PruneLockKey); err != nil {
 			return fmt.Errorf("wait for outbox prune: %w", err)
 		}
-		var horizon int64
-		if err := tx.QueryRow(ctx, "SELECT pruned_through FROM cn_relay.outbox_retention").Scan(&horizon); err != nil {
-			return fmt.Errorf("read retention horizon: %w", err)
+		horizon, err := outbox.Horizon(ctx, tx)
+		if err != nil {
+			return err
 		}
 		if plan.To < horizon {
 			return fmt.Errorf("the outbox was pruned through seq %d since the plan; run again", horizon)
 		}
 		var last int64
 		var owner *string
-		err := tx.QueryRow(ctx, `SELECT last_seq, CASE WHEN lease_expires_at > now() THEN owner_id END
+		err = tx.QueryRow(ctx, `SELECT last_seq, CASE WHEN lease_expires_at > now() THEN owner_id END
 			FROM cn_relay.consumer_offsets WHERE consumer = $1 FOR UPDATE`, plan.Consumer).Scan(&last, &owner)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w %q", ErrUnknownConsumer, plan.Consumer)
@@ -197,7 +191,7 @@ func ExecuteReset(ctx context.Context, pool *pgxpool.Pool, plan ResetPlan, force
 			return fmt.Errorf("lock offset: %w", err)
 		}
 		if owner != nil && !force {
-			return fmt.Errorf("%w: %s holds %s (stop it, or use --force)", ErrActive, *owner, plan.Consumer)
+			return fmt.Errorf("%w: %s holds %s", ErrActive, *owner, plan.Consumer)
 		}
 		if last != plan.From {
 			return fmt.Errorf("offset of %s moved from %d to %d since the plan; run again", plan.Consumer, plan.From, last)

@@ -488,7 +488,9 @@ func TestResetOffset(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, cp.Clamped)
 	require.Equal(t, second.First-1, cp.To)
-	require.NotEmpty(t, cp.Warnings)
+	require.Equal(t, second.First-1, cp.Horizon)
+	require.Zero(t, cp.Requested)
+	require.Equal(t, second.Last, cp.Head)
 
 	_, err = PlanReset(ctx, e.db.Pool, "nobody-v1", ResetTarget{Latest: true})
 	require.ErrorIs(t, err, ErrUnknownConsumer)

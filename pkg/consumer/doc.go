@@ -39,6 +39,12 @@
 //     transaction rolls back as a whole) and releases the lease so that a standby
 //     can take over at once.
 //
+// The package owns the DDL of its tables (Schema, schema.sql; the node's
+// migrations create the same objects, checked by a test) and is the only code
+// that reads or writes cn_relay.consumer_offsets: other packages register a
+// consumer (Register), read an offset (Offset, LockOffset) and let retention
+// see the offsets (Offsets, an outbox.Readers) through it.
+//
 // Parked rows return through `cnctl dlq retry`, which marks them; the active
 // consumer re-applies marked rows when it is idle and removes them on success.
 package consumer

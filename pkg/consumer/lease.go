@@ -26,12 +26,8 @@ type lease struct {
 
 // register creates the consumer's offset row at 0 if it does not exist.
 func (c *Consumer) register(ctx context.Context) error {
-	_, err := c.pool.Exec(ctx, `INSERT INTO cn_relay.consumer_offsets (consumer) VALUES ($1)
-		ON CONFLICT (consumer) DO NOTHING`, c.cfg.Name)
-	if err != nil {
-		return fmt.Errorf("register consumer %s: %w", c.cfg.Name, err)
-	}
-	return nil
+	_, err := Register(ctx, c.pool, c.cfg.Name, 0)
+	return err
 }
 
 // tryAcquire takes the lease if it is free, expired or already ours; a takeover

@@ -100,7 +100,7 @@ func queueAppend(b *pgx.Batch, recs []Record, opt appendOptions, r *Range) error
 		createdAts[i] = rec.CreatedAt
 		ingestedAts[i] = pgtype.Timestamptz{Time: rec.IngestedAt, Valid: !rec.IngestedAt.IsZero()}
 		effectiveKeys[i] = rec.EffectiveKey
-		reasons[i] = rec.Reason
+		reasons[i] = string(rec.Reason)
 	}
 	if opt.asyncCommit {
 		b.Queue("SELECT set_config('synchronous_commit', 'off', true)")

@@ -1,6 +1,10 @@
 // Package outbox is the only code that writes to or reads from cn_relay.events_outbox,
 // the ordered change feed from the relay to the node's consumers.
 //
+// It owns the DDL of its tables (Schema, schema.sql); the node's migrations
+// create the same objects, and a test keeps the two identical. It renders no
+// text for people: its reports are data (PruneReport marshals to JSON).
+//
 // # Ordering
 //
 // Append takes a transaction-level advisory lock (LockKey) and then inserts its rows
@@ -34,6 +38,7 @@
 // partitions). EnsurePartitions keeps whole partitions ready ahead of the head;
 // Writer calls it in the background. Prune removes a prefix of the outbox: whole
 // partitions by DROP TABLE, then a bounded DELETE in the oldest remaining one, never
-// a row some registered consumer still needs (unless forced) and never the head
+// a row some registered reader still needs (PruneOptions.Readers: the node's
+// consumers through pkg/consumer.Offsets; unless forced) and never the head
 // row. cn_relay.outbox_retention.pruned_through records how far it went.
 package outbox

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/kukuri/communitynode/internal/backoff"
 )
 
 // Wake says why Listen woke its caller.
@@ -28,39 +29,43 @@ const (
 // connection every 30 seconds so that a silently dead one is noticed. wake must not
 // block. logger may be nil.
 func Listen(ctx context.Context, cfg *pgx.ConnConfig, wake func(Wake), logger *slog.Logger) {
+	ListenChannel(ctx, cfg, Channel, func() { wake(WakeReconnect) }, func(string) { wake(WakeNotify) }, logger)
+}
+
+// ListenChannel is Listen for any channel: it calls connected after every
+// successful (re)connect (notifications may have been missed before it) and
+// notify with the payload of every notification, in the order Postgres delivers
+// them (commit order; one transaction's notifications in the order it sent
+// them). Neither may block for long: the connection is not read meanwhile.
+func ListenChannel(ctx context.Context, cfg *pgx.ConnConfig, channel string, connected func(), notify func(payload string), logger *slog.Logger) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	cfg = cfg.Copy()
+	listen := "LISTEN " + pgx.Identifier{channel}.Sanitize()
 	for attempt := 0; ctx.Err() == nil; attempt++ {
 		conn, err := pgx.ConnectConfig(ctx, cfg)
 		if err == nil {
-			_, err = conn.Exec(ctx, "LISTEN "+Channel)
+			_, err = conn.Exec(ctx, listen)
 		}
 		if err != nil {
 			if conn != nil {
 				_ = conn.Close(context.WithoutCancel(ctx))
 			}
 			if ctx.Err() == nil {
-				logger.Warn("outbox listen connection failed; retrying", "err", err)
+				logger.Warn("listen connection failed; retrying", "channel", channel, "err", err)
 			}
-			ceiling := min(100*time.Millisecond<<min(attempt, 10), 5*time.Second)
-			t := time.NewTimer(ceiling/2 + rand.N(ceiling/2+1))
-			select {
-			case <-ctx.Done():
-			case <-t.C:
-			}
-			t.Stop()
+			backoff.Sleep(ctx, backoff.Jittered(100*time.Millisecond, 5*time.Second, attempt))
 			continue
 		}
 		attempt = -1
-		wake(WakeReconnect)
+		connected()
 		for ctx.Err() == nil {
 			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			_, err := conn.WaitForNotification(wctx)
+			n, err := conn.WaitForNotification(wctx)
 			cancel()
 			if err == nil {
-				wake(WakeNotify)
+				notify(n.Payload)
 				continue
 			}
 			if ctx.Err() != nil || conn.IsClosed() {

@@ -6,14 +6,17 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/kukuri/communitynode/schema"
 )
 
 // Channel is the LISTEN/NOTIFY channel that announces new outbox rows. Its payload is
 // a decimal seq: every row with a seq up to it has been committed.
 const Channel = "cn_relay_outbox"
 
-// LockKey is the pg_advisory_xact_lock key that serialises outbox appends.
-const LockKey int64 = 0x636e5f6f7574626f // "cn_outbo"
+// LockKey is the pg_advisory_xact_lock key that serialises outbox appends
+// (schema.OutboxLock, listed with every other lock in schema/locks.go).
+const LockKey = schema.OutboxLock
 
 // Op is what a consumer should do with the event an outbox row names.
 type Op string
@@ -28,6 +31,21 @@ const (
 // Valid reports whether op is one the outbox accepts.
 func (op Op) Valid() bool { return op == OpUpsert || op == OpDelete }
 
+// Reason says why a `delete` row's event is no longer visible. The same values
+// are the deleted_reason of the event's row in cn_relay.events.
+type Reason string
+
+const (
+	// ReasonNIP09: its author deleted it (NIP-09), or a newer deletion of its
+	// address covers it. Final: the event never comes back.
+	ReasonNIP09 Reason = "nip09"
+	// ReasonExpiration: its NIP-40 expiration passed (the expiry sweep). Final.
+	ReasonExpiration Reason = "expiration"
+	// ReasonModeration: the node hid it (a moderation rule, an operator, a
+	// ban). The only reason that can be undone: unhiding writes `upsert` rows.
+	ReasonModeration Reason = "moderation"
+)
+
 // Record is one row to append. The event itself stays in cn_relay.events; the outbox
 // carries references only.
 type Record struct {
@@ -41,8 +59,8 @@ type Record struct {
 	IngestedAt time.Time
 	// EffectiveKey is set for replaceable and addressable events.
 	EffectiveKey string
-	// Reason is set for deletes: "nip09", "expiration", ...
-	Reason string
+	// Reason is set for deletes.
+	Reason Reason
 }
 
 // Row is a committed outbox row.
@@ -55,7 +73,7 @@ type Row struct {
 	CreatedAt    int64     `json:"created_at"`
 	IngestedAt   time.Time `json:"ingested_at"`
 	EffectiveKey string    `json:"effective_key,omitempty"` // "" when NULL
-	Reason       string    `json:"reason,omitempty"`        // "" when NULL
+	Reason       Reason    `json:"reason,omitempty"`        // "" when NULL
 }
 
 // Range is the span of seq values one Append drew: First <= Last, both inclusive.

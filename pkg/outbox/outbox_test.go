@@ -64,7 +64,7 @@ func TestSequenceCacheIsOne(t *testing.T) {
 	require.EqualValues(t, 1, cache)
 }
 
-// outOfOrderCommit runs the race of design.md rule 1: T1 appends and stays open, T2
+// outOfOrderCommit runs the race the append lock prevents (doc.go): T1 appends and stays open, T2
 // appends and commits, a follower polls in between, then T1 commits. It returns what
 // the follower delivered and what was committed. appendFn nil means appending without
 // the lock, to show the failure the lock prevents.

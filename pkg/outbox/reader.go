@@ -87,7 +87,7 @@ func scanRows(rows pgx.Rows, out []Row) ([]Row, error) {
 			&r.IngestedAt, &effectiveKey, &reason); err != nil {
 			return out, fmt.Errorf("scan outbox row: %w", err)
 		}
-		r.Op, r.Kind, r.EffectiveKey, r.Reason = Op(op), int(kind), effectiveKey.String, reason.String
+		r.Op, r.Kind, r.EffectiveKey, r.Reason = Op(op), int(kind), effectiveKey.String, Reason(reason.String)
 		out = append(out, r)
 	}
 	return out, rows.Err()

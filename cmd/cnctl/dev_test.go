@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/urfave/cli/v2"
+
+	"github.com/kukuri/communitynode/internal/node"
+)
+
+// devOptionsOf runs `cnctl dev` with args up to devOptions and returns the
+// options it would start the node with.
+func devOptionsOf(t *testing.T, args ...string) (node.DevOptions, error) {
+	t.Helper()
+	cmd := devCommand()
+	var got node.DevOptions
+	cmd.Action = func(c *cli.Context) (err error) {
+		got, err = devOptions(c)
+		return err
+	}
+	app := &cli.App{Name: "cnctl", Commands: []*cli.Command{cmd}, Writer: io.Discard, ErrWriter: io.Discard}
+	err := app.RunContext(context.Background(), append([]string{"cnctl", "dev"}, args...))
+	return got, err
+}
+
+// TestDevFlagsReachTheNode sets each flag of `cnctl dev` in turn and checks
+// that the dev node's options change; internal/node's
+// TestEveryDevOptionReachesADaemon checks that each option reaches a daemon. A
+// flag that is parsed and dropped (as --admin-pubkeys and --dashboard-listen
+// once were) fails here.
+func TestDevFlagsReachTheNode(t *testing.T) {
+	for _, env := range []string{"DATABASE_URL", "CN_DEV_DATA_DIR", "CN_DEV_PG_PORT", "CN_RELAY_LISTEN", "CN_RELAY_METRICS_LISTEN", "CN_INDEXER_LISTEN",
+		"CN_MODERATOR_LISTEN", "CN_TRUST_LISTEN", "CN_DASHBOARD_LISTEN", "CN_RELAY_ADMIN_PUBKEYS", "CN_TRUST_SEEDS",
+		"CN_RELAY_DEFAULT_TOPIC", "CN_NODE_KEY_FILE"} {
+		t.Setenv(env, "") // restored after the test
+		require.NoError(t, os.Unsetenv(env))
+	}
+	npub := "npub180cvv07tjdrrgpa0j7j7tmnyl2yr6yr7l8j4s3evf6u64th6gkwsyjh6w6"
+	samples := map[string]string{
+		"database-url":         "postgres://elsewhere/db",
+		"data-dir":             "/tmp/other",
+		"pg-port":              "6543",
+		"relay-listen":         "127.0.0.1:1",
+		"relay-metrics-listen": "127.0.0.1:6",
+		"indexer-listen":       "127.0.0.1:2",
+		"moderator-listen":     "127.0.0.1:3",
+		"trust-listen":         "127.0.0.1:4",
+		"dashboard-listen":     "127.0.0.1:5",
+		"admin-pubkeys":        npub,
+		"seeds":                strings.Repeat("ab", 32),
+		"default-topic":        "General",
+		"node-key-file":        "/tmp/other.key",
+	}
+	base, err := devOptionsOf(t)
+	require.NoError(t, err)
+	for _, f := range devCommand().Flags {
+		name := f.Names()[0]
+		value, ok := samples[name]
+		require.True(t, ok, "--%s: add a sample value here (and make sure devOptions maps it)", name)
+		got, err := devOptionsOf(t, "--"+name, value)
+		require.NoError(t, err, name)
+		require.NotEqual(t, base, got, "--%s does not reach the dev node's options", name)
+	}
+	got, err := devOptionsOf(t, "--admin-pubkeys", npub, "--default-topic", " General ")
+	require.NoError(t, err)
+	require.Equal(t, []string{"3bf0c63fcb93463407af97a5e5ee64fa883d107ef9e558472c4eb9aaaefa459d"}, got.AdminPubkeys, "npub accepted, as by relay")
+	require.Equal(t, "general", got.DefaultTopic, "normalised")
+
+	_, err = devOptionsOf(t, "--seeds", "nope")
+	require.ErrorContains(t, err, "--seeds")
+	out, err := cnctl(t, "dev", "--admin-pubkeys", "nope")
+	require.Error(t, err)
+	require.Equal(t, 2, exitCode(err), "a bad flag is a usage error: %s", out)
+}

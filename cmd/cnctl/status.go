@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/pkg/consumer"
+)
+
+type statusOpts struct{ json bool }
+
+func statusCommand() *cli.Command {
+	return command[statusOpts]{
+		Name:  "status",
+		Usage: "outbox head, newcomers' pending profiles and lists, and per consumer: offset, backlog, lag, active owner and dead letters",
+		DB:    true,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: `print {"head_seq":N,"consumers":[{"consumer","last_seq","backlog","lag_seconds","owner","dead_letters"}],"pending_identity":{"events","keys","oldest_seconds"}}`},
+		},
+		Options: func(c *cli.Context) (statusOpts, error) { return statusOpts{json: c.Bool("json")}, nil },
+		Run: func(ctx context.Context, e env, o statusOpts) error {
+			st, err := consumer.ReadStatus(ctx, e.Pool)
+			if err != nil {
+				return err
+			}
+			pending, err := store.SummarizePending(ctx, e.Pool)
+			if err != nil {
+				return err
+			}
+			if o.json {
+				return json.NewEncoder(e.Out).Encode(struct {
+					consumer.Status
+					Pending store.PendingSummary `json:"pending_identity"`
+				}{st, pending})
+			}
+			return writeStatus(e, st, pending)
+		},
+	}.build()
+}
+
+// writeStatus prints the status as text: the head, the pending identity events,
+// then a table of the consumers.
+func writeStatus(e env, st consumer.Status, pending store.PendingSummary) error {
+	fmt.Fprintf(e.Out, "outbox head seq: %d\n", st.HeadSeq)
+	fmt.Fprintf(e.Out, "pending identity events (newcomers' profiles and lists): %d from %d keys, oldest %v\n",
+		pending.Events, pending.Keys, time.Duration(pending.OldestSeconds*float64(time.Second)).Round(time.Second))
+	if len(st.Consumers) == 0 {
+		fmt.Fprintln(e.Out, "no consumers registered")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CONSUMER\tLAST_SEQ\tBACKLOG\tLAG\tOWNER\tDEAD_LETTERS")
+	for _, s := range st.Consumers {
+		owner := "-"
+		if s.Owner != nil {
+			owner = *s.Owner
+		}
+		lag := (time.Duration(s.LagSeconds * float64(time.Second))).Round(time.Millisecond)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%v\t%s\t%d\n", s.Consumer, s.LastSeq, s.Backlog, lag, owner, s.DeadLetters)
+	}
+	return tw.Flush()
+}

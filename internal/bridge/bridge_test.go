@@ -1,0 +1,526 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/pkg/consumer"
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// natsServer is an embedded nats-server with JetStream on a store directory
+// that survives restarts (same port, same directory).
+type natsServer struct {
+	t    testing.TB
+	dir  string
+	port int
+	s    *server.Server
+}
+
+func startNATS(t testing.TB) *natsServer {
+	n := &natsServer{t: t, dir: t.TempDir(), port: -1}
+	n.start()
+	n.port = n.s.Addr().(*net.TCPAddr).Port
+	t.Cleanup(n.stop)
+	return n
+}
+
+func (n *natsServer) start() {
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: n.port, JetStream: true, StoreDir: n.dir, NoLog: true, NoSigs: true})
+	require.NoError(n.t, err)
+	s.Start()
+	require.True(n.t, s.ReadyForConnections(10*time.Second), "nats-server not ready")
+	n.s = s
+}
+
+func (n *natsServer) stop() {
+	if n.s != nil {
+		n.s.Shutdown()
+		n.s.WaitForShutdown()
+		n.s = nil
+	}
+}
+
+func (n *natsServer) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.port) }
+
+func connect(t testing.TB, url string) *nats.Conn {
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond), nats.ReconnectJitter(0, 0))
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// runningBridge is one bridge process: its own NATS connection, handler and
+// consumer.
+type runningBridge struct {
+	b      *Bridge
+	reg    *prometheus.Registry
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startBridge(t testing.TB, pool *pgxpool.Pool, url string, cfg Config, ccfg consumer.Config) *runningBridge {
+	ctx, cancel := context.WithCancel(context.Background())
+	reg := prometheus.NewRegistry()
+	cfg.Registerer, ccfg.Registerer = reg, reg
+	b, err := New(ctx, connect(t, url), cfg)
+	require.NoError(t, err)
+	ccfg.Name, ccfg.Policy = ConsumerName, consumer.PolicyHalt
+	c, err := consumer.New(pool, b, ccfg)
+	require.NoError(t, err)
+	rb := &runningBridge{b: b, reg: reg, cancel: cancel, done: make(chan error, 1)}
+	go func() { rb.done <- c.Run(ctx) }()
+	t.Cleanup(func() { rb.stop(t) })
+	return rb
+}
+
+// stop cancels the bridge's context (wherever it is) and waits for Run.
+func (rb *runningBridge) stop(t testing.TB) error {
+	rb.cancel()
+	select {
+	case err, ok := <-rb.done:
+		if ok {
+			close(rb.done)
+		}
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("bridge did not stop")
+		return nil
+	}
+}
+
+func (rb *runningBridge) gauge(t testing.TB, name string) float64 {
+	mfs, err := rb.reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			m := mf.GetMetric()[0]
+			if m.Gauge != nil {
+				return m.GetGauge().GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+var testTopics = []string{"nostr", "go", "a.b", "日本語", "c d"}
+
+// ingest stores n events through the store (so the outbox gets what the relay
+// writes): kind 1 on several topics, profiles (the person scope, replaceable),
+// and about one in ten a NIP-09 deletion of an earlier event by the same key.
+func ingest(t testing.TB, st *store.Store, rng *rand.Rand, n int) {
+	ctx := context.Background()
+	keys := []string{nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()}
+	var mine [2][]string
+	batch := make([]*nostr.Event, 0, 100)
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		res, err := st.Ingest(ctx, batch)
+		require.NoError(t, err)
+		for _, r := range res {
+			require.True(t, r.OK, r.Message)
+		}
+		batch = batch[:0]
+	}
+	for i := range n {
+		k := rng.IntN(2)
+		ev := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Content: fmt.Sprintf("event %d %d", i, rng.Int64())}
+		switch {
+		case len(mine[k]) > 0 && rng.IntN(10) == 0:
+			j := rng.IntN(len(mine[k]))
+			ev.Kind, ev.Tags = 5, nostr.Tags{{"e", mine[k][j]}}
+			mine[k] = append(mine[k][:j], mine[k][j+1:]...)
+		case rng.IntN(8) == 0: // a profile: the person scope, replaceable
+			ev.Kind, ev.Content = 0, fmt.Sprintf(`{"name":"n%d"}`, i)
+		default:
+			ev.Tags = nostr.Tags{{"t", testTopics[rng.IntN(len(testTopics))]}}
+		}
+		require.NoError(t, ev.Sign(keys[k]))
+		if ev.Kind == 1 {
+			mine[k] = append(mine[k], ev.ID)
+		}
+		batch = append(batch, ev)
+		if len(batch) == cap(batch) || ev.Kind == 5 {
+			flush() // a deletion's target must be stored before it
+		}
+	}
+	flush()
+}
+
+func newStore(db *pgtest.DB) *store.Store {
+	return store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+}
+
+func outboxRows(t testing.TB, pool *pgxpool.Pool) []outbox.Row {
+	rows, err := pool.Query(context.Background(), `SELECT seq, op, event_id, topic_id, kind, coalesce(reason, ''), coalesce(effective_key, '')
+		FROM cn_relay.events_outbox ORDER BY seq`)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []outbox.Row
+	for rows.Next() {
+		var r outbox.Row
+		require.NoError(t, rows.Scan(&r.Seq, &r.Op, &r.EventID, &r.TopicID, &r.Kind, &r.Reason, &r.EffectiveKey))
+		out = append(out, r)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// streamMsgs reads every message of the stream in stream order.
+func streamMsgs(t testing.TB, url, name string) []jetstream.Msg {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js, err := jetstream.New(connect(t, url))
+	require.NoError(t, err)
+	s, err := js.Stream(ctx, name)
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	n := int(info.State.Msgs)
+	if n == 0 {
+		return nil
+	}
+	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	require.NoError(t, err)
+	out := make([]jetstream.Msg, 0, n)
+	for len(out) < n {
+		batch, err := c.Fetch(n-len(out), jetstream.FetchMaxWait(5*time.Second))
+		require.NoError(t, err)
+		for m := range batch.Messages() {
+			out = append(out, m)
+		}
+		require.NoError(t, batch.Error())
+	}
+	return out
+}
+
+// requireStreamEqualsOutbox: the stream's message ids are the outbox's seqs,
+// each once, in order, and each message carries its row.
+func requireStreamEqualsOutbox(t testing.TB, pool *pgxpool.Pool, url string, cfg Config) {
+	t.Helper()
+	rows := outboxRows(t, pool)
+	msgs := streamMsgs(t, url, cfg.Stream)
+	want := make([]string, len(rows))
+	for i, r := range rows {
+		want[i] = strconv.FormatInt(r.Seq, 10)
+	}
+	got := make([]string, len(msgs))
+	for i, m := range msgs {
+		got[i] = m.Headers().Get(jetstream.MsgIDHeader)
+	}
+	require.Equal(t, want, got, "stream message ids = outbox seqs, each once, in order")
+	for i, r := range rows {
+		m := msgs[i]
+		h := m.Headers()
+		require.Equal(t, want[i], h.Get(HeaderSeq))
+		require.Equal(t, string(r.Op), h.Get(HeaderOp))
+		require.Equal(t, r.EventID, h.Get(HeaderEventID))
+		require.Equal(t, r.TopicID, h.Get(HeaderTopic))
+		require.Equal(t, strconv.Itoa(r.Kind), h.Get(HeaderKind))
+		require.Equal(t, string(r.Reason), h.Get(HeaderReason))
+		require.Equal(t, r.EffectiveKey, h.Get(HeaderEffectiveKey))
+		require.Equal(t, cfg.SubjectPrefix+"."+TopicToken(r.TopicID), m.Subject())
+		if r.Op == outbox.OpDelete {
+			require.Empty(t, m.Data(), "seq %d: a delete row has no payload", r.Seq)
+			continue
+		}
+		var ev nostr.Event
+		require.NoError(t, json.Unmarshal(m.Data(), &ev), "seq %d", r.Seq)
+		require.Equal(t, r.EventID, ev.ID)
+		ok, err := ev.CheckSignature()
+		require.NoError(t, err)
+		require.True(t, ok, "seq %d: the payload is the signed event", r.Seq)
+	}
+}
+
+func offset(t testing.TB, pool *pgxpool.Pool) int64 {
+	o, err := consumer.Offset(context.Background(), pool, ConsumerName)
+	require.NoError(t, err)
+	return o
+}
+
+func waitCaughtUp(t testing.TB, pool *pgxpool.Pool) {
+	t.Helper()
+	head, err := outbox.Head(context.Background(), pool)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return offset(t, pool) >= head }, 60*time.Second, 10*time.Millisecond,
+		"bridge reaches the outbox head %d", head)
+}
+
+func testConfig() Config {
+	return Config{Stream: "CN_TEST", SubjectPrefix: "cn.test", DuplicateWindow: time.Second, RetryBase: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond}
+}
+
+// TestPublishesTheOutboxInOrder: rows of several topics, the person scope and
+// deletions reach the stream once each, in seq order, with their headers, the
+// signed event as payload (none for deletes) and a subject per topic.
+func TestPublishesTheOutboxInOrder(t *testing.T) {
+	db := pgtest.New(t)
+	ns := startNATS(t)
+	ingest(t, newStore(db), rand.New(rand.NewPCG(1, 2)), 600)
+	rb := startBridge(t, db.Pool, ns.url(), testConfig(), consumer.Config{BatchSize: 64})
+	waitCaughtUp(t, db.Pool)
+	ingest(t, newStore(db), rand.New(rand.NewPCG(3, 4)), 200) // while it runs
+	waitCaughtUp(t, db.Pool)
+	requireStreamEqualsOutbox(t, db.Pool, ns.url(), testConfig())
+
+	rows := outboxRows(t, db.Pool)
+	ops, topics := map[outbox.Op]int{}, map[string]int{}
+	for _, r := range rows {
+		ops[r.Op]++
+		topics[r.TopicID]++
+	}
+	require.Positive(t, ops[outbox.OpDelete], "the fixture has deletions")
+	require.Positive(t, topics[protocol.NodeTopic], "the fixture has the person scope")
+	require.GreaterOrEqual(t, len(topics), 4, "the fixture has several topics")
+	require.Equal(t, float64(len(rows)), rb.gauge(t, "cn_bridge_published_total"))
+	require.Equal(t, float64(rows[len(rows)-1].Seq), rb.gauge(t, "cn_bridge_last_published_seq"))
+	require.Zero(t, rb.gauge(t, "cn_bridge_duplicates_total"))
+}
+
+// streamLastID is the Nats-Msg-Id of the stream's last message (0 when empty).
+func streamLastID(t testing.TB, url string, cfg Config) int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	js, err := jetstream.New(connect(t, url))
+	require.NoError(t, err)
+	s, err := js.Stream(ctx, cfg.Stream)
+	require.NoError(t, err)
+	b := &Bridge{stream: s, cfg: cfg}
+	last, err := b.streamLast(ctx)
+	require.NoError(t, err)
+	return last
+}
+
+// TestResumesAcrossRestarts: a bridge killed mid-way (its context cancelled
+// wherever it was), an offset left behind the stream (a crash between the
+// acknowledgements and the offset commit), a NATS server stopped for longer
+// than the duplicate window while rows arrive and restarted on its store: the
+// stream still holds every outbox row once, in order. A resend of an old row
+// after the window is rejected by the chain.
+func TestResumesAcrossRestarts(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t)
+	ns := startNATS(t)
+	cfg := testConfig()
+	st := newStore(db)
+	rng := rand.New(rand.NewPCG(22, 1))
+	ingest(t, st, rng, 2000)
+	head, err := outbox.Head(ctx, db.Pool)
+	require.NoError(t, err)
+	ccfg := consumer.Config{BatchSize: 20, LeaseTTL: time.Second}
+
+	a := startBridge(t, db.Pool, ns.url(), cfg, ccfg)
+	require.Eventually(t, func() bool { return offset(t, db.Pool) >= 200 }, 30*time.Second, time.Millisecond)
+	require.NoError(t, a.stop(t))
+	last := streamLastID(t, ns.url(), cfg)
+	require.Less(t, last, head, "the first bridge was stopped mid-way")
+	require.GreaterOrEqual(t, last, offset(t, db.Pool), "the offset never leads the stream")
+
+	// Leave the offset well behind the stream, as a crash after the
+	// acknowledgements and before the commit does, and let the duplicate window
+	// pass: only the stream's last id keeps the rows from being stored twice.
+	back := last / 2
+	plan, err := consumer.PlanReset(ctx, db.Pool, ConsumerName, consumer.ResetTarget{Seq: &back})
+	require.NoError(t, err)
+	require.NoError(t, consumer.ExecuteReset(ctx, db.Pool, plan, false, "test"))
+	time.Sleep(cfg.DuplicateWindow + 200*time.Millisecond) // time passing, not synchronisation
+
+	b := startBridge(t, db.Pool, ns.url(), cfg, ccfg)
+	require.Eventually(t, func() bool { return offset(t, db.Pool) > last }, 30*time.Second, time.Millisecond)
+	ns.stop()
+	ingest(t, st, rng, 1000) // while the server is down
+	time.Sleep(cfg.DuplicateWindow + 500*time.Millisecond)
+	ns.start()
+	waitCaughtUp(t, db.Pool)
+	requireStreamEqualsOutbox(t, db.Pool, ns.url(), cfg)
+	require.Positive(t, b.gauge(t, "cn_bridge_skipped_total"), "rows the stream held were skipped, not resent")
+	require.Zero(t, b.gauge(t, "cn_bridge_chain_broken"))
+
+	// A zombie's resend of an old row, long after the duplicate window.
+	rows := outboxRows(t, db.Pool)
+	js, err := jetstream.New(connect(t, ns.url()))
+	require.NoError(t, err)
+	old := rows[len(rows)/2]
+	time.Sleep(cfg.DuplicateWindow + 200*time.Millisecond) // past the window, the msg id alone no longer protects
+	_, err = js.PublishMsg(ctx, &nats.Msg{Subject: cfg.SubjectPrefix + "." + TopicToken(old.TopicID), Data: []byte("zombie")},
+		jetstream.WithMsgID(strconv.FormatInt(old.Seq, 10)), jetstream.WithExpectLastMsgID(strconv.FormatInt(rows[len(rows)/2-1].Seq, 10)))
+	var apiErr *jetstream.APIError
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, errCodeWrongLastMsgID, apiErr.ErrorCode)
+	requireStreamEqualsOutbox(t, db.Pool, ns.url(), cfg)
+}
+
+// TestTwoBridgesLeaveOneStream: two bridges started at once on the same stream
+// publish every row once; one holds the lease, the other is a standby.
+func TestTwoBridgesLeaveOneStream(t *testing.T) {
+	db := pgtest.New(t)
+	ns := startNATS(t)
+	cfg := testConfig()
+	ingest(t, newStore(db), rand.New(rand.NewPCG(5, 6)), 800)
+	ccfg := consumer.Config{BatchSize: 50} // the default lease: no takeover while the test runs
+	bridges := make([]*runningBridge, 2)
+	start := make(chan struct{})
+	done := make(chan int, 2)
+	for i := range bridges {
+		go func() {
+			<-start
+			c := ccfg
+			c.OwnerID = fmt.Sprintf("bridge-%d", i)
+			bridges[i] = startBridge(t, db.Pool, ns.url(), cfg, c)
+			done <- i
+		}()
+	}
+	close(start)
+	<-done
+	<-done
+	waitCaughtUp(t, db.Pool)
+	ingest(t, newStore(db), rand.New(rand.NewPCG(7, 8)), 200)
+	waitCaughtUp(t, db.Pool)
+	requireStreamEqualsOutbox(t, db.Pool, ns.url(), cfg)
+
+	var owner string
+	require.NoError(t, db.Pool.QueryRow(context.Background(),
+		"SELECT owner_id FROM cn_relay.consumer_offsets WHERE consumer = $1", ConsumerName).Scan(&owner))
+	active := []float64{bridges[0].gauge(t, "cn_consumer_active"), bridges[1].gauge(t, "cn_consumer_active")}
+	require.ElementsMatch(t, []float64{0, 1}, active, "one active bridge, one standby")
+	leader := 0
+	if active[1] == 1 {
+		leader = 1
+	}
+	require.Equal(t, fmt.Sprintf("bridge-%d", leader), owner)
+	require.Zero(t, bridges[1-leader].gauge(t, "cn_bridge_published_total"), "the standby published nothing")
+}
+
+// TestHaltsOnABrokenChain: an offset ahead of the stream (rows the offset
+// counts as published are not in it) halts the bridge; it never skips them.
+func TestHaltsOnABrokenChain(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t)
+	ns := startNATS(t)
+	cfg := testConfig()
+	st := newStore(db)
+	rng := rand.New(rand.NewPCG(9, 10))
+	ingest(t, st, rng, 100)
+	ccfg := consumer.Config{BatchSize: 50, LeaseTTL: time.Second, MaxAttempts: 1, RetryBase: time.Millisecond, RetryMax: time.Millisecond}
+	a := startBridge(t, db.Pool, ns.url(), cfg, ccfg)
+	waitCaughtUp(t, db.Pool)
+	require.NoError(t, a.stop(t))
+	published := streamLastID(t, ns.url(), cfg)
+
+	ingest(t, st, rng, 20)
+	head, err := outbox.Head(ctx, db.Pool)
+	require.NoError(t, err)
+	plan, err := consumer.PlanReset(ctx, db.Pool, ConsumerName, consumer.ResetTarget{Latest: true})
+	require.NoError(t, err)
+	require.NoError(t, consumer.ExecuteReset(ctx, db.Pool, plan, false, "test"))
+	ingest(t, st, rng, 5)
+
+	b := startBridge(t, db.Pool, ns.url(), cfg, ccfg)
+	select {
+	case err := <-b.done:
+		close(b.done)
+		require.ErrorIs(t, err, consumer.ErrHalted)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the bridge did not halt")
+	}
+	require.Equal(t, float64(1), b.gauge(t, "cn_bridge_chain_broken"))
+	require.Equal(t, head, offset(t, db.Pool), "the offset stays before the rows it could not publish")
+	require.Equal(t, published, streamLastID(t, ns.url(), cfg), "nothing was published past the hole")
+}
+
+func TestServerVersions(t *testing.T) {
+	for v, ok := range map[string]bool{"2.15.2": true, "2.10.0": true, "3.0.0": true, "2.10.0-beta.1": true,
+		"2.9.10": false, "1.99.99": false, "": false, "2.x": false} {
+		err := CheckServerVersion(v)
+		require.Equal(t, ok, err == nil, "%q: %v", v, err)
+		if err != nil {
+			require.NotContains(t, err.Error(), "\n")
+		}
+	}
+}
+
+// TestRetentionKeepsUnpublishedRows: while NATS is down the bridge's offset
+// holds back outbox retention (bridge-v1 is a registered consumer, shown by
+// cnctl status), so a prune keeps every row it has not published; they reach
+// the stream once NATS is back.
+func TestRetentionKeepsUnpublishedRows(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t)
+	ns := startNATS(t)
+	cfg := testConfig()
+	st := newStore(db)
+	rng := rand.New(rand.NewPCG(11, 12))
+	ingest(t, st, rng, 300)
+	startBridge(t, db.Pool, ns.url(), cfg, consumer.Config{BatchSize: 100})
+	waitCaughtUp(t, db.Pool)
+	published := offset(t, db.Pool)
+
+	ns.stop()
+	ingest(t, st, rng, 300)
+	var pending []int64
+	for _, r := range outboxRows(t, db.Pool) {
+		if r.Seq > published {
+			pending = append(pending, r.Seq)
+		}
+	}
+	require.NotEmpty(t, pending)
+	status, err := consumer.ReadStatus(ctx, db.Pool)
+	require.NoError(t, err)
+	var names []string
+	for _, c := range status.Consumers {
+		names = append(names, c.Consumer)
+	}
+	require.Contains(t, names, ConsumerName, "cnctl status shows the bridge")
+
+	report, err := outbox.Prune(ctx, db.Pool, outbox.PruneOptions{OlderThan: time.Nanosecond, Execute: true, Readers: consumer.Offsets{}})
+	require.NoError(t, err)
+	require.Equal(t, 1, report.Consumers)
+	require.NotNil(t, report.Deleted, "retention removed the published rows: %+v", report)
+	require.Len(t, report.HeldBack, 1)
+	require.Equal(t, ConsumerName, report.HeldBack[0].Consumer, "the bridge held retention back")
+	var kept []int64
+	for _, r := range outboxRows(t, db.Pool) {
+		if r.Seq > published {
+			kept = append(kept, r.Seq)
+		}
+	}
+	require.Equal(t, pending, kept, "no row the bridge has not published was pruned")
+	require.Equal(t, published, offset(t, db.Pool), "nothing was published while NATS was down")
+
+	ns.start()
+	waitCaughtUp(t, db.Pool)
+	msgs := streamMsgs(t, ns.url(), cfg.Stream)
+	var tail []int64
+	for _, m := range msgs {
+		id, err := strconv.ParseInt(m.Headers().Get(jetstream.MsgIDHeader), 10, 64)
+		require.NoError(t, err)
+		if id > published {
+			tail = append(tail, id)
+		}
+	}
+	require.Equal(t, pending, tail, "the rows kept for the bridge reached the stream once each, in order")
+}

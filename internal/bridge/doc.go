@@ -1,0 +1,51 @@
+// Package bridge publishes the outbox to a NATS JetStream stream: the consumer
+// bridge-v1 (pkg/consumer) reads cn_relay.events_outbox and publishes every row,
+// in seq order, to one stream of the node.
+//
+// # Messages
+//
+// A row becomes one message on the subject <prefix>.<token>, where token is the
+// row's topic (TopicToken): a topic made only of [a-z0-9-] is its own token;
+// any other is "_" followed by the lower-case, unpadded base32 of its UTF-8
+// bytes; the person scope (protocol.NodeTopic) is the reserved token NODE, which
+// no encoded or plain token can equal. Headers carry Cn-Seq, Cn-Op, Cn-Kind,
+// Cn-Event-Id, Cn-Topic (the topic id as stored), Cn-Reason (delete rows) and
+// Cn-Effective-Key (replaceable and addressable events), and Nats-Msg-Id is the
+// seq in decimal. The payload of an upsert row is the signed event as NIP-01
+// JSON, loaded from cn_relay.events, so a remote host can verify it without a
+// query to the primary. A delete row has an empty payload: its headers name
+// the event and the reason, and the event is no longer visible.
+//
+// # Promises
+//
+//   - Order: the stream holds the rows in ascending seq order; message N+1 of
+//     the stream is the outbox row that follows message N.
+//   - Exactly once, beyond the duplicate window: each message carries
+//     Nats-Msg-Id = seq and Nats-Expected-Last-Msg-Id = the seq published before
+//     it (the first message of an empty stream: Nats-Expected-Last-Sequence 0).
+//     The server stores it only when the stream's last message is that
+//     predecessor, so a resend of a stored row is rejected (or acknowledged as
+//     a duplicate inside the window) and a lost row stops every later publish
+//     instead of leaving a gap.
+//   - The stream is the truth for what was published: before its first batch,
+//     and after any failed publish, the bridge reads the stream's last message
+//     id, skips the rows up to it and commits the offset past them. The offset
+//     in Postgres may lag the stream after a crash, never lead it: it commits
+//     only after the server acknowledged every row of its batch.
+//   - One writer: the chain needs exactly one writer per stream. The consumer's
+//     lease makes one bridge active and others standbys. A fenced bridge that
+//     still publishes can store only the row that comes next in the chain,
+//     which is the message the active one would store (same id, headers and
+//     payload); anything else it sends is rejected, and it can never commit an
+//     offset.
+//   - Retention: bridge-v1 is a registered consumer, so outbox retention never
+//     drops a row it has not published.
+//   - Outages: publish failures (server down, timeouts) are retried inside the
+//     batch with back-off for as long as it takes; they never count toward the
+//     consumer's halt policy. A broken chain does: when the stream's last id is
+//     below the bridge's offset (rows the offset counts as published are not in
+//     the stream) the batch fails with ErrChainBroken and, after the consumer's
+//     attempts, the bridge halts (cn_bridge_chain_broken = 1). It never skips.
+//   - An empty stream starts at the first row the bridge publishes (its offset
+//     plus one, or the oldest row the outbox still holds).
+package bridge

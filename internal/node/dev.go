@@ -1,0 +1,239 @@
+package node
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kukuri/communitynode/internal/dashboard"
+	"github.com/kukuri/communitynode/internal/dbpool"
+	"github.com/kukuri/communitynode/internal/indexer"
+	"github.com/kukuri/communitynode/internal/moderation"
+	"github.com/kukuri/communitynode/internal/nodekey"
+	"github.com/kukuri/communitynode/internal/pgembed"
+	"github.com/kukuri/communitynode/internal/relay"
+	"github.com/kukuri/communitynode/internal/trust"
+	"github.com/kukuri/communitynode/schema"
+)
+
+// DevDatabaseName is the database the dev node's embedded server holds the
+// node's data in.
+const DevDatabaseName = "communitynode"
+
+// DevOptions is what the dev node needs: where it keeps its data and where its
+// daemons listen (each empty address takes its default, DefaultRelayListen...).
+type DevOptions struct {
+	// DatabaseURL, when set, is used as is and no embedded server is started.
+	DatabaseURL string
+	// DataDir holds the embedded server's cluster; it is reused across runs.
+	DataDir string
+	// Port for the embedded server; 0 reuses the last one or picks a free one.
+	Port int
+	// RelayListen is where the relay serves WebSocket, NIP-11, NIP-86 and /healthz.
+	RelayListen string
+	// RelayMetricsListen is the private address of the relay's /metrics, which
+	// the status page reads.
+	RelayMetricsListen string
+	// IndexerListen is where the indexer serves /v1/search, /healthz and /metrics.
+	IndexerListen string
+	// ModeratorListen is where the moderator serves /healthz and /metrics.
+	ModeratorListen string
+	// TrustListen is where the trust daemon serves /v1/trust/{pubkey}, /healthz and /metrics.
+	TrustListen string
+	// NodeKeyFile holds the node's key; it is created on the first run.
+	NodeKeyFile string
+	// AdminPubkeys may manage the relay through NIP-86 (hex); they are trust's
+	// seeds when Seeds is empty.
+	AdminPubkeys []string
+	// Seeds are trust's seed pubkeys (hex).
+	Seeds []string
+	// DefaultTopic, when set, is the relay's single-community topic (normalised).
+	DefaultTopic string
+	// DashboardListen is where the status page is served (loopback).
+	DashboardListen string
+	Logger          *slog.Logger
+	// Out receives the lines a developer reads: URLs and what is running.
+	Out io.Writer
+}
+
+// Validate reports options Dev cannot use.
+func (c DevOptions) Validate() error {
+	if c.DatabaseURL == "" && c.DataDir == "" {
+		return errors.New("dev node: need a database URL or a data directory")
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return fmt.Errorf("dev node: port %d out of range", c.Port)
+	}
+	return nil
+}
+
+// Dev runs the whole community node on one machine for development: a database
+// (the given URL, or an embedded Postgres kept in the working tree), its
+// migrations, and every daemon the node has, each built as Relay, Indexer,
+// Moderator and Trust build it, plus the status page. It blocks until ctx is
+// done or a daemon fails, then stops everything it started, the embedded server
+// last.
+func Dev(ctx context.Context, cfg DevOptions) (err error) {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	dbURL := cfg.DatabaseURL
+	if dbURL == "" {
+		srv, err := pgembed.Start(ctx, pgembed.Config{DataDir: cfg.DataDir, Port: cfg.Port, Logger: cfg.Logger})
+		if err != nil {
+			return fmt.Errorf("start embedded postgres: %w", err)
+		}
+		defer func() {
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			if stopErr := srv.Stop(stopCtx); stopErr != nil {
+				err = errors.Join(err, fmt.Errorf("stop embedded postgres: %w", stopErr))
+			}
+			fmt.Fprintln(cfg.Out, "embedded postgres stopped")
+		}()
+		if err := ensureDatabase(ctx, srv.URL("postgres"), DevDatabaseName); err != nil {
+			return err
+		}
+		dbURL = srv.URL(DevDatabaseName)
+		fmt.Fprintf(cfg.Out, "embedded postgres (data in %s)\n", cfg.DataDir)
+	}
+	fmt.Fprintf(cfg.Out, "DATABASE_URL=%s\n", dbURL)
+
+	if err := migrate(ctx, dbURL, cfg.Out); err != nil {
+		return err
+	}
+	keyFile := cmp.Or(cfg.NodeKeyFile, nodekey.DefaultFile)
+	key, created, err := nodekey.LoadOrGenerate(keyFile)
+	if err != nil {
+		return err
+	}
+	if created {
+		fmt.Fprintf(cfg.Out, "created the node key %s\n", keyFile)
+	}
+	fmt.Fprintf(cfg.Out, "node pubkey %s (%s)\n", key.PubKey, key.Npub())
+
+	// Every daemon of the node runs here, each with Run(ctx) error; the first that
+	// fails stops the others.
+	d, err := build(cfg, dbURL, key)
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return Relay(gctx, d.relay) })
+	fmt.Fprintf(cfg.Out, "relay: ws://%s (NIP-11, NIP-86 and /healthz on the same address; /metrics on http://%s/metrics)\n",
+		d.relay.Relay.Listen, d.relay.Relay.MetricsListen)
+	g.Go(func() error { return Indexer(gctx, d.indexer) })
+	fmt.Fprintf(cfg.Out, "indexer: http://%s/v1/search?q=... (consumer %s; /healthz and /metrics on the same address)\n", d.indexer.Listen, indexer.ConsumerName)
+	g.Go(func() error { return Moderator(gctx, d.moderator) })
+	fmt.Fprintf(cfg.Out, "moderator: http://%s/metrics (consumer %s; labels signed by %s)\n", d.moderator.Listen, moderation.ConsumerName, key.Npub())
+	g.Go(func() error { return Trust(gctx, d.trust) })
+	fmt.Fprintf(cfg.Out, "trust: http://%s/v1/trust/{pubkey} (consumer %s; NIP-85 assertions by a key derived from the node key)\n", d.trust.Listen, trust.ConsumerName)
+	dashListen := d.dashboardListen
+	if err := dashboard.CheckExposure(dashListen, ""); err != nil {
+		return err
+	}
+	dashPool, err := dbpool.Open(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer dashPool.Close()
+	dashLn, err := net.Listen("tcp", dashListen)
+	if err != nil {
+		return fmt.Errorf("dashboard listener: %w", err)
+	}
+	dash := dashboard.New(dashboard.Config{Pool: dashPool, Listen: dashLn.Addr().String(),
+		RelayMetrics: []string{"http://" + d.relay.Relay.MetricsListen + "/metrics"}})
+	g.Go(func() error { return dashboard.Serve(gctx, dashLn, dash, "") })
+	fmt.Fprintf(cfg.Out, "dashboard: http://%s/ (read-only status page)\n", dashLn.Addr())
+	fmt.Fprintf(cfg.Out, "topic policy: %s (NIP-11 topic_policy; README \"Topic policy\")\n", d.relay.Relay.Limits.TopicRules.Summary())
+	fmt.Fprintln(cfg.Out, "node is up; press Ctrl-C to stop")
+	<-gctx.Done()
+	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// daemons is what Dev starts, each daemon's options built from the DevOptions
+// alone (TestEveryDevOptionReachesADaemon checks that none is dropped).
+type daemons struct {
+	relay           RelayOptions
+	indexer         IndexerOptions
+	moderator       ModeratorOptions
+	trust           TrustOptions
+	dashboardListen string
+}
+
+// build turns cfg into the daemons' options, on the database dbURL with the
+// node key.
+func build(cfg DevOptions, dbURL string, key nodekey.Key) (daemons, error) {
+	logger := orDiscard(cfg.Logger)
+	relayCfg := relay.DefaultConfig()
+	relayCfg.Info.Self = key.PubKey
+	relayCfg.Listen = cmp.Or(cfg.RelayListen, DefaultRelayListen)
+	relayCfg.MetricsListen = cmp.Or(cfg.RelayMetricsListen, DefaultRelayMetricsListen)
+	relayCfg.Limits.DefaultTopic = cfg.DefaultTopic
+	if err := relayCfg.Validate(); err != nil {
+		return daemons{}, err
+	}
+	return daemons{
+		relay: RelayOptions{DatabaseURL: dbURL, Relay: relayCfg, SweepInterval: DefaultSweepInterval,
+			StatsInterval: DefaultStatsInterval, AdminPubkeys: cfg.AdminPubkeys, Logger: logger.With("daemon", "relay")},
+		indexer: IndexerOptions{DatabaseURL: dbURL, Listen: cmp.Or(cfg.IndexerListen, DefaultIndexerListen),
+			Logger: logger.With("daemon", "indexer")},
+		moderator: ModeratorOptions{DatabaseURL: dbURL, Listen: cmp.Or(cfg.ModeratorListen, DefaultModeratorListen), Key: key,
+			Logger: logger.With("daemon", "moderator")},
+		trust: TrustOptions{DatabaseURL: dbURL, Listen: cmp.Or(cfg.TrustListen, DefaultTrustListen), NodeKey: key,
+			Admins: cfg.AdminPubkeys, Seeds: cfg.Seeds, Logger: logger.With("daemon", "trust")},
+		dashboardListen: cmp.Or(cfg.DashboardListen, DefaultDashboardListen),
+	}, nil
+}
+
+func migrate(ctx context.Context, dbURL string, out io.Writer) error {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	applied, err := schema.Migrate(ctx, conn)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	for _, m := range applied {
+		fmt.Fprintf(out, "applied migration %04d_%s\n", m.Version, m.Name)
+	}
+	return nil
+}
+
+func ensureDatabase(ctx context.Context, adminURL, name string) error {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return fmt.Errorf("connect to embedded postgres: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return fmt.Errorf("look up database %s: %w", name, err)
+	}
+	if exists {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	return nil
+}

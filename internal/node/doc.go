@@ -1,0 +1,22 @@
+// Package node is the node's composition root: the only package that opens
+// database pools, builds metrics registries and wires the domain packages into
+// daemons. Each daemon has one entry point that takes an options struct and
+// runs until its context ends or a part fails:
+//
+//   - Relay: one relay process (internal/relay) on the event store
+//     (internal/store), the outbox writer, the management state
+//     (internal/relayadmin), the --min-rank gate (internal/trust/gate) and the
+//     ephemeral bus, plus the store's maintenance loops (NIP-40 sweep, pending
+//     identity sweep, query-table statistics).
+//   - Indexer: the index-v1 consumer (internal/indexer) and the search API.
+//   - Moderator: the moderation-v1 consumer (internal/moderation).
+//   - Trust: the trust-v1 consumer, the recompute schedule and the NIP-85
+//     publisher (internal/trust).
+//   - Dev: all of the above and the status page on one machine (cnctl dev),
+//     each daemon built exactly as its own entry point builds it.
+//
+// Every default lives in defaults.go, once: the cmd/* flags, the dev node and
+// the README take them from there. The cmd/* packages only map flags (and their
+// environment variables) onto these options; the domain packages take an open
+// pool and never parse flags.
+package node

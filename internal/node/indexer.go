@@ -1,0 +1,61 @@
+package node
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+
+	"github.com/kukuri/communitynode/internal/daemon"
+	"github.com/kukuri/communitynode/internal/dbpool"
+	"github.com/kukuri/communitynode/internal/indexer"
+	"github.com/kukuri/communitynode/pkg/consumer"
+)
+
+// IndexerOptions is what one indexer process needs.
+type IndexerOptions struct {
+	DatabaseURL string
+	Listen      string // HTTP address of the search API; "" serves nothing
+	Kinds       []int  // indexed kinds; indexer.DefaultKinds when nil
+	BatchSize   int    // outbox rows per batch; DefaultIndexerBatchSize when 0
+	Logger      *slog.Logger
+	// Ready, if set, is called with the HTTP listener's address once it listens.
+	Ready func(addr string)
+}
+
+// Indexer runs the index-v1 consumer and the search API until ctx is done or one
+// of them fails. Only one indexer leads at a time (the consumer's lease); a
+// second one waits as a standby and serves searches meanwhile.
+func Indexer(ctx context.Context, o IndexerOptions) error {
+	logger := orDiscard(o.Logger)
+	kinds := o.Kinds
+	if kinds == nil {
+		kinds = indexer.DefaultKinds
+	}
+	pool, err := dbpool.Open(ctx, o.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	reg := daemon.Registry()
+	c, err := consumer.New(pool, &indexer.Handler{Kinds: indexer.NewKinds(kinds)}, consumer.Config{
+		Name:       indexer.ConsumerName,
+		BatchSize:  cmp.Or(o.BatchSize, DefaultIndexerBatchSize),
+		Logger:     logger,
+		Registerer: reg,
+	})
+	if err != nil {
+		return err
+	}
+	api := &indexer.API{Pool: pool, Gatherer: reg, Registerer: reg, Logger: logger}
+	return daemon.Process{Name: "search API", Listen: o.Listen, Handler: api.Handler(), Path: "/v1/search", Logger: logger, Ready: o.Ready}.Run(ctx,
+		c.Run, func(ctx context.Context) error { indexer.CleanPending(ctx, pool, logger); return nil })
+}
+
+// orDiscard is logger, or one that discards when nil.
+func orDiscard(logger *slog.Logger) *slog.Logger {
+	if logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return logger
+}

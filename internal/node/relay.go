@@ -1,0 +1,224 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kukuri/communitynode/internal/daemon"
+	"github.com/kukuri/communitynode/internal/dbpool"
+	"github.com/kukuri/communitynode/internal/ephemeral"
+	"github.com/kukuri/communitynode/internal/relay"
+	"github.com/kukuri/communitynode/internal/relayadmin"
+	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/trust/gate"
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+// RelayOptions is what one relay process needs.
+type RelayOptions struct {
+	DatabaseURL string
+	// Relay is the relay's configuration; Relay.Info.Self is the node's pubkey,
+	// exempt from MinRank with the admins.
+	Relay relay.Config
+	// SweepInterval is how often expired (NIP-40) events are swept; 0 turns it off.
+	SweepInterval time.Duration
+	// StatsInterval is how often the query tables' statistics are checked and,
+	// when missing or stale, refreshed (store.AnalyzeStale); 0 turns it off.
+	StatsInterval time.Duration
+	// AdminPubkeys may manage the relay through NIP-86 (hex). None: every NIP-86
+	// request is answered 401.
+	AdminPubkeys []string
+	// MinRank, when > 0, refuses posts from authors ranked below it by the trust
+	// daemon (gate.Gate); the admins and the node (Relay.Info.Self) are exempt.
+	MinRank int
+	// Pending bounds newcomers' waiting identity events (zero: the defaults).
+	Pending store.PendingLimits
+	Logger  *slog.Logger
+}
+
+// Relay runs one relay process: it opens the database pool and wires the outbox
+// writer, the store, the management state, the rank gate and the relay
+// together, with the store's maintenance loops, until ctx is done or one of
+// them fails. The writer outlives the relay, whose final flush commits through
+// it.
+func Relay(ctx context.Context, s RelayOptions) error {
+	logger := s.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	pool, err := dbpool.Open(ctx, s.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	reg := daemon.Registry()
+	writer := outbox.NewWriter(pool, outbox.WriterConfig{Logger: logger, Registerer: reg})
+	st := store.New(pool, writer, s.Relay.Limits.TopicRules)
+	if s.Pending != (store.PendingLimits{}) {
+		st.SetPendingLimits(s.Pending)
+	}
+	policy, err := relayadmin.Open(ctx, pool, logger)
+	if err != nil {
+		return err
+	}
+	admins := map[string]bool{}
+	for _, pk := range s.AdminPubkeys {
+		admins[pk] = true
+	}
+	api := &relayadmin.API{Admin: &relayadmin.Admin{Pool: pool, Store: st.Publisher(), TopicRules: st.Rules()}, Admins: admins,
+		PublicURL: s.Relay.PublicURL, Logger: logger}
+	exempt := slices.Clone(s.AdminPubkeys)
+	if self := s.Relay.Info.Self; self != "" {
+		exempt = append(exempt, self)
+	}
+	ranks := &gate.Gate{Pool: pool, MinRank: s.MinRank, Exempt: exempt, Logger: logger}
+	if err := ranks.Load(ctx); err != nil {
+		return err
+	}
+	st.SetMemberGate(ranks.Ranked)
+	reg.MustRegister(pendingGauges(st)...)
+	deps := relay.Deps{
+		Ranks:      ranks,
+		Store:      st,
+		Feed:       relay.NewPGFeed(pool, logger),
+		Logger:     logger,
+		Registerer: reg,
+		Gatherer:   reg,
+		Policy:     policy,
+		Management: api,
+		Ephemeral:  ephemeral.New(pool, logger),
+	}
+	r, err := relay.New(s.Relay, deps)
+	if err != nil {
+		return err
+	}
+	policy.OnChange(func(*relayadmin.State) { r.DisconnectBlocked() })
+
+	// The writer outlives the relay: the relay's final flush commits through it.
+	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWriter()
+	writerDone := make(chan error, 1)
+	go func() { writerDone <- writer.Run(writerCtx) }()
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return r.Run(gctx) })
+	g.Go(func() error { return policy.Run(gctx) })
+	g.Go(func() error { return ranks.Run(gctx) })
+	if s.SweepInterval > 0 {
+		g.Go(func() error { sweepExpired(gctx, st, s.SweepInterval, logger); return nil })
+		g.Go(func() error { sweepPending(gctx, st, s.SweepInterval, logger); return nil })
+	}
+	if s.StatsInterval > 0 {
+		g.Go(func() error { keepStatistics(gctx, st, s.StatsInterval, logger); return nil })
+	}
+	err = g.Wait()
+	stopWriter()
+	if werr := <-writerDone; werr != nil && err == nil {
+		err = fmt.Errorf("outbox writer: %w", werr)
+	}
+	return err
+}
+
+// sweepBatch is how many expired events one sweep transaction marks.
+const sweepBatch = 1000
+
+// sweepExpired marks expired (NIP-40) events deleted every interval until ctx is
+// done; a full batch is followed at once by the next. The store lets one relay at
+// a time sweep.
+func sweepExpired(ctx context.Context, st *store.Store, interval time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for ctx.Err() == nil {
+			n, err := st.Sweep(ctx, sweepBatch)
+			if err != nil {
+				if ctx.Err() == nil {
+					logger.Warn("expiry sweep failed", "err", err)
+				}
+				break
+			}
+			if n > 0 {
+				logger.Info("expired events swept", "events", n)
+			}
+			if n < sweepBatch {
+				break
+			}
+		}
+	}
+}
+
+// sweepPending maintains newcomers' pending identity events every interval
+// until ctx is done (store.SweepPending): expiry, publication of the keys that
+// became members in another way, and the count behind the global cap.
+func sweepPending(ctx context.Context, st *store.Store, interval time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		ps, err := st.SweepPending(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			logger.Warn("pending identity sweep failed", "err", err)
+		case ps.Expired > 0 || ps.Published > 0:
+			logger.Info("pending identity events swept", "expired", ps.Expired, "published", ps.Published, "left", ps.Events)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// pendingGauges are the metrics of newcomers' pending identity events.
+func pendingGauges(st *store.Store) []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cn_relay_pending_identity_events",
+			Help: "Identity events of keys that are not members yet, waiting (as last counted by the pending sweep)."},
+			func() float64 { return float64(st.PendingEvents()) }),
+	}
+}
+
+// keepStatistics analyses the relay's query tables whenever their statistics
+// are missing or stale (store.AnalyzeStale), checking every interval until ctx is
+// done: REQ plans must not wait for autovacuum, which may be off or behind.
+func keepStatistics(ctx context.Context, st *store.Store, interval time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	warned := map[string]bool{}
+	for {
+		done, err := st.AnalyzeStale(ctx)
+		for _, a := range done {
+			if a.NotOwner {
+				if !warned[a.Table] {
+					warned[a.Table] = true
+					logger.Warn("a query table's statistics are missing or stale, and the relay's role does not own it to analyze it: keep autovacuum on or run ANALYZE as its owner",
+						"table", a.Table, "rows_changed", a.Changed, "never_analyzed", a.Never)
+				}
+				continue
+			}
+			logger.Info("analyzed a query table: its statistics were missing or stale", "table", a.Table,
+				"rows_changed", a.Changed, "never_analyzed", a.Never, "took_ms", a.Took.Milliseconds())
+		}
+		if err != nil && ctx.Err() == nil {
+			logger.Warn("analyzing the query tables failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+// TestFollowerDeliversAVersionThatComesBack: version A (two topics, so two
+// rows), a newer version B that replaces it, B deleted, A effective again: the
+// outbox reads `A upsert x2, B upsert, B delete, A upsert x2`. Whatever the
+// size of the follower's reads, A is delivered twice, each time with the seq
+// of its run's first row (a subscription whose snapshot lies between the two
+// runs needs the second), and never once per row.
+func TestFollowerDeliversAVersionThatComesBack(t *testing.T) {
+	t.Parallel()
+	k := newKey(t)
+	vA := k.note(t, "version A", func(ev *nostr.Event) {
+		ev.Kind, ev.Tags = 30023, nostr.Tags{{"d", "x"}, {"t", "go"}, {"t", "zig"}}
+	})
+	vB := k.note(t, "version B", func(ev *nostr.Event) {
+		ev.Kind, ev.Tags, ev.CreatedAt = 30023, nostr.Tags{{"d", "x"}, {"t", "go"}}, vA.CreatedAt+1
+	})
+	rows := []outbox.Row{
+		{Op: outbox.OpUpsert, EventID: vA.ID, TopicID: "go"},
+		{Op: outbox.OpUpsert, EventID: vA.ID, TopicID: "zig"},
+		{Op: outbox.OpUpsert, EventID: vB.ID, TopicID: "go"},
+		{Op: outbox.OpDelete, EventID: vB.ID, TopicID: "go", Reason: "nip09"},
+		{Op: outbox.OpUpsert, EventID: vA.ID, TopicID: "go"},
+		{Op: outbox.OpUpsert, EventID: vA.ID, TopicID: "zig"},
+	}
+	for batch := 1; batch <= len(rows); batch++ {
+		t.Run(fmt.Sprintf("reads of %d rows", batch), func(t *testing.T) {
+			t.Parallel()
+			store := newFakeStore()
+			var mu sync.Mutex
+			var got []string
+			f := newFollower(store, store, func(ev *nostr.Event, seq int64) {
+				mu.Lock()
+				got = append(got, fmt.Sprintf("%s@%d", map[string]string{vA.ID: "A", vB.ID: "B"}[ev.ID], seq))
+				mu.Unlock()
+			}, newMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
+			f.batchSize = batch
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); f.run(ctx) }()
+			t.Cleanup(func() { cancel(); <-done })
+			<-f.ready
+
+			// All six rows commit at once; by the time the follower loads the
+			// events, B is deleted (not visible) and A is.
+			store.mu.Lock()
+			store.events[vA.ID] = vA
+			for _, r := range rows {
+				store.seq++
+				r.Seq, r.Kind = store.seq, 30023
+				store.rows = append(store.rows, r)
+			}
+			wake := slices.Clone(store.listener)
+			store.mu.Unlock()
+			for _, w := range wake {
+				w()
+			}
+			// The follower sets its seq after fanning a read's events out.
+			require.Eventually(t, func() bool { return testutil.ToFloat64(f.m.followerSeq) == float64(len(rows)) }, waitTimeout, time.Millisecond)
+			mu.Lock()
+			defer mu.Unlock()
+			require.Equal(t, []string{"A@1", "A@5"}, got)
+		})
+	}
+}

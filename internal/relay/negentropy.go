@@ -1,0 +1,241 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/kukuri/communitynode/internal/negentropy"
+	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/store"
+)
+
+// SyncStore is what NIP-77 needs of the store (store.Reader.SyncItems): the
+// (created_at, id) of every stored event matching f that v may read, with
+// REQ's visibility, at most max of them, or store.ErrTooManySyncItems. A Store
+// that also implements it gets NIP-77 served while Config.Negentropy is set.
+type SyncStore interface {
+	SyncItems(ctx context.Context, f nostr.Filter, v protocol.Viewer, max int) ([]negentropy.Item, error)
+}
+
+const (
+	reasonNegDisabled = "error: this relay does not serve NIP-77 negentropy sync"
+	reasonNegSearch   = "invalid: search filters cannot be synced"
+	reasonNegUnknown  = "closed: no open negentropy session with this id"
+	reasonNegIdle     = "closed: idle for too long"
+	reasonNegFailed   = "error: could not prepare the sync"
+)
+
+// negSession is one NIP-77 session of a connection. Its items are read by a
+// query goroutine (ready is closed when that ends, whatever the outcome); then
+// the reader goroutine answers each NEG-MSG in order. Exactly one NEG-ERR or
+// nothing ends it: whoever marks it closed (endNeg) first sends the final
+// message, and every NEG-MSG answer is queued under mu before that, so nothing
+// of the session follows its NEG-ERR.
+type negSession struct {
+	id     string
+	ctx    context.Context // cancelled when the session ends
+	cancel context.CancelFunc
+	ready  chan struct{}
+
+	mu     sync.Mutex
+	srv    *negentropy.Server // nil until loaded, and again once closed
+	closed bool
+	idle   *time.Timer // ends the session after NegIdleTimeout without a NEG-MSG
+}
+
+func negMsg(subID, msg string) []byte {
+	b := append([]byte(`["NEG-MSG",`), quote(subID)...)
+	b = append(b, ',')
+	b = append(b, quote(msg)...)
+	return append(b, ']')
+}
+
+// negErrMsg is ["NEG-ERR", subID, reason] with extra elements (numbers) after.
+func negErrMsg(subID, reason string, extra ...int) []byte {
+	b := append([]byte(`["NEG-ERR",`), quote(subID)...)
+	b = append(b, ',')
+	b = append(b, quote(reason)...)
+	for _, n := range extra {
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(n), 10)
+	}
+	return append(b, ']')
+}
+
+// onNegOpen opens (or replaces: the old session of the id is closed first,
+// silently) a NIP-77 session over the events filter selects that this
+// connection may read. The initial message is checked before anything is
+// read from the database; the items are read by a query goroutine, which then
+// answers the initial message.
+func (c *conn) onNegOpen(subID string, filter nostr.Filter, msg string) {
+	c.closeNeg(subID)
+	if c.r.sync == nil {
+		c.enqueue(negErrMsg(subID, reasonNegDisabled))
+		return
+	}
+	if err := negentropy.Check(msg); err != nil {
+		c.enqueue(negErrMsg(subID, "invalid: "+err.Error()))
+		return
+	}
+	if filter.Search != "" {
+		c.enqueue(negErrMsg(subID, reasonNegSearch))
+		return
+	}
+	filters, reason := c.checkRead([]nostr.Filter{filter})
+	if reason != "" {
+		c.enqueue(negErrMsg(subID, reason))
+		return
+	}
+	c.mu.Lock()
+	if len(c.subs)+len(c.negs) >= c.r.cfg.MaxSubscriptions {
+		c.mu.Unlock()
+		c.enqueue(negErrMsg(subID, reasonTooManySubs))
+		return
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	s := &negSession{id: subID, ctx: ctx, cancel: cancel, ready: make(chan struct{})}
+	c.negs[subID] = s
+	c.mu.Unlock()
+	v := c.viewer()
+	if !c.startQuery(func() { c.loadNeg(s, filters[0], v, msg) }) {
+		c.endNeg(s)
+		close(s.ready)
+	}
+}
+
+// loadNeg reads the session's items and answers the initial message, or ends
+// the session with NEG-ERR: blocked (with the limit as the 4th element) when
+// more than MaxSyncEvents events match.
+func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg string) {
+	defer close(s.ready)
+	ctx, cancel := context.WithTimeout(s.ctx, c.r.cfg.QueryTimeout)
+	start := time.Now()
+	items, err := c.r.sync.SyncItems(ctx, f, v, c.r.cfg.MaxSyncEvents)
+	cancel()
+	c.r.m.querySeconds.WithLabelValues("neg").Observe(time.Since(start).Seconds())
+	if err != nil {
+		if s.ctx.Err() != nil {
+			return // closed, replaced, or the connection ended
+		}
+		switch {
+		case errors.Is(err, store.ErrTooManySyncItems):
+			c.failNeg(s, negErrMsg(s.id, fmt.Sprintf("blocked: more than %d events match, sync with narrower filters", c.r.cfg.MaxSyncEvents),
+				c.r.cfg.MaxSyncEvents))
+		case errors.Is(err, context.DeadlineExceeded):
+			c.failNeg(s, negErrMsg(s.id, reasonQueryTimeout))
+		default:
+			c.log.Warn("negentropy query failed", "sub", s.id, "err", err)
+			c.failNeg(s, negErrMsg(s.id, reasonQueryFailed))
+		}
+		return
+	}
+	srv, err := negentropy.NewServer(items, c.r.cfg.NegFrameLimit)
+	if err != nil {
+		c.log.Warn("negentropy session failed", "sub", s.id, "err", err)
+		c.failNeg(s, negErrMsg(s.id, reasonNegFailed))
+		return
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.srv = srv
+	s.mu.Unlock()
+	c.reconcileNeg(s, msg)
+}
+
+// onNegMsg answers one NEG-MSG of an open session, in order: it waits until
+// the session's items are loaded (at most QueryTimeout).
+func (c *conn) onNegMsg(subID, msg string) {
+	c.mu.Lock()
+	s := c.negs[subID]
+	c.mu.Unlock()
+	if s == nil {
+		c.enqueue(negErrMsg(subID, reasonNegUnknown))
+		return
+	}
+	<-s.ready
+	c.reconcileNeg(s, msg)
+}
+
+// reconcileNeg runs one round, once one of the relay's NegConcurrency slots is
+// free (it gives up when the session or the connection ends first). A message
+// the library may not see (see negentropy.Check), or any failure of it, ends
+// the session with NEG-ERR; nothing else is affected.
+func (c *conn) reconcileNeg(s *negSession, msg string) {
+	select {
+	case c.r.negSlots <- struct{}{}:
+	case <-s.ctx.Done(): // (a child of the connection's)
+		return
+	}
+	defer func() { <-c.r.negSlots }()
+	s.mu.Lock()
+	if s.closed || s.srv == nil {
+		s.mu.Unlock()
+		return // ended meanwhile; its final message, if any, was sent
+	}
+	out, err := s.srv.Reconcile(msg)
+	if err != nil {
+		s.mu.Unlock()
+		if errors.Is(err, negentropy.ErrPanic) {
+			c.log.Warn("negentropy library panicked on a checked message", "sub", s.id, "err", err)
+			err = errors.New("could not reconcile this message")
+		}
+		c.failNeg(s, negErrMsg(s.id, "invalid: "+err.Error()))
+		return
+	}
+	c.enqueue(negMsg(s.id, out))
+	if s.idle == nil {
+		s.idle = time.AfterFunc(c.r.cfg.NegIdleTimeout, func() { c.failNeg(s, negErrMsg(s.id, reasonNegIdle)) })
+	} else {
+		s.idle.Reset(c.r.cfg.NegIdleTimeout)
+	}
+	s.mu.Unlock()
+}
+
+// failNeg ends s and sends its final message, unless something ended it first.
+func (c *conn) failNeg(s *negSession, final []byte) {
+	if c.endNeg(s) {
+		c.enqueue(final)
+	}
+}
+
+// endNeg ends s: it forgets it, stops its timer, cancels its query and drops its
+// items. It reports whether this call ended it (the first one does).
+func (c *conn) endNeg(s *negSession) bool {
+	c.mu.Lock()
+	if c.negs[s.id] == s {
+		delete(c.negs, s.id)
+	}
+	c.mu.Unlock()
+	s.mu.Lock()
+	first := !s.closed
+	s.closed = true
+	s.srv = nil
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	return first
+}
+
+// closeNeg ends the session subID, if open, without a message (NEG-CLOSE, or
+// a NEG-OPEN reusing the id), and waits until its query goroutine has ended.
+func (c *conn) closeNeg(subID string) {
+	c.mu.Lock()
+	s := c.negs[subID]
+	c.mu.Unlock()
+	if s == nil {
+		return
+	}
+	c.endNeg(s)
+	<-s.ready
+}

@@ -1,0 +1,226 @@
+package trust
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/pkg/consumer"
+	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/schema"
+)
+
+// DefaultBatchSize is the trust consumer's outbox rows per graph transaction.
+const DefaultBatchSize = 1000
+
+// SeedsFor chooses the seeds of the ranks: the given seeds, else the relay's
+// admins, else none (a uniform teleport, plain PageRank).
+func SeedsFor(seeds, admins []string) Seeds {
+	switch {
+	case len(seeds) > 0:
+		return Seeds{Pubkeys: seeds, Source: "flag"}
+	case len(admins) > 0:
+		return Seeds{Pubkeys: admins, Source: "admins"}
+	default:
+		return Seeds{Source: "uniform"}
+	}
+}
+
+// Scheduler is the trust daemon's clock: it recomputes the ranks at start (once
+// the graph has applied the outbox as it was then), every RecomputeInterval and
+// when cnctl asks (cn_trust.requests), and publishes the changed assertions
+// every PublishInterval. One process at a time schedules (an advisory lock held
+// on a dedicated connection); another waits as a standby. Set the fields, then
+// call Run once.
+type Scheduler struct {
+	Pool      *pgxpool.Pool
+	Publisher *Publisher
+	Seeds     Seeds
+	Params    Params
+	// NodeName is shown in the provider's profile.
+	NodeName          string
+	RecomputeInterval time.Duration
+	PublishInterval   time.Duration
+	// AsOf gives the as_of time of a scheduled run; time.Now when nil.
+	AsOf func() int64
+	// Registerer takes the cn_trust_* run and publication metrics; nil: none.
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger // nil: discard
+}
+
+// Run schedules until ctx is done, and returns ctx's error then, or an error
+// of the lock or of the provider's profile.
+func (s *Scheduler) Run(ctx context.Context) error {
+	pool, pub, logger, asOf := s.Pool, s.Publisher, s.Logger, s.AsOf
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if asOf == nil {
+		asOf = func() int64 { return time.Now().Unix() }
+	}
+	reg := s.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m := newMetrics(reg)
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	for {
+		var ok bool
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, schema.TrustPublisherLock).Scan(&ok); err != nil {
+			return fmt.Errorf("trust publisher lock: %w", err)
+		}
+		if ok {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Second):
+		}
+	}
+	defer func() {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, schema.TrustPublisherLock)
+	}()
+	if err := pub.PublishProvider(ctx, s.NodeName); err != nil {
+		return err
+	}
+	// The first run waits until the graph has caught up with the outbox as it
+	// was at start (ranks at start then reflect what is stored, not an empty
+	// graph that the next run, an interval later, would correct).
+	startHead, err := outbox.Head(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("trust: read the outbox head: %w", err)
+	}
+	caughtUp := false
+	nextRun := time.Now()
+	tick := time.NewTicker(min(s.PublishInterval, time.Second))
+	defer tick.Stop()
+	lastPublish := time.Time{}
+	for {
+		var req int64
+		var reqAsOf *int64
+		err := pool.QueryRow(ctx, `SELECT id, as_of FROM cn_trust.requests WHERE run_id IS NULL ORDER BY id DESC LIMIT 1`).Scan(&req, &reqAsOf)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			logger.Error("trust: read recompute requests", "err", err)
+		}
+		if !caughtUp {
+			last, err := consumer.Offset(ctx, pool, ConsumerName)
+			if err != nil && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			caughtUp = err == nil && last >= startHead
+		}
+		if req > 0 || (caughtUp && !time.Now().Before(nextRun)) {
+			at := asOf()
+			if reqAsOf != nil {
+				at = *reqAsOf
+			}
+			run, err := Recompute(ctx, pool, s.Seeds, s.Params, at, req)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				logger.Error("trust recompute failed", "err", err)
+				m.runFailures.Inc()
+			} else {
+				logger.Info("trust recomputed", "run", run.ID, "snapshot_seq", run.SnapshotSeq, "subjects", run.Subjects,
+					"edges", run.Edges, "iterations", run.Iterations, "changed", run.Changed, "load_ms", run.LoadMS, "compute_ms", run.ComputeMS)
+				m.observeRun(run)
+			}
+			nextRun = time.Now().Add(s.RecomputeInterval)
+			lastPublish = time.Time{}
+		}
+		if time.Since(lastPublish) >= s.PublishInterval {
+			n, err := pub.PublishPending(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				logger.Error("trust publish failed", "err", err)
+			} else if n.Assertions+n.Deletions > 0 {
+				logger.Info("trust published", "assertions", n.Assertions, "deletions", n.Deletions)
+			}
+			m.assertions.Add(float64(n.Assertions))
+			m.deletions.Add(float64(n.Deletions))
+			lastPublish = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+type metrics struct {
+	runs, runFailures, assertions, deletions prometheus.Counter
+	lastRun, lastSeq, loadSec, computeSec    prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		runs:        prometheus.NewCounter(prometheus.CounterOpts{Name: "cn_trust_runs_total", Help: "Full trust computations completed."}),
+		runFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "cn_trust_run_failures_total", Help: "Full trust computations that failed."}),
+		assertions:  prometheus.NewCounter(prometheus.CounterOpts{Name: "cn_trust_assertions_published_total", Help: "NIP-85 assertions published."}),
+		deletions:   prometheus.NewCounter(prometheus.CounterOpts{Name: "cn_trust_assertions_deleted_total", Help: "NIP-85 assertions withdrawn (NIP-09) for subjects below the cutoff."}),
+		lastRun:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "cn_trust_last_run_timestamp_seconds", Help: "When the last full computation finished."}),
+		lastSeq:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "cn_trust_last_run_snapshot_seq", Help: "The outbox seq the last computation saw."}),
+		loadSec:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "cn_trust_last_run_load_seconds", Help: "Graph load time of the last computation."}),
+		computeSec:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "cn_trust_last_run_compute_seconds", Help: "Compute time of the last computation."}),
+	}
+	reg.MustRegister(m.runs, m.runFailures, m.assertions, m.deletions, m.lastRun, m.lastSeq, m.loadSec, m.computeSec)
+	return m
+}
+
+func (m *metrics) observeRun(r Computation) {
+	m.runs.Inc()
+	m.lastRun.Set(float64(r.FinishedAt.Unix()))
+	m.lastSeq.Set(float64(r.SnapshotSeq))
+	m.loadSec.Set(float64(r.LoadMS) / 1000)
+	m.computeSec.Set(float64(r.ComputeMS) / 1000)
+}
+
+// SubjectHandler serves GET /v1/trust/{pubkey}[?explain=1].
+func SubjectHandler(pool *pgxpool.Pool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		pk, err := protocol.ParsePubkey(r.PathValue("pubkey"))
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+			return
+		}
+		var s *Subject
+		err = pgx.BeginTxFunc(r.Context(), pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+			var err error
+			s, err = Explain(r.Context(), tx, pk, r.URL.Query().Get("explain") != "")
+			return err
+		})
+		switch {
+		case errors.Is(err, ErrUnknown):
+			w.WriteHeader(http.StatusNotFound)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error(), "pubkey": pk})
+		case err != nil:
+			w.WriteHeader(http.StatusInternalServerError)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": "trust lookup failed"})
+		default:
+			_ = json.NewEncoder(w).Encode(s)
+		}
+	})
+}

@@ -1,0 +1,4 @@
+package outbox
+
+// CheckConsumersPast exposes checkConsumersPast to the external tests.
+var CheckConsumersPast = checkConsumersPast

@@ -1,0 +1,71 @@
+package schema
+
+// Advisory locks: every pg_advisory_* lock the node takes is listed here, so
+// that a new one cannot collide with an old one unnoticed and an operator can
+// tell from pg_locks who holds what.
+//
+// A fixed key is the eight ASCII bytes "cn_xxxxx" read as a big-endian int64
+// (pg_locks shows it as classid = 0x636e5f.., objid = the last four bytes);
+// TestLockKeys checks the convention and that no two keys are equal. Keys that
+// Postgres derives from text (hashtext, hashtextextended) are listed as the SQL
+// expression that computes them.
+const (
+	// OutboxLock serialises outbox appends (transaction level, held to commit):
+	// seq order equals commit order (pkg/outbox.Append).
+	OutboxLock int64 = 0x636e5f6f7574626f // "cn_outbo"
+	// PruneLock serialises outbox retention runs (session level,
+	// pkg/outbox.Prune); moving a consumer offset backwards takes it too
+	// (pkg/consumer.ExecuteReset), so that it never races a prune.
+	PruneLock int64 = 0x636e5f7072756e65 // "cn_prune"
+	// MigrateLock serialises migrators (session level, Migrate).
+	MigrateLock int64 = 0x636e5f6d69677274 // "cn_migrt"
+	// RolesLock serialises privilege rebuilds (transaction level,
+	// internal/dbroles.Apply).
+	RolesLock int64 = 0x636e5f726f6c6573 // "cn_roles"
+	// SweepLock makes one relay at a time sweep expired events (transaction
+	// level, try-lock: internal/store Sweep).
+	SweepLock int64 = 0x636e5f7377656570 // "cn_sweep"
+	// StatsLock makes one relay at a time analyse the query tables
+	// (transaction level, try-lock: internal/store AnalyzeStale).
+	StatsLock int64 = 0x636e5f7374617473 // "cn_stats"
+	// IndexSwitchLock: every index batch holds it shared, a rebuild's
+	// switch-over exclusively (transaction level, internal/indexer).
+	IndexSwitchLock int64 = 0x636e5f696e646578 // "cn_index"
+	// IndexRebuildLock makes one rebuild of the search index run at a time
+	// (session level, try-lock: internal/indexer.Rebuild).
+	IndexRebuildLock int64 = 0x636e5f7265696478 // "cn_reidx"
+	// TrustPublisherLock makes one trust process the one that recomputes and
+	// publishes; others wait as standbys (session level, try-lock:
+	// internal/trust). It was 0x74727573 ("trus") before issue 21: during a
+	// rolling upgrade an old and a new trust process do not exclude each other.
+	TrustPublisherLock int64 = 0x636e5f7472757374 // "cn_trust"
+	// ModerationRulesLock serialises rule-set changes (transaction level,
+	// internal/moderation). It was 0x636e6d6f64 ("cnmod") before issue 21.
+	ModerationRulesLock int64 = 0x636e5f72756c6573 // "cn_rules"
+)
+
+// Keys that Postgres derives from text, as the SQL expressions that compute
+// them.
+const (
+	// PartitionsLockSQL is the transaction-level lock that
+	// cn_relay.outbox_ensure_partitions (migration 0001) takes before it reads
+	// the outbox's tables; internal/dbroles takes it first, so that its owner
+	// changes queue behind partition creation instead of deadlocking with it.
+	PartitionsLockSQL = "hashtext('cn_relay.outbox_ensure_partitions')"
+	// EffectiveKeyLockSQL is the transaction-level lock of one effective key
+	// ($1, e.g. "0:<pubkey>"), taken by every store batch that reads or
+	// changes that key's versions, in sorted key order.
+	EffectiveKeyLockSQL = "hashtextextended($1, 0)"
+	// TemplateLockSQL serialises test binaries that build the migrated
+	// template database (internal/pgtest, session level).
+	TemplateLockSQL = "hashtext('cn_pgtest_template')"
+)
+
+// FixedLocks lists every fixed key with its name, for the convention test and
+// for tools that explain pg_locks.
+var FixedLocks = map[string]int64{
+	"OutboxLock": OutboxLock, "PruneLock": PruneLock, "MigrateLock": MigrateLock, "RolesLock": RolesLock,
+	"SweepLock": SweepLock, "StatsLock": StatsLock, "IndexSwitchLock": IndexSwitchLock,
+	"IndexRebuildLock": IndexRebuildLock, "TrustPublisherLock": TrustPublisherLock,
+	"ModerationRulesLock": ModerationRulesLock,
+}
