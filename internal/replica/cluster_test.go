@@ -80,13 +80,17 @@ func stop(t *testing.T, s *pgembed.Server) {
 	}
 }
 
-// addReplica starts a streaming replica of the primary with extra settings.
+// addReplica starts a streaming replica of the primary as ops/runbook.md
+// says (pg_basebackup -R, ops/replica/standby.conf), with extra settings
+// after those (the later of two lines wins).
 func (c *cluster) addReplica(t *testing.T, name string, settings ...string) *pgembed.Server {
 	t.Helper()
 	ctx := context.Background()
 	dir := filepath.Join(c.base, name)
 	require.NoError(t, c.primary.BaseBackup(ctx, dir))
-	r, err := pgembed.Start(ctx, pgembed.Config{DataDir: dir, Ephemeral: true, Settings: append([]string{"hot_standby = on"}, settings...)})
+	conf, err := os.ReadFile("../../ops/replica/standby.conf")
+	require.NoError(t, err)
+	r, err := pgembed.Start(ctx, pgembed.Config{DataDir: dir, Ephemeral: true, Settings: append([]string{string(conf)}, settings...)})
 	require.NoError(t, err, "start replica %s", name)
 	t.Cleanup(func() { stop(t, r) })
 	var inRecovery bool
