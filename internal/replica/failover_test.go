@@ -43,6 +43,21 @@ func answer(t *testing.T, cl *client, id string, f nostr.Filter, want []string) 
 	return s
 }
 
+// resume resumes a replica's replay. The statement itself may be cancelled
+// by the replay it resumes (max_standby_streaming_delay = 0): it is
+// retried until replay runs.
+func resume(t *testing.T, url string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		conn, err := pgx.Connect(context.Background(), url)
+		require.NoError(t, err)
+		defer conn.Close(context.Background())
+		_, _ = conn.Exec(context.Background(), "SELECT pg_wal_replay_resume()")
+		var paused bool
+		return conn.QueryRow(context.Background(), "SELECT pg_is_wal_replay_paused()").Scan(&paused) == nil && !paused
+	}, 20*time.Second, 10*time.Millisecond, "replay resumed")
+}
+
 // TestReplicaFailures: a replica whose queries WAL replay cancels, one far
 // behind, one down: every REQ is answered in full from elsewhere, and the
 // relay keeps serving.
@@ -112,6 +127,33 @@ func TestReplicaFailures(t *testing.T) {
 		require.Equal(t, 1.0, r.metric(t, usable), "a conflict does not mark the replica down")
 	})
 
+	t.Run("replaced on the primary", func(t *testing.T) {
+		// A profile replaced on the primary while the replica (replay
+		// paused, not yet lagging past --max-replica-lag) still has the old
+		// version: the REQ reads the replica, and the handoff leaves the old
+		// version out and sends the new one after EOSE.
+		v1 := signed(t, sk, 0, nil, `{"name":"v1"}`)
+		v1.CreatedAt -= 10
+		require.NoError(t, v1.Sign(sk))
+		require.NoError(t, pub.publish(v1))
+		require.Eventually(t, func() bool {
+			var n int
+			require.NoError(t, queryRow(t, rep.URL(dbName), "SELECT count(*) FROM cn_relay.events WHERE id = $1", v1.ID).Scan(&n))
+			return n == 1
+		}, 20*time.Second, 10*time.Millisecond, "the replica has the first version")
+		exec(t, rep.URL(dbName), "SELECT pg_wal_replay_pause()")
+		v2 := signed(t, sk, 0, nil, `{"name":"v2"}`)
+		require.NoError(t, pub.publish(v2))
+		before := r.metric(t, `cn_relay_read_seconds_count{op="req",pool="`+name+`"}`)
+		s := answer(t, dial(t, r), reqID(), nostr.Filter{Kinds: []int{0}, Authors: []string{v1.PubKey}}, []string{v2.ID})
+		require.Equal(t, before+1, r.metric(t, `cn_relay_read_seconds_count{op="req",pool="`+name+`"}`), "the replica answered")
+		for _, ev := range append(s.stored, s.live...) {
+			require.NotEqual(t, v1.ID, ev.ID, "the replaced version is not sent")
+		}
+		resume(t, rep.URL(dbName))
+		r.waitMetric(t, usable, func(v float64) bool { return v == 1 }, "the replica serves")
+	})
+
 	t.Run("far behind", func(t *testing.T) {
 		exec(t, rep.URL(dbName), "SELECT pg_wal_replay_pause()")
 		publish(20)
@@ -120,7 +162,7 @@ func TestReplicaFailures(t *testing.T) {
 		s := answer(t, dial(t, r), reqID(), filter, want)
 		require.Len(t, s.stored, len(want), "the primary answers the stored part in full")
 		require.Equal(t, before+1, r.metric(t, `cn_relay_read_seconds_count{op="req",pool="primary"}`))
-		exec(t, rep.URL(dbName), "SELECT pg_wal_replay_resume()")
+		resume(t, rep.URL(dbName))
 		r.waitMetric(t, usable, func(v float64) bool { return v == 1 }, "the replica serves again once it caught up")
 	})
 

@@ -226,7 +226,9 @@ func (s *Set) Count(ctx context.Context, filters []nostr.Filter, v protocol.View
 
 // read runs fn on a usable replica, then on another or the primary after a
 // failure, and on the primary after a second one; replica reports where the
-// answer came from.
+// answer came from. Rows a failed attempt read stay counted in the caller's
+// row budget (store.WithRowBudget) until the REQ ends: a retried answer may
+// stop earlier at the budget, never hold more memory than it allows.
 func read[T any](s *Set, ctx context.Context, op string, fn func(*store.Reader) (T, error)) (res T, replica bool, err error) {
 	var failed *member
 	for attempt := 0; attempt < 2; attempt++ {
