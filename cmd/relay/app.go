@@ -85,6 +85,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.IntFlag{Name: "min-rank", EnvVars: []string{"CN_RELAY_MIN_RANK"}, Usage: "refuse posts from authors whose trust-v1 rank (cmd/trust) is below this, 0-100 (profiles, lists, deletions, seeds, admins and the node exempt; default 0: off)"},
 			&cli.StringSliceFlag{Name: "admin-pubkeys", EnvVars: []string{"CN_RELAY_ADMIN_PUBKEYS"}, Usage: "pubkeys (hex or npub, comma separated) that may manage the relay through NIP-86 (default: none, NIP-86 answers 401)"},
 
+			&cli.StringSliceFlag{Name: "read-database-url", EnvVars: []string{"CN_RELAY_READ_DATABASE_URL"}, Usage: "a streaming replica of --database-url that serves REQ, COUNT and NIP-50 search (repeat the flag or separate with commas; default: none, the primary serves); see README \"Read replicas\""},
+			&cli.DurationFlag{Name: "max-replica-lag", Value: node.DefaultMaxReplicaLag, EnvVars: []string{"CN_RELAY_MAX_REPLICA_LAG"}, Usage: "a replica further behind the primary than this (the age of the oldest outbox row it has not replayed) is skipped until it catches up"},
 			&cli.DurationFlag{Name: "stats-interval", Value: node.DefaultStatsInterval, EnvVars: []string{"CN_RELAY_STATS_INTERVAL"}, Usage: "how often the query tables' statistics are checked and, when missing or stale (autovacuum off or behind), refreshed with ANALYZE (0: never)"},
 			&cli.DurationFlag{Name: "expiry-sweep-interval", Value: node.DefaultSweepInterval, EnvVars: []string{"CN_RELAY_EXPIRY_SWEEP_INTERVAL"}, Usage: "how often expired (NIP-40) events are swept (0: never)"},
 		},
@@ -193,6 +195,7 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 	}
 	s := node.RelayOptions{Relay: cfg, DatabaseURL: c.String("database-url"), SweepInterval: c.Duration("expiry-sweep-interval"),
 		StatsInterval: c.Duration("stats-interval"), MinRank: c.Int("min-rank"),
+		ReadDatabaseURLs: c.StringSlice("read-database-url"), MaxReplicaLag: c.Duration("max-replica-lag"),
 		Pending: store.PendingLimits{PerKey: c.Int("pending-per-key"), Max: c.Int64("pending-max"), MaxAge: c.Duration("pending-max-age")}}
 	if err := s.Pending.Validate(); err != nil {
 		return node.RelayOptions{}, err
@@ -209,6 +212,9 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 	}
 	if s.StatsInterval < 0 {
 		return node.RelayOptions{}, fmt.Errorf("stats interval must not be negative, got %s", s.StatsInterval)
+	}
+	if s.MaxReplicaLag <= 0 {
+		return node.RelayOptions{}, fmt.Errorf("--max-replica-lag must be positive, got %s", s.MaxReplicaLag)
 	}
 	if s.SweepInterval < 0 {
 		return node.RelayOptions{}, fmt.Errorf("expiry sweep interval must not be negative, got %s", s.SweepInterval)

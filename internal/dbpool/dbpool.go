@@ -25,6 +25,22 @@ const defaultMaxConns = 16
 // kept choosing sequential scans as the table grew (seen here: relay ingest fell
 // from 1,500 to 400 events/s within 60,000 events).
 func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	pool, err := OpenLazy(url)
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return pool, nil
+}
+
+// OpenLazy is Open without the wait: the pool connects on first use, so a
+// database that is down now (a read replica) does not stop the caller.
+func OpenLazy(url string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("database url: %w", err)
@@ -39,15 +55,9 @@ func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
 			cfg.ConnConfig.RuntimeParams[param] = value
 		}
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database pool: %w", err)
-	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := pool.Ping(pctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connect to database: %w", err)
 	}
 	return pool, nil
 }

@@ -38,6 +38,17 @@ const (
 	DefaultStatsInterval = 2 * time.Second
 )
 
+// The relay's read replicas (--read-database-url, package replica).
+const (
+	// DefaultMaxReplicaLag is the most a replica may lag the primary (the
+	// age of the oldest outbox row it has not replayed) and still serve
+	// REQ, COUNT and search. A larger lag costs the primary a longer
+	// catch-up read per REQ (the rows between the replica and the primary).
+	DefaultMaxReplicaLag = 5 * time.Second
+	// DefaultReplicaCheckInterval is how often each replica's lag is measured.
+	DefaultReplicaCheckInterval = time.Second
+)
+
 // The consumers' outbox rows per transaction (each measured in its package).
 const (
 	DefaultIndexerBatchSize   = indexer.DefaultBatchSize

@@ -48,6 +48,7 @@ func TestReadmeStatesTheDefaults(t *testing.T) {
 		"CN_TRUST_PUBLISH_INTERVAL":   "(default " + short(DefaultPublishInterval) + ")",
 		"CN_TRUST_ASSERT_MIN_RANK":    fmt.Sprintf("(default %d)", DefaultAssertMinRank),
 		"CN_BRIDGE_LISTEN":            "default `" + DefaultBridgeListen + "`",
+		"CN_RELAY_MAX_REPLICA_LAG":    "(default " + short(DefaultMaxReplicaLag) + ")",
 		"CN_BRIDGE_BATCH_SIZE":        fmt.Sprintf("(default %d)", DefaultBridgeBatchSize),
 		"CN_BRIDGE_STREAM":            "default `" + DefaultBridgeStream + "`",
 		"CN_BRIDGE_SUBJECT_PREFIX":    "default `" + DefaultBridgeSubjectPrefix + "`",

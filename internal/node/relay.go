@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kukuri/communitynode/internal/daemon"
@@ -16,6 +17,7 @@ import (
 	"github.com/kukuri/communitynode/internal/ephemeral"
 	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/relayadmin"
+	"github.com/kukuri/communitynode/internal/replica"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/internal/trust/gate"
 	"github.com/kukuri/communitynode/pkg/outbox"
@@ -24,6 +26,12 @@ import (
 // RelayOptions is what one relay process needs.
 type RelayOptions struct {
 	DatabaseURL string
+	// ReadDatabaseURLs are streaming replicas of DatabaseURL that serve REQ,
+	// COUNT and NIP-50 search (package replica); none: the primary serves.
+	ReadDatabaseURLs []string
+	// MaxReplicaLag is the most a replica may lag and still serve (zero:
+	// DefaultMaxReplicaLag).
+	MaxReplicaLag time.Duration
 	// Relay is the relay's configuration; Relay.Info.Self is the node's pubkey,
 	// exempt from MinRank with the admins.
 	Relay relay.Config
@@ -85,9 +93,18 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	}
 	st.SetMemberGate(ranks.Ranked)
 	reg.MustRegister(pendingGauges(st)...)
+	var reads relay.Store = st
+	var replicas *replica.Set
+	if len(s.ReadDatabaseURLs) > 0 {
+		if replicas, err = openReplicas(st, pool, s, logger, reg); err != nil {
+			return err
+		}
+		defer replicas.Close()
+		reads = replicas
+	}
 	deps := relay.Deps{
 		Ranks:      ranks,
-		Store:      st,
+		Store:      reads,
 		Feed:       relay.NewPGFeed(pool, logger),
 		Logger:     logger,
 		Registerer: reg,
@@ -112,6 +129,9 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	g.Go(func() error { return r.Run(gctx) })
 	g.Go(func() error { return policy.Run(gctx) })
 	g.Go(func() error { return ranks.Run(gctx) })
+	if replicas != nil {
+		g.Go(func() error { return replicas.Run(gctx) })
+	}
 	if s.SweepInterval > 0 {
 		g.Go(func() error { sweepExpired(gctx, st, s.SweepInterval, logger); return nil })
 		g.Go(func() error { sweepPending(gctx, st, s.SweepInterval, logger); return nil })
@@ -125,6 +145,34 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		err = fmt.Errorf("outbox writer: %w", werr)
 	}
 	return err
+}
+
+// openReplicas opens a pool per read replica (without waiting: a replica
+// that is down is skipped until its health check passes) and the Set that
+// spreads reads over them.
+func openReplicas(st *store.Store, primary *pgxpool.Pool, s RelayOptions, logger *slog.Logger, reg prometheus.Registerer) (*replica.Set, error) {
+	maxLag := s.MaxReplicaLag
+	if maxLag == 0 {
+		maxLag = DefaultMaxReplicaLag
+	}
+	var rs []replica.Replica
+	names := map[string]int{}
+	for _, u := range s.ReadDatabaseURLs {
+		p, err := dbpool.OpenLazy(u)
+		if err != nil {
+			for _, r := range rs {
+				r.Pool.Close()
+			}
+			return nil, fmt.Errorf("read database url: %w", err)
+		}
+		name := replica.Name(u)
+		if names[name]++; names[name] > 1 {
+			name = fmt.Sprintf("%s#%d", name, names[name])
+		}
+		rs = append(rs, replica.Replica{Name: name, Pool: p})
+	}
+	return replica.New(st, primary, rs, replica.Config{MaxLag: maxLag, CheckInterval: DefaultReplicaCheckInterval,
+		Logger: logger, Registerer: reg}), nil
 }
 
 // sweepBatch is how many expired events one sweep transaction marks.

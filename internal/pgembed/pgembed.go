@@ -37,6 +37,9 @@ type Config struct {
 	BinDir    string       // optional; directory holding initdb/pg_ctl/postgres; empty = discover
 	Ephemeral bool         // test mode: fsync=off, synchronous_commit=off, full_page_writes=off, initdb --no-sync
 	Logger    *slog.Logger // may be nil (then discard)
+	// Settings are extra postgresql.conf lines ("name = value"), written with
+	// the others on every start (e.g. a standby's recovery_min_apply_delay).
+	Settings []string
 }
 
 // Server is a running PostgreSQL server started by Start.
@@ -123,7 +126,7 @@ func (s *Server) start(ctx context.Context, cfg Config) error {
 			return err
 		}
 	}
-	if err := s.writeConf(cfg.Ephemeral); err != nil {
+	if err := s.writeConf(cfg.Ephemeral, cfg.Settings); err != nil {
 		return err
 	}
 
@@ -162,7 +165,7 @@ func (s *Server) initdb(ctx context.Context, ephemeral bool) error {
 }
 
 // writeConf writes our settings file and makes postgresql.conf include it.
-func (s *Server) writeConf(ephemeral bool) error {
+func (s *Server) writeConf(ephemeral bool, settings []string) error {
 	conf := fmt.Sprintf(`# Written by pgembed on every start; edits are overwritten.
 listen_addresses = '127.0.0.1'
 port = %d
@@ -172,6 +175,9 @@ shared_buffers = '128MB'
 `, s.port)
 	if ephemeral {
 		conf += "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
+	}
+	for _, line := range settings {
+		conf += line + "\n"
 	}
 	path := filepath.Join(s.dataDir, confName)
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
@@ -221,6 +227,34 @@ func (s *Server) logTail() string {
 	}
 	b, _ := io.ReadAll(f)
 	return "\nserver log " + s.logPath() + ":\n" + lastLines(b, 20)
+}
+
+// BaseBackup copies the running server into dataDir, which must not exist
+// or be empty, as a streaming standby's data directory (pg_basebackup -R:
+// standby.signal and primary_conninfo pointing at this server). Start on
+// dataDir then runs the standby: a hot standby that replays this server's
+// WAL, read-only. dataDir's parent must be traversable by the run-as account
+// (see Root in the package doc).
+func (s *Server) BaseBackup(ctx context.Context, dataDir string) error {
+	dataDir, err := filepath.Abs(dataDir)
+	if err != nil {
+		return fmt.Errorf("pgembed: data dir: %w", err)
+	}
+	if err := s.acct.checkTraverse(filepath.Dir(dataDir)); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return fmt.Errorf("pgembed: create standby data dir: %w", err)
+	}
+	if err := s.acct.chown(dataDir, false); err != nil {
+		return err
+	}
+	out, err := s.acct.command(ctx, dataDir, filepath.Join(s.binDir, "pg_basebackup"), "-D", dataDir, "-R", "-X", "stream",
+		"-c", "fast", "-h", "127.0.0.1", "-p", strconv.Itoa(s.port), "-U", superuser).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("pgembed: pg_basebackup: %w\n%s", err, lastLines(out, 20))
+	}
+	return nil
 }
 
 // URL returns a connection URL for dbname as the superuser (no password).

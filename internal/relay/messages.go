@@ -306,9 +306,16 @@ func (c *conn) runQuery(s *subscription) {
 		return true
 	})
 	start := time.Now()
-	events, seq, err := c.r.store.QuerySnapshot(ctx, s.filters, s.viewer)
+	events, seq, replica, err := c.r.querySnapshot(ctx, s)
 	cancel()
 	c.r.m.querySeconds.WithLabelValues("req").Observe(time.Since(start).Seconds())
+	var caught []pendingLive
+	if err == nil && replica {
+		// (not under the row budget: the catch-up must not stop short)
+		cctx, ccancel := context.WithTimeout(s.ctx, c.r.cfg.QueryTimeout)
+		events, caught, seq, err = c.r.catchUp(cctx, s, events, seq)
+		ccancel()
+	}
 	if stopped {
 		c.r.m.queryBudgetStops.Inc()
 		c.log.Debug("query stopped at the memory budget", "sub", s.id, "events", len(events), "held_bytes", held)
@@ -328,7 +335,7 @@ func (c *conn) runQuery(s *subscription) {
 		c.enqueue(closedMsg(s.id, reason))
 		return
 	}
-	s.replay(events, seq, held)
+	s.replay(events, seq, held, caught)
 }
 
 // onCount answers a NIP-45 COUNT.

@@ -23,6 +23,8 @@ type metrics struct {
 	followerSeq      prometheus.Gauge
 	followerFailures prometheus.Counter
 	ingestWaiting    prometheus.Gauge
+	handoffCaught    prometheus.Counter
+	handoffDropped   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -90,11 +92,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "cn_relay_ingest_waiting_events",
 			Help: "Verified events handed to the group commit and not yet in a running Ingest.",
 		}),
+		handoffCaught: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cn_relay_handoff_caught_events_total",
+			Help: "Live events a subscription got from the primary's outbox after a stored part read on a lagging replica (the rows between the replica's snapshot and the primary's head).",
+		}),
+		handoffDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cn_relay_handoff_dropped_events_total",
+			Help: "Stored events read on a lagging replica and left out because the primary had since deleted, hidden or replaced them.",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.ingestWaiting, m.connections, m.subscriptions, m.messages, m.events, m.batchSize,
 			m.ingestSeconds, m.querySeconds, m.slowDisconnects, m.liveDeliveries, m.refusedConns,
-			m.followerSeq, m.followerFailures, m.badRealIP, m.queryBudgetStops)
+			m.followerSeq, m.followerFailures, m.badRealIP, m.queryBudgetStops, m.handoffCaught, m.handoffDropped)
 	}
 	return m
 }

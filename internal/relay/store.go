@@ -56,3 +56,16 @@ type Feed interface {
 	// returns when ctx is done.
 	Listen(ctx context.Context, wake func())
 }
+
+// ReplicaReader is implemented by a Store that may read a REQ's stored part
+// on a read replica (package replica). A replica's snapshot may lag the
+// primary: the relay then closes the gap from the Feed, which reads the
+// primary (see Relay.catchUp), so the delivery promise of a subscription
+// holds whatever the replica's lag.
+type ReplicaReader interface {
+	// QuerySnapshotReplica is QuerySnapshot; replica reports that the
+	// snapshot was a replica's, whose seq may lie below what this process's
+	// follower had fanned out when the subscription was filed, and whose
+	// events the primary may have hidden or replaced since.
+	QuerySnapshotReplica(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) (evs []*nostr.Event, seq int64, replica bool, err error)
+}

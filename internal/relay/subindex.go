@@ -223,3 +223,16 @@ func (x *subIndex) matching(ev *nostr.Event, out []*subscription) []*subscriptio
 	try(x.rest)
 	return out
 }
+
+// matchesSub reports whether ev matches one of s's filters (as matching
+// would file it for s).
+func (x *subIndex) matchesSub(s *subscription, ev *nostr.Event) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	for _, e := range s.entries {
+		if !e.never && e.matches(ev) {
+			return true
+		}
+	}
+	return false
+}

@@ -22,7 +22,11 @@ import (
 // after (a follower behind the snapshot), since the query saw it or its later
 // state. Nothing is missed: the subscription is filed before its query starts,
 // so an event whose row is above the snapshot is read by the follower after the
-// filing and fanned out to it. An event that becomes visible again after the
+// filing and fanned out to it. A stored part read on a read replica may lie
+// below what the follower had read at the filing: the rows between are read
+// from the primary's outbox before EOSE (Relay.catchUp) and their events
+// delivered first in the live part, and the snapshot moves up to the last of
+// them. An event that becomes visible again after the
 // snapshot (a replaceable version whose successor was deleted: a new upsert
 // row) is delivered again; an ordinary event has one upsert and arrives once.
 // Ephemeral events have no seq and are always delivered.
@@ -100,9 +104,19 @@ func (s *subscription) deliver(id string, seq int64, evJSON []byte) bool {
 // from the connection's budget: it is given back event by event as their
 // messages are queued (which take their own share), and in whole when replay
 // returns.
-func (s *subscription) replay(stored []*nostr.Event, seq int64, held int) {
+//
+// caught are the live events of rows up to seq that the follower may have
+// passed before the subscription was filed (Relay.catchUp), in seq order,
+// their memory taken from the connection's budget: they are sent right after
+// EOSE.
+func (s *subscription) replay(stored []*nostr.Event, seq int64, held int, caught []pendingLive) {
 	c := s.conn
 	defer func() { c.mem.give(held) }()
+	defer func() {
+		for _, p := range caught {
+			c.mem.give(len(p.json))
+		}
+	}()
 	s.mu.Lock()
 	s.snapshot = seq
 	s.mu.Unlock()
@@ -118,6 +132,14 @@ func (s *subscription) replay(stored []*nostr.Event, seq int64, held int) {
 	}
 	if !c.enqueueBulk(s.ctx, eoseMsg(s.id)) {
 		return
+	}
+	for len(caught) > 0 {
+		p := caught[0]
+		caught = caught[1:]
+		c.mem.give(len(p.json)) // (taken by Relay.catchUp)
+		if !c.enqueueBulk(s.ctx, eventMsg(s.id, p.json)) {
+			return
+		}
 	}
 	for {
 		s.mu.Lock()

@@ -1,0 +1,354 @@
+package replica_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/jackc/pgx/v5"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/node"
+	"github.com/kukuri/communitynode/internal/pgembed"
+	"github.com/kukuri/communitynode/internal/relay"
+	"github.com/kukuri/communitynode/schema"
+)
+
+// The tests of this package start their own primary and streaming replicas
+// (pgembed: initdb, pg_basebackup -R, pg_ctl on free ports), since a
+// replica needs a cluster of its own. A machine that cannot start them fails
+// the tests: they never skip.
+
+// cluster is a primary with the node's schema in database cn_i23_node.
+type cluster struct {
+	base    string
+	primary *pgembed.Server
+}
+
+const dbName = "cn_i23_node"
+
+// baseDir returns a 0755 directory the run-as account can traverse
+// (t.TempDir is 0700 and, as root, owned by root).
+func baseDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "replica-test-*")
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(dir, 0o755))
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	ctx := context.Background()
+	c := &cluster{base: baseDir(t)}
+	var err error
+	c.primary, err = pgembed.Start(ctx, pgembed.Config{DataDir: filepath.Join(c.base, "primary"), Ephemeral: true})
+	require.NoError(t, err, "start the primary (the tests need the Postgres server binaries: initdb, pg_ctl, pg_basebackup)")
+	t.Cleanup(func() { stop(t, c.primary) })
+	conn, err := pgx.Connect(ctx, c.primary.URL("postgres"))
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+dbName)
+	require.NoError(t, err)
+	require.NoError(t, conn.Close(ctx))
+	conn, err = pgx.Connect(ctx, c.primary.URL(dbName))
+	require.NoError(t, err)
+	_, err = schema.Migrate(ctx, conn)
+	require.NoError(t, err)
+	require.NoError(t, conn.Close(ctx))
+	return c
+}
+
+func stop(t *testing.T, s *pgembed.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.Stop(ctx); err != nil {
+		t.Errorf("stop postgres: %v", err)
+	}
+}
+
+// addReplica starts a streaming replica of the primary as ops/runbook.md
+// says (pg_basebackup -R, ops/replica/standby.conf), with extra settings
+// after those (the later of two lines wins).
+func (c *cluster) addReplica(t *testing.T, name string, settings ...string) *pgembed.Server {
+	t.Helper()
+	ctx := context.Background()
+	dir := filepath.Join(c.base, name)
+	require.NoError(t, c.primary.BaseBackup(ctx, dir))
+	conf, err := os.ReadFile("../../ops/replica/standby.conf")
+	require.NoError(t, err)
+	r, err := pgembed.Start(ctx, pgembed.Config{DataDir: dir, Ephemeral: true, Settings: append([]string{string(conf)}, settings...)})
+	require.NoError(t, err, "start replica %s", name)
+	t.Cleanup(func() { stop(t, r) })
+	var inRecovery bool
+	require.NoError(t, queryRow(t, r.URL(dbName), "SELECT pg_is_in_recovery()").Scan(&inRecovery))
+	require.True(t, inRecovery, "replica %s runs as a standby", name)
+	return r
+}
+
+type rowScanner struct {
+	conn *pgx.Conn
+	row  pgx.Row
+}
+
+func (r rowScanner) Scan(dest ...any) error {
+	defer r.conn.Close(context.Background())
+	return r.row.Scan(dest...)
+}
+
+func queryRow(t *testing.T, url, sql string, args ...any) rowScanner {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	require.NoError(t, err)
+	return rowScanner{conn: conn, row: conn.QueryRow(context.Background(), sql, args...)}
+}
+
+func exec(t *testing.T, url, sql string) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(context.Background(), sql)
+	require.NoError(t, err, sql)
+}
+
+// freeAddr returns a 127.0.0.1 address with a port free right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// testRelay is a relay process (node.Relay, the composition the relay
+// command runs) on the cluster.
+type testRelay struct {
+	ws      string
+	metrics string
+}
+
+func startRelay(t *testing.T, c *cluster, maxLag time.Duration, replicas ...*pgembed.Server) *testRelay {
+	t.Helper()
+	cfg := relay.DefaultConfig()
+	cfg.Listen, cfg.MetricsListen = freeAddr(t), freeAddr(t)
+	cfg.EventRatePerIP, cfg.EventRatePerPubkey, cfg.ReqRatePerIP = relay.Rate{}, relay.Rate{}, relay.Rate{}
+	cfg.Limits.MaxLimit = 5000
+	cfg.Limits.RequireTopic = false
+	require.NoError(t, cfg.Validate())
+	var urls []string
+	for _, r := range replicas {
+		urls = append(urls, r.URL(dbName))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	go func() {
+		done <- node.Relay(ctx, node.RelayOptions{DatabaseURL: c.primary.URL(dbName), ReadDatabaseURLs: urls, MaxReplicaLag: maxLag,
+			Relay: cfg, Logger: logger})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Error("relay did not stop")
+		}
+	})
+	r := &testRelay{ws: "ws://" + cfg.Listen, metrics: "http://" + cfg.MetricsListen + "/metrics"}
+	require.Eventually(t, func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("relay stopped: %v", err)
+		default:
+		}
+		resp, err := http.Get("http://" + cfg.Listen + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 20*time.Millisecond, "relay answers /healthz")
+	return r
+}
+
+// metric returns the sum of the samples of the relay's metric whose line
+// starts with prefix (a name, or a name with some of its labels).
+func (r *testRelay) metric(t *testing.T, prefix string) float64 {
+	t.Helper()
+	resp, err := http.Get(r.metrics)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var sum float64
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		require.NoError(t, err, line)
+		sum += v
+	}
+	require.NoError(t, sc.Err())
+	return sum
+}
+
+// waitMetric polls a metric until ok accepts it.
+func (r *testRelay) waitMetric(t *testing.T, prefix string, ok func(float64) bool, why string) {
+	t.Helper()
+	require.Eventually(t, func() bool { return ok(r.metric(t, prefix)) }, 60*time.Second, 50*time.Millisecond, why)
+}
+
+// client is a WebSocket connection to the relay that collects what each
+// subscription receives.
+type client struct {
+	ws  *websocket.Conn
+	wmu sync.Mutex
+
+	mu   sync.Mutex
+	subs map[string]*sub
+	oks  map[string]chan string // event id -> "" (ok) or the reason
+	err  error                  // the reader's end
+}
+
+// sub is what one subscription received.
+type sub struct {
+	reqAt  time.Time
+	stored []*nostr.Event // before EOSE
+	live   []*nostr.Event // after EOSE
+	eose   bool
+	closed string
+}
+
+func dial(t *testing.T, r *testRelay) *client {
+	t.Helper()
+	ws, _, err := websocket.DefaultDialer.Dial(r.ws, nil)
+	require.NoError(t, err)
+	c := &client{ws: ws, subs: map[string]*sub{}, oks: map[string]chan string{}}
+	t.Cleanup(func() { ws.Close() })
+	go c.read()
+	return c
+}
+
+func (c *client) read() {
+	for {
+		_, data, err := c.ws.ReadMessage()
+		if err != nil {
+			c.mu.Lock()
+			c.err = err
+			c.mu.Unlock()
+			return
+		}
+		var msg []json.RawMessage
+		if json.Unmarshal(data, &msg) != nil || len(msg) < 2 {
+			continue
+		}
+		var typ, id string
+		_ = json.Unmarshal(msg[0], &typ)
+		_ = json.Unmarshal(msg[1], &id)
+		c.mu.Lock()
+		s := c.subs[id]
+		switch {
+		case typ == "EVENT" && s != nil && len(msg) == 3:
+			ev := &nostr.Event{}
+			if json.Unmarshal(msg[2], ev) == nil {
+				if s.eose {
+					s.live = append(s.live, ev)
+				} else {
+					s.stored = append(s.stored, ev)
+				}
+			}
+		case typ == "EOSE" && s != nil:
+			s.eose = true
+		case typ == "CLOSED" && s != nil:
+			var reason string
+			_ = json.Unmarshal(msg[2], &reason)
+			s.closed = reason
+		case typ == "OK" && len(msg) == 4:
+			var ok bool
+			var reason string
+			_ = json.Unmarshal(msg[2], &ok)
+			_ = json.Unmarshal(msg[3], &reason)
+			if ch := c.oks[id]; ch != nil {
+				if ok {
+					reason = ""
+				} else if reason == "" {
+					reason = "refused"
+				}
+				ch <- reason
+			}
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *client) send(v ...any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.ws.WriteMessage(websocket.TextMessage, b)
+}
+
+// req opens subscription id; the time it was sent is recorded first.
+func (c *client) req(id string, f nostr.Filter) error {
+	c.mu.Lock()
+	c.subs[id] = &sub{reqAt: time.Now()}
+	c.mu.Unlock()
+	return c.send("REQ", id, f)
+}
+
+// sub returns a copy of what subscription id received so far.
+func (c *client) sub(id string) sub {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := *c.subs[id]
+	s.stored, s.live = append([]*nostr.Event(nil), s.stored...), append([]*nostr.Event(nil), s.live...)
+	return s
+}
+
+// publish sends ev and waits for its OK.
+func (c *client) publish(ev *nostr.Event) error {
+	ch := make(chan string, 1)
+	c.mu.Lock()
+	c.oks[ev.ID] = ch
+	c.mu.Unlock()
+	if err := c.send("EVENT", ev); err != nil {
+		return err
+	}
+	select {
+	case reason := <-ch:
+		if reason != "" {
+			return fmt.Errorf("event %s refused: %s", ev.ID, reason)
+		}
+		return nil
+	case <-time.After(20 * time.Second):
+		return fmt.Errorf("no OK for event %s", ev.ID)
+	}
+}
+
+func signed(t *testing.T, sk string, kind int, tags nostr.Tags, content string) *nostr.Event {
+	t.Helper()
+	ev := &nostr.Event{Kind: kind, Tags: tags, Content: content, CreatedAt: nostr.Now()}
+	require.NoError(t, ev.Sign(sk))
+	return ev
+}
