@@ -16,6 +16,7 @@ import (
 	"github.com/kukuri/communitynode/internal/backoff"
 	"github.com/kukuri/communitynode/pkg/consumer"
 	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/pkg/outboxmsg"
 )
 
 // ConsumerName is the bridge's consumer in cn_relay.consumer_offsets.
@@ -36,17 +37,6 @@ const (
 // tested against 2.15; the 2.9 line (Debian's 2.9.10) is end of life and is
 // refused rather than trusted with the chain.
 const MinServerVersion = "2.10.0"
-
-// Message headers besides Nats-Msg-Id (the seq).
-const (
-	HeaderSeq          = "Cn-Seq"
-	HeaderOp           = "Cn-Op"
-	HeaderReason       = "Cn-Reason"
-	HeaderKind         = "Cn-Kind"
-	HeaderEventID      = "Cn-Event-Id"
-	HeaderTopic        = "Cn-Topic"
-	HeaderEffectiveKey = "Cn-Effective-Key"
-)
 
 // errCodeWrongLastMsgID is the server's rejection of a publish whose
 // Nats-Expected-Last-Msg-Id is not the stream's last message id.
@@ -348,22 +338,7 @@ func (b *Bridge) publish(ctx context.Context, rows []outbox.Row, payloads map[st
 	var sendErr error
 	for _, r := range rows {
 		id := strconv.FormatInt(r.Seq, 10)
-		h := nats.Header{}
-		h.Set(HeaderSeq, id)
-		h.Set(HeaderOp, string(r.Op))
-		h.Set(HeaderKind, strconv.Itoa(r.Kind))
-		h.Set(HeaderEventID, r.EventID)
-		h.Set(HeaderTopic, r.TopicID)
-		if r.Reason != "" {
-			h.Set(HeaderReason, string(r.Reason))
-		}
-		if r.EffectiveKey != "" {
-			h.Set(HeaderEffectiveKey, r.EffectiveKey)
-		}
-		msg := &nats.Msg{Subject: b.cfg.SubjectPrefix + "." + TopicToken(r.TopicID), Header: h, Data: payloads[r.EventID]}
-		if r.Op != outbox.OpUpsert {
-			msg.Data = nil
-		}
+		msg := outboxmsg.Encode(b.cfg.SubjectPrefix+"."+TopicToken(r.TopicID), r, payloads[r.EventID])
 		chain := jetstream.WithExpectLastMsgID(strconv.FormatInt(prev, 10))
 		if prev == 0 {
 			chain = jetstream.WithExpectLastSequence(0)

@@ -23,6 +23,7 @@ import (
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/pkg/consumer"
 	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/pkg/outboxmsg"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -235,13 +236,13 @@ func requireStreamEqualsOutbox(t testing.TB, pool *pgxpool.Pool, url string, cfg
 	for i, r := range rows {
 		m := msgs[i]
 		h := m.Headers()
-		require.Equal(t, want[i], h.Get(HeaderSeq))
-		require.Equal(t, string(r.Op), h.Get(HeaderOp))
-		require.Equal(t, r.EventID, h.Get(HeaderEventID))
-		require.Equal(t, r.TopicID, h.Get(HeaderTopic))
-		require.Equal(t, strconv.Itoa(r.Kind), h.Get(HeaderKind))
-		require.Equal(t, string(r.Reason), h.Get(HeaderReason))
-		require.Equal(t, r.EffectiveKey, h.Get(HeaderEffectiveKey))
+		require.Equal(t, want[i], h.Get(outboxmsg.HeaderSeq))
+		require.Equal(t, string(r.Op), h.Get(outboxmsg.HeaderOp))
+		require.Equal(t, r.EventID, h.Get(outboxmsg.HeaderEventID))
+		require.Equal(t, r.TopicID, h.Get(outboxmsg.HeaderTopic))
+		require.Equal(t, strconv.Itoa(r.Kind), h.Get(outboxmsg.HeaderKind))
+		require.Equal(t, string(r.Reason), h.Get(outboxmsg.HeaderReason))
+		require.Equal(t, r.EffectiveKey, h.Get(outboxmsg.HeaderEffectiveKey))
 		require.Equal(t, cfg.SubjectPrefix+"."+TopicToken(r.TopicID), m.Subject())
 		if r.Op == outbox.OpDelete {
 			require.Empty(t, m.Data(), "seq %d: a delete row has no payload", r.Seq)

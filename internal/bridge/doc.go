@@ -8,13 +8,12 @@
 // row's topic (TopicToken): a topic made only of [a-z0-9-] is its own token;
 // any other is "_" followed by the lower-case, unpadded base32 of its UTF-8
 // bytes; the person scope (protocol.NodeTopic) is the reserved token NODE, which
-// no encoded or plain token can equal. Headers carry Cn-Seq, Cn-Op, Cn-Kind,
-// Cn-Event-Id, Cn-Topic (the topic id as stored), Cn-Reason (delete rows) and
-// Cn-Effective-Key (replaceable and addressable events), and Nats-Msg-Id is the
-// seq in decimal. The payload of an upsert row is the signed event as NIP-01
-// JSON, loaded from cn_relay.events, so a remote host can verify it without a
-// query to the primary. A delete row has an empty payload: its headers name
-// the event and the reason, and the event is no longer visible.
+// no encoded or plain token can equal. Headers and payload are the format of
+// pkg/outboxmsg (the row in headers, Nats-Msg-Id = seq, the signed event JSON
+// of an upsert row as payload), loaded from cn_relay.events, so a remote host
+// can verify it without a query to the primary. A delete row has an empty
+// payload: its headers name the event and the reason, and the event is no
+// longer visible.
 //
 // # Promises
 //
