@@ -42,6 +42,15 @@ const MinServerVersion = "2.10.0"
 // Nats-Expected-Last-Msg-Id is not the stream's last message id.
 const errCodeWrongLastMsgID jetstream.ErrorCode = 10070
 
+// errCodeStreamMsgTooLarge is the server's rejection of a message larger than
+// the stream's max_msg_size.
+const errCodeStreamMsgTooLarge jetstream.ErrorCode = 10054
+
+// ErrTooLarge means a row's message (headers and event JSON) is larger than the
+// NATS server's max_payload or the stream's max_msg_size: no retry can publish
+// it, so the bridge halts on it (see the package's promises on poison rows).
+var ErrTooLarge = errors.New("message too large for the NATS server")
+
 // ErrChainBroken means the stream ends before rows the bridge's offset counts
 // as published: it will not publish past the hole.
 var ErrChainBroken = errors.New("chain broken")
@@ -207,6 +216,9 @@ func (b *Bridge) Handle(ctx context.Context, tx consumer.Tx, rows []outbox.Row) 
 			b.m.chainBroken.Set(1)
 			return err
 		}
+		if errors.Is(err, ErrTooLarge) {
+			return err // no retry publishes it: the consumer's attempts, then the halt
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -344,6 +356,12 @@ func (b *Bridge) publish(ctx context.Context, rows []outbox.Row, payloads map[st
 			chain = jetstream.WithExpectLastSequence(0)
 		}
 		f, err := b.js.PublishMsgAsync(msg, jetstream.WithMsgID(id), chain)
+		if errors.Is(err, nats.ErrMaxPayload) {
+			b.m.tooLarge.Set(float64(r.Seq))
+			sendErr = fmt.Errorf("%w: seq %d (event %s): its message (%d bytes of event JSON, plus headers) exceeds the server's max_payload of %d bytes; raise max_payload in the nats-server configuration and restart the bridge (the bridge halts rather than skip the row, which would leave a hole in the stream)",
+				ErrTooLarge, r.Seq, r.EventID, len(msg.Data), b.nc.MaxPayload())
+			break
+		}
 		if err != nil {
 			sendErr = fmt.Errorf("publish seq %d: %w", r.Seq, err)
 			break
@@ -363,6 +381,12 @@ func (b *Bridge) publish(ctx context.Context, rows []outbox.Row, payloads map[st
 			}
 			acked++
 		case err := <-f.Err():
+			var apiErr *jetstream.APIError
+			if ackErr == nil && errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeStreamMsgTooLarge {
+				b.m.tooLarge.Set(float64(rows[i].Seq))
+				ackErr = fmt.Errorf("%w: seq %d (event %s): the stream %s refuses it (%v); raise the stream's max_msg_size and restart the bridge (the bridge halts rather than skip the row, which would leave a hole in the stream)",
+					ErrTooLarge, rows[i].Seq, rows[i].EventID, b.cfg.Stream, err)
+			}
 			if ackErr == nil {
 				ackErr = fmt.Errorf("publish seq %d: %w", rows[i].Seq, err)
 			}
@@ -379,6 +403,7 @@ func (b *Bridge) publish(ctx context.Context, rows []outbox.Row, payloads map[st
 		return err
 	}
 	b.last = prev
+	b.m.tooLarge.Set(0)
 	b.m.lastPublished.Set(float64(prev))
 	b.m.publishSeconds.Observe(time.Since(start).Seconds())
 	return nil
