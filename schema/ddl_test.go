@@ -40,7 +40,7 @@ func TestOutboxAndConsumerDDL(t *testing.T) {
 	require.NoError(t, err)
 	for _, want := range []string{"events_outbox", "events_outbox_default", "events_outbox_seq_seq", "outbox_partitioning",
 		"outbox_partitions", "outbox_ensure_partitions", "outbox_retention", "consumer_offsets", "consumer_dead_letters",
-		"consumer_offset_resets", "consumer_advance"} {
+		"consumer_offset_resets", "consumer_advance", "consumer_stream_positions"} {
 		require.Contains(t, names, want)
 	}
 

@@ -203,6 +203,13 @@ func dlqList(ctx context.Context, e env, o dlqListOpts) error {
 		}
 		return nil
 	}
+	// A consumer under the halt policy (the bridge) parks nothing: the row it
+	// halted on is shown here too.
+	st, err := consumer.ReadStatus(ctx, e.Pool)
+	if err != nil {
+		return err
+	}
+	defer writeHalts(e, st.Consumers, o.consumer)
 	if len(dls) == 0 {
 		fmt.Fprintf(e.Out, "no parked rows for %s\n", o.consumer)
 		return nil

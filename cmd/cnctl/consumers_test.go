@@ -142,6 +142,27 @@ func TestResetOffsetCommand(t *testing.T) {
 	}
 }
 
+// TestHaltsAreShown: a consumer that halted (the bridge on a row it can never
+// publish) is named with its reason by cnctl status and cnctl dlq list.
+func TestHaltsAreShown(t *testing.T) {
+	t.Parallel()
+	db := seeded(t)
+	_, err := db.Pool.Exec(context.Background(), `UPDATE cn_relay.consumer_offsets
+		SET halted_at = now(), halted_reason = 'seq 3 (event c): too large
+for max_payload' WHERE consumer = 'trust-v1'`)
+	require.NoError(t, err)
+	out, err := cnctl(t, "status", "--database-url", db.URL)
+	require.NoError(t, err)
+	require.Contains(t, out, "trust-v1 is HALTED after seq 5: seq 3 (event c): too large for max_payload\n")
+	require.NotContains(t, out, "index-v1 is HALTED")
+	out, err = cnctl(t, "dlq", "list", "--database-url", db.URL, "--consumer", "trust-v1")
+	require.NoError(t, err)
+	require.Contains(t, out, "no parked rows for trust-v1\ntrust-v1 is HALTED after seq 5: seq 3 (event c): too large for max_payload\n")
+	out, err = cnctl(t, "dlq", "list", "--database-url", db.URL, "--consumer", "index-v1")
+	require.NoError(t, err)
+	require.NotContains(t, out, "HALTED")
+}
+
 func TestDLQCommands(t *testing.T) {
 	t.Parallel()
 	db := seeded(t)

@@ -36,7 +36,7 @@ func devOptionsOf(t *testing.T, args ...string) (node.DevOptions, error) {
 func TestDevFlagsReachTheNode(t *testing.T) {
 	for _, env := range []string{"DATABASE_URL", "CN_DEV_DATA_DIR", "CN_DEV_PG_PORT", "CN_RELAY_LISTEN", "CN_RELAY_METRICS_LISTEN", "CN_INDEXER_LISTEN",
 		"CN_MODERATOR_LISTEN", "CN_TRUST_LISTEN", "CN_DASHBOARD_LISTEN", "CN_RELAY_ADMIN_PUBKEYS", "CN_TRUST_SEEDS",
-		"CN_RELAY_DEFAULT_TOPIC", "CN_NODE_KEY_FILE"} {
+		"CN_RELAY_DEFAULT_TOPIC", "CN_NODE_KEY_FILE", "CN_DEV_NATS_LISTEN", "CN_NATS_URL", "CN_BRIDGE_LISTEN", "CN_DEV_NO_BRIDGE"} {
 		t.Setenv(env, "") // restored after the test
 		require.NoError(t, os.Unsetenv(env))
 	}
@@ -55,6 +55,10 @@ func TestDevFlagsReachTheNode(t *testing.T) {
 		"seeds":                strings.Repeat("ab", 32),
 		"default-topic":        "General",
 		"node-key-file":        "/tmp/other.key",
+		"nats-listen":          "127.0.0.1:7",
+		"nats-url":             "nats://elsewhere:4222",
+		"bridge-listen":        "127.0.0.1:8",
+		"no-bridge":            "true",
 	}
 	base, err := devOptionsOf(t)
 	require.NoError(t, err)

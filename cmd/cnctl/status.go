@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -64,5 +65,19 @@ func writeStatus(e env, st consumer.Status, pending store.PendingSummary) error 
 		lag := (time.Duration(s.LagSeconds * float64(time.Second))).Round(time.Millisecond)
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%v\t%s\t%d\n", s.Consumer, s.LastSeq, s.Backlog, lag, owner, s.DeadLetters)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	writeHalts(e, st.Consumers, "")
+	return nil
+}
+
+// writeHalts prints one line per halted consumer (all when name is "", else
+// only name's), with the reason its last active instance halted on.
+func writeHalts(e env, consumers []consumer.ConsumerStatus, name string) {
+	for _, s := range consumers {
+		if s.Halted && (name == "" || s.Consumer == name) {
+			fmt.Fprintf(e.Out, "%s is HALTED after seq %d: %s\n", s.Consumer, s.LastSeq, strings.Join(strings.Fields(s.HaltedReason), " "))
+		}
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/kukuri/communitynode/internal/backoff"
 	"github.com/kukuri/communitynode/pkg/consumer"
 	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/pkg/outboxmsg"
 )
 
 // ConsumerName is the bridge's consumer in cn_relay.consumer_offsets.
@@ -37,20 +38,18 @@ const (
 // refused rather than trusted with the chain.
 const MinServerVersion = "2.10.0"
 
-// Message headers besides Nats-Msg-Id (the seq).
-const (
-	HeaderSeq          = "Cn-Seq"
-	HeaderOp           = "Cn-Op"
-	HeaderReason       = "Cn-Reason"
-	HeaderKind         = "Cn-Kind"
-	HeaderEventID      = "Cn-Event-Id"
-	HeaderTopic        = "Cn-Topic"
-	HeaderEffectiveKey = "Cn-Effective-Key"
-)
-
 // errCodeWrongLastMsgID is the server's rejection of a publish whose
 // Nats-Expected-Last-Msg-Id is not the stream's last message id.
 const errCodeWrongLastMsgID jetstream.ErrorCode = 10070
+
+// errCodeStreamMsgTooLarge is the server's rejection of a message larger than
+// the stream's max_msg_size.
+const errCodeStreamMsgTooLarge jetstream.ErrorCode = 10054
+
+// ErrTooLarge means a row's message (headers and event JSON) is larger than the
+// NATS server's max_payload or the stream's max_msg_size: no retry can publish
+// it, so the bridge halts on it (see the package's promises on poison rows).
+var ErrTooLarge = errors.New("message too large for the NATS server")
 
 // ErrChainBroken means the stream ends before rows the bridge's offset counts
 // as published: it will not publish past the hole.
@@ -217,6 +216,9 @@ func (b *Bridge) Handle(ctx context.Context, tx consumer.Tx, rows []outbox.Row) 
 			b.m.chainBroken.Set(1)
 			return err
 		}
+		if errors.Is(err, ErrTooLarge) {
+			return err // no retry publishes it: the consumer's attempts, then the halt
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -348,27 +350,18 @@ func (b *Bridge) publish(ctx context.Context, rows []outbox.Row, payloads map[st
 	var sendErr error
 	for _, r := range rows {
 		id := strconv.FormatInt(r.Seq, 10)
-		h := nats.Header{}
-		h.Set(HeaderSeq, id)
-		h.Set(HeaderOp, string(r.Op))
-		h.Set(HeaderKind, strconv.Itoa(r.Kind))
-		h.Set(HeaderEventID, r.EventID)
-		h.Set(HeaderTopic, r.TopicID)
-		if r.Reason != "" {
-			h.Set(HeaderReason, string(r.Reason))
-		}
-		if r.EffectiveKey != "" {
-			h.Set(HeaderEffectiveKey, r.EffectiveKey)
-		}
-		msg := &nats.Msg{Subject: b.cfg.SubjectPrefix + "." + TopicToken(r.TopicID), Header: h, Data: payloads[r.EventID]}
-		if r.Op != outbox.OpUpsert {
-			msg.Data = nil
-		}
+		msg := outboxmsg.Encode(b.cfg.SubjectPrefix+"."+TopicToken(r.TopicID), r, payloads[r.EventID])
 		chain := jetstream.WithExpectLastMsgID(strconv.FormatInt(prev, 10))
 		if prev == 0 {
 			chain = jetstream.WithExpectLastSequence(0)
 		}
 		f, err := b.js.PublishMsgAsync(msg, jetstream.WithMsgID(id), chain)
+		if errors.Is(err, nats.ErrMaxPayload) {
+			b.m.tooLarge.Set(float64(r.Seq))
+			sendErr = fmt.Errorf("%w: seq %d (event %s): its message (%d bytes of event JSON, plus headers) exceeds the server's max_payload of %d bytes; raise max_payload in the nats-server configuration and restart the bridge (the bridge halts rather than skip the row, which would leave a hole in the stream)",
+				ErrTooLarge, r.Seq, r.EventID, len(msg.Data), b.nc.MaxPayload())
+			break
+		}
 		if err != nil {
 			sendErr = fmt.Errorf("publish seq %d: %w", r.Seq, err)
 			break
@@ -388,6 +381,12 @@ func (b *Bridge) publish(ctx context.Context, rows []outbox.Row, payloads map[st
 			}
 			acked++
 		case err := <-f.Err():
+			var apiErr *jetstream.APIError
+			if ackErr == nil && errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeStreamMsgTooLarge {
+				b.m.tooLarge.Set(float64(rows[i].Seq))
+				ackErr = fmt.Errorf("%w: seq %d (event %s): the stream %s refuses it (%v); raise the stream's max_msg_size and restart the bridge (the bridge halts rather than skip the row, which would leave a hole in the stream)",
+					ErrTooLarge, rows[i].Seq, rows[i].EventID, b.cfg.Stream, err)
+			}
 			if ackErr == nil {
 				ackErr = fmt.Errorf("publish seq %d: %w", rows[i].Seq, err)
 			}
@@ -404,6 +403,7 @@ func (b *Bridge) publish(ctx context.Context, rows []outbox.Row, payloads map[st
 		return err
 	}
 	b.last = prev
+	b.m.tooLarge.Set(0)
 	b.m.lastPublished.Set(float64(prev))
 	b.m.publishSeconds.Observe(time.Since(start).Seconds())
 	return nil

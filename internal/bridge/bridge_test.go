@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/pkg/consumer"
 	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/pkg/outboxmsg"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -30,14 +32,17 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // natsServer is an embedded nats-server with JetStream on a store directory
 // that survives restarts (same port, same directory).
 type natsServer struct {
-	t    testing.TB
-	dir  string
-	port int
-	s    *server.Server
+	t          testing.TB
+	dir        string
+	port       int
+	maxPayload int32 // the server's max_payload; 0: its default (1 MiB)
+	s          *server.Server
 }
 
-func startNATS(t testing.TB) *natsServer {
-	n := &natsServer{t: t, dir: t.TempDir(), port: -1}
+func startNATS(t testing.TB) *natsServer { return startNATSWith(t, 0) }
+
+func startNATSWith(t testing.TB, maxPayload int32) *natsServer {
+	n := &natsServer{t: t, dir: t.TempDir(), port: -1, maxPayload: maxPayload}
 	n.start()
 	n.port = n.s.Addr().(*net.TCPAddr).Port
 	t.Cleanup(n.stop)
@@ -45,7 +50,7 @@ func startNATS(t testing.TB) *natsServer {
 }
 
 func (n *natsServer) start() {
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: n.port, JetStream: true, StoreDir: n.dir, NoLog: true, NoSigs: true})
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: n.port, JetStream: true, StoreDir: n.dir, NoLog: true, NoSigs: true, MaxPayload: n.maxPayload})
 	require.NoError(n.t, err)
 	s.Start()
 	require.True(n.t, s.ReadyForConnections(10*time.Second), "nats-server not ready")
@@ -235,13 +240,13 @@ func requireStreamEqualsOutbox(t testing.TB, pool *pgxpool.Pool, url string, cfg
 	for i, r := range rows {
 		m := msgs[i]
 		h := m.Headers()
-		require.Equal(t, want[i], h.Get(HeaderSeq))
-		require.Equal(t, string(r.Op), h.Get(HeaderOp))
-		require.Equal(t, r.EventID, h.Get(HeaderEventID))
-		require.Equal(t, r.TopicID, h.Get(HeaderTopic))
-		require.Equal(t, strconv.Itoa(r.Kind), h.Get(HeaderKind))
-		require.Equal(t, string(r.Reason), h.Get(HeaderReason))
-		require.Equal(t, r.EffectiveKey, h.Get(HeaderEffectiveKey))
+		require.Equal(t, want[i], h.Get(outboxmsg.HeaderSeq))
+		require.Equal(t, string(r.Op), h.Get(outboxmsg.HeaderOp))
+		require.Equal(t, r.EventID, h.Get(outboxmsg.HeaderEventID))
+		require.Equal(t, r.TopicID, h.Get(outboxmsg.HeaderTopic))
+		require.Equal(t, strconv.Itoa(r.Kind), h.Get(outboxmsg.HeaderKind))
+		require.Equal(t, string(r.Reason), h.Get(outboxmsg.HeaderReason))
+		require.Equal(t, r.EffectiveKey, h.Get(outboxmsg.HeaderEffectiveKey))
 		require.Equal(t, cfg.SubjectPrefix+"."+TopicToken(r.TopicID), m.Subject())
 		if r.Op == outbox.OpDelete {
 			require.Empty(t, m.Data(), "seq %d: a delete row has no payload", r.Seq)
@@ -450,6 +455,58 @@ func TestHaltsOnABrokenChain(t *testing.T) {
 	require.Equal(t, float64(1), b.gauge(t, "cn_bridge_chain_broken"))
 	require.Equal(t, head, offset(t, db.Pool), "the offset stays before the rows it could not publish")
 	require.Equal(t, published, streamLastID(t, ns.url(), cfg), "nothing was published past the hole")
+}
+
+// TestHaltsOnARowTooLargeForTheServer: a row whose message exceeds the
+// server's max_payload is not retried forever and not skipped: the bridge
+// publishes every row before it, then halts with a reason that names the row
+// and max_payload (cnctl status, the status page). Once the operator raises
+// max_payload and restarts the bridge, the stream holds every row, in order.
+func TestHaltsOnARowTooLargeForTheServer(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t)
+	ns := startNATSWith(t, 4096)
+	cfg := testConfig()
+	st := newStore(db)
+	rng := rand.New(rand.NewPCG(11, 12))
+	ingest(t, st, rng, 60)
+	big := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "nostr"}}, Content: strings.Repeat("x", 8192)}
+	require.NoError(t, big.Sign(nostr.GeneratePrivateKey()))
+	res, err := st.Ingest(ctx, []*nostr.Event{big})
+	require.NoError(t, err)
+	require.True(t, res[0].OK, res[0].Message)
+	ingest(t, st, rng, 30)
+	var poison, before int64
+	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT seq FROM cn_relay.events_outbox WHERE event_id = $1 AND op = 'upsert'", big.ID).Scan(&poison))
+	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT max(seq) FROM cn_relay.events_outbox WHERE seq < $1", poison).Scan(&before))
+
+	ccfg := consumer.Config{BatchSize: 40, LeaseTTL: time.Second, MaxAttempts: 2, RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond}
+	b := startBridge(t, db.Pool, ns.url(), cfg, ccfg)
+	select {
+	case err := <-b.done:
+		close(b.done)
+		require.ErrorIs(t, err, consumer.ErrHalted)
+		require.ErrorContains(t, err, "max_payload")
+	case <-time.After(60 * time.Second):
+		t.Fatal("the bridge did not halt on a row too large for the server")
+	}
+	require.Equal(t, float64(poison), b.gauge(t, "cn_bridge_too_large_seq"))
+	require.Equal(t, before, offset(t, db.Pool), "every row before the poison row is committed, the poison row is not")
+	require.Equal(t, before, streamLastID(t, ns.url(), cfg), "the stream holds every row before it and nothing after")
+	st0, err := consumer.ReadStatus(ctx, db.Pool)
+	require.NoError(t, err)
+	require.Len(t, st0.Consumers, 1)
+	require.True(t, st0.Consumers[0].Halted, "cnctl status and the status page show the halt")
+	require.Contains(t, st0.Consumers[0].HaltedReason, fmt.Sprintf("seq %d (event %s)", poison, big.ID))
+	require.Contains(t, st0.Consumers[0].HaltedReason, "raise max_payload")
+
+	// The operator raises max_payload (here: back to the default) and restarts.
+	ns.stop()
+	ns.maxPayload = 0
+	ns.start()
+	startBridge(t, db.Pool, ns.url(), cfg, ccfg)
+	waitCaughtUp(t, db.Pool)
+	requireStreamEqualsOutbox(t, db.Pool, ns.url(), cfg)
 }
 
 func TestServerVersions(t *testing.T) {

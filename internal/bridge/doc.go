@@ -8,13 +8,12 @@
 // row's topic (TopicToken): a topic made only of [a-z0-9-] is its own token;
 // any other is "_" followed by the lower-case, unpadded base32 of its UTF-8
 // bytes; the person scope (protocol.NodeTopic) is the reserved token NODE, which
-// no encoded or plain token can equal. Headers carry Cn-Seq, Cn-Op, Cn-Kind,
-// Cn-Event-Id, Cn-Topic (the topic id as stored), Cn-Reason (delete rows) and
-// Cn-Effective-Key (replaceable and addressable events), and Nats-Msg-Id is the
-// seq in decimal. The payload of an upsert row is the signed event as NIP-01
-// JSON, loaded from cn_relay.events, so a remote host can verify it without a
-// query to the primary. A delete row has an empty payload: its headers name
-// the event and the reason, and the event is no longer visible.
+// no encoded or plain token can equal. Headers and payload are the format of
+// pkg/outboxmsg (the row in headers, Nats-Msg-Id = seq, the signed event JSON
+// of an upsert row as payload), loaded from cn_relay.events, so a remote host
+// can verify it without a query to the primary. A delete row has an empty
+// payload: its headers name the event and the reason, and the event is no
+// longer visible.
 //
 // # Promises
 //
@@ -46,6 +45,27 @@
 //     below the bridge's offset (rows the offset counts as published are not in
 //     the stream) the batch fails with ErrChainBroken and, after the consumer's
 //     attempts, the bridge halts (cn_bridge_chain_broken = 1). It never skips.
+//   - Poison rows: a row whose message the server can never store, because it
+//     is larger than the server's max_payload (checked by the client before it
+//     sends) or the stream's max_msg_size (error 10054), fails its batch with
+//     ErrTooLarge at once, without the back-off retries of an outage;
+//     cn_bridge_too_large_seq names it. The consumer's attempts then find it
+//     (the rows before it are published and committed) and the bridge halts on
+//     it: Run returns consumer.ErrHalted and the reason (seq, event id, the
+//     limit to raise) is in cn_relay.consumer_offsets, shown by cnctl status,
+//     cnctl dlq list --consumer bridge-v1 and the status page (alert
+//     CNConsumerHalted). The operator raises the limit and restarts the bridge,
+//     which publishes the row and goes on. It is neither parked nor replaced by
+//     a tombstone: parking would leave a hole in the stream (its message ids
+//     would no longer equal the outbox seqs), and a tombstone would make every
+//     remote consumer skip an event the local ones apply, so a remote indexer
+//     would differ from the local one for good. The limit is configuration, not
+//     data: the relay's default message limit (128 KiB) is well below NATS's
+//     default max_payload (1 MiB), so only a NATS limit below the largest event
+//     the node accepts can halt the bridge, and the fix is to raise it. An operator who
+//     chooses the hole anyway moves the offset past the row (cnctl
+//     reset-offset --consumer bridge-v1 --to-seq N --execute); the next row is
+//     chained to the stream's last message, so the chain check still holds.
 //   - An empty stream starts at the first row the bridge publishes (its offset
 //     plus one, or the oldest row the outbox still holds).
 package bridge

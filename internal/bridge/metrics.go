@@ -12,6 +12,7 @@ type metrics struct {
 	chainRejects   prometheus.Counter
 	lastPublished  prometheus.Gauge
 	chainBroken    prometheus.Gauge
+	tooLarge       prometheus.Gauge
 	publishSeconds prometheus.Histogram
 }
 
@@ -24,11 +25,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		chainRejects:  prometheus.NewCounter(prometheus.CounterOpts{Name: "cn_bridge_chain_rejects_total", Help: "Batches the server rejected because the stream's last id was not the expected one (a stale or second writer)."}),
 		lastPublished: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cn_bridge_last_published_seq", Help: "Outbox seq of the stream's last message, as the bridge knows it."}),
 		chainBroken:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "cn_bridge_chain_broken", Help: "1 while the stream ends before rows the bridge's offset counts as published."}),
+		tooLarge:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "cn_bridge_too_large_seq", Help: "Outbox seq of a row whose message the NATS server refuses as too large (max_payload, max_msg_size), 0 when none: the bridge halts on it."}),
 		publishSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cn_bridge_publish_seconds", Help: "Time to publish one batch and receive every acknowledgement.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.published, m.duplicates, m.skipped, m.publishErrors, m.chainRejects, m.lastPublished, m.chainBroken, m.publishSeconds)
+		reg.MustRegister(m.published, m.duplicates, m.skipped, m.publishErrors, m.chainRejects, m.lastPublished, m.chainBroken, m.tooLarge, m.publishSeconds)
 	}
 	return m
 }

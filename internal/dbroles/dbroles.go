@@ -20,14 +20,18 @@
 //     cn_admin (NIP-86), reads cn_index (NIP-50), cn_moderation (the queue, and
 //     records operator decisions in cn_moderation.actions) and cn_trust.
 //   - cn_role_indexer: a consumer (below) that writes cn_index.
+//   - cn_role_bridge: a consumer (below) and nothing else: it reads the outbox
+//     and the events it publishes to NATS, and writes only its own offset row.
 //   - cn_role_moderator, cn_role_trust: consumers that write their own schema and
 //     also publish the node's events and hides through the store path, so they are
 //     publishers too (below); the moderator reads cn_admin and records ban hides.
 //   - cn_role_dashboard: reads cn_relay.
-//   - cn_role_consumer (granted to the three consumers): reads cn_relay, and may
-//     insert and update only its own row of cn_relay.consumer_offsets and its own
-//     rows of cn_relay.consumer_dead_letters (row-level security: an update that
-//     names another consumer's row fails with SQLSTATE 42501; the consumer column
+//   - cn_role_consumer (granted to the four consumers): reads cn_relay, and may
+//     insert and update only its own row of cn_relay.consumer_offsets and of
+//     cn_relay.consumer_stream_positions (a stream consumer's position, schema
+//     0021: the remote indexer's database) and its own rows of
+//     cn_relay.consumer_dead_letters (row-level security: an update that names
+//     another consumer's row fails with SQLSTATE 42501; the consumer column
 //     itself is not updatable).
 //   - cn_role_publisher (granted to the relay, the moderator and trust): the store
 //     path: SELECT, INSERT, UPDATE on cn_relay's own tables, INSERT into the outbox.
@@ -75,7 +79,8 @@ const (
 	Moderator = "moderator"
 	Trust     = "trust"
 	Dashboard = "dashboard"
-	Consumer  = "consumer"  // granted to the indexer, the moderator and trust
+	Bridge    = "bridge"
+	Consumer  = "consumer"  // granted to the indexer, the moderator, trust and the bridge
 	Publisher = "publisher" // granted to the relay, the moderator and trust
 )
 
@@ -84,10 +89,11 @@ var ConsumerNames = map[string]string{
 	Indexer:   "index-v1",
 	Moderator: "moderation-v1",
 	Trust:     "trust-v1",
+	Bridge:    "bridge-v1",
 }
 
 // Services lists every role Apply manages, the operator first.
-var Services = []string{Operator, Consumer, Publisher, Relay, Indexer, Moderator, Trust, Dashboard}
+var Services = []string{Operator, Consumer, Publisher, Relay, Indexer, Moderator, Trust, Dashboard, Bridge}
 
 // memberships: role -> the helper roles it is a member of.
 var memberships = map[string][]string{
@@ -95,6 +101,7 @@ var memberships = map[string][]string{
 	Indexer:   {Consumer},
 	Moderator: {Consumer, Publisher},
 	Trust:     {Consumer, Publisher},
+	Bridge:    {Consumer},
 }
 
 var prefixPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,40}$`)
@@ -233,7 +240,7 @@ func ensureMember(ctx context.Context, conn *pgx.Conn, group, member string) err
 
 // operatorTables are cn_relay tables only the operator and the consumer runtime
 // write; the publisher gets every other table of cn_relay.
-var operatorTables = []string{"consumer_offsets", "consumer_dead_letters", "consumer_offset_resets",
+var operatorTables = []string{"consumer_offsets", "consumer_dead_letters", "consumer_offset_resets", "consumer_stream_positions",
 	"outbox_retention", "outbox_partitioning", "events_outbox"}
 
 func grant(ctx context.Context, tx pgx.Tx, cfg Config) error {
@@ -385,6 +392,13 @@ func grant(ctx context.Context, tx pgx.Tx, cfg Config) error {
 	}
 	on("INSERT, UPDATE ("+strings.Join(cols, ", ")+")", "cn_relay.consumer_offsets", Consumer)
 	on("INSERT, UPDATE, DELETE", "cn_relay.consumer_dead_letters", Consumer)
+	posCols, err := collect(ctx, tx, `SELECT quote_ident(attname) FROM pg_attribute
+		WHERE attrelid = 'cn_relay.consumer_stream_positions'::regclass AND attnum > 0 AND NOT attisdropped
+		  AND attname <> 'consumer' ORDER BY attnum`)
+	if err != nil {
+		return fmt.Errorf("list stream position columns: %w", err)
+	}
+	on("INSERT, UPDATE ("+strings.Join(posCols, ", ")+")", "cn_relay.consumer_stream_positions", Consumer)
 	on("EXECUTE", "FUNCTION cn_relay.consumer_advance(text, text, bigint, bigint, bigint, boolean)", Consumer)
 
 	// Each consumer's own schema.
@@ -412,11 +426,11 @@ func grant(ctx context.Context, tx pgx.Tx, cfg Config) error {
 
 	// 5. Row-level security on the consumers' rows. The owner (the operator) and
 	// superusers bypass it.
-	for _, t := range []string{"cn_relay.consumer_offsets", "cn_relay.consumer_dead_letters"} {
+	for _, t := range []string{"cn_relay.consumer_offsets", "cn_relay.consumer_dead_letters", "cn_relay.consumer_stream_positions"} {
 		sql = append(sql, "ALTER TABLE "+t+" ENABLE ROW LEVEL SECURITY",
 			"DROP POLICY IF EXISTS read_all ON "+t,
 			"CREATE POLICY read_all ON "+t+" FOR SELECT USING (true)")
-		for _, s := range []string{Indexer, Moderator, Trust} {
+		for _, s := range []string{Indexer, Moderator, Trust, Bridge} {
 			own := "consumer = " + quoteLiteral(ConsumerNames[s])
 			name := cfg.Role(s)
 			for _, p := range []struct{ suffix, def string }{

@@ -206,3 +206,52 @@ func TestApplyWhileTheNodeWrites(t *testing.T) {
 		require.Equal(t, cfg.Role(dbroles.Operator), owner)
 	}
 }
+
+// TestBridgeAndStreamPositionRoles: the bridge's role reads the outbox and the
+// events and moves only its own offset; a stream consumer (the remote indexer)
+// writes only its own stream position; the store path (publisher) no longer
+// writes stream positions.
+func TestBridgeAndStreamPositionRoles(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	ctx := context.Background()
+	_, err := db.Pool.Exec(ctx, `INSERT INTO cn_relay.consumer_offsets (consumer, last_seq) VALUES ('index-v1', 5), ('trust-v1', 7)`)
+	require.NoError(t, err)
+	apply(t, db)
+	cfg := dbroles.Config{}
+
+	br := connect(t, db.LoginAs(t, cfg.Role(dbroles.Bridge), false))
+	require.EqualValues(t, 1, allowed(t, br, "INSERT INTO cn_relay.consumer_offsets (consumer) VALUES ('bridge-v1')"))
+	require.EqualValues(t, 1, allowed(t, br, "UPDATE cn_relay.consumer_offsets SET owner_id = 'me', owner_generation = owner_generation + 1 WHERE consumer = 'bridge-v1'"))
+	allowed(t, br, "SELECT cn_relay.consumer_advance('bridge-v1', 'me', 1, 0, 3, true)")
+	require.EqualValues(t, 1, allowed(t, br, "UPDATE cn_relay.consumer_offsets SET halted_at = now(), halted_reason = 'too large' WHERE consumer = 'bridge-v1'"))
+	var n int
+	require.NoError(t, br.QueryRow(ctx, "SELECT count(*) FROM cn_relay.events_outbox").Scan(&n))
+	require.NoError(t, br.QueryRow(ctx, "SELECT count(*) FROM cn_relay.events").Scan(&n))
+	denied(t, br, "UPDATE cn_relay.consumer_offsets SET last_seq = 0 WHERE consumer = 'index-v1'")
+	denied(t, br, "INSERT INTO cn_relay.consumer_offsets (consumer) VALUES ('other-v1')")
+	denied(t, br, insertEvent)
+	denied(t, br, "INSERT INTO cn_relay.events_outbox (op, event_id, topic_id, kind, created_at) VALUES ('upsert', 'x', 't', 1, 1)")
+	denied(t, br, "DELETE FROM cn_relay.events_outbox")
+	denied(t, br, "INSERT INTO cn_index.documents (event_id) VALUES ('x')")
+	denied(t, br, "SELECT count(*) FROM cn_admin.pubkeys")
+	denied(t, br, "SELECT cn_relay.outbox_ensure_partitions(2)")
+	denied(t, br, "INSERT INTO cn_relay.consumer_stream_positions (consumer, stream, stream_seq, last_seq) VALUES ('index-v1', 'S', 1, 5)")
+
+	ix := connect(t, db.LoginAs(t, cfg.Role(dbroles.Indexer), false))
+	upsert := `INSERT INTO cn_relay.consumer_stream_positions (consumer, stream, stream_seq, last_seq) VALUES ($1, 'S', $2, 5)
+		ON CONFLICT (consumer) DO UPDATE SET stream = excluded.stream, stream_seq = excluded.stream_seq,
+			last_seq = excluded.last_seq, updated_at = now()`
+	require.EqualValues(t, 1, allowed(t, ix, upsert, "index-v1", 1))
+	require.EqualValues(t, 1, allowed(t, ix, upsert, "index-v1", 2), "the stream consumer's upsert of its own position")
+	denied(t, ix, upsert, "trust-v1", 1)
+	denied(t, ix, "UPDATE cn_relay.consumer_stream_positions SET consumer = 'trust-v1'")
+	denied(t, ix, "DELETE FROM cn_relay.consumer_stream_positions")
+
+	relay := connect(t, db.LoginAs(t, cfg.Role(dbroles.Relay), false))
+	denied(t, relay, "UPDATE cn_relay.consumer_stream_positions SET stream_seq = 9")
+	denied(t, relay, upsert, "trust-v1", 1)
+	var pos int64
+	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT stream_seq FROM cn_relay.consumer_stream_positions WHERE consumer = 'index-v1'").Scan(&pos))
+	require.EqualValues(t, 2, pos)
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/kukuri/communitynode/internal/bridge"
@@ -78,6 +79,33 @@ func Bridge(ctx context.Context, o BridgeOptions) error {
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.Handle("/healthz", httpserver.Healthz(bridgeHealth{pool.Ping, b.Ping}))
 	return daemon.Process{Name: "bridge", Listen: o.Listen, Handler: mux, Path: "/metrics", Logger: logger, Ready: o.Ready}.Run(ctx, c.Run)
+}
+
+// openStream connects to the NATS server at url (reconnecting forever) and
+// returns the existing stream name, for a stream consumer; it fails in one
+// line when the server is too old, has no JetStream or no such stream.
+func openStream(ctx context.Context, url, name, client string, logger *slog.Logger) (jetstream.Stream, func(), error) {
+	nc, err := nats.Connect(url, nats.Name(client), nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { logger.Warn("nats disconnected", "err", err) }),
+		nats.ReconnectHandler(func(c *nats.Conn) { logger.Info("nats reconnected", "url", c.ConnectedUrlRedacted()) }))
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to nats: %w", err)
+	}
+	if err := bridge.CheckServerVersion(nc.ConnectedServerVersion()); err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	stream, err := js.Stream(ctx, name)
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("stream %s at %s: %w (the bridge creates it)", name, nc.ConnectedUrlRedacted(), err)
+	}
+	return stream, nc.Close, nil
 }
 
 // bridgeHealth is healthy while both the database and NATS answer.

@@ -25,6 +25,10 @@ const (
 	DefaultTrustListen        = "127.0.0.1:7782" // /v1/trust/{pubkey}, /healthz, /metrics
 	DefaultBridgeListen       = "127.0.0.1:7783" // /healthz, /metrics
 	DefaultDashboardListen    = "127.0.0.1:7790" // the status page
+	// DefaultDevNATSListen is where cnctl dev's embedded NATS server (JetStream)
+	// listens: 4223, not NATS's own 4222, so that a nats-server already running
+	// on the machine is left alone.
+	DefaultDevNATSListen = "127.0.0.1:4223"
 )
 
 // The relay's maintenance.

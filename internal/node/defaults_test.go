@@ -41,6 +41,7 @@ func TestReadmeStatesTheDefaults(t *testing.T) {
 		"CN_MODERATOR_LISTEN":         "default `" + DefaultModeratorListen + "`",
 		"CN_TRUST_LISTEN":             "default `" + DefaultTrustListen + "`",
 		"CN_DASHBOARD_LISTEN":         "default `" + DefaultDashboardListen + "`",
+		"CN_DEV_NATS_LISTEN":          "default `" + DefaultDevNATSListen + "`",
 		"CN_INDEXER_BATCH_SIZE":       fmt.Sprintf("(default %d)", DefaultIndexerBatchSize),
 		"CN_MODERATOR_BATCH_SIZE":     fmt.Sprintf("(default %d)", DefaultModeratorBatchSize),
 		"CN_TRUST_BATCH_SIZE":         fmt.Sprintf("(default %d)", DefaultTrustBatchSize),

@@ -8,11 +8,16 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats-server/v2/server"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kukuri/communitynode/internal/bridge"
 	"github.com/kukuri/communitynode/internal/dashboard"
 	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/indexer"
@@ -59,7 +64,18 @@ type DevOptions struct {
 	DefaultTopic string
 	// DashboardListen is where the status page is served (loopback).
 	DashboardListen string
-	Logger          *slog.Logger
+	// NATSListen is where the embedded NATS server (JetStream, its store next
+	// to DataDir) listens; DefaultDevNATSListen when "", port 0 picks a free one.
+	// Unused when NATSURL is set or NoBridge.
+	NATSListen string
+	// NATSURL, when set, is an external NATS server the bridge publishes to and
+	// no embedded one is started.
+	NATSURL string
+	// BridgeListen is where the bridge serves /healthz and /metrics.
+	BridgeListen string
+	// NoBridge starts neither the bridge nor the embedded NATS server.
+	NoBridge bool
+	Logger   *slog.Logger
 	// Out receives the lines a developer reads: URLs and what is running.
 	Out io.Writer
 }
@@ -72,15 +88,21 @@ func (c DevOptions) Validate() error {
 	if c.Port < 0 || c.Port > 65535 {
 		return fmt.Errorf("dev node: port %d out of range", c.Port)
 	}
+	if c.NATSListen != "" {
+		if _, _, err := natsHostPort(c.NATSListen); err != nil {
+			return fmt.Errorf("dev node: NATS listen address: %w", err)
+		}
+	}
 	return nil
 }
 
 // Dev runs the whole community node on one machine for development: a database
 // (the given URL, or an embedded Postgres kept in the working tree), its
 // migrations, and every daemon the node has, each built as Relay, Indexer,
-// Moderator and Trust build it, plus the status page. It blocks until ctx is
-// done or a daemon fails, then stops everything it started, the embedded server
-// last.
+// Moderator, Trust and Bridge build it, plus the status page. Unless NoBridge,
+// the bridge publishes the outbox to a NATS server: NATSURL, or an embedded
+// nats-server with JetStream that Dev starts. It blocks until ctx is done or a
+// daemon fails, then stops everything it started, the embedded servers last.
 func Dev(ctx context.Context, cfg DevOptions) (err error) {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -142,6 +164,25 @@ func Dev(ctx context.Context, cfg DevOptions) (err error) {
 	fmt.Fprintf(cfg.Out, "moderator: http://%s/metrics (consumer %s; labels signed by %s)\n", d.moderator.Listen, moderation.ConsumerName, key.Npub())
 	g.Go(func() error { return Trust(gctx, d.trust) })
 	fmt.Fprintf(cfg.Out, "trust: http://%s/v1/trust/{pubkey} (consumer %s; NIP-85 assertions by a key derived from the node key)\n", d.trust.Listen, trust.ConsumerName)
+	if d.bridge == nil {
+		fmt.Fprintln(cfg.Out, "bridge: off (--no-bridge); no NATS server")
+	} else {
+		if d.bridge.NATSURL == "" {
+			ns, stop, err := startNATS(cfg)
+			if err != nil {
+				return err
+			}
+			defer func() {
+				stop()
+				fmt.Fprintln(cfg.Out, "embedded nats-server stopped")
+			}()
+			d.bridge.NATSURL = ns.ClientURL()
+			fmt.Fprintf(cfg.Out, "nats: %s (embedded nats-server %s with JetStream, store in %s)\n", ns.ClientURL(), server.VERSION, ns.StoreDir())
+		}
+		g.Go(func() error { return Bridge(gctx, *d.bridge) })
+		fmt.Fprintf(cfg.Out, "bridge: stream %s on %s, subjects %s.<topic token> (consumer %s; /healthz and /metrics on http://%s)\n",
+			d.bridge.Stream, d.bridge.NATSURL, d.bridge.SubjectPrefix, bridge.ConsumerName, d.bridge.Listen)
+	}
 	dashListen := d.dashboardListen
 	if err := dashboard.CheckExposure(dashListen, ""); err != nil {
 		return err
@@ -175,6 +216,7 @@ type daemons struct {
 	indexer         IndexerOptions
 	moderator       ModeratorOptions
 	trust           TrustOptions
+	bridge          *BridgeOptions // nil: no bridge; NATSURL "": Dev starts an embedded server
 	dashboardListen string
 }
 
@@ -190,7 +232,14 @@ func build(cfg DevOptions, dbURL string, key nodekey.Key) (daemons, error) {
 	if err := relayCfg.Validate(); err != nil {
 		return daemons{}, err
 	}
+	var br *BridgeOptions
+	if !cfg.NoBridge {
+		br = &BridgeOptions{DatabaseURL: dbURL, NATSURL: cfg.NATSURL, Stream: DefaultBridgeStream,
+			SubjectPrefix: DefaultBridgeSubjectPrefix, Listen: cmp.Or(cfg.BridgeListen, DefaultBridgeListen),
+			Logger: logger.With("daemon", "bridge")}
+	}
 	return daemons{
+		bridge: br,
 		relay: RelayOptions{DatabaseURL: dbURL, Relay: relayCfg, SweepInterval: DefaultSweepInterval,
 			StatsInterval: DefaultStatsInterval, AdminPubkeys: cfg.AdminPubkeys, Logger: logger.With("daemon", "relay")},
 		indexer: IndexerOptions{DatabaseURL: dbURL, Listen: cmp.Or(cfg.IndexerListen, DefaultIndexerListen),
@@ -201,6 +250,60 @@ func build(cfg DevOptions, dbURL string, key nodekey.Key) (daemons, error) {
 			Admins: cfg.AdminPubkeys, Seeds: cfg.Seeds, Logger: logger.With("daemon", "trust")},
 		dashboardListen: cmp.Or(cfg.DashboardListen, DefaultDashboardListen),
 	}, nil
+}
+
+// startNATS starts the dev node's embedded nats-server with JetStream on
+// cfg.NATSListen, its store in the directory "nats" next to the Postgres data
+// directory (.cn/nats by default), or in a fresh temporary directory when there
+// is no data directory (removed by stop). stop shuts the server down.
+func startNATS(cfg DevOptions) (s *server.Server, stop func(), err error) {
+	host, port, err := natsHostPort(cmp.Or(cfg.NATSListen, DefaultDevNATSListen))
+	if err != nil {
+		return nil, nil, err
+	}
+	dir, cleanup := "", func() {}
+	if cfg.DataDir != "" {
+		dir = filepath.Join(filepath.Dir(filepath.Clean(cfg.DataDir)), "nats")
+	} else {
+		if dir, err = os.MkdirTemp("", "cn-dev-nats-"); err != nil {
+			return nil, nil, err
+		}
+		cleanup = func() { _ = os.RemoveAll(dir) }
+	}
+	s, err = server.NewServer(&server.Options{ServerName: "cn-dev", Host: host, Port: port,
+		JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true})
+	if err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("embedded nats-server: %w", err)
+	}
+	s.Start()
+	stop = func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+		cleanup()
+	}
+	if !s.ReadyForConnections(10 * time.Second) {
+		stop()
+		return nil, nil, fmt.Errorf("embedded nats-server on %s:%d did not start (port in use? --nats-listen, or --nats-url for a server of your own)", host, port)
+	}
+	return s, stop, nil
+}
+
+// natsHostPort splits a listen address for nats-server, whose port 0 means
+// 4222: port 0 becomes server.RANDOM_PORT.
+func natsHostPort(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("port %q out of range", p)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	return host, port, nil
 }
 
 func migrate(ctx context.Context, dbURL string, out io.Writer) error {

@@ -3,18 +3,28 @@ package node
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/pkg/outbox"
 	"github.com/kukuri/communitynode/schema"
 )
 
@@ -46,7 +56,8 @@ func TestRunMigratesAndStopsOnCancel(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- Dev(ctx, DevOptions{DatabaseURL: url, Out: &out, RelayListen: "127.0.0.1:0", RelayMetricsListen: "127.0.0.1:0", IndexerListen: "127.0.0.1:0",
-			ModeratorListen: "127.0.0.1:0", TrustListen: "127.0.0.1:0", DashboardListen: "127.0.0.1:0", NodeKeyFile: keyFile})
+			ModeratorListen: "127.0.0.1:0", TrustListen: "127.0.0.1:0", DashboardListen: "127.0.0.1:0", NodeKeyFile: keyFile,
+			NATSListen: "127.0.0.1:0", BridgeListen: "127.0.0.1:0"})
 	}()
 	require.Eventually(t, func() bool { return bytes.Contains([]byte(out.String()), []byte("node is up")) },
 		30*time.Second, 20*time.Millisecond)
@@ -77,6 +88,7 @@ func TestRunMigratesAndStopsOnCancel(t *testing.T) {
 
 func TestDevOptionsValidate(t *testing.T) {
 	require.Error(t, DevOptions{}.Validate())
+	require.Error(t, DevOptions{DataDir: "x", NATSListen: "nope"}.Validate())
 	require.Error(t, DevOptions{DataDir: "x", Port: 70000}.Validate())
 	require.NoError(t, DevOptions{DataDir: "x"}.Validate())
 }
@@ -99,11 +111,20 @@ func TestEveryDevOptionReachesADaemon(t *testing.T) {
 		"AdminPubkeys":       []string{pk},
 		"Seeds":              []string{pk},
 		"DefaultTopic":       "general",
+		"NATSURL":            "nats://elsewhere:4222",
+		"BridgeListen":       "127.0.0.1:7",
+		"NoBridge":           true,
 	}
 	// Dev itself consumes these before it builds the daemons.
-	consumedByRun := map[string]bool{"DatabaseURL": true, "DataDir": true, "Port": true, "NodeKeyFile": true, "Logger": true, "Out": true}
+	consumedByRun := map[string]bool{"DatabaseURL": true, "DataDir": true, "Port": true, "NodeKeyFile": true, "Logger": true, "Out": true,
+		"NATSListen": true} // the embedded NATS server's address: the bridge gets the server's URL once it runs
 	strip := func(d daemons) daemons {
 		d.relay.Logger, d.indexer.Logger, d.moderator.Logger, d.trust.Logger = nil, nil, nil, nil
+		if d.bridge != nil {
+			b := *d.bridge
+			b.Logger = nil
+			d.bridge = &b
+		}
 		return d
 	}
 	base, err := build(DevOptions{}, "postgres://x", key)
@@ -122,4 +143,76 @@ func TestEveryDevOptionReachesADaemon(t *testing.T) {
 		require.NoError(t, err, name)
 		require.NotEqual(t, strip(base), strip(got), "DevOptions.%s reaches no daemon", name)
 	}
+}
+
+// TestDevPublishesToItsEmbeddedJetStream: the dev node starts an embedded NATS
+// server with JetStream and the bridge; an event the node stores is read from
+// the stream, by a NATS client of its own, at the URL and on the stream the
+// node printed, and the bridge is a registered consumer (cnctl status lists it).
+func TestDevPublishesToItsEmbeddedJetStream(t *testing.T) {
+	url := pgtest.EmptyDatabase(t)
+	var out syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Dev(ctx, DevOptions{DatabaseURL: url, DataDir: filepath.Join(t.TempDir(), "pg"), Out: &out,
+			RelayListen: "127.0.0.1:0", RelayMetricsListen: "127.0.0.1:0", IndexerListen: "127.0.0.1:0", ModeratorListen: "127.0.0.1:0",
+			TrustListen: "127.0.0.1:0", DashboardListen: "127.0.0.1:0", BridgeListen: "127.0.0.1:0", NATSListen: "127.0.0.1:0",
+			NodeKeyFile: filepath.Join(t.TempDir(), "node.key")})
+	}()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("dev node did not stop")
+		}
+		require.Contains(t, out.String(), "embedded nats-server stopped")
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "node is up") }, 30*time.Second, 20*time.Millisecond)
+	natsURL := regexp.MustCompile(`(?m)^nats: (nats://127\.0\.0\.1:\d+) \(embedded nats-server .* with JetStream, store in (.*)\)$`).FindStringSubmatch(out.String())
+	require.NotNil(t, natsURL, "the NATS URL is printed:\n%s", out.String())
+	require.Contains(t, out.String(), "bridge: stream "+DefaultBridgeStream+" on "+natsURL[1]+", subjects "+DefaultBridgeSubjectPrefix+".<topic token> (consumer bridge-v1")
+
+	pool, err := pgxpool.New(context.Background(), url)
+	require.NoError(t, err)
+	defer pool.Close()
+	st := store.New(pool, outbox.NewWriter(pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	ev := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Content: "hello dev stream", Tags: nostr.Tags{{"t", "dev"}}}
+	require.NoError(t, ev.Sign(nostr.GeneratePrivateKey()))
+	res, err := st.Ingest(context.Background(), []*nostr.Event{ev})
+	require.NoError(t, err)
+	require.True(t, res[0].OK, res[0].Message)
+
+	nc, err := nats.Connect(natsURL[1])
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer rcancel()
+	var msg *jetstream.RawStreamMsg
+	require.Eventually(t, func() bool {
+		s, err := js.Stream(rctx, DefaultBridgeStream)
+		if err != nil {
+			return false
+		}
+		msg, err = s.GetLastMsgForSubject(rctx, DefaultBridgeSubjectPrefix+".dev")
+		return err == nil
+	}, 30*time.Second, 20*time.Millisecond, "the event reaches the stream")
+	var seq int64
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT seq FROM cn_relay.events_outbox WHERE event_id = $1", ev.ID).Scan(&seq))
+	require.Equal(t, strconv.FormatInt(seq, 10), msg.Header.Get(jetstream.MsgIDHeader), "message id = outbox seq")
+	var got nostr.Event
+	require.NoError(t, json.Unmarshal(msg.Data, &got))
+	require.Equal(t, ev.ID, got.ID)
+	ok, err := got.CheckSignature()
+	require.NoError(t, err)
+	require.True(t, ok, "the payload is the signed event")
+
+	var registered bool
+	require.NoError(t, pool.QueryRow(context.Background(),
+		"SELECT EXISTS (SELECT 1 FROM cn_relay.consumer_offsets WHERE consumer = 'bridge-v1')").Scan(&registered))
+	require.True(t, registered, "the bridge is a registered consumer (cnctl status and the status page list it)")
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/kukuri/communitynode/internal/daemon"
 	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/indexer"
@@ -17,7 +19,12 @@ type IndexerOptions struct {
 	Listen      string // HTTP address of the search API; "" serves nothing
 	Kinds       []int  // indexed kinds; indexer.DefaultKinds when nil
 	BatchSize   int    // outbox rows per batch; DefaultIndexerBatchSize when 0
-	Logger      *slog.Logger
+	// NATSURL, when set, makes this a remote indexer: it follows the bridge's
+	// stream (Stream, DefaultBridgeStream when "") instead of the outbox, into
+	// DatabaseURL, a database of its own (indexer.RemoteHandler).
+	NATSURL string
+	Stream  string
+	Logger  *slog.Logger
 	// Ready, if set, is called with the HTTP listener's address once it listens.
 	Ready func(addr string)
 }
@@ -38,12 +45,26 @@ func Indexer(ctx context.Context, o IndexerOptions) error {
 	defer pool.Close()
 
 	reg := daemon.Registry()
-	c, err := consumer.New(pool, &indexer.Handler{Kinds: indexer.NewKinds(kinds)}, consumer.Config{
+	h := indexer.Handler{Kinds: indexer.NewKinds(kinds)}
+	cfg := consumer.Config{
 		Name:       indexer.ConsumerName,
 		BatchSize:  cmp.Or(o.BatchSize, DefaultIndexerBatchSize),
 		Logger:     logger,
 		Registerer: reg,
-	})
+	}
+	var c *consumer.Consumer
+	if o.NATSURL == "" {
+		c, err = consumer.New(pool, &h, cfg)
+	} else {
+		var stream jetstream.Stream
+		var closeNATS func()
+		stream, closeNATS, err = openStream(ctx, o.NATSURL, cmp.Or(o.Stream, DefaultBridgeStream), "cn-indexer", logger)
+		if err != nil {
+			return err
+		}
+		defer closeNATS()
+		c, err = consumer.NewStream(pool, &indexer.RemoteHandler{Handler: h}, cfg, stream)
+	}
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,8 @@ type Consumer struct {
 	handler Handler
 	cfg     Config
 	m       *metrics
-	wake    chan string // wake-up source; capacity 1, extra wake-ups coalesce
+	wake    chan string  // wake-up source; capacity 1, extra wake-ups coalesce
+	stream  *streamState // set by NewStream: rows come from a JetStream stream
 
 	lastMetrics time.Time
 }
@@ -147,7 +148,11 @@ func (c *Consumer) Run(ctx context.Context) error {
 		attempt, standbyLogged = 0, false
 		log.Info("active", "generation", l.generation, "last_seq", l.lastSeq)
 		c.m.active.Set(1)
-		err = c.lead(ctx, l)
+		if c.stream != nil {
+			err = c.leadStream(ctx, l)
+		} else {
+			err = c.lead(ctx, l)
+		}
 		c.m.active.Set(0)
 		if !errors.Is(err, errLeaseLost) {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -495,6 +500,9 @@ func (c *Consumer) commitBatch(ctx context.Context, generation, last int64, rows
 			r.EffectiveKey, r.Reason, park.err.Error(), park.attempts)
 	}
 	var advanceErr error
+	if c.stream != nil {
+		c.stream.queuePosition(&b, c.cfg.Name, rows[len(rows)-1].Seq)
+	}
 	c.queueAdvance(&b, generation, last, rows[len(rows)-1].Seq)
 	b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
 		committed = tag.String() == "COMMIT"
@@ -505,6 +513,12 @@ func (c *Consumer) commitBatch(ctx context.Context, generation, last int64, rows
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
 			return infraError{fmt.Errorf("park seq %d: %w", rows[0].Seq, err)}
+		}
+	}
+	if c.stream != nil {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return infraError{fmt.Errorf("store stream position: %w", err)}
 		}
 	}
 	if _, err := br.Exec(); err != nil {

@@ -12,6 +12,7 @@ type metrics struct {
 	processed     prometheus.Counter
 	failed        prometheus.Counter
 	parked        prometheus.Counter
+	redelivered   prometheus.Counter
 	batchDuration prometheus.Histogram
 	wakeups       *prometheus.CounterVec
 }
@@ -40,6 +41,8 @@ func newMetrics(name string, reg prometheus.Registerer) *metrics {
 		processed:  c("cn_consumer_processed_total", "Outbox rows applied and committed."),
 		failed:     c("cn_consumer_failed_total", "Handler attempts that failed (each retry counts)."),
 		parked:     c("cn_consumer_parked_total", "Rows moved to the dead-letter table."),
+		redelivered: c("cn_consumer_redelivered_total",
+			"Stream messages skipped because they were delivered or applied already (stream consumers only)."),
 		batchDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "cn_consumer_batch_duration_seconds", Help: "Time to apply and commit one batch.",
 			ConstLabels: labels, Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
@@ -54,7 +57,7 @@ func newMetrics(name string, reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.lastSeq, m.backlog, m.lagSeconds, m.active, m.halted,
-			m.processed, m.failed, m.parked, m.batchDuration, m.wakeups)
+			m.processed, m.failed, m.parked, m.redelivered, m.batchDuration, m.wakeups)
 	}
 	return m
 }

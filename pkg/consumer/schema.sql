@@ -51,6 +51,19 @@ CREATE TABLE cn_relay.consumer_dead_letters (
 CREATE INDEX consumer_dead_letters_retry_idx ON cn_relay.consumer_dead_letters (consumer, seq)
     WHERE retry_requested_at IS NOT NULL;
 
+-- The stream position of a stream consumer (NewStream): the stream sequence of
+-- the message whose Nats-Msg-Id is last_seq, committed with the offset.
+CREATE TABLE cn_relay.consumer_stream_positions (
+    consumer   text        NOT NULL PRIMARY KEY REFERENCES cn_relay.consumer_offsets (consumer) ON DELETE CASCADE,
+    stream     text        NOT NULL,
+    -- The stream sequence of the message whose Nats-Msg-Id is last_seq.
+    stream_seq bigint      NOT NULL CHECK (stream_seq > 0),
+    -- The consumer's offset when the position was stored: the position is used
+    -- only while consumer_offsets.last_seq still equals it.
+    last_seq   bigint      NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+
 -- Every executed `cnctl reset-offset`: who moved which offset, when, from where to where.
 CREATE TABLE cn_relay.consumer_offset_resets (
     id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"io"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/daemon/daemontest"
+	"github.com/kukuri/communitynode/internal/dbroles"
+	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+// TestRunUnderBridgeRole runs the bridge as a login user of its group role
+// (internal/dbroles): it takes its lease, publishes what the store wrote and
+// commits its offset to the outbox head.
+func TestRunUnderBridgeRole(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	url := db.LoginAsService(t, dbroles.Bridge)
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	require.NoError(t, err)
+	ns.Start()
+	t.Cleanup(ns.Shutdown)
+	require.True(t, ns.ReadyForConnections(10*time.Second))
+
+	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	ev := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: "least privilege"}
+	require.NoError(t, ev.Sign(nostr.GeneratePrivateKey()))
+	res, err := st.Ingest(ctx, []*nostr.Event{ev})
+	require.NoError(t, err)
+	require.True(t, res[0].OK, res[0].Message)
+	head, err := outbox.Head(ctx, db.Pool)
+	require.NoError(t, err)
+
+	addr := daemontest.FreeAddr(t)
+	stop := daemontest.Start(t, newApp(io.Discard, io.Discard), "bridge", "--listen", addr, "--database-url", url,
+		"--nats-url", ns.ClientURL(), "--stream", "CN_ROLE")
+	defer stop()
+	require.Eventually(t, func() bool {
+		var last int64
+		err := db.Pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = 'bridge-v1'").Scan(&last)
+		return err == nil && last >= head
+	}, 30*time.Second, 10*time.Millisecond, "bridge-v1 reaches the head under its role")
+	nc, err := nats.Connect(ns.ClientURL())
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	s, err := js.Stream(ctx, "CN_ROLE")
+	require.NoError(t, err)
+	msg, err := s.GetLastMsgForSubject(ctx, "cn.events.go")
+	require.NoError(t, err)
+	require.Equal(t, strconv.FormatInt(head, 10), msg.Header.Get(jetstream.MsgIDHeader))
+}

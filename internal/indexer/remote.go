@@ -1,0 +1,104 @@
+package indexer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/pkg/consumer"
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+// RemoteHandler is the index-v1 handler of an indexer on another host: it
+// follows the bridge's stream (consumer.NewStream) into a database of its own
+// (the node's migrations applied, no relay writing to it) and serves searches
+// from there.
+//
+// The index is derived exactly as the local Handler derives it, from the
+// events' state in cn_relay.events and cn_relay.event_topics; here those
+// tables hold a mirror that the messages keep, in the consumer's transaction,
+// before the documents are derived (so the mirror, the documents and the
+// offset commit together):
+//
+//   - upsert row: the event (from the message's payload; its id must be the
+//     row's) is stored if new and is live again (undeleted: an unhidden event);
+//     for a replaceable or addressable event it becomes its key's only
+//     effective version (the outbox writes an upsert row exactly when a key's
+//     effective version changes); the row's topic is added to the event's
+//     scope topics.
+//   - delete row: the event is deleted with the row's reason.
+//
+// Only events of indexed kinds are mirrored. At the same offset the mirror's
+// live events, their effective versions and scope topics equal the
+// primary's for those kinds, so the documents are the local indexer's
+// (tested against it, with kills and redeliveries). A document whose event
+// gained a topic in a later batch (an event's topic rows can straddle two
+// batches) is derived again.
+type RemoteHandler struct {
+	Handler
+}
+
+var _ consumer.StreamHandler = (*RemoteHandler)(nil)
+
+// HandleMessages mirrors msgs and derives the documents of their events.
+func (h *RemoteHandler) HandleMessages(ctx context.Context, tx consumer.Tx, msgs []consumer.Message) error {
+	var b pgx.Batch
+	var ids, upserted []string
+	for _, m := range msgs {
+		if !h.Kinds[m.Kind] {
+			continue
+		}
+		ids = append(ids, m.EventID)
+		if m.Op == outbox.OpDelete {
+			b.Queue(`UPDATE cn_relay.events SET deleted_at = now(), deleted_reason = $2
+				WHERE id = $1 AND deleted_at IS NULL`, m.EventID, string(m.Reason))
+			continue
+		}
+		var ev nostr.Event
+		if err := json.Unmarshal(m.Event, &ev); err != nil {
+			return fmt.Errorf("seq %d: event JSON: %w", m.Seq, err)
+		}
+		if ev.ID != m.EventID || ev.Kind != m.Kind {
+			return fmt.Errorf("seq %d: the payload is event %s of kind %d, the row names %s of kind %d", m.Seq, ev.ID, ev.Kind, m.EventID, m.Kind)
+		}
+		tags, err := json.Marshal(ev.Tags)
+		if err != nil || ev.Tags == nil {
+			tags = []byte("[]")
+		}
+		var expires *int64
+		if exp, ok := protocol.Expiration(&ev); ok {
+			expires = &exp
+		}
+		if m.EffectiveKey != "" {
+			// Before the insert: one effective version per key (a unique index).
+			b.Queue(`UPDATE cn_relay.events SET is_effective = false
+				WHERE effective_key = $1 AND is_effective AND id <> $2`, m.EffectiveKey, ev.ID)
+		}
+		b.Queue(`INSERT INTO cn_relay.events (id, pubkey, kind, created_at, tags, content, sig, ingested_at,
+				effective_key, is_effective, expires_at)
+			VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, nullif($9, ''), true, $10)
+			ON CONFLICT (id) DO UPDATE SET is_effective = true, deleted_at = NULL, deleted_reason = NULL`,
+			ev.ID, ev.PubKey, ev.Kind, int64(ev.CreatedAt), string(tags), ev.Content, ev.Sig, m.IngestedAt,
+			m.EffectiveKey, expires)
+		b.Queue(`INSERT INTO cn_relay.event_topics (event_id, topic_id, created_at, pubkey, kind, own, scope)
+			VALUES ($1, $2, $3, $4, $5, true, true) ON CONFLICT (event_id, topic_id) DO NOTHING`,
+			ev.ID, m.TopicID, int64(ev.CreatedAt), ev.PubKey, ev.Kind)
+		upserted = append(upserted, ev.ID)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if len(upserted) > 0 {
+		b.Queue(`DELETE FROM `+documentsTable+` d WHERE d.event_id = ANY($1)
+			AND d.topics IS DISTINCT FROM ARRAY(SELECT t.topic_id FROM cn_relay.event_topics t
+			                                    WHERE t.event_id = d.event_id AND t.scope ORDER BY t.topic_id)`, upserted)
+	}
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return fmt.Errorf("mirror events: %w", err)
+	}
+	return h.apply(ctx, tx, documentsTable, ids, true)
+}
