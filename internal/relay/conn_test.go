@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -74,4 +75,33 @@ func TestTooSlowGoodbye(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWriteBatchFrames: the writer's frames of each length class (7-bit,
+// 16-bit, 64-bit) reach a stock WebSocket client as the messages written, in order.
+func TestWriteBatchFrames(t *testing.T) {
+	t.Parallel()
+	msgs := [][]byte{[]byte("a"), bytes.Repeat([]byte("b"), 125), bytes.Repeat([]byte("c"), 126),
+		bytes.Repeat([]byte("d"), 65535), bytes.Repeat([]byte("e"), 65536), []byte("f")}
+	written := make(chan error, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			written <- err
+			return
+		}
+		c := &conn{ws: ws}
+		written <- c.writeBatch(msgs, time.Now().Add(10*time.Second))
+	}))
+	defer srv.Close()
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	for i, want := range msgs {
+		typ, got, err := ws.ReadMessage()
+		require.NoError(t, err, "message %d", i)
+		require.Equal(t, websocket.TextMessage, typ)
+		require.Equal(t, want, got, "message %d", i)
+	}
+	require.NoError(t, <-written)
 }
