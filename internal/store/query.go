@@ -523,7 +523,12 @@ func scanEvent(row pgx.CollectableRow, extra ...any) (*nostr.Event, error) {
 	ev := &nostr.Event{}
 	var createdAt int64
 	var kind int32
-	if err := row.Scan(append([]any{&ev.ID, &ev.PubKey, &createdAt, &kind, &ev.Tags, &ev.Content, &ev.Sig}, extra...)...); err != nil {
+	var tags string // (the jsonb text: decodeTags is faster than pgx's encoding/json)
+	if err := row.Scan(append([]any{&ev.ID, &ev.PubKey, &createdAt, &kind, &tags, &ev.Content, &ev.Sig}, extra...)...); err != nil {
+		return nil, err
+	}
+	var err error
+	if ev.Tags, err = decodeTags(tags); err != nil {
 		return nil, err
 	}
 	ev.CreatedAt, ev.Kind = nostr.Timestamp(createdAt), int(kind)
