@@ -105,3 +105,49 @@ func TestWriteBatchFrames(t *testing.T) {
 	}
 	require.NoError(t, <-written)
 }
+
+// TestPingGetsPong: a client's ping is answered with a pong carrying its
+// payload (by the writer, the socket's only writer), and the connection keeps
+// serving.
+func TestPingGetsPong(t *testing.T) {
+	t.Parallel()
+	tr := startRelay(t, nil, nil)
+	ws, _, err := websocket.DefaultDialer.Dial(tr.url, nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	pongs := make(chan string, 1)
+	ws.SetPongHandler(func(data string) error {
+		pongs <- data
+		return nil
+	})
+	require.NoError(t, ws.WriteControl(websocket.PingMessage, []byte("are you there"), time.Now().Add(5*time.Second)))
+	require.NoError(t, ws.WriteMessage(websocket.TextMessage, []byte(`["REQ","s",{"limit":1}]`)))
+	// Reading the EOSE runs the pong handler for a pong that came before it.
+	for {
+		_, msg, err := ws.ReadMessage()
+		require.NoError(t, err)
+		if strings.HasPrefix(string(msg), `["EOSE"`) {
+			break
+		}
+	}
+	select {
+	case got := <-pongs:
+		require.Equal(t, "are you there", got)
+	default:
+		// The pong may follow the EOSE: read on until it comes.
+		require.NoError(t, ws.SetReadDeadline(time.Now().Add(10*time.Second)))
+		go func() {
+			for {
+				if _, _, err := ws.ReadMessage(); err != nil {
+					return
+				}
+			}
+		}()
+		select {
+		case got := <-pongs:
+			require.Equal(t, "are you there", got)
+		case <-time.After(10 * time.Second):
+			t.Fatal("no pong")
+		}
+	}
+}
