@@ -265,7 +265,12 @@ func (s *Reader) selectSQL(f nostr.Filter, where string, args []any, v protocol.
 			" WHERE " + strings.Join(conds, " AND ") + " ORDER BY g.created_at DESC, g.event_id"
 	} else if topic, ok := topicDriven(f); ok {
 		// Walk the topic's (topic_id, created_at DESC) index in order and stop
-		// at the limit, instead of matching the whole topic first.
+		// at the limit, instead of matching the whole topic first. The driving
+		// row is the event's own row of the topic, so #t needs no probe per row.
+		rest := f
+		rest.Tags = maps.Clone(f.Tags)
+		delete(rest.Tags, "t")
+		where, args, _ = s.filterSQL(rest, v)
 		args = append(args, topic)
 		sql = "SELECT " + eventColumns + " FROM cn_relay.event_topics tt JOIN cn_relay.events e ON e.id = tt.event_id" +
 			" WHERE tt.topic_id = $" + strconv.Itoa(len(args)) + " AND tt.own AND " + where +
