@@ -8,7 +8,7 @@ BENCHTIME ?= 1s
 GOTAGS ?= $(shell printf '\043include <secp256k1_schnorrsig.h>\nint main(void){return 0;}\n' | \
 	$${CC:-cc} -x c - -lsecp256k1 -o /dev/null >/dev/null 2>&1 && echo libsecp256k1)
 
-.PHONY: run test fuzz test-race test-ops test-short bench bench-index bench-trust lint build clean-dev
+.PHONY: run test fuzz test-race test-ops test-short bench bench-index bench-trust bench-peers lint build clean-dev
 
 ## run: start the whole node locally (embedded Postgres unless DATABASE_URL is set)
 run:
@@ -54,6 +54,11 @@ bench-index:
 ## bench-trust: trust's benchmarks (recompute over 1,000,000 pubkeys and 30,000,000 follow edges, catch-up over 200,000 outbox rows), 3 runs each
 bench-trust:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 3 -timeout 60m ./internal/trust
+
+## bench-peers: REQ latency and throughput of relays side by side (PEERS="ours=ws://... strfry=ws://...", see scripts/bench-peers.sh)
+bench-peers:
+	@test -n "$(PEERS)" || { echo 'usage: make bench-peers PEERS="ours=ws://127.0.0.1:7777 other=ws://..."'; exit 2; }
+	scripts/bench-peers.sh $(PEERS)
 
 ## lint: gofmt and go vet
 lint:

@@ -68,6 +68,10 @@ type conn struct {
 
 	mem        *budget // everything held for this connection; see budget
 	send       *sendQueue
+	pongs      chan string   // the payload of the latest ping to answer; see writeLoop
+	batch      [][]byte      // the writer's popBatch buffer
+	bufs       net.Buffers   // the writer's frames (headers and messages) of one batch
+	hdrs       []byte        // the writer's frame headers of one batch
 	quit       chan struct{} // closed once, when the connection starts closing
 	quitOnce   sync.Once
 	mode       atomic.Int32 // closeMode
@@ -99,6 +103,7 @@ func newConn(r *Relay, ws *websocket.Conn, ip, key, host string) *conn {
 		cancel:     cancel,
 		mem:        mem,
 		send:       newSendQueueIn(r.cfg.SendQueueSize, mem),
+		pongs:      make(chan string, 1),
 		quit:       make(chan struct{}),
 		writerDone: make(chan struct{}),
 		readerDone: make(chan struct{}),
@@ -134,6 +139,15 @@ func (c *conn) readLoop() {
 	extend := func() error { return c.ws.SetReadDeadline(time.Now().Add(cfg.ReadTimeout)) }
 	_ = extend()
 	c.ws.SetPongHandler(func(string) error { return extend() })
+	// The writer answers pings (the latest one, RFC 6455 5.5.3): it alone
+	// writes to the socket.
+	c.ws.SetPingHandler(func(data string) error {
+		select {
+		case c.pongs <- data:
+		default:
+		}
+		return extend()
+	})
 	for {
 		_, data, err := c.ws.ReadMessage()
 		if err != nil {
@@ -151,10 +165,12 @@ func (c *conn) readLoop() {
 	}
 }
 
-// writeLoop is the only writer of data frames. It sends the queued messages in
-// order and pings (also while the queue never empties, so that a client that only
-// listens keeps answering), and when the connection closes it says goodbye as the
-// close mode asks and closes the socket.
+// writeLoop is the only writer to the socket. It sends the queued messages in
+// order, as many frames per write as are queued (up to writeBatchBytes): one
+// syscall for a burst of query results instead of one per message. It pings
+// (also while the queue never empties, so that a client that only listens
+// keeps answering) and answers pings, and when the connection closes it says
+// goodbye as the close mode asks and closes the socket.
 func (c *conn) writeLoop() {
 	defer close(c.writerDone)
 	ping := time.NewTicker(c.r.cfg.PingInterval)
@@ -168,10 +184,18 @@ func (c *conn) writeLoop() {
 			if !c.ping() {
 				return
 			}
+		case data := <-c.pongs:
+			if !c.pong(data) {
+				return
+			}
 		default:
 		}
-		if msg, ok := c.send.pop(); ok {
-			if err := c.write(msg, time.Now().Add(c.r.cfg.WriteTimeout)); err != nil {
+		if msgs, n := c.send.popBatch(c.batch, writeBatchBytes); len(msgs) > 0 {
+			err := c.writeBatch(msgs, time.Now().Add(c.r.cfg.WriteTimeout))
+			clear(msgs) // (the batch buffer must not pin the messages)
+			c.batch = msgs[:0]
+			c.send.sent(n)
+			if err != nil {
 				c.writeFailed(err)
 				return
 			}
@@ -183,11 +207,70 @@ func (c *conn) writeLoop() {
 			if !c.ping() {
 				return
 			}
+		case data := <-c.pongs:
+			if !c.pong(data) {
+				return
+			}
 		case <-c.quit:
 			c.goodbye()
 			return
 		}
 	}
+}
+
+// writeBatchBytes bounds the messages the writer sends with one write; a longer
+// message goes alone. The bytes stay taken from the connection's budget until
+// written (sendQueue.popBatch).
+const writeBatchBytes = 64 << 10
+
+// writeBatch writes msgs as unfragmented, unmasked text frames (RFC 6455 5.2;
+// no extension is negotiated) with one vectored write to the socket. gorilla's
+// writer would make a syscall per message; the socket is written by the
+// writer goroutine alone, control frames included, so frames never interleave.
+func (c *conn) writeBatch(msgs [][]byte, deadline time.Time) error {
+	nc := c.ws.UnderlyingConn()
+	if err := nc.SetWriteDeadline(deadline); err != nil {
+		return err
+	}
+	if cap(c.hdrs) < maxFrameHeader*len(msgs) {
+		c.hdrs = make([]byte, 0, maxFrameHeader*len(msgs))
+	}
+	hdrs, bufs := c.hdrs[:0], c.bufs[:0]
+	for _, m := range msgs {
+		start := len(hdrs)
+		hdrs = appendFrameHeader(hdrs, len(m))
+		bufs = append(bufs, hdrs[start:len(hdrs):len(hdrs)], m)
+	}
+	c.bufs = bufs
+	w := bufs // (WriteTo consumes its receiver)
+	_, err := w.WriteTo(nc)
+	clear(bufs) // (the frame buffer must not pin the messages)
+	return err
+}
+
+// maxFrameHeader is the longest header of a server's frame.
+const maxFrameHeader = 10
+
+// appendFrameHeader appends the header of a final, unmasked text frame of n
+// payload bytes.
+func appendFrameHeader(b []byte, n int) []byte {
+	b = append(b, 0x80|websocket.TextMessage) // FIN, opcode text
+	switch {
+	case n < 126:
+		return append(b, byte(n))
+	case n <= 0xffff:
+		return append(b, 126, byte(n>>8), byte(n))
+	}
+	return append(b, 127, byte(n>>56), byte(n>>48), byte(n>>40), byte(n>>32), byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+}
+
+// pong answers a ping; when that fails it closes the connection and reports false.
+func (c *conn) pong(data string) bool {
+	if err := c.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(c.r.cfg.WriteTimeout)); err != nil {
+		c.writeFailed(err)
+		return false
+	}
+	return true
 }
 
 // ping sends a ping; when that fails it closes the connection and reports false.

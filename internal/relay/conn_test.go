@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -73,5 +74,80 @@ func TestTooSlowGoodbye(t *testing.T) {
 				t.Fatal("the connection did not end")
 			}
 		})
+	}
+}
+
+// TestWriteBatchFrames: the writer's frames of each length class (7-bit,
+// 16-bit, 64-bit) reach a stock WebSocket client as the messages written, in order.
+func TestWriteBatchFrames(t *testing.T) {
+	t.Parallel()
+	msgs := [][]byte{[]byte("a"), bytes.Repeat([]byte("b"), 125), bytes.Repeat([]byte("c"), 126),
+		bytes.Repeat([]byte("d"), 65535), bytes.Repeat([]byte("e"), 65536), []byte("f")}
+	written := make(chan error, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			written <- err
+			return
+		}
+		c := &conn{ws: ws}
+		written <- c.writeBatch(msgs, time.Now().Add(10*time.Second))
+	}))
+	defer srv.Close()
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	for i, want := range msgs {
+		typ, got, err := ws.ReadMessage()
+		require.NoError(t, err, "message %d", i)
+		require.Equal(t, websocket.TextMessage, typ)
+		require.Equal(t, want, got, "message %d", i)
+	}
+	require.NoError(t, <-written)
+}
+
+// TestPingGetsPong: a client's ping is answered with a pong carrying its
+// payload (by the writer, the socket's only writer), and the connection keeps
+// serving.
+func TestPingGetsPong(t *testing.T) {
+	t.Parallel()
+	tr := startRelay(t, nil, nil)
+	ws, _, err := websocket.DefaultDialer.Dial(tr.url, nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	pongs := make(chan string, 1)
+	ws.SetPongHandler(func(data string) error {
+		pongs <- data
+		return nil
+	})
+	require.NoError(t, ws.WriteControl(websocket.PingMessage, []byte("are you there"), time.Now().Add(5*time.Second)))
+	require.NoError(t, ws.WriteMessage(websocket.TextMessage, []byte(`["REQ","s",{"limit":1}]`)))
+	// Reading the EOSE runs the pong handler for a pong that came before it.
+	for {
+		_, msg, err := ws.ReadMessage()
+		require.NoError(t, err)
+		if strings.HasPrefix(string(msg), `["EOSE"`) {
+			break
+		}
+	}
+	select {
+	case got := <-pongs:
+		require.Equal(t, "are you there", got)
+	default:
+		// The pong may follow the EOSE: read on until it comes.
+		require.NoError(t, ws.SetReadDeadline(time.Now().Add(10*time.Second)))
+		go func() {
+			for {
+				if _, _, err := ws.ReadMessage(); err != nil {
+					return
+				}
+			}
+		}()
+		select {
+		case got := <-pongs:
+			require.Equal(t, "are you there", got)
+		case <-time.After(10 * time.Second):
+			t.Fatal("no pong")
+		}
 	}
 }

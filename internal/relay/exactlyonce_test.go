@@ -40,6 +40,10 @@ func TestSubscriptionsGetEachEventExactlyOnce(t *testing.T) {
 	tr := serveRelay(t, r)
 	topic := fmt.Sprintf("once%d", rand.Int64())
 	filter := map[string]any{"#t": []string{topic}, "limit": 500}
+	// Odd subscriptions send a second filter matching the same events: a lone
+	// filter is read in one statement with the outbox head, several in a
+	// transaction (store.Reader.QuerySnapshot); both must hold.
+	second := map[string]any{"#t": []string{topic}, "kinds": []int{1}, "limit": 500}
 
 	// What each subscription received, in order; "EOSE" marks its end of stored events.
 	type subLog struct {
@@ -115,7 +119,11 @@ func TestSubscriptionsGetEachEventExactlyOnce(t *testing.T) {
 		defer close(opened)
 		for i, d := range at {
 			<-time.After(time.Until(start.Add(d)))
-			clients[i%conns].send("REQ", fmt.Sprintf("s%d", i), filter)
+			if i%2 == 1 {
+				clients[i%conns].send("REQ", fmt.Sprintf("s%d", i), filter, second)
+			} else {
+				clients[i%conns].send("REQ", fmt.Sprintf("s%d", i), filter)
+			}
 		}
 	}()
 

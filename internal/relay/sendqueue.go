@@ -139,6 +139,49 @@ func (q *sendQueue) pop() ([]byte, bool) {
 	return msg, true
 }
 
+// popBatch removes the oldest messages, at least one, while their total length
+// stays within maxBytes (a longer first message goes alone), and appends them
+// to dst[:0]; n is their total length. Unlike pop, it leaves their bytes taken
+// from the budget: the caller gives them back with sent(n) once written, so
+// that a batch on its way to the socket counts against the connection as it
+// did in the queue. An empty queue returns no message.
+func (q *sendQueue) popBatch(dst [][]byte, maxBytes int) (msgs [][]byte, n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	msgs = dst[:0]
+	for q.n > 0 {
+		msg := q.ring[q.head]
+		if len(msgs) > 0 && n+len(msg) > maxBytes {
+			break
+		}
+		msgs = append(msgs, msg)
+		n += len(msg)
+		q.ring[q.head] = nil
+		q.head = (q.head + 1) % len(q.ring)
+		q.n--
+		q.bytes -= len(msg)
+	}
+	if q.n == 0 {
+		q.head = 0
+		if len(q.ring) > queueKeepSlots {
+			q.ring = nil
+		}
+	}
+	return msgs, n
+}
+
+// sent gives back the n bytes of a batch from popBatch, now written (or
+// dropped), and wakes a pushBulk waiting for room.
+func (q *sendQueue) sent(n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.mem.give(n)
+	if q.room != nil {
+		close(q.room)
+		q.room = nil
+	}
+}
+
 // size returns the number of queued messages and their total length.
 func (q *sendQueue) size() (msgs, bytes int) {
 	q.mu.Lock()

@@ -199,3 +199,37 @@ func TestSendQueueConcurrent(t *testing.T) {
 	_, ok := q.pop()
 	require.False(t, ok)
 }
+
+// TestSendQueueBatchHeldUntilSent: popBatch takes messages in order up to its
+// byte bound (a longer first one alone), and their bytes stay taken from the
+// budget, with a pushBulk waiting for room, until sent gives them back.
+func TestSendQueueBatchHeldUntilSent(t *testing.T) {
+	t.Parallel()
+	q := newSendQueue(100, 100)
+	for _, n := range []int{30, 30, 15} {
+		require.True(t, q.push(bytes.Repeat([]byte{byte(n)}, n)))
+	}
+	msgs, n := q.popBatch(nil, 60)
+	require.Len(t, msgs, 2)
+	require.Equal(t, 60, n)
+	require.Equal(t, byte(30), msgs[0][0])
+	require.Equal(t, int64(75), q.mem.held(), "a popped batch still counts until sent")
+	ok, room := q.pushBulk(make([]byte, 10)) // 75 + 10 > three quarters of 100
+	require.False(t, ok)
+	select {
+	case <-room:
+		t.Fatal("room signalled before the batch was sent")
+	default:
+	}
+	q.sent(n)
+	<-room
+	require.Equal(t, int64(15), q.mem.held())
+	msgs, n = q.popBatch(msgs, 1) // the first message goes whatever its length
+	require.Len(t, msgs, 1)
+	require.Equal(t, 15, n)
+	q.sent(n)
+	msgs, n = q.popBatch(msgs, 60)
+	require.Empty(t, msgs)
+	require.Zero(t, n)
+	require.Zero(t, q.mem.held())
+}

@@ -37,15 +37,24 @@ func (s *Reader) Query(ctx context.Context, filters []nostr.Filter, v protocol.V
 	return s.query(ctx, s.pool, filters, v)
 }
 
-// QuerySnapshot is Query run in one snapshot of the database (a read-only
-// REPEATABLE READ transaction), which also reads seq, the highest outbox seq
-// that snapshot holds. Since outbox seq is committed in visibility order (see
-// package outbox), the snapshot holds exactly the writes whose outbox rows
-// have seq <= seq: an outbox row with a higher seq was committed after it, and
-// its event is not among the results unless it was visible before. A relay
-// that starts a subscription's live part after seq therefore sends no event
-// twice and misses none.
+// QuerySnapshot is Query run in one snapshot of the database, which also reads
+// seq, the highest outbox seq that snapshot holds. Since outbox seq is committed
+// in visibility order (see package outbox), the snapshot holds exactly the
+// writes whose outbox rows have seq <= seq: an outbox row with a higher seq was
+// committed after it, and its event is not among the results unless it was
+// visible before. A relay that starts a subscription's live part after seq
+// therefore sends no event twice and misses none.
+//
+// A lone filter that one statement answers (every shape but search) is read
+// with the head in that one statement, which is its own snapshot: one round
+// trip. Anything else runs in a read-only REPEATABLE READ transaction.
 func (s *Reader) QuerySnapshot(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) (evs []*nostr.Event, seq int64, err error) {
+	if len(filters) == 1 {
+		evs, seq, ok, err := s.queryFolded(ctx, filters[0], v)
+		if err != nil || ok {
+			return evs, seq, err
+		}
+	}
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		// The snapshot is taken by the transaction's first statement.
 		if seq, err = outbox.Head(ctx, tx); err != nil {
@@ -58,6 +67,92 @@ func (s *Reader) QuerySnapshot(ctx context.Context, filters []nostr.Filter, v pr
 		return nil, 0, err
 	}
 	return evs, seq, nil
+}
+
+// headSQL is outbox.Head's query as a derived table h(seq).
+const headSQL = "(SELECT coalesce(max(seq), 0) AS seq FROM cn_relay.events_outbox) h"
+
+// queryFolded answers f and reads the outbox head in one statement:
+//
+//	SELECT q.*, h.seq FROM (head) h LEFT JOIN LATERAL (<f's query>) q ON true
+//
+// which returns f's rows, each with the head, or a single row of NULLs and the
+// head when nothing matches. The outer ORDER BY restates f's order (newest
+// first, ties by lowest id), which the subquery's rows already have. ok is
+// false when f needs more than one statement (search; a (topic, author) page
+// short of hidden events): the caller then takes a transaction.
+func (s *Reader) queryFolded(ctx context.Context, f nostr.Filter, v protocol.Viewer) (evs []*nostr.Event, seq int64, ok bool, err error) {
+	if f.Search != "" {
+		return nil, 0, false, nil
+	}
+	if f.LimitZero {
+		seq, err = outbox.Head(ctx, s.pool)
+		return nil, seq, err == nil, err
+	}
+	where, args, matchable := s.filterSQL(f, v)
+	var sql string
+	topic, byTopicAuthors := topicAuthorsDriven(f)
+	byTopicAuthors = byTopicAuthors && len(f.Tags) == 1 && f.Limit > 0
+	switch {
+	case !matchable:
+		seq, err = outbox.Head(ctx, s.pool)
+		return nil, seq, err == nil, err
+	case byTopicAuthors:
+		var inner int
+		sql, args, inner = s.topicAuthorsSQL(f, topic, v)
+		var read int64
+		evs, seq, stopped, err := s.collectFolded(ctx, sql, args, &read)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		if topicAuthorsComplete(f, evs, stopped, read, inner) {
+			return evs, seq, true, nil
+		}
+		return nil, 0, false, nil
+	default:
+		sql, args = s.selectSQL(f, where, args, v)
+	}
+	evs, seq, _, err = s.collectFolded(ctx, sql, args)
+	return evs, seq, err == nil, err
+}
+
+// collectFolded runs sql (eventColumns, then one column per extra) folded with
+// the outbox head (see queryFolded) and collects its events, under the row
+// budget as collectEvents does.
+func (s *Reader) collectFolded(ctx context.Context, sql string, args []any, extra ...any) (evs []*nostr.Event, seq int64, stopped bool, err error) {
+	folded := "SELECT q.*, h.seq FROM " + headSQL + " LEFT JOIN LATERAL (" + sql + ") q ON true ORDER BY q.created_at DESC, q.id"
+	rows, err := s.pool.Query(ctx, folded, args...)
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("query events: %w", err)
+	}
+	defer rows.Close()
+	take := rowBudget(ctx)
+	dest := append(extra, &seq)
+	for rows.Next() {
+		raw := rows.RawValues()
+		// The head alone (nothing matched), or a row the budget refuses: only
+		// the head is read.
+		if raw[0] == nil || take != nil && !take(rowSize(raw)) {
+			skip := make([]any, len(raw)-1, len(raw))
+			if err := rows.Scan(append(skip, &seq)...); err != nil {
+				return nil, 0, false, fmt.Errorf("query events: %w", err)
+			}
+			if raw[0] == nil {
+				continue
+			}
+			stopped = true
+			break
+		}
+		ev, err := scanEvent(rows, dest...)
+		if err != nil {
+			return nil, 0, false, fmt.Errorf("query events: %w", err)
+		}
+		evs = append(evs, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, false, fmt.Errorf("query events: %w", err)
+	}
+	return evs, seq, stopped, nil
 }
 
 // querier is what the read path needs: the pool or a transaction.
@@ -170,7 +265,12 @@ func (s *Reader) selectSQL(f nostr.Filter, where string, args []any, v protocol.
 			" WHERE " + strings.Join(conds, " AND ") + " ORDER BY g.created_at DESC, g.event_id"
 	} else if topic, ok := topicDriven(f); ok {
 		// Walk the topic's (topic_id, created_at DESC) index in order and stop
-		// at the limit, instead of matching the whole topic first.
+		// at the limit, instead of matching the whole topic first. The driving
+		// row is the event's own row of the topic, so #t needs no probe per row.
+		rest := f
+		rest.Tags = maps.Clone(f.Tags)
+		delete(rest.Tags, "t")
+		where, args, _ = s.filterSQL(rest, v)
 		args = append(args, topic)
 		sql = "SELECT " + eventColumns + " FROM cn_relay.event_topics tt JOIN cn_relay.events e ON e.id = tt.event_id" +
 			" WHERE tt.topic_id = $" + strconv.Itoa(len(args)) + " AND tt.own AND " + where +
@@ -271,6 +371,22 @@ const topicAuthorsSlack = 16
 // events left the page short although more rows may match: the caller then runs
 // the general query.
 func (s *Reader) queryTopicAuthors(ctx context.Context, q querier, f nostr.Filter, topic string, v protocol.Viewer) (evs []*nostr.Event, complete bool, err error) {
+	sql, args, inner := s.topicAuthorsSQL(f, topic, v)
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("query events: %w", err)
+	}
+	var read int64
+	evs, stopped, err := collectEvents(ctx, rows, &read)
+	if err != nil {
+		return nil, false, fmt.Errorf("query events: %w", err)
+	}
+	return evs, topicAuthorsComplete(f, evs, stopped, read, inner), nil
+}
+
+// topicAuthorsSQL is queryTopicAuthors' query: eventColumns and the number of
+// index rows read (at most inner).
+func (s *Reader) topicAuthorsSQL(f nostr.Filter, topic string, v protocol.Viewer) (sql string, args []any, inner int) {
 	// The index rows carry topic, author, kind and created_at, so only visibility
 	// is left to check on the events.
 	where, args, _ := s.filterSQL(nostr.Filter{}, v)
@@ -288,22 +404,19 @@ func (s *Reader) queryTopicAuthors(ctx context.Context, q querier, f nostr.Filte
 	if f.Until != nil {
 		conds = append(conds, "tt.created_at <= "+ph(int64(*f.Until)))
 	}
-	inner := f.Limit + topicAuthorsSlack
-	sql := "WITH p AS (SELECT tt.event_id, tt.created_at FROM cn_relay.event_topics tt WHERE " + strings.Join(conds, " AND ") +
+	inner = f.Limit + topicAuthorsSlack
+	sql = "WITH p AS (SELECT tt.event_id, tt.created_at FROM cn_relay.event_topics tt WHERE " + strings.Join(conds, " AND ") +
 		" ORDER BY tt.created_at DESC, tt.event_id LIMIT " + ph(inner) + ")" +
-		" SELECT " + eventColumns + ", (SELECT count(*) FROM p) FROM p JOIN cn_relay.events e ON e.id = p.event_id WHERE " + where +
+		" SELECT " + eventColumns + ", (SELECT count(*) FROM p) AS read FROM p JOIN cn_relay.events e ON e.id = p.event_id WHERE " + where +
 		" ORDER BY p.created_at DESC, p.event_id LIMIT " + ph(f.Limit)
-	rows, err := q.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, false, fmt.Errorf("query events: %w", err)
-	}
-	var read int64
-	evs, stopped, err := collectEvents(ctx, rows, &read)
-	if err != nil {
-		return nil, false, fmt.Errorf("query events: %w", err)
-	}
-	// Without a row, the count is unknown: "no match" and "all hidden" look alike.
-	return evs, stopped || len(evs) == f.Limit || (len(evs) > 0 && read < int64(inner)), nil
+	return sql, args, inner
+}
+
+// topicAuthorsComplete reports whether evs, read from topicAuthorsSQL's rows
+// (read: its index rows), is f's whole answer. Without a row, the count is
+// unknown: "no match" and "all hidden" look alike.
+func topicAuthorsComplete(f nostr.Filter, evs []*nostr.Event, stopped bool, read int64, inner int) bool {
+	return stopped || len(evs) == f.Limit || (len(evs) > 0 && read < int64(inner))
 }
 
 // topicAuthorsDriven reports whether a query is best driven by the (topic,
@@ -415,7 +528,12 @@ func scanEvent(row pgx.CollectableRow, extra ...any) (*nostr.Event, error) {
 	ev := &nostr.Event{}
 	var createdAt int64
 	var kind int32
-	if err := row.Scan(append([]any{&ev.ID, &ev.PubKey, &createdAt, &kind, &ev.Tags, &ev.Content, &ev.Sig}, extra...)...); err != nil {
+	var tags string // (the jsonb text: decodeTags is faster than pgx's encoding/json)
+	if err := row.Scan(append([]any{&ev.ID, &ev.PubKey, &createdAt, &kind, &tags, &ev.Content, &ev.Sig}, extra...)...); err != nil {
+		return nil, err
+	}
+	var err error
+	if ev.Tags, err = decodeTags(tags); err != nil {
 		return nil, err
 	}
 	ev.CreatedAt, ev.Kind = nostr.Timestamp(createdAt), int(kind)
