@@ -165,6 +165,13 @@ type Config struct {
 	// once; the others wait their turn (their connection's further messages
 	// too), so that a burst of sessions cannot take every CPU from REQs.
 	NegConcurrency int
+	// MaxSyncLoads is how many NIP-77 sessions the whole relay reads items
+	// for at once (the database work of a NEG-OPEN); a NEG-OPEN beyond it is
+	// answered NEG-ERR "rate-limited: ..." at once, so that a burst of
+	// sessions cannot take the database from REQs. The items a session holds
+	// are charged to its connection's sync budget (MaxSyncEvents items' worth
+	// per connection, drawn from TotalQueueBytes) until it ends.
+	MaxSyncLoads int
 	// NegFrameLimit bounds each NEG-MSG answer, in bytes of binary message
 	// (the hex on the wire is twice that); at least 4096.
 	NegFrameLimit int
@@ -207,6 +214,7 @@ func DefaultConfig() Config {
 		MaxSyncEvents:      100_000,
 		NegFrameLimit:      60_000,
 		NegConcurrency:     max(1, runtime.GOMAXPROCS(0)/2),
+		MaxSyncLoads:       2,
 		NegIdleTimeout:     60 * time.Second,
 		QueryTimeout:       10 * time.Second,
 		PingInterval:       30 * time.Second,
@@ -294,6 +302,9 @@ func (c Config) Validate() error {
 		}
 		if c.NegIdleTimeout <= 0 {
 			add("negentropy idle timeout must be positive, got %s", c.NegIdleTimeout)
+		}
+		if c.MaxSyncLoads < 1 {
+			add("max sync loads must be at least 1, got %d", c.MaxSyncLoads)
 		}
 	}
 	if c.SendQueueBytes > 0 && c.SendQueueBytes < c.Limits.MaxMessageBytes {

@@ -267,7 +267,7 @@ func TestNegentropyHostileMessages(t *testing.T) {
 	hugeIDList := "61" + "00" + "00" + "02" + strings.Repeat("ff", 7) + "7f"
 
 	c := dial(t, e.relay.url)
-	for i, open := range []string{overflow, hugeIDList, "zz", "6", "", "62", "61" + "00" + "00" + "01" + strings.Repeat("AB", 16)} {
+	for i, open := range []string{overflow, hugeIDList, "zz", "6", "", "7f", "61" + "00" + "00" + "01" + strings.Repeat("AB", 16)} {
 		sub := "o" + strconv.Itoa(i)
 		c.send("NEG-OPEN", sub, filter, open)
 		require.True(t, strings.HasPrefix(str(t, negErr(t, c, sub)[2]), "invalid:"), "open %q", open)
@@ -442,4 +442,166 @@ func TestNegentropyCloseWhileWaiting(t *testing.T) {
 	c.send("NEG-OPEN", "w2", filter, "61")
 	msg = c.expect("NEG-MSG") // nothing of "w" came before
 	require.Equal(t, "w2", str(t, msg[1]))
+}
+
+// TestNegentropyOtherVersion: a message of another protocol version gets the
+// protocol's answer, the relay's version alone ("61"): as a NEG-OPEN, without
+// opening a session (nothing is read); as a NEG-MSG, and the session goes on.
+func TestNegentropyOtherVersion(t *testing.T) {
+	t.Parallel()
+	e := newNegEnv(t, nil)
+	k := newKey(t)
+	evs := signedNotes(t, k, 30, 3, mrand.New(mrand.NewPCG(8, 8)))
+	e.store(evs)
+	filter := map[string]any{"authors": []string{k.pk}}
+	c := dial(t, e.relay.url)
+	c.send("NEG-OPEN", "v2", filter, "62")
+	msg := c.expect("NEG-MSG")
+	require.Equal(t, []string{"v2", "61"}, []string{str(t, msg[1]), str(t, msg[2])})
+	c.send("COUNT", "n", filter) // answered after the NEG-OPEN was handled
+	c.expect("COUNT")
+	require.Zero(t, openNegs(e.relay.Relay), "no session for another version")
+
+	cl, err := negentropy.NewClient(itemsOf(evs[5:]), 0)
+	require.NoError(t, err)
+	defer cl.Close()
+	start, err := cl.Start()
+	require.NoError(t, err)
+	c.send("NEG-OPEN", "s", filter, start)
+	first := c.expect("NEG-MSG")
+	c.send("NEG-MSG", "s", "6f00")
+	msg = c.expect("NEG-MSG")
+	require.Equal(t, []string{"s", "61"}, []string{str(t, msg[1]), str(t, msg[2])})
+	// The session is still open and in step: the client's next message works.
+	next, done, err := cl.Reconcile(str(t, first[2]))
+	require.NoError(t, err)
+	for !done {
+		c.send("NEG-MSG", "s", next)
+		reply := c.expect("NEG-MSG")
+		next, done, err = cl.Reconcile(str(t, reply[2]))
+		require.NoError(t, err)
+	}
+	_, need := cl.Result()
+	require.Equal(t, idsOf(itemsOf(evs[:5])), need)
+}
+
+// negHeld sums what the connections of r hold for their NIP-77 sessions.
+func negHeld(r *Relay) int64 {
+	r.connsMu.Lock()
+	defer r.connsMu.Unlock()
+	var n int64
+	for c := range r.conns {
+		n += c.negMem.held()
+	}
+	return n
+}
+
+// waitFor polls cond until it holds, for at most 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // (polling, not synchronisation)
+	}
+}
+
+// TestNegentropyMemoryBudget: a session's items are charged to its
+// connection's sync budget (and so to the relay's budget) until it ends; a
+// connection's sessions hold at most MaxSyncEvents items together (blocked,
+// with the limit); a full relay budget refuses a session (error); closing the
+// session or the connection gives every byte back.
+func TestNegentropyMemoryBudget(t *testing.T) {
+	t.Parallel()
+	e := newNegEnv(t, func(cfg *Config) { cfg.MaxSyncEvents = 50 })
+	k := newKey(t)
+	evs := signedNotes(t, k, 30, 3, mrand.New(mrand.NewPCG(10, 10)))
+	e.store(evs)
+	filter := map[string]any{"authors": []string{k.pk}}
+	c := dial(t, e.relay.url)
+	c.send("NEG-OPEN", "a", filter, "61")
+	c.expect("NEG-MSG")
+	require.EqualValues(t, 30*negItemBytes, negHeld(e.relay.Relay))
+	require.GreaterOrEqual(t, e.relay.mem.held(), int64(30*negItemBytes), "drawn from the relay's budget")
+
+	c.send("NEG-OPEN", "b", filter, "61") // 60 items together: over 50
+	msg := negErr(t, c, "b")
+	require.True(t, strings.HasPrefix(str(t, msg[2]), "blocked:"), join(msg))
+	require.Len(t, msg, 4)
+	require.JSONEq(t, "50", string(msg[3]))
+	require.EqualValues(t, 30*negItemBytes, negHeld(e.relay.Relay), "the refused session gave its items back")
+
+	c.send("NEG-CLOSE", "a")
+	c.send("COUNT", "n", filter) // answered after NEG-CLOSE was handled
+	c.expect("COUNT")
+	require.Zero(t, negHeld(e.relay.Relay))
+	c.send("NEG-OPEN", "b", filter, "61")
+	c.expect("NEG-MSG")
+	require.EqualValues(t, 30*negItemBytes, negHeld(e.relay.Relay))
+	_ = c.ws.Close()
+	waitFor(t, "the closed connection's bytes back", func() bool { return e.relay.mem.held() == 0 })
+
+	// A relay whose budget cannot hold the items (others hold all but ten
+	// items' worth) refuses the session.
+	tight := e.another(func(*Config) {})
+	others := int(tight.mem.limit) - 10*negItemBytes
+	require.Equal(t, taken, tight.mem.take(others, tight.mem.limit, false))
+	defer tight.mem.give(others)
+	tc := dial(t, tight.url)
+	tc.send("NEG-OPEN", "t", filter, "61")
+	require.Equal(t, reasonNegMemory, str(t, negErr(t, tc, "t")[2]))
+	tc.send("COUNT", "n", filter)
+	tc.expect("COUNT")
+	require.Zero(t, negHeld(tight.Relay))
+}
+
+// TestNegentropyLoadCap: while MaxSyncLoads sessions of the relay read their
+// items, a NEG-OPEN is refused at once (rate-limited) and REQs are served;
+// once a load ends, sessions open again.
+func TestNegentropyLoadCap(t *testing.T) {
+	t.Parallel()
+	e := newNegEnv(t, func(cfg *Config) { cfg.MaxSyncLoads = 1 })
+	k := newKey(t)
+	evs := signedNotes(t, k, 3, 1, mrand.New(mrand.NewPCG(11, 11)))
+	e.store(evs)
+	filter := map[string]any{"authors": []string{k.pk}}
+	e.relay.negLoads <- struct{}{} // the only load slot is busy
+	c := dial(t, e.relay.url)
+	c.send("NEG-OPEN", "x", filter, "61")
+	require.Equal(t, reasonNegBusy, str(t, negErr(t, c, "x")[2]))
+	other := dial(t, e.relay.url)
+	other.send("REQ", "r", filter)
+	for range evs {
+		other.expect("EVENT")
+	}
+	other.eose("r")
+	require.Zero(t, openNegs(e.relay.Relay))
+	<-e.relay.negLoads
+	c.send("NEG-OPEN", "x", filter, "61")
+	c.expect("NEG-MSG")
+	require.Len(t, e.relay.negLoads, 0, "the load slot is free again once the items are read")
+}
+
+// TestNegentropyMessageRate: NEG-MSG draws on the client address's REQ rate
+// (as NEG-OPEN does): one over it ends its session with NEG-ERR rate-limited.
+func TestNegentropyMessageRate(t *testing.T) {
+	t.Parallel()
+	e := newNegEnv(t, func(cfg *Config) { cfg.ReqRatePerIP = Rate{PerSecond: 0.001, Burst: 3} })
+	k := newKey(t)
+	evs := signedNotes(t, k, 20, 2, mrand.New(mrand.NewPCG(12, 12)))
+	e.store(evs)
+	filter := map[string]any{"authors": []string{k.pk}}
+	c := dial(t, e.relay.url)
+	c.send("NEG-OPEN", "s", filter, "61") // token 1
+	c.expect("NEG-MSG")
+	c.send("NEG-MSG", "s", "61") // token 2
+	c.expect("NEG-MSG")
+	c.send("NEG-MSG", "s", "61") // token 3
+	c.expect("NEG-MSG")
+	c.send("NEG-MSG", "s", "61")
+	require.Equal(t, reasonNegRate, str(t, negErr(t, c, "s")[2]))
+	require.Zero(t, openNegs(e.relay.Relay))
+	require.Zero(t, negHeld(e.relay.Relay))
 }

@@ -15,14 +15,19 @@ import (
 // ErrTooManySyncItems is returned by SyncItems when more than max events match.
 var ErrTooManySyncItems = errors.New("too many events match the sync filter")
 
+// ErrSyncBudget is returned by SyncItems when its row budget (WithRowBudget)
+// refused a row: the caller's memory for the items ran out.
+var ErrSyncBudget = errors.New("the sync items do not fit the memory budget")
+
 // SyncItems returns the (created_at, id) of every stored event matching f that v
 // may read, with the visibility of Query (hidden, deleted, expired and
 // unreadable private events never appear), for a NIP-77 session. The filter's
 // Limit is ignored: a sync covers every match, and at most max of them; when
 // more match, it returns ErrTooManySyncItems without reading further. Search
 // filters are the caller's to refuse; f must have been validated
-// (protocol.ValidateFilter). The items come in no particular order; the
-// negentropy storage sorts them.
+// (protocol.ValidateFilter). The items come sorted by (created_at, id). Under a
+// row budget (WithRowBudget) it asks take(n) before each row and returns
+// ErrSyncBudget at the first refusal.
 func (s *Reader) SyncItems(ctx context.Context, f nostr.Filter, v protocol.Viewer, max int) ([]negentropy.Item, error) {
 	sql, args, ok := s.syncSQL(f, v, max)
 	if !ok {
@@ -34,9 +39,13 @@ func (s *Reader) SyncItems(ctx context.Context, f nostr.Filter, v protocol.Viewe
 	}
 	defer rows.Close()
 	items := make([]negentropy.Item, 0, 1024)
+	take := rowBudget(ctx)
 	for rows.Next() {
 		if len(items) == max {
 			return nil, ErrTooManySyncItems
+		}
+		if take != nil && !take(rowSize(rows.RawValues())) {
+			return nil, ErrSyncBudget
 		}
 		var it negentropy.Item
 		var createdAt int64
@@ -53,10 +62,13 @@ func (s *Reader) SyncItems(ctx context.Context, f nostr.Filter, v protocol.Viewe
 }
 
 // syncSQL is SyncItems' query: max+1 rows at most, so that one more than max
-// tells. Only the two columns are read, in no order: the negentropy storage
-// sorts them in memory, so the planner is free to pick the cheapest index (a
-// bitmap scan for an author's events) and never sorts. The visibility columns
-// come from the heap: an index scan, not an index-only one.
+// tells, in (created_at, id) order. For the public viewer and a filter of
+// kinds, since and until only (the whole node's sync, or a kind's), every
+// column it reads is in the partial index events_sync_idx (schema 0019), whose
+// predicate is the live part of the visibility rule, so Postgres reads the
+// items with an index-only scan in that order: no heap page is read for rows
+// on all-visible pages (see the README on what keeps pages all-visible). Other
+// filters (ids, authors, tags) use their own indexes and read the heap.
 func (s *Reader) syncSQL(f nostr.Filter, v protocol.Viewer, max int) (string, []any, bool) {
 	where, args, ok := s.filterSQL(f, v)
 	if !ok {
@@ -64,5 +76,5 @@ func (s *Reader) syncSQL(f nostr.Filter, v protocol.Viewer, max int) (string, []
 	}
 	args = append(args, max+1)
 	return "SELECT e.created_at, e.id FROM cn_relay.events e WHERE " + where +
-		" LIMIT $" + strconv.Itoa(len(args)), args, true
+		" ORDER BY e.created_at, e.id LIMIT $" + strconv.Itoa(len(args)), args, true
 }
