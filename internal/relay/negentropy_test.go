@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,13 +27,15 @@ import (
 
 // negEnv is a relay over a real Postgres store, for NIP-77 tests.
 type negEnv struct {
-	t     *testing.T
+	t     testing.TB
 	db    *pgtest.DB
 	st    pgStore
 	relay *testRelay
 }
 
-func newNegEnv(t *testing.T, edit func(*Config)) *negEnv {
+func newNegEnv(t *testing.T, edit func(*Config)) *negEnv { return newNegEnvTB(t, edit) }
+
+func newNegEnvTB(t testing.TB, edit func(*Config)) *negEnv {
 	t.Helper()
 	db := pgtest.New(t)
 	st := pgStore{store.New(db.Pool, startWriter(t, db), protocol.DefaultTopicRules())}
@@ -624,4 +627,33 @@ func TestNegentropyMessageRate(t *testing.T) {
 	require.Equal(t, reasonNegRate, str(t, negErr(t, c, "s")[2]))
 	require.Zero(t, openNegs(e.relay.Relay))
 	require.Zero(t, negHeld(e.relay.Relay))
+}
+
+// TestNegentropyMessageTooLarge: a NEG-MSG (or REQ) larger than the message
+// limit gets an answer naming its subscription: NEG-ERR (the session ends)
+// or CLOSED, instead of an anonymous NOTICE; beyond twice the limit the socket
+// is closed with 1009 (message too big), which the client sees.
+func TestNegentropyMessageTooLarge(t *testing.T) {
+	t.Parallel()
+	e := newNegEnv(t, func(cfg *Config) { cfg.Limits.MaxMessageBytes = 4096 })
+	k := newKey(t)
+	e.store(signedNotes(t, k, 5, 1, mrand.New(mrand.NewPCG(13, 13))))
+	filter := map[string]any{"authors": []string{k.pk}}
+	c := dial(t, e.relay.url)
+	c.send("NEG-OPEN", "big", filter, "61")
+	c.expect("NEG-MSG")
+	c.send("NEG-MSG", "big", "61"+strings.Repeat("00", 3000))
+	msg := negErr(t, c, "big")
+	require.Contains(t, str(t, msg[2]), "invalid: message too large", join(msg))
+	require.Zero(t, openNegs(e.relay.Relay), "the session ended")
+	c.send("REQ", "r", map[string]any{"ids": slices.Repeat([]string{strings.Repeat("ab", 32)}, 70)})
+	require.Contains(t, c.closed("r"), "invalid: message too large")
+
+	c.send("NEG-MSG", "big", "61"+strings.Repeat("00", 5000)) // over twice the limit
+	select {
+	case <-c.gone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the connection is still open")
+	}
+	require.True(t, websocket.IsCloseError(c.err, websocket.CloseMessageTooBig), "%v", c.err)
 }
