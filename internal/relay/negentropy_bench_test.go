@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"encoding/json"
+	mrand "math/rand/v2"
 	"os"
 	"runtime"
 	"strconv"
@@ -23,7 +24,7 @@ import (
 // Postgres and a real WebSocket, CN_BENCH_NEG_ITEMS events on the relay
 // (default 100,000; MaxSyncEvents is raised to fit), the client holding the
 // same set but 1% of it, plus 1% of its own, at the relay's default frame
-// limit (60,000) on both sides. The events are written by COPY (unsigned:
+// limit (60,000) on both sides; the differences are spread at random. The events are written by COPY (unsigned:
 // only NIP-77 reads them) and the table vacuumed, as a live node's would be.
 // It reports the session's wall time (NEG-OPEN to the last NEG-MSG, item
 // reading included), the bytes exchanged (both ways, as sent), the rounds,
@@ -39,12 +40,18 @@ func BenchmarkNegentropyRelaySession(b *testing.B) {
 	}
 	for range b.N {
 		b.StopTimer()
-		e := newNegEnvTB(b, func(cfg *Config) { cfg.MaxSyncEvents = n + 1; cfg.QueryTimeout = 10 * time.Minute; cfg.NegIdleTimeout = 10 * time.Minute })
+		e := newNegEnvTB(b, func(cfg *Config) {
+			cfg.MaxSyncEvents = n + 1
+			cfg.QueryTimeout = 10 * time.Minute
+			cfg.NegIdleTimeout = 10 * time.Minute
+		})
 		pubkey := randomHex(32)
 		all := make([]negentropy.Item, n+n/100)
 		for i := range all {
 			all[i] = negentropy.Item{CreatedAt: nostr.Timestamp(1_700_000_000 + i/10), ID: randomHex(32)}
 		}
+		// The differences spread over the whole range, not in one block.
+		mrand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
 		relaySide, clientSide := all[:n], all[n/100:]
 		ctx := context.Background()
 		rows := make([][]any, 0, 10_000)
