@@ -156,8 +156,11 @@ type Config struct {
 	Negentropy bool
 	// MaxSyncEvents bounds the events one NIP-77 session covers: over it,
 	// NEG-OPEN is answered NEG-ERR "blocked: ..." with the limit as the 4th
-	// element. A session holds about 100 bytes per event until it ends, and
-	// the library's CPU grows faster than linearly with it (measured with 1%
+	// element. It also bounds what a connection's sessions hold together:
+	// each item is charged 160 bytes (negItemBytes) to the connection's sync
+	// budget, MaxSyncEvents items' worth, until its session ends (NEG-ERR
+	// "blocked: ..." beyond). The library's CPU grows faster than linearly
+	// with the items (measured with 1%
 	// differences on each side: 0.65 s of relay CPU per session at 100,000
 	// events, 3.3 s at 300,000; see internal/negentropy's BenchmarkReconcile).
 	MaxSyncEvents int
