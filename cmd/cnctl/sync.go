@@ -27,6 +27,7 @@ type syncOpts struct {
 	filter    nostr.Filter
 	direction relaysync.Direction
 	timeout   time.Duration
+	progress  time.Duration
 	maxEvents int
 	limits    protocol.Limits
 }
@@ -40,13 +41,15 @@ func syncCommand() *cli.Command {
 			"see) only this node or only the relay at --relay has. down stores the relay's missing events\n" +
 			"here through the relay's own checks and store path (as cnctl import: signatures, topic rules,\n" +
 			"bans, NIP-09, NIP-40); up publishes ours to it as EVENTs. Every wait for the relay is bounded\n" +
-			"by --timeout, so a relay without NIP-77 ends the sync with an error. A summary goes to stdout.",
+			"by --timeout, so a relay without NIP-77 ends the sync with an error. Progress lines go to stderr\n" +
+			"(at most one per --progress-every), a summary to stdout.",
 		DB: true,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "relay", Required: true, Usage: "the other relay (ws:// or wss://)"},
 			&cli.StringFlag{Name: "filter", Value: "{}", Usage: "NIP-01 filter (JSON) of the events to reconcile; limit is ignored"},
 			&cli.StringFlag{Name: "direction", Value: string(relaysync.Down), Usage: "down (store theirs here), up (publish ours there) or both"},
-			&cli.DurationFlag{Name: "timeout", Value: 15 * time.Second, Usage: "longest wait for any answer of the relay"},
+			&cli.DurationFlag{Name: "timeout", Value: 15 * time.Second, Usage: "longest wait for each answer of the relay (other messages it sends meanwhile do not extend it)"},
+			&cli.DurationFlag{Name: "progress-every", Value: time.Second, Usage: "least time between two progress lines on stderr"},
 			&cli.IntFlag{Name: "max-sync-events", Value: relay.DefaultConfig().MaxSyncEvents, Usage: "most local events the reconciliation covers (the relay's default limit)"},
 		}, relayRuleFlags(l)...),
 		Options: syncOptions,
@@ -59,7 +62,7 @@ func syncOptions(c *cli.Context) (syncOpts, error) {
 	if err != nil {
 		return syncOpts{}, err
 	}
-	o := syncOpts{url: c.String("relay"), timeout: c.Duration("timeout"), maxEvents: c.Int("max-sync-events"), limits: limits}
+	o := syncOpts{url: c.String("relay"), timeout: c.Duration("timeout"), progress: c.Duration("progress-every"), maxEvents: c.Int("max-sync-events"), limits: limits}
 	if !strings.HasPrefix(o.url, "ws://") && !strings.HasPrefix(o.url, "wss://") {
 		return syncOpts{}, fmt.Errorf("--relay %q: want a ws:// or wss:// URL", o.url)
 	}
@@ -74,8 +77,8 @@ func syncOptions(c *cli.Context) (syncOpts, error) {
 	if o.filter.Search != "" {
 		return syncOpts{}, errors.New("--filter: search filters cannot be synced")
 	}
-	if o.timeout <= 0 || o.maxEvents < 1 {
-		return syncOpts{}, errors.New("--timeout must be positive, --max-sync-events at least 1")
+	if o.timeout <= 0 || o.progress <= 0 || o.maxEvents < 1 {
+		return syncOpts{}, errors.New("--timeout and --progress-every must be positive, --max-sync-events at least 1")
 	}
 	return o, nil
 }
@@ -103,7 +106,7 @@ func runSync(ctx context.Context, e env, o syncOpts) error {
 	pool := e.Pool
 	local := syncLocal{r: store.NewReader(pool), limits: o.limits, max: o.maxEvents}
 	start := time.Now()
-	opts := relaysync.Options{URL: o.url, Filter: o.filter, Direction: o.direction, Timeout: o.timeout}
+	opts := relaysync.Options{URL: o.url, Filter: o.filter, Direction: o.direction, Timeout: o.timeout, ProgressEvery: o.progress}
 	if o.direction == relaysync.Up {
 		res, err := relaysync.Run(ctx, local, opts, nil, e.Err)
 		if err != nil {

@@ -116,8 +116,11 @@ func TestSyncCommandBetweenTwoNodes(t *testing.T) {
 	a.store(t, deletion(shared[0])) // a deleted a shared one
 	require.NotEqual(t, a.visible(t), b.visible(t))
 
-	out, err := cnctl(t, "sync", "--database-url", a.db.URL, "--relay", b.url, "--direction", "both")
+	out, err := cnctl(t, "sync", "--database-url", a.db.URL, "--relay", b.url, "--direction", "both", "--progress-every", "1ns")
 	require.NoError(t, err, out)
+	// Progress lines (on stderr; every one is due at 1ns).
+	require.Contains(t, out, "sync: downloaded 26 of 26\n", out)
+	require.Contains(t, out, "sync: uploaded 31 of 31 (31 accepted)\n", out)
 	// a has 30 notes and its deletion that b lacks; b has 24 notes, its
 	// deletion and the shared note a deleted, which a refuses as deleted.
 	require.Contains(t, out, ": 31 only here, 26 only there", out)
@@ -142,6 +145,51 @@ func TestSyncCommandTimesOutWithoutNIP77(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, oneLine(err), "NIP-77", out)
 	require.Less(t, time.Since(start), 10*time.Second)
+}
+
+// TestSyncCommandTimesOutWithChattyRelay: a relay that never answers NEG-OPEN
+// but keeps sending other messages (AUTH challenges, every 20 ms) does not
+// extend --timeout: the sync still ends with an error.
+func TestSyncCommandTimesOutWithChattyRelay(t *testing.T) {
+	t.Parallel()
+	a := newSyncNode(t)
+	up := websocket.Upgrader{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.Close()
+		go func() {
+			for {
+				if _, _, err := ws.ReadMessage(); err != nil {
+					return
+				}
+			}
+		}()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for range tick.C {
+			if ws.WriteMessage(websocket.TextMessage, []byte(`["AUTH","challenge"]`)) != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := cnctlCtx(ctx, "sync", "--database-url", a.db.URL, "--relay", "ws"+strings.TrimPrefix(srv.URL, "http"), "--timeout", "300ms")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.Error(t, err)
+		require.Contains(t, oneLine(err), "NIP-77")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the sync is still waiting 20 s later with --timeout 300ms")
+	}
 }
 
 // newSilentRelay serves WebSockets that read every message and answer none,

@@ -45,8 +45,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.IntFlag{Name: "req-burst-ip", Value: d.ReqRatePerIP.Burst, EnvVars: []string{"CN_RELAY_REQ_BURST_IP"}, Usage: "burst for --req-rate-ip"},
 			&cli.DurationFlag{Name: "query-timeout", Value: d.QueryTimeout, EnvVars: []string{"CN_RELAY_QUERY_TIMEOUT"}, Usage: "longest REQ or COUNT query"},
 			&cli.BoolFlag{Name: "negentropy", Value: d.Negentropy, EnvVars: []string{"CN_RELAY_NEGENTROPY"}, Usage: "serve NIP-77 negentropy sync (NEG-OPEN, NEG-MSG, NEG-CLOSE); --negentropy=false turns it off"},
-			&cli.IntFlag{Name: "max-sync-events", Value: d.MaxSyncEvents, EnvVars: []string{"CN_RELAY_MAX_SYNC_EVENTS"}, Usage: "most events one NIP-77 session covers (about 100 bytes of memory each while it runs, and CPU growing faster than linearly); over it NEG-OPEN gets NEG-ERR blocked"},
+			&cli.IntFlag{Name: "max-sync-events", Value: d.MaxSyncEvents, EnvVars: []string{"CN_RELAY_MAX_SYNC_EVENTS"}, Usage: "most events one NIP-77 session covers, and a connection's sessions together (160 bytes of memory budget each while they last, and CPU growing faster than linearly); over it NEG-OPEN gets NEG-ERR blocked"},
 			&cli.IntFlag{Name: "neg-concurrency", Value: d.NegConcurrency, EnvVars: []string{"CN_RELAY_NEG_CONCURRENCY"}, Usage: "NIP-77 rounds computed at once by the whole relay; the others wait (default: half the CPUs, at least 1)"},
+			&cli.IntFlag{Name: "max-sync-loads", Value: d.MaxSyncLoads, EnvVars: []string{"CN_RELAY_MAX_SYNC_LOADS"}, Usage: "NIP-77 sessions the whole relay reads items for at once; a NEG-OPEN beyond it gets NEG-ERR rate-limited"},
 			&cli.IntFlag{Name: "neg-frame-limit", Value: d.NegFrameLimit, EnvVars: []string{"CN_RELAY_NEG_FRAME_LIMIT"}, Usage: "largest NIP-77 answer in bytes before hex encoding (at least 4096)"},
 			&cli.DurationFlag{Name: "neg-idle-timeout", Value: d.NegIdleTimeout, EnvVars: []string{"CN_RELAY_NEG_IDLE_TIMEOUT"}, Usage: "a NIP-77 session without NEG-MSG for this long is closed (NEG-ERR closed:)"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: d.ShutdownTimeout, EnvVars: []string{"CN_RELAY_SHUTDOWN_TIMEOUT"}, Usage: "longest graceful shutdown"},
@@ -125,6 +126,7 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 	cfg.MaxSyncEvents = c.Int("max-sync-events")
 	cfg.NegConcurrency = c.Int("neg-concurrency")
 	cfg.NegFrameLimit = c.Int("neg-frame-limit")
+	cfg.MaxSyncLoads = c.Int("max-sync-loads")
 	cfg.NegIdleTimeout = c.Duration("neg-idle-timeout")
 	cfg.Auth = relay.AuthConfig{
 		Enabled:           c.Bool("auth"),

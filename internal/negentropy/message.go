@@ -26,12 +26,23 @@ const (
 	maxVarint      = 1 << 62
 )
 
-// ErrMalformed is wrapped by every error Check returns.
+// ErrMalformed is wrapped by every error Check returns but
+// ErrUnsupportedVersion.
 var ErrMalformed = errors.New("malformed negentropy message")
 
+// ErrUnsupportedVersion is wrapped by Check's error for a message of another
+// protocol version (a first byte 0x60 to 0x6f other than 0x61). The protocol
+// (NIP-77's appendix) has a server answer it with its own version byte alone,
+// "61", so that the client may downgrade; Server.Reconcile does.
+var ErrUnsupportedVersion = errors.New("unsupported negentropy protocol version")
+
+// VersionReply is a server's answer to a message of another protocol version.
+const VersionReply = "61"
+
 // Check reports whether msg (hex, as carried in NEG-OPEN and NEG-MSG) is a
-// complete, well-formed NIP-77 version 1 message. It never panics and reads
-// msg once; a nil error means the library can decode msg without panicking or
+// complete, well-formed NIP-77 version 1 message; a message of another
+// version gets an error wrapping ErrUnsupportedVersion (its rest is not read).
+// It never panics and reads msg once; a nil error means the library can decode msg without panicking or
 // allocating more than msg's own size.
 func Check(msg string) error {
 	if len(msg) == 0 {
@@ -50,7 +61,10 @@ func Check(msg string) error {
 		b[i] = hi<<4 | lo
 	}
 	if b[0] != ProtocolVersion {
-		return fmt.Errorf("%w: unsupported protocol version 0x%02x", ErrMalformed, b[0])
+		if b[0]&0xf0 == 0x60 {
+			return fmt.Errorf("%w 0x%02x (this side speaks 0x%02x)", ErrUnsupportedVersion, b[0], ProtocolVersion)
+		}
+		return fmt.Errorf("%w: 0x%02x is no protocol version", ErrMalformed, b[0])
 	}
 	r := reader{b: b, i: 1}
 	// The ranges' upper bounds must ascend, (timestamp, id prefix) as the

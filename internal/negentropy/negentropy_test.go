@@ -77,7 +77,8 @@ func TestCheck(t *testing.T) {
 		{"odd", "610", false},
 		{"uppercase", "61" + "00" + "00" + "01" + strings.ToUpper(fp), false},
 		{"not hex", "61zz", false},
-		{"version 2", "62", false},
+		{"no version byte", "7f", false},
+		{"no version byte either", "00", false},
 		{"bound prefix too long", "61" + "05" + "21" + strings.Repeat("00", 33) + "00", false},
 		{"truncated fingerprint", "61" + "00" + "00" + "01" + fp[:30], false},
 		{"unknown mode", "61" + "00" + "00" + "03", false},
@@ -96,6 +97,41 @@ func TestCheck(t *testing.T) {
 			require.ErrorIs(t, err, negentropy.ErrMalformed, tc.name)
 		}
 	}
+}
+
+// TestOtherVersion: a message of another protocol version is not malformed;
+// a server answers it with its own version alone (NIP-77's appendix) and the
+// session goes on.
+func TestOtherVersion(t *testing.T) {
+	t.Parallel()
+	for _, msg := range []string{"62", "6f00", "60" + strings.Repeat("ff", 20)} {
+		err := negentropy.Check(msg)
+		require.ErrorIs(t, err, negentropy.ErrUnsupportedVersion, msg)
+		require.NotErrorIs(t, err, negentropy.ErrMalformed, msg)
+	}
+	items := randomItems(300, 20)
+	srv := newServer(t, items, 0)
+	out, err := srv.Reconcile("62")
+	require.NoError(t, err)
+	require.Equal(t, "61", out)
+	cl, err := negentropy.NewClient(items[:250], 0)
+	require.NoError(t, err)
+	defer cl.Close()
+	msg, err := cl.Start()
+	require.NoError(t, err)
+	for {
+		reply, err := srv.Reconcile(msg)
+		require.NoError(t, err)
+		next, done, err := cl.Reconcile(reply)
+		require.NoError(t, err)
+		if done {
+			break
+		}
+		msg = next
+	}
+	have, need := cl.Result()
+	require.Empty(t, have)
+	require.Len(t, need, 50)
 }
 
 func TestNewRefusesBadIDsAndRaisesFrameLimit(t *testing.T) {

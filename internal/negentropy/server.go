@@ -67,10 +67,15 @@ func NewServer(items []Item, frameLimit int) (s *Server, err error) {
 
 // Reconcile answers one client message: it checks msg (Check) and, only when it
 // is well formed, runs the library on it. The answer is never empty: a server
-// always replies, if only to say that everything matched. Any error ends the
-// session: the caller answers NEG-ERR and drops the Server.
+// always replies, if only to say that everything matched. A message of another
+// protocol version (ErrUnsupportedVersion) is answered VersionReply, as the
+// protocol asks. Any error ends the session: the caller answers NEG-ERR and
+// drops the Server.
 func (s *Server) Reconcile(msg string) (out string, err error) {
 	if err := Check(msg); err != nil {
+		if errors.Is(err, ErrUnsupportedVersion) {
+			return VersionReply, nil // the library would too; the session goes on
+		}
 		return "", err
 	}
 	defer recoverInto(&err)

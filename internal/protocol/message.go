@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -79,7 +81,9 @@ const maxEcho = 64
 // Parsing checks shape only; the caller runs ValidateEvent and ValidateFilter.
 func ParseClientMessage(data []byte, l Limits) (ClientMessage, error) {
 	if l.MaxMessageBytes > 0 && len(data) > l.MaxMessageBytes {
-		return ClientMessage{}, fail("", "invalid: message too large (%d bytes, limit %d)", len(data), l.MaxMessageBytes)
+		err := fail("", "invalid: message too large (%d bytes, limit %d)", len(data), l.MaxMessageBytes)
+		err.Type, err.SubID = peekSub(data, l)
+		return ClientMessage{}, err
 	}
 	if !utf8.Valid(data) {
 		return ClientMessage{}, fail("", "invalid: message is not valid UTF-8")
@@ -340,4 +344,31 @@ func truncate(s string) string {
 		i--
 	}
 	return s[:i] + "…"
+}
+
+// peekSub reads the type and subscription id at the head of a message too
+// large to parse (["REQ", "sub", ... or ["NEG-MSG", "sub", ...), so that the
+// refusal can name the subscription; it reads at most the first 1 KiB and
+// returns "", "" for anything else.
+func peekSub(data []byte, l Limits) (typ, sub string) {
+	dec := json.NewDecoder(bytes.NewReader(data[:min(len(data), 1024)]))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return "", ""
+	}
+	t, err := dec.Token()
+	typ, ok := t.(string)
+	if err != nil || !ok {
+		return "", ""
+	}
+	switch typ {
+	case TypeReq, TypeCount, TypeNegOpen, TypeNegMsg, TypeNegClose:
+	default:
+		return "", ""
+	}
+	t, err = dec.Token()
+	sub, ok = t.(string)
+	if err != nil || !ok || sub == "" || len(sub) > l.MaxSubIDBytes || !utf8.ValidString(sub) {
+		return "", ""
+	}
+	return typ, sub
 }

@@ -156,8 +156,11 @@ type Config struct {
 	Negentropy bool
 	// MaxSyncEvents bounds the events one NIP-77 session covers: over it,
 	// NEG-OPEN is answered NEG-ERR "blocked: ..." with the limit as the 4th
-	// element. A session holds about 100 bytes per event until it ends, and
-	// the library's CPU grows faster than linearly with it (measured with 1%
+	// element. It also bounds what a connection's sessions hold together:
+	// each item is charged 160 bytes (negItemBytes) to the connection's sync
+	// budget, MaxSyncEvents items' worth, until its session ends (NEG-ERR
+	// "blocked: ..." beyond). The library's CPU grows faster than linearly
+	// with the items (measured with 1%
 	// differences on each side: 0.65 s of relay CPU per session at 100,000
 	// events, 3.3 s at 300,000; see internal/negentropy's BenchmarkReconcile).
 	MaxSyncEvents int
@@ -165,6 +168,13 @@ type Config struct {
 	// once; the others wait their turn (their connection's further messages
 	// too), so that a burst of sessions cannot take every CPU from REQs.
 	NegConcurrency int
+	// MaxSyncLoads is how many NIP-77 sessions the whole relay reads items
+	// for at once (the database work of a NEG-OPEN); a NEG-OPEN beyond it is
+	// answered NEG-ERR "rate-limited: ..." at once, so that a burst of
+	// sessions cannot take the database from REQs. The items a session holds
+	// are charged to its connection's sync budget (MaxSyncEvents items' worth
+	// per connection, drawn from TotalQueueBytes) until it ends.
+	MaxSyncLoads int
 	// NegFrameLimit bounds each NEG-MSG answer, in bytes of binary message
 	// (the hex on the wire is twice that); at least 4096.
 	NegFrameLimit int
@@ -207,6 +217,7 @@ func DefaultConfig() Config {
 		MaxSyncEvents:      100_000,
 		NegFrameLimit:      60_000,
 		NegConcurrency:     max(1, runtime.GOMAXPROCS(0)/2),
+		MaxSyncLoads:       2,
 		NegIdleTimeout:     60 * time.Second,
 		QueryTimeout:       10 * time.Second,
 		PingInterval:       30 * time.Second,
@@ -294,6 +305,9 @@ func (c Config) Validate() error {
 		}
 		if c.NegIdleTimeout <= 0 {
 			add("negentropy idle timeout must be positive, got %s", c.NegIdleTimeout)
+		}
+		if c.MaxSyncLoads < 1 {
+			add("max sync loads must be at least 1, got %d", c.MaxSyncLoads)
 		}
 	}
 	if c.SendQueueBytes > 0 && c.SendQueueBytes < c.Limits.MaxMessageBytes {

@@ -67,6 +67,7 @@ type conn struct {
 	cancel context.CancelFunc
 
 	mem        *budget // everything held for this connection; see budget
+	negMem     *budget // the items of its NIP-77 sessions (see negItemBytes), beside mem
 	send       *sendQueue
 	pongs      chan string   // the payload of the latest ping to answer; see writeLoop
 	batch      [][]byte      // the writer's popBatch buffer
@@ -102,6 +103,7 @@ func newConn(r *Relay, ws *websocket.Conn, ip, key, host string) *conn {
 		ctx:        ctx,
 		cancel:     cancel,
 		mem:        mem,
+		negMem:     newBudget(r.cfg.MaxSyncEvents*negItemBytes, r.mem),
 		send:       newSendQueueIn(r.cfg.SendQueueSize, mem),
 		pongs:      make(chan string, 1),
 		quit:       make(chan struct{}),
@@ -452,6 +454,10 @@ func (c *conn) enqueueBulk(ctx context.Context, msg []byte) bool {
 		}
 	}
 }
+
+// held is what the connection holds of the relay's memory budget: its own
+// budget's bytes and its NIP-77 sessions' items.
+func (c *conn) held() int64 { return c.mem.held() + c.negMem.held() }
 
 // maxPendingMsgs bounds the live events a subscription holds while its query
 // runs: as many as the send queue holds, which is where they go after EOSE

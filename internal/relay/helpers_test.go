@@ -72,7 +72,7 @@ func startRelay(t *testing.T, store *fakeStore, edit func(*Config), tune ...func
 // serveRelay serves r on a loopback port until the test ends, and waits until its
 // follower knows where the outbox ends, so that events stored from then on are
 // delivered live.
-func serveRelay(t *testing.T, r *Relay) *testRelay {
+func serveRelay(t testing.TB, r *Relay) *testRelay {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -29,7 +29,18 @@ const (
 	reasonNegUnknown  = "closed: no open negentropy session with this id"
 	reasonNegIdle     = "closed: idle for too long"
 	reasonNegFailed   = "error: could not prepare the sync"
+	reasonNegBusy     = "rate-limited: too many sync sessions are starting on this relay, try again in a moment"
+	reasonNegRate     = "rate-limited: slow down, too many sync messages from your address"
+	reasonNegMemory   = "error: the relay is short of memory for sync sessions, try again later"
 )
+
+// negItemBytes is what one item of a session costs against its connection's
+// sync budget (conn.negMem) while the session lasts: the id's 64 bytes of hex,
+// the library's entry for it (a timestamp and a string header, 24 bytes), the
+// slice of items read from the database (24 bytes each, dropped once the
+// library holds them) and slack for slices that grew by doubling. A
+// connection's sessions together hold at most MaxSyncEvents items.
+const negItemBytes = 160
 
 // negSession is one NIP-77 session of a connection. Its items are read by a
 // query goroutine (ready is closed when that ends, whatever the outcome); then
@@ -45,6 +56,7 @@ type negSession struct {
 
 	mu     sync.Mutex
 	srv    *negentropy.Server // nil until loaded, and again once closed
+	held   int                // bytes of conn.negMem its items hold; given back when it ends
 	closed bool
 	idle   *time.Timer // ends the session after NegIdleTimeout without a NEG-MSG
 }
@@ -80,6 +92,12 @@ func (c *conn) onNegOpen(subID string, filter nostr.Filter, msg string) {
 		return
 	}
 	if err := negentropy.Check(msg); err != nil {
+		if errors.Is(err, negentropy.ErrUnsupportedVersion) {
+			// The protocol's answer: our version alone, so that the client can
+			// open again with it. No session is opened (nothing was read).
+			c.enqueue(negMsg(subID, negentropy.VersionReply))
+			return
+		}
 		c.enqueue(negErrMsg(subID, "invalid: "+err.Error()))
 		return
 	}
@@ -110,16 +128,43 @@ func (c *conn) onNegOpen(subID string, filter nostr.Filter, msg string) {
 }
 
 // loadNeg reads the session's items and answers the initial message, or ends
-// the session with NEG-ERR: blocked (with the limit as the 4th element) when
-// more than MaxSyncEvents events match.
+// the session with NEG-ERR: rate-limited when MaxSyncLoads sessions of the
+// relay are reading theirs already; blocked (with the limit as the 4th
+// element) when more than MaxSyncEvents events match or the connection's
+// sessions would hold more than MaxSyncEvents items together; error when the
+// relay's memory budget is full. The items are charged to the connection's
+// sync budget as they are read, and stay charged until the session ends.
 func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg string) {
 	defer close(s.ready)
+	select {
+	case c.r.negLoads <- struct{}{}:
+	default:
+		c.failNeg(s, negErrMsg(s.id, reasonNegBusy))
+		return
+	}
+	loading := true
+	defer func() {
+		if loading {
+			<-c.r.negLoads
+		}
+	}()
+	held, refused := 0, taken
+	defer func() { c.negMem.give(held) }() // unless the session took them (held = 0)
 	ctx, cancel := context.WithTimeout(s.ctx, c.r.cfg.QueryTimeout)
+	ctx = store.WithRowBudget(ctx, func(int) bool {
+		if refused = c.negMem.take(negItemBytes, c.negMem.limit, false); refused != taken {
+			return false
+		}
+		held += negItemBytes
+		return true
+	})
 	start := time.Now()
 	items, err := c.r.sync.SyncItems(ctx, f, v, c.r.cfg.MaxSyncEvents)
 	cancel()
 	c.r.m.querySeconds.WithLabelValues("neg").Observe(time.Since(start).Seconds())
 	if err != nil {
+		c.negMem.give(held) // before the NEG-ERR, which needs room too
+		held = 0
 		if s.ctx.Err() != nil {
 			return // closed, replaced, or the connection ended
 		}
@@ -127,6 +172,11 @@ func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg str
 		case errors.Is(err, store.ErrTooManySyncItems):
 			c.failNeg(s, negErrMsg(s.id, fmt.Sprintf("blocked: more than %d events match, sync with narrower filters", c.r.cfg.MaxSyncEvents),
 				c.r.cfg.MaxSyncEvents))
+		case errors.Is(err, store.ErrSyncBudget) && refused == connFull:
+			c.failNeg(s, negErrMsg(s.id, fmt.Sprintf("blocked: this connection's sync sessions would hold more than %d events together, close one or sync with narrower filters", c.r.cfg.MaxSyncEvents),
+				c.r.cfg.MaxSyncEvents))
+		case errors.Is(err, store.ErrSyncBudget):
+			c.failNeg(s, negErrMsg(s.id, reasonNegMemory))
 		case errors.Is(err, context.DeadlineExceeded):
 			c.failNeg(s, negErrMsg(s.id, reasonQueryTimeout))
 		default:
@@ -136,6 +186,9 @@ func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg str
 		return
 	}
 	srv, err := negentropy.NewServer(items, c.r.cfg.NegFrameLimit)
+	items = nil
+	loading = false
+	<-c.r.negLoads
 	if err != nil {
 		c.log.Warn("negentropy session failed", "sub", s.id, "err", err)
 		c.failNeg(s, negErrMsg(s.id, reasonNegFailed))
@@ -146,19 +199,25 @@ func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg str
 		s.mu.Unlock()
 		return
 	}
-	s.srv = srv
+	s.srv, s.held, held = srv, held, 0
 	s.mu.Unlock()
 	c.reconcileNeg(s, msg)
 }
 
 // onNegMsg answers one NEG-MSG of an open session, in order: it waits until
-// the session's items are loaded (at most QueryTimeout).
+// the session's items are loaded (at most QueryTimeout). NEG-MSGs draw on the
+// client address's REQ rate (ReqRatePerIP): one over it ends its session.
 func (c *conn) onNegMsg(subID, msg string) {
 	c.mu.Lock()
 	s := c.negs[subID]
 	c.mu.Unlock()
 	if s == nil {
 		c.enqueue(negErrMsg(subID, reasonNegUnknown))
+		return
+	}
+	if !c.r.reqsPerIP.allow(c.key) {
+		c.closeNeg(subID)
+		c.enqueue(negErrMsg(subID, reasonNegRate))
 		return
 	}
 	<-s.ready
@@ -208,7 +267,8 @@ func (c *conn) failNeg(s *negSession, final []byte) {
 }
 
 // endNeg ends s: it forgets it, stops its timer, cancels its query and drops its
-// items. It reports whether this call ended it (the first one does).
+// items, giving their bytes back to the connection's sync budget. It reports
+// whether this call ended it (the first one does).
 func (c *conn) endNeg(s *negSession) bool {
 	c.mu.Lock()
 	if c.negs[s.id] == s {
@@ -219,6 +279,8 @@ func (c *conn) endNeg(s *negSession) bool {
 	first := !s.closed
 	s.closed = true
 	s.srv = nil
+	c.negMem.give(s.held)
+	s.held = 0
 	if s.idle != nil {
 		s.idle.Stop()
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -25,13 +27,15 @@ import (
 
 // negEnv is a relay over a real Postgres store, for NIP-77 tests.
 type negEnv struct {
-	t     *testing.T
+	t     testing.TB
 	db    *pgtest.DB
 	st    pgStore
 	relay *testRelay
 }
 
-func newNegEnv(t *testing.T, edit func(*Config)) *negEnv {
+func newNegEnv(t *testing.T, edit func(*Config)) *negEnv { return newNegEnvTB(t, edit) }
+
+func newNegEnvTB(t testing.TB, edit func(*Config)) *negEnv {
 	t.Helper()
 	db := pgtest.New(t)
 	st := pgStore{store.New(db.Pool, startWriter(t, db), protocol.DefaultTopicRules())}
@@ -127,9 +131,12 @@ func idsOf(items []negentropy.Item) []string {
 	return ids
 }
 
-// TestNegentropyDifferential: random sets on both sides (1 to 3000 items, many
-// equal timestamps, several frame limits on each side); the have/need found
-// through the relay and its Postgres store equal the true set difference.
+// TestNegentropyDifferential: random sets on both sides (1 to 20,000 items
+// each, many equal timestamps, several frame limits on each side); the
+// have/need found through the relay and its Postgres store, with go-nostr's
+// negentropy client, equal the true set difference. The relay's side is
+// written to the events table directly (putItems): the ingest path is not
+// what this checks, and signing 40,000 events would take most of a minute.
 func TestNegentropyDifferential(t *testing.T) {
 	t.Parallel()
 	e := newNegEnv(t, nil)
@@ -141,42 +148,58 @@ func TestNegentropyDifferential(t *testing.T) {
 		{40, 3, 0, 60000},
 		{300, 5, 4096, 4096},
 		{1200, 20, 8192, 60000},
-		{3000, 40, 60000, 4096},
 		{3000, 2000, 4096, 16384},
+		{20_000, 50, 60000, 60000},
+		{20_000, 20_000, 4096, 4096},
+		{20_000, 3, 16384, 60000},
 	} {
 		c := conns[tc.serverLimit]
 		if c == nil {
 			c = dial(t, e.another(func(cfg *Config) { cfg.NegFrameLimit = tc.serverLimit }).url)
 			conns[tc.serverLimit] = c
 		}
-		k := newKey(t)
-		evs := signedNotes(t, k, tc.n, tc.spread, rng)
-		var remote []*nostr.Event
-		var local []negentropy.Item
-		for _, ev := range evs {
-			it := negentropy.Item{CreatedAt: ev.CreatedAt, ID: ev.ID}
+		pubkey := randomHex(32)
+		base := nostr.Timestamp(1_700_000_000 + run*100_000)
+		var local, remote []negentropy.Item
+		for range tc.n {
+			it := negentropy.Item{CreatedAt: base + nostr.Timestamp(rng.IntN(tc.spread)), ID: randomHex(32)}
 			switch rng.IntN(4) {
 			case 0:
 				local = append(local, it)
 			case 1:
-				remote = append(remote, ev)
+				remote = append(remote, it)
 			default:
 				local = append(local, it)
-				remote = append(remote, ev)
+				remote = append(remote, it)
 			}
 		}
-		// Items only the client has need not be events at all.
-		for range rng.IntN(tc.n/10 + 2) {
-			var b [32]byte
-			_, _ = rand.Read(b[:])
-			local = append(local, negentropy.Item{CreatedAt: evs[0].CreatedAt, ID: hex.EncodeToString(b[:])})
-		}
-		e.store(remote)
-		have, need := syncThrough(t, c, "d"+strconv.Itoa(run), map[string]any{"authors": []string{k.pk}}, local, tc.clientLimit)
-		wantHave, wantNeed := diff(idsOf(local), idsOf(itemsOf(remote)))
+		e.putItems(pubkey, remote)
+		have, need := syncThrough(t, c, "d"+strconv.Itoa(run), map[string]any{"authors": []string{pubkey}}, local, tc.clientLimit)
+		wantHave, wantNeed := diff(idsOf(local), idsOf(remote))
 		require.Equal(t, wantHave, have, "run %d: have", run)
 		require.Equal(t, wantNeed, need, "run %d: need", run)
 	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// putItems writes visible kind-1 events by pubkey with the items' ids and
+// timestamps straight into the events table (unsigned: only NIP-77 reads
+// them).
+func (e *negEnv) putItems(pubkey string, items []negentropy.Item) {
+	e.t.Helper()
+	rows := make([][]any, len(items))
+	sig := strings.Repeat("0", 128)
+	for i, it := range items {
+		rows[i] = []any{it.ID, pubkey, int32(1), int64(it.CreatedAt), "", sig}
+	}
+	_, err := e.db.Pool.CopyFrom(context.Background(), pgx.Identifier{"cn_relay", "events"},
+		[]string{"id", "pubkey", "kind", "created_at", "content", "sig"}, pgx.CopyFromRows(rows))
+	require.NoError(e.t, err)
 }
 
 // diff returns the ids only in a and those only in b (both sorted).
@@ -267,7 +290,7 @@ func TestNegentropyHostileMessages(t *testing.T) {
 	hugeIDList := "61" + "00" + "00" + "02" + strings.Repeat("ff", 7) + "7f"
 
 	c := dial(t, e.relay.url)
-	for i, open := range []string{overflow, hugeIDList, "zz", "6", "", "62", "61" + "00" + "00" + "01" + strings.Repeat("AB", 16)} {
+	for i, open := range []string{overflow, hugeIDList, "zz", "6", "", "7f", "61" + "00" + "00" + "01" + strings.Repeat("AB", 16)} {
 		sub := "o" + strconv.Itoa(i)
 		c.send("NEG-OPEN", sub, filter, open)
 		require.True(t, strings.HasPrefix(str(t, negErr(t, c, sub)[2]), "invalid:"), "open %q", open)
@@ -442,4 +465,195 @@ func TestNegentropyCloseWhileWaiting(t *testing.T) {
 	c.send("NEG-OPEN", "w2", filter, "61")
 	msg = c.expect("NEG-MSG") // nothing of "w" came before
 	require.Equal(t, "w2", str(t, msg[1]))
+}
+
+// TestNegentropyOtherVersion: a message of another protocol version gets the
+// protocol's answer, the relay's version alone ("61"): as a NEG-OPEN, without
+// opening a session (nothing is read); as a NEG-MSG, and the session goes on.
+func TestNegentropyOtherVersion(t *testing.T) {
+	t.Parallel()
+	e := newNegEnv(t, nil)
+	k := newKey(t)
+	evs := signedNotes(t, k, 30, 3, mrand.New(mrand.NewPCG(8, 8)))
+	e.store(evs)
+	filter := map[string]any{"authors": []string{k.pk}}
+	c := dial(t, e.relay.url)
+	c.send("NEG-OPEN", "v2", filter, "62")
+	msg := c.expect("NEG-MSG")
+	require.Equal(t, []string{"v2", "61"}, []string{str(t, msg[1]), str(t, msg[2])})
+	c.send("COUNT", "n", filter) // answered after the NEG-OPEN was handled
+	c.expect("COUNT")
+	require.Zero(t, openNegs(e.relay.Relay), "no session for another version")
+
+	cl, err := negentropy.NewClient(itemsOf(evs[5:]), 0)
+	require.NoError(t, err)
+	defer cl.Close()
+	start, err := cl.Start()
+	require.NoError(t, err)
+	c.send("NEG-OPEN", "s", filter, start)
+	first := c.expect("NEG-MSG")
+	c.send("NEG-MSG", "s", "6f00")
+	msg = c.expect("NEG-MSG")
+	require.Equal(t, []string{"s", "61"}, []string{str(t, msg[1]), str(t, msg[2])})
+	// The session is still open and in step: the client's next message works.
+	next, done, err := cl.Reconcile(str(t, first[2]))
+	require.NoError(t, err)
+	for !done {
+		c.send("NEG-MSG", "s", next)
+		reply := c.expect("NEG-MSG")
+		next, done, err = cl.Reconcile(str(t, reply[2]))
+		require.NoError(t, err)
+	}
+	_, need := cl.Result()
+	require.Equal(t, idsOf(itemsOf(evs[:5])), need)
+}
+
+// negHeld sums what the connections of r hold for their NIP-77 sessions.
+func negHeld(r *Relay) int64 {
+	r.connsMu.Lock()
+	defer r.connsMu.Unlock()
+	var n int64
+	for c := range r.conns {
+		n += c.negMem.held()
+	}
+	return n
+}
+
+// waitFor polls cond until it holds, for at most 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // (polling, not synchronisation)
+	}
+}
+
+// TestNegentropyMemoryBudget: a session's items are charged to its
+// connection's sync budget (and so to the relay's budget) until it ends; a
+// connection's sessions hold at most MaxSyncEvents items together (blocked,
+// with the limit); a full relay budget refuses a session (error); closing the
+// session or the connection gives every byte back.
+func TestNegentropyMemoryBudget(t *testing.T) {
+	t.Parallel()
+	e := newNegEnv(t, func(cfg *Config) { cfg.MaxSyncEvents = 50 })
+	k := newKey(t)
+	evs := signedNotes(t, k, 30, 3, mrand.New(mrand.NewPCG(10, 10)))
+	e.store(evs)
+	filter := map[string]any{"authors": []string{k.pk}}
+	c := dial(t, e.relay.url)
+	c.send("NEG-OPEN", "a", filter, "61")
+	c.expect("NEG-MSG")
+	require.EqualValues(t, 30*negItemBytes, negHeld(e.relay.Relay))
+	require.GreaterOrEqual(t, e.relay.mem.held(), int64(30*negItemBytes), "drawn from the relay's budget")
+
+	c.send("NEG-OPEN", "b", filter, "61") // 60 items together: over 50
+	msg := negErr(t, c, "b")
+	require.True(t, strings.HasPrefix(str(t, msg[2]), "blocked:"), join(msg))
+	require.Len(t, msg, 4)
+	require.JSONEq(t, "50", string(msg[3]))
+	require.EqualValues(t, 30*negItemBytes, negHeld(e.relay.Relay), "the refused session gave its items back")
+
+	c.send("NEG-CLOSE", "a")
+	c.send("COUNT", "n", filter) // answered after NEG-CLOSE was handled
+	c.expect("COUNT")
+	require.Zero(t, negHeld(e.relay.Relay))
+	c.send("NEG-OPEN", "b", filter, "61")
+	c.expect("NEG-MSG")
+	require.EqualValues(t, 30*negItemBytes, negHeld(e.relay.Relay))
+	_ = c.ws.Close()
+	waitFor(t, "the closed connection's bytes back", func() bool { return e.relay.mem.held() == 0 })
+
+	// A relay whose budget cannot hold the items (others hold all but ten
+	// items' worth) refuses the session.
+	tight := e.another(func(*Config) {})
+	others := int(tight.mem.limit) - 10*negItemBytes
+	require.Equal(t, taken, tight.mem.take(others, tight.mem.limit, false))
+	defer tight.mem.give(others)
+	tc := dial(t, tight.url)
+	tc.send("NEG-OPEN", "t", filter, "61")
+	require.Equal(t, reasonNegMemory, str(t, negErr(t, tc, "t")[2]))
+	tc.send("COUNT", "n", filter)
+	tc.expect("COUNT")
+	require.Zero(t, negHeld(tight.Relay))
+}
+
+// TestNegentropyLoadCap: while MaxSyncLoads sessions of the relay read their
+// items, a NEG-OPEN is refused at once (rate-limited) and REQs are served;
+// once a load ends, sessions open again.
+func TestNegentropyLoadCap(t *testing.T) {
+	t.Parallel()
+	e := newNegEnv(t, func(cfg *Config) { cfg.MaxSyncLoads = 1 })
+	k := newKey(t)
+	evs := signedNotes(t, k, 3, 1, mrand.New(mrand.NewPCG(11, 11)))
+	e.store(evs)
+	filter := map[string]any{"authors": []string{k.pk}}
+	e.relay.negLoads <- struct{}{} // the only load slot is busy
+	c := dial(t, e.relay.url)
+	c.send("NEG-OPEN", "x", filter, "61")
+	require.Equal(t, reasonNegBusy, str(t, negErr(t, c, "x")[2]))
+	other := dial(t, e.relay.url)
+	other.send("REQ", "r", filter)
+	for range evs {
+		other.expect("EVENT")
+	}
+	other.eose("r")
+	require.Zero(t, openNegs(e.relay.Relay))
+	<-e.relay.negLoads
+	c.send("NEG-OPEN", "x", filter, "61")
+	c.expect("NEG-MSG")
+	require.Len(t, e.relay.negLoads, 0, "the load slot is free again once the items are read")
+}
+
+// TestNegentropyMessageRate: NEG-MSG draws on the client address's REQ rate
+// (as NEG-OPEN does): one over it ends its session with NEG-ERR rate-limited.
+func TestNegentropyMessageRate(t *testing.T) {
+	t.Parallel()
+	e := newNegEnv(t, func(cfg *Config) { cfg.ReqRatePerIP = Rate{PerSecond: 0.001, Burst: 3} })
+	k := newKey(t)
+	evs := signedNotes(t, k, 20, 2, mrand.New(mrand.NewPCG(12, 12)))
+	e.store(evs)
+	filter := map[string]any{"authors": []string{k.pk}}
+	c := dial(t, e.relay.url)
+	c.send("NEG-OPEN", "s", filter, "61") // token 1
+	c.expect("NEG-MSG")
+	c.send("NEG-MSG", "s", "61") // token 2
+	c.expect("NEG-MSG")
+	c.send("NEG-MSG", "s", "61") // token 3
+	c.expect("NEG-MSG")
+	c.send("NEG-MSG", "s", "61")
+	require.Equal(t, reasonNegRate, str(t, negErr(t, c, "s")[2]))
+	require.Zero(t, openNegs(e.relay.Relay))
+	require.Zero(t, negHeld(e.relay.Relay))
+}
+
+// TestNegentropyMessageTooLarge: a NEG-MSG (or REQ) larger than the message
+// limit gets an answer naming its subscription: NEG-ERR (the session ends)
+// or CLOSED, instead of an anonymous NOTICE; beyond twice the limit the socket
+// is closed with 1009 (message too big), which the client sees.
+func TestNegentropyMessageTooLarge(t *testing.T) {
+	t.Parallel()
+	e := newNegEnv(t, func(cfg *Config) { cfg.Limits.MaxMessageBytes = 4096 })
+	k := newKey(t)
+	e.store(signedNotes(t, k, 5, 1, mrand.New(mrand.NewPCG(13, 13))))
+	filter := map[string]any{"authors": []string{k.pk}}
+	c := dial(t, e.relay.url)
+	c.send("NEG-OPEN", "big", filter, "61")
+	c.expect("NEG-MSG")
+	c.send("NEG-MSG", "big", "61"+strings.Repeat("00", 3000))
+	msg := negErr(t, c, "big")
+	require.Contains(t, str(t, msg[2]), "invalid: message too large", join(msg))
+	require.Zero(t, openNegs(e.relay.Relay), "the session ended")
+	c.send("REQ", "r", map[string]any{"ids": slices.Repeat([]string{strings.Repeat("ab", 32)}, 70)})
+	require.Contains(t, c.closed("r"), "invalid: message too large")
+
+	c.send("NEG-MSG", "big", "61"+strings.Repeat("00", 5000)) // over twice the limit
+	select {
+	case <-c.gone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the connection is still open")
+	}
+	require.True(t, websocket.IsCloseError(c.err, websocket.CloseMessageTooBig), "%v", c.err)
 }

@@ -18,7 +18,7 @@ import (
 
 // startWriter runs an outbox.Writer on db (it announces appends with NOTIFY) until
 // the test ends.
-func startWriter(t *testing.T, db *pgtest.DB) *outbox.Writer {
+func startWriter(t testing.TB, db *pgtest.DB) *outbox.Writer {
 	t.Helper()
 	w := outbox.NewWriter(db.Pool, outbox.WriterConfig{})
 	ctx, cancel := context.WithCancel(context.Background())

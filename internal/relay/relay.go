@@ -77,6 +77,7 @@ type Relay struct {
 	store      Store
 	sync       SyncStore     // nil: NIP-77 is not served
 	negSlots   chan struct{} // bounds the NIP-77 rounds computed at once (NegConcurrency)
+	negLoads   chan struct{} // bounds the NIP-77 sessions reading items at once (MaxSyncLoads)
 	policy     Policy
 	ranks      RankGate
 	admission  admission.Chain // every EVENT's checks after the connection's own
@@ -148,6 +149,7 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 	if ss, ok := deps.Store.(SyncStore); ok && cfg.Negentropy {
 		r.sync = ss
 		r.negSlots = make(chan struct{}, cfg.NegConcurrency)
+		r.negLoads = make(chan struct{}, cfg.MaxSyncLoads)
 	}
 	r.admission = admission.Chain{Limits: cfg.Limits, Policy: deps.Policy, Ranks: deps.Ranks}
 	r.m.registerHeld(deps.Registerer, r.mem)
@@ -321,12 +323,12 @@ func (r *Relay) shed(c *conn) bool {
 		if o == c || o.closing() {
 			continue
 		}
-		if h := o.mem.held(); h > most {
+		if h := o.held(); h > most {
 			worst, most = o, h
 		}
 	}
 	r.connsMu.Unlock()
-	if worst == nil || most <= c.mem.held() {
+	if worst == nil || most <= c.held() {
 		return false
 	}
 	worst.tooSlow("relay memory budget full and this connection holds the most")

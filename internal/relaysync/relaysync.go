@@ -13,8 +13,13 @@
 //     EVENT messages; the remote's OK verdicts are counted by reason.
 //   - Every wait for the remote is bounded by Options.Timeout: a relay that
 //     does not speak NIP-77 (silence, or a NOTICE) ends the sync with an error
-//     instead of hanging. Remote NEG messages are checked (negentropy.Check)
-//     before the library reads them.
+//     instead of hanging. The bound is a deadline for the awaited answer, not
+//     for any message: a relay that keeps sending other messages (AUTH
+//     challenges, events of other subscriptions) does not extend it. Remote
+//     NEG messages are checked (negentropy.Check) before the library reads
+//     them.
+//   - Progress lines go to the progress writer at most once per
+//     Options.ProgressEvery, plus one line when the reconciliation ends.
 package relaysync
 
 import (
@@ -65,6 +70,27 @@ type Options struct {
 	FrameLimit int
 	// Batch is the ids per download REQ and per upload round (default 200).
 	Batch int
+	// ProgressEvery is the least time between two progress lines (default 1 s).
+	ProgressEvery time.Duration
+}
+
+// progress writes throttled progress lines.
+type progress struct {
+	w     io.Writer
+	every time.Duration
+	last  time.Time
+}
+
+// due reports whether ProgressEvery has passed since the last line; when it
+// has, the caller writes one (say) now.
+func (p *progress) due() bool { return time.Since(p.last) >= p.every }
+
+// say writes a line if one is due.
+func (p *progress) say(format string, args ...any) {
+	if p.due() {
+		p.last = time.Now()
+		fmt.Fprintf(p.w, format+"\n", args...)
+	}
 }
 
 // Local is this node's side: its items and its events by id.
@@ -86,7 +112,7 @@ type Result struct {
 // Run reconciles and moves events. Downloaded events are written to down as
 // JSON Lines (nil when Direction is Up); the caller stores them. progress, if
 // not nil, gets a line per phase.
-func Run(ctx context.Context, local Local, o Options, down io.Writer, progress io.Writer) (Result, error) {
+func Run(ctx context.Context, local Local, o Options, down io.Writer, progressTo io.Writer) (Result, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 15 * time.Second
 	}
@@ -96,9 +122,13 @@ func Run(ctx context.Context, local Local, o Options, down io.Writer, progress i
 	if o.Batch <= 0 {
 		o.Batch = 200
 	}
-	if progress == nil {
-		progress = io.Discard
+	if progressTo == nil {
+		progressTo = io.Discard
 	}
+	if o.ProgressEvery <= 0 {
+		o.ProgressEvery = time.Second
+	}
+	pr := &progress{w: progressTo, every: o.ProgressEvery, last: time.Now()}
 	res := Result{UploadRefused: map[string]int{}}
 	items, err := local.Items(ctx, o.Filter)
 	if err != nil {
@@ -113,20 +143,21 @@ func Run(ctx context.Context, local Local, o Options, down io.Writer, progress i
 	go r.read()
 	defer r.close()
 
-	have, need, rounds, err := r.reconcile(ctx, items, o)
+	have, need, rounds, err := r.reconcile(ctx, items, o, pr)
 	res.Have, res.Need, res.Rounds = len(have), len(need), rounds
 	if err != nil {
 		return res, err
 	}
-	fmt.Fprintf(progress, "sync: %d local items, %d only here, %d only there, %d rounds\n", len(items), len(have), len(need), rounds)
+	fmt.Fprintf(progressTo, "sync: %d local items, %d only here, %d only there, %d rounds\n", len(items), len(have), len(need), rounds)
 	if o.Direction == Down || o.Direction == Both {
-		n, err := r.download(ctx, need, o.Batch, down)
+		n, err := r.download(ctx, need, o.Batch, down, pr)
 		res.Downloaded = n
 		if err != nil {
 			return res, fmt.Errorf("download: %w", err)
 		}
 	}
 	if o.Direction == Up || o.Direction == Both {
+		sent := 0
 		for chunk := range slices.Chunk(have, o.Batch) {
 			evs, err := local.Events(ctx, chunk)
 			if err != nil {
@@ -137,6 +168,8 @@ func Run(ctx context.Context, local Local, o Options, down io.Writer, progress i
 			if err != nil {
 				return res, fmt.Errorf("upload: %w", err)
 			}
+			sent += len(chunk)
+			pr.say("sync: uploaded %d of %d (%d accepted)", sent, len(have), res.Uploaded)
 		}
 	}
 	return res, nil
@@ -181,9 +214,12 @@ func (r *remote) send(parts ...any) error {
 	return r.ws.WriteMessage(websocket.TextMessage, data)
 }
 
-// next returns the next message, waiting at most the timeout.
-func (r *remote) next(ctx context.Context, waitingFor string) ([]json.RawMessage, string, error) {
-	t := time.NewTimer(r.timeout)
+// deadline is when an answer asked for now is late.
+func (r *remote) deadline() time.Time { return time.Now().Add(r.timeout) }
+
+// next returns the next message, waiting until the deadline at most.
+func (r *remote) next(ctx context.Context, deadline time.Time, waitingFor string) ([]json.RawMessage, string, error) {
+	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
 	case msg := <-r.msgs:
@@ -222,7 +258,7 @@ func newSubID(prefix string) string {
 
 // reconcile runs the NIP-77 session and returns the ids only here and only
 // there.
-func (r *remote) reconcile(ctx context.Context, items []negentropy.Item, o Options) (have, need []string, rounds int, err error) {
+func (r *remote) reconcile(ctx context.Context, items []negentropy.Item, o Options, pr *progress) (have, need []string, rounds int, err error) {
 	cl, err := negentropy.NewClient(items, o.FrameLimit)
 	if err != nil {
 		return nil, nil, 0, err
@@ -237,8 +273,9 @@ func (r *remote) reconcile(ctx context.Context, items []negentropy.Item, o Optio
 		return nil, nil, 0, err
 	}
 	defer func() { _ = r.send("NEG-CLOSE", sub) }()
+	deadline := r.deadline()
 	for {
-		m, typ, err := r.next(ctx, "NIP-77 answer (does the relay support NIP-77?)")
+		m, typ, err := r.next(ctx, deadline, "NIP-77 answer (does the relay support NIP-77?)")
 		if err != nil {
 			return nil, nil, rounds, err
 		}
@@ -271,6 +308,11 @@ func (r *remote) reconcile(ctx context.Context, items []negentropy.Item, o Optio
 			if err := r.send("NEG-MSG", sub, next); err != nil {
 				return nil, nil, rounds, err
 			}
+			deadline = r.deadline()
+			if pr.due() {
+				h, n := cl.Result()
+				pr.say("sync: reconciling, round %d: %d only here, %d only there so far", rounds, len(h), len(n))
+			}
 		default:
 			return nil, nil, rounds, fmt.Errorf("unexpected %s during the sync", typ)
 		}
@@ -279,7 +321,7 @@ func (r *remote) reconcile(ctx context.Context, items []negentropy.Item, o Optio
 
 // download asks for the needed events by id, a batch per REQ, and writes each
 // received event (for one of the asked ids) as a JSON line.
-func (r *remote) download(ctx context.Context, need []string, batch int, w io.Writer) (int, error) {
+func (r *remote) download(ctx context.Context, need []string, batch int, w io.Writer, pr *progress) (int, error) {
 	n := 0
 	for chunk := range slices.Chunk(need, batch) {
 		asked := map[string]bool{}
@@ -290,8 +332,9 @@ func (r *remote) download(ctx context.Context, need []string, batch int, w io.Wr
 		if err := r.send("REQ", sub, nostr.Filter{IDs: chunk, Limit: len(chunk)}); err != nil {
 			return n, err
 		}
+		deadline := r.deadline()
 		for done := false; !done; {
-			m, typ, err := r.next(ctx, "events")
+			m, typ, err := r.next(ctx, deadline, "events")
 			if err != nil {
 				return n, err
 			}
@@ -314,6 +357,8 @@ func (r *remote) download(ctx context.Context, need []string, batch int, w io.Wr
 					return n, err
 				}
 				n++
+				deadline = r.deadline() // an asked-for event: the relay is answering
+				pr.say("sync: downloaded %d of %d", n, len(need))
 			case "EOSE":
 				done = true
 				_ = r.send("CLOSE", sub)
@@ -340,8 +385,9 @@ func (r *remote) upload(ctx context.Context, evs []*nostr.Event, refused map[str
 		pending[ev.ID] = true
 	}
 	ok := 0
+	deadline := r.deadline()
 	for len(pending) > 0 {
-		m, typ, err := r.next(ctx, "OK")
+		m, typ, err := r.next(ctx, deadline, "OK")
 		if err != nil {
 			return ok, err
 		}
@@ -349,6 +395,7 @@ func (r *remote) upload(ctx context.Context, evs []*nostr.Event, refused map[str
 			continue
 		}
 		delete(pending, str(m[1]))
+		deadline = r.deadline() // an awaited OK: the relay is answering
 		var accepted bool
 		_ = json.Unmarshal(m[2], &accepted)
 		if accepted {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/schema"
 )
 
 // TestSyncItems: SyncItems returns exactly the matches Query returns (without
@@ -65,4 +66,76 @@ func TestSyncItems(t *testing.T) {
 	require.Contains(t, plan, "Index Scan", plan)
 	require.NotContains(t, plan, "Seq Scan", plan)
 	require.NotContains(t, plan, "Sort", plan)
+}
+
+// TestSyncItemsIndexOnly: for the filters a node-to-node sync uses ({}, kinds,
+// a time window) and the public viewer, the items are read by an index-only
+// scan of events_sync_idx in (created_at, id) order, without a sort, and
+// without column statistics (the table is never analysed here; the plan is
+// pinned by syncPlanSQL), and once VACUUM has marked the pages all-visible the
+// scan reads no heap page at all (Heap Fetches: 0). Before any VACUUM every
+// row costs a heap visit: on a live node keeping the visibility map current is
+// autovacuum's job (see README, NIP-77).
+func TestSyncItemsIndexOnly(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	// 20,000 rows written directly (the plan is the point, not the ingest
+	// path): kinds 1, 7 and 4, a tenth replaced and a tenth deleted.
+	_, err := f.db.Pool.Exec(ctx, `
+INSERT INTO cn_relay.events (id, pubkey, kind, created_at, content, sig, is_effective, deleted_at, deleted_reason, expires_at)
+SELECT encode(sha256(('e' || i)::bytea), 'hex'), encode(sha256(('p' || i % 50)::bytea), 'hex'),
+       (ARRAY[1, 7, 4])[1 + i % 3], 1700000000 + i / 3, 'x', repeat('0', 128),
+       i % 10 <> 3, CASE WHEN i % 10 = 5 THEN now() END, CASE WHEN i % 10 = 5 THEN 'nip09' END,
+       CASE WHEN i % 10 = 7 THEN 1700000000 + i END
+FROM generate_series(1, 20000) i`)
+	require.NoError(t, err)
+	var stats int
+	require.NoError(t, f.db.Pool.QueryRow(ctx, "SELECT count(*) FROM pg_stats WHERE schemaname = 'cn_relay' AND tablename = 'events'").Scan(&stats))
+	require.Zero(t, stats, "no column statistics")
+
+	since, until := nostr.Timestamp(1700001000), nostr.Timestamp(1700004000)
+	filters := map[string]nostr.Filter{
+		"all":        {},
+		"kinds":      {Kinds: []int{1, 7}},
+		"window":     {Since: &since, Until: &until},
+		"kind+since": {Kinds: []int{1}, Since: &since},
+	}
+	explain := func(name string, f0 nostr.Filter) string {
+		sql, args, ok := f.store.syncSQL(f0, protocol.Viewer{}, 100_000)
+		require.True(t, ok)
+		require.True(t, syncIndexOnly(f0, protocol.Viewer{}), name)
+		tx, err := f.db.Pool.Begin(ctx)
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(ctx) }()
+		_, err = tx.Exec(ctx, syncPlanSQL) // as SyncItems does
+		require.NoError(t, err)
+		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "+sql, args...)
+		require.NoError(t, err)
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		plan := strings.Join(lines, "\n")
+		require.Contains(t, plan, "Index Only Scan using events_sync_idx", "%s:\n%s", name, plan)
+		require.NotContains(t, plan, "Sort", "%s:\n%s", name, plan)
+		return plan
+	}
+	for name, f0 := range filters {
+		require.NotContains(t, explain(name, f0), "Heap Fetches: 0", "before VACUUM, %s", name)
+	}
+	// VACUUM (not ANALYZE: no column statistics) marks the pages all-visible.
+	_, err = f.db.Pool.Exec(ctx, "VACUUM cn_relay.events")
+	require.NoError(t, err)
+	require.NoError(t, f.db.Pool.QueryRow(ctx, "SELECT count(*) FROM pg_stats WHERE schemaname = 'cn_relay' AND tablename = 'events'").Scan(&stats))
+	require.Zero(t, stats, "still no column statistics")
+	for name, f0 := range filters {
+		require.Contains(t, explain(name, f0), "Heap Fetches: 0", name)
+	}
+	// And the items are right: the visible ones, a public reader's.
+	items, err := f.store.SyncItems(ctx, nostr.Filter{Kinds: []int{1, 7, 4}}, protocol.Viewer{}, 100_000)
+	require.NoError(t, err)
+	var want int
+	require.NoError(t, f.db.Pool.QueryRow(ctx, `SELECT count(*) FROM cn_relay.events e WHERE `+
+		schema.VisibleSQL("extract(epoch from now())::bigint")+` AND kind <> 4`).Scan(&want))
+	require.Len(t, items, want)
+	require.Positive(t, want)
 }

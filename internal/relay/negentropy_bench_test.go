@@ -1,0 +1,139 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	mrand "math/rand/v2"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/jackc/pgx/v5"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/negentropy"
+)
+
+// BenchmarkNegentropyRelaySession: one NIP-77 session through a relay over
+// Postgres and a real WebSocket, CN_BENCH_NEG_ITEMS events on the relay
+// (default 100,000; MaxSyncEvents is raised to fit), the client holding the
+// same set but 1% of it, plus 1% of its own, at the relay's default frame
+// limit (60,000) on both sides; the differences are spread at random. The events are written by COPY (unsigned:
+// only NIP-77 reads them) and the table vacuumed, as a live node's would be.
+// It reports the session's wall time (NEG-OPEN to the last NEG-MSG, item
+// reading included), the bytes exchanged (both ways, as sent), the rounds,
+// the bytes the relay charged the session (the items it held), and the Go
+// heap in use at the session's end above the one before (relay and client
+// are in this process: both sides' items count). Run with -benchtime 1x.
+func BenchmarkNegentropyRelaySession(b *testing.B) {
+	n := 100_000
+	if s := os.Getenv("CN_BENCH_NEG_ITEMS"); s != "" {
+		v, err := strconv.Atoi(s)
+		require.NoError(b, err)
+		n = v
+	}
+	for range b.N {
+		b.StopTimer()
+		e := newNegEnvTB(b, func(cfg *Config) {
+			cfg.MaxSyncEvents = n + 1
+			cfg.QueryTimeout = 10 * time.Minute
+			cfg.NegIdleTimeout = 10 * time.Minute
+		})
+		pubkey := randomHex(32)
+		all := make([]negentropy.Item, n+n/100)
+		for i := range all {
+			all[i] = negentropy.Item{CreatedAt: nostr.Timestamp(1_700_000_000 + i/10), ID: randomHex(32)}
+		}
+		// The differences spread over the whole range, not in one block.
+		mrand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+		relaySide, clientSide := all[:n], all[n/100:]
+		ctx := context.Background()
+		rows := make([][]any, 0, 10_000)
+		sig := strings.Repeat("0", 128)
+		for i, it := range relaySide {
+			rows = append(rows, []any{it.ID, pubkey, int32(1), int64(it.CreatedAt), "", sig})
+			if len(rows) == cap(rows) || i == len(relaySide)-1 {
+				_, err := e.db.Pool.CopyFrom(ctx, pgx.Identifier{"cn_relay", "events"},
+					[]string{"id", "pubkey", "kind", "created_at", "content", "sig"}, pgx.CopyFromRows(rows))
+				require.NoError(b, err)
+				rows = rows[:0]
+			}
+		}
+		_, err := e.db.Pool.Exec(ctx, "VACUUM cn_relay.events")
+		require.NoError(b, err)
+
+		cl, err := negentropy.NewClient(clientSide, 60_000)
+		require.NoError(b, err)
+		ws, _, err := websocket.DefaultDialer.Dial(e.relay.url, nil)
+		require.NoError(b, err)
+		var before runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		var peakHeld atomic.Int64
+		stop := make(chan struct{})
+		go func() {
+			tick := time.NewTicker(5 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					if h := negHeld(e.relay.Relay); h > peakHeld.Load() {
+						peakHeld.Store(h)
+					}
+				}
+			}
+		}()
+		b.StartTimer()
+		start := time.Now()
+		msg, err := cl.Start()
+		require.NoError(b, err)
+		send := func(parts ...any) int {
+			data, err := json.Marshal(parts)
+			require.NoError(b, err)
+			require.NoError(b, ws.WriteMessage(websocket.TextMessage, data))
+			return len(data)
+		}
+		wire := send("NEG-OPEN", "bench", map[string]any{"authors": []string{pubkey}}, msg)
+		rounds := 0
+		for {
+			_, data, err := ws.ReadMessage()
+			require.NoError(b, err)
+			wire += len(data)
+			var m []string
+			require.NoError(b, json.Unmarshal(data, &m), string(data[:min(len(data), 200)]))
+			require.Equal(b, "NEG-MSG", m[0], m)
+			rounds++
+			next, done, err := cl.Reconcile(m[2])
+			require.NoError(b, err)
+			if done {
+				break
+			}
+			wire += send("NEG-MSG", "bench", next)
+		}
+		took := time.Since(start)
+		b.StopTimer()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		close(stop)
+		have, need := cl.Result()
+		cl.Close()
+		require.Len(b, have, n/100)
+		require.Len(b, need, n/100)
+		send("NEG-CLOSE", "bench")
+		_ = ws.Close()
+		b.ReportMetric(took.Seconds(), "session-s")
+		b.ReportMetric(float64(wire), "wire-bytes")
+		b.ReportMetric(float64(rounds), "rounds")
+		b.ReportMetric(float64(peakHeld.Load()), "relay-charged-bytes")
+		b.ReportMetric(float64(int64(after.HeapInuse)-int64(before.HeapInuse)), "heap-growth-bytes")
+		b.StartTimer()
+	}
+}
