@@ -90,7 +90,27 @@ type RelayStatus struct {
 	Connections float64            `json:"connections"`
 	Events      map[string]float64 `json:"events"`       // per second, by result (accepted, invalid, ...)
 	ReqsPerSec  float64            `json:"reqs_per_sec"` // REQ and COUNT messages
-	totals      map[string]float64 // counters at this sample, for the next rates
+	// Pools are the relay's read pools (package replica: the primary first,
+	// then its read replicas by name); empty for a relay without
+	// --read-database-url, whose reads all go to the primary unmeasured.
+	Pools  []PoolStatus       `json:"pools"`
+	totals map[string]float64 // counters at this sample, for the next rates
+}
+
+// PoolStatus is one read pool of a relay: the primary or a replica.
+type PoolStatus struct {
+	Pool         string  `json:"pool"`           // "primary" or a replica's host:port
+	ReadsPerSec  float64 `json:"reads_per_sec"`  // REQ and COUNT reads it answered or failed
+	ErrorsPerSec float64 `json:"errors_per_sec"` // reads it failed
+	// MeanReadSeconds is the mean read duration since the previous sample;
+	// absent without reads in between.
+	MeanReadSeconds *float64 `json:"mean_read_seconds,omitempty"`
+	// Usable and LagSeconds are a replica's (absent for the primary, and the
+	// lag before a replica's first successful check).
+	Usable     *bool    `json:"usable,omitempty"`
+	LagSeconds *float64 `json:"lag_seconds,omitempty"`
+
+	reads, errors, seconds float64 // totals at this sample
 }
 
 // Dashboard samples and serves. Its methods are safe for concurrent use.
@@ -258,7 +278,60 @@ func (d *Dashboard) scrape(ctx context.Context, url string) RelayStatus {
 			}
 		}
 	}
+	r.Pools = pools(families, value, label)
 	return r
+}
+
+// pools reads package replica's per-pool series: reads and their durations
+// (cn_relay_read_seconds, summed over ops), failures, and each replica's
+// usable flag and lag.
+func pools(families map[string]*dto.MetricFamily, value func(*dto.Metric) float64, label func(*dto.Metric, string) string) []PoolStatus {
+	byName := map[string]*PoolStatus{}
+	pool := func(name string) *PoolStatus {
+		p := byName[name]
+		if p == nil {
+			p = &PoolStatus{Pool: name}
+			byName[name] = p
+		}
+		return p
+	}
+	if f := families["cn_relay_read_seconds"]; f != nil {
+		for _, m := range f.Metric {
+			if h := m.GetHistogram(); h != nil {
+				p := pool(label(m, "pool"))
+				p.reads += float64(h.GetSampleCount())
+				p.seconds += h.GetSampleSum()
+			}
+		}
+	}
+	if f := families["cn_relay_read_errors_total"]; f != nil {
+		for _, m := range f.Metric {
+			pool(label(m, "pool")).errors += value(m)
+		}
+	}
+	if f := families["cn_relay_replica_usable"]; f != nil {
+		for _, m := range f.Metric {
+			usable := value(m) == 1
+			pool(label(m, "replica")).Usable = &usable
+		}
+	}
+	if f := families["cn_relay_replica_lag_seconds"]; f != nil {
+		for _, m := range f.Metric {
+			lag := value(m)
+			pool(label(m, "replica")).LagSeconds = &lag
+		}
+	}
+	out := make([]PoolStatus, 0, len(byName))
+	for _, p := range byName {
+		out = append(out, *p)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if (out[i].Pool == "primary") != (out[j].Pool == "primary") {
+			return out[i].Pool == "primary"
+		}
+		return out[i].Pool < out[j].Pool
+	})
+	return out
 }
 
 // rates turns counter totals into per-second rates against the previous sample.
@@ -276,6 +349,23 @@ func rates(r *RelayStatus, prev RelayStatus, dt float64) {
 			r.ReqsPerSec = rate
 		} else if len(k) > 7 {
 			r.Events[k[7:]] = rate
+		}
+	}
+	for i := range r.Pools {
+		p := &r.Pools[i]
+		for _, pp := range prev.Pools {
+			if pp.Pool != p.Pool {
+				continue
+			}
+			if p.reads < pp.reads || p.errors < pp.errors {
+				pp = PoolStatus{} // the relay restarted
+			}
+			p.ReadsPerSec = (p.reads - pp.reads) / dt
+			p.ErrorsPerSec = (p.errors - pp.errors) / dt
+			if n := p.reads - pp.reads; n > 0 {
+				mean := (p.seconds - pp.seconds) / n
+				p.MeanReadSeconds = &mean
+			}
 		}
 	}
 }

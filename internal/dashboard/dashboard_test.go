@@ -33,6 +33,15 @@ func fakeRelayMetrics(t *testing.T) *httptest.Server {
 			"# TYPE cn_relay_events_total counter\ncn_relay_events_total{result=\"accepted\"} %d\ncn_relay_events_total{result=\"invalid\"} %d\n"+
 			"# TYPE cn_relay_messages_total counter\ncn_relay_messages_total{type=\"REQ\"} %d\ncn_relay_messages_total{type=\"EVENT\"} 1\n",
 			100*i, 3*i, 10*i)
+		// Read pools (package replica): the replica serves 10 reads per scrape
+		// at 1 ms and fails 1, the primary 2 at 2 ms.
+		fmt.Fprintf(w, "# TYPE cn_relay_read_seconds histogram\n"+
+			"cn_relay_read_seconds_bucket{op=\"req\",pool=\"primary\",le=\"+Inf\"} %[1]d\ncn_relay_read_seconds_sum{op=\"req\",pool=\"primary\"} %[2]g\ncn_relay_read_seconds_count{op=\"req\",pool=\"primary\"} %[1]d\n"+
+			"cn_relay_read_seconds_bucket{op=\"req\",pool=\"r1:5432\",le=\"+Inf\"} %[3]d\ncn_relay_read_seconds_sum{op=\"req\",pool=\"r1:5432\"} %[4]g\ncn_relay_read_seconds_count{op=\"req\",pool=\"r1:5432\"} %[3]d\n"+
+			"# TYPE cn_relay_read_errors_total counter\ncn_relay_read_errors_total{op=\"req\",pool=\"primary\"} 0\ncn_relay_read_errors_total{op=\"req\",pool=\"r1:5432\"} %[5]d\n"+
+			"# TYPE cn_relay_replica_usable gauge\ncn_relay_replica_usable{replica=\"r1:5432\"} 1\n"+
+			"# TYPE cn_relay_replica_lag_seconds gauge\ncn_relay_replica_lag_seconds{replica=\"r1:5432\"} 0.5\n",
+			2*i, 0.004*float64(i), 10*i, 0.01*float64(i), i)
 	}))
 	t.Cleanup(srv.Close)
 	return srv
@@ -108,6 +117,27 @@ func TestStatusAPI(t *testing.T) {
 	require.Greater(t, relays[0].Events["invalid"], 0.0)
 	require.Greater(t, relays[0].ReqsPerSec, 0.0)
 	require.False(t, relays[1].Up, "an unreachable relay is shown as down")
+	// Per pool: the primary first, rates and mean durations between samples,
+	// a replica's state and lag.
+	require.Len(t, relays[0].Pools, 2)
+	primary, r1 := relays[0].Pools[0], relays[0].Pools[1]
+	require.Equal(t, "primary", primary.Pool)
+	require.Nil(t, primary.Usable)
+	require.Nil(t, primary.LagSeconds)
+	require.Greater(t, primary.ReadsPerSec, 0.0)
+	require.Zero(t, primary.ErrorsPerSec)
+	require.NotNil(t, primary.MeanReadSeconds)
+	require.InDelta(t, 0.002, *primary.MeanReadSeconds, 1e-9)
+	require.Equal(t, "r1:5432", r1.Pool)
+	require.InDelta(t, 10*r1.ErrorsPerSec, r1.ReadsPerSec, 1e-6, "1 failure per 10 reads")
+	require.Greater(t, r1.ErrorsPerSec, 0.0)
+	require.NotNil(t, r1.MeanReadSeconds)
+	require.InDelta(t, 0.001, *r1.MeanReadSeconds, 1e-9)
+	require.NotNil(t, r1.Usable)
+	require.True(t, *r1.Usable)
+	require.NotNil(t, r1.LagSeconds)
+	require.Equal(t, 0.5, *r1.LagSeconds)
+	require.Empty(t, relays[1].Pools, "an unreachable relay has no pools")
 
 	// The consumer moves: its backlog falls and its rate shows.
 	_, err := db.Pool.Exec(context.Background(), "UPDATE cn_relay.consumer_offsets SET last_seq = 3")

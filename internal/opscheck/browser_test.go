@@ -4,6 +4,7 @@ package opscheck
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,6 +102,20 @@ func TestStatusPageInBrowser(t *testing.T) {
 	reloaded, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`performance.getEntriesByType("navigation").length !== 1`))
 	require.NoError(t, err)
 	require.False(t, reloaded, "no reload")
+
+	// Read pools: the replica serves the REQs, usable and with a lag; the
+	// primary has its row too.
+	replicaRow := fmt.Sprintf(`#pools tr[data-pool=%q]`, n.replica)
+	waitFor("the replica usable", func() bool { return text(replicaRow+` [data-field="state"]`) == "usable" })
+	require.NotEqual(t, "–", text(replicaRow+` [data-field="lag"]`))
+	require.Equal(t, "primary", text(`#pools tr[data-pool="primary"] td:nth-child(2)`))
+	noPools, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("pools-none").hidden`))
+	require.NoError(t, err)
+	require.True(t, noPools, "the page does not say no relay reads from replicas")
+	waitFor("replica reads per second and their mean duration", func() bool {
+		n.traffic(t, 20)
+		return text(replicaRow+` [data-field="reads"]`) != "0.00" && strings.HasSuffix(text(replicaRow+` [data-field="latency"]`), " ms")
+	})
 
 	// Kill the dashboard: the page says it is reconnecting; restart it: live again.
 	require.NoError(t, dash.Process.Signal(syscall.SIGKILL))

@@ -13,40 +13,110 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/stretchr/testify/require"
 
 	cnnode "github.com/kukuri/communitynode/internal/node"
-	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/pgembed"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/relay"
+	"github.com/kukuri/communitynode/internal/replica"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/schema"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
-
-// node is a relay and an indexer serving on loopback, on a test database.
+// node is a relay and an indexer serving on loopback, on a primary with one
+// streaming replica that serves the relay's reads (as ops/runbook.md "Read
+// replicas" builds it): every per-pool and per-replica panel has data.
 type node struct {
-	db       *pgtest.DB
-	relay    string // host:port of the relay (WebSocket)
-	metrics  string // host:port of the relay's /metrics (its --metrics-listen)
-	indexer  string // host:port of the indexer (/v1/search, /metrics)
+	db       database // the primary
+	relay    string   // host:port of the relay (WebSocket)
+	metrics  string   // host:port of the relay's /metrics (its --metrics-listen)
+	indexer  string   // host:port of the indexer (/v1/search, /metrics)
+	replica  string   // the replica's pool name in the relay's metrics (host:port)
 	sk       string
 	ws       *websocket.Conn
 	searchOK int
 }
 
+// database is the node's database on the primary.
+type database struct {
+	URL  string
+	Pool *pgxpool.Pool
+}
+
+// baseDir returns a 0755 directory the run-as account of pgembed can
+// traverse (t.TempDir is 0700 and, as root, owned by root).
+func baseDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "opscheck-*")
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(dir, 0o755))
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+// startCluster starts a primary with the node's schema and a streaming
+// replica of it (pg_basebackup -R, ops/replica/standby.conf), both stopped at
+// the end of the test; it returns the database's URL on each.
+func startCluster(t *testing.T) (primaryURL, replicaURL string) {
+	t.Helper()
+	ctx := context.Background()
+	base := baseDir(t)
+	stop := func(s *pgembed.Server) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := s.Stop(ctx); err != nil {
+			t.Errorf("stop postgres: %v", err)
+		}
+	}
+	primary, err := pgembed.Start(ctx, pgembed.Config{DataDir: filepath.Join(base, "primary"), Ephemeral: true})
+	require.NoError(t, err, "start the primary (needs the Postgres server binaries: initdb, pg_ctl, pg_basebackup)")
+	t.Cleanup(func() { stop(primary) })
+	conn, err := pgx.Connect(ctx, primary.URL("postgres"))
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+opsDB)
+	require.NoError(t, err)
+	require.NoError(t, conn.Close(ctx))
+	conn, err = pgx.Connect(ctx, primary.URL(opsDB))
+	require.NoError(t, err)
+	_, err = schema.Migrate(ctx, conn)
+	require.NoError(t, err)
+	require.NoError(t, conn.Close(ctx))
+
+	dir := filepath.Join(base, "replica")
+	require.NoError(t, primary.BaseBackup(ctx, dir))
+	conf, err := os.ReadFile(repoFile(t, "ops/replica/standby.conf"))
+	require.NoError(t, err)
+	replica, err := pgembed.Start(ctx, pgembed.Config{DataDir: dir, Ephemeral: true, Settings: []string{string(conf)}})
+	require.NoError(t, err, "start the replica")
+	t.Cleanup(func() { stop(replica) })
+	return primary.URL(opsDB), replica.URL(opsDB)
+}
+
+const opsDB = "cn_opscheck"
+
 func startNode(t *testing.T) *node {
 	t.Helper()
-	db := pgtest.New(t)
+	primaryURL, replicaURL := startCluster(t)
+	pool, err := pgxpool.New(context.Background(), primaryURL)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	rpool, err := pgxpool.New(context.Background(), replicaURL)
+	require.NoError(t, err)
+	db := database{URL: primaryURL, Pool: pool}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := outbox.NewWriter(db.Pool, outbox.WriterConfig{})
 	wdone := make(chan error, 1)
@@ -55,8 +125,12 @@ func startNode(t *testing.T) *node {
 	reg.MustRegister(collectors.NewGoCollector())
 	cfg := relay.DefaultConfig()
 	cfg.EventRatePerIP, cfg.EventRatePerPubkey, cfg.ReqRatePerIP = relay.Rate{}, relay.Rate{}, relay.Rate{}
-	r, err := relay.New(cfg, relay.Deps{Store: store.New(db.Pool, w, protocol.DefaultTopicRules()),
-		Feed: relay.NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg})
+	reads := replica.New(store.New(db.Pool, w, protocol.DefaultTopicRules()), db.Pool,
+		[]replica.Replica{{Name: replica.Name(replicaURL), Pool: rpool}},
+		replica.Config{MaxLag: cnnode.DefaultMaxReplicaLag, CheckInterval: cnnode.DefaultReplicaCheckInterval, Registerer: reg})
+	sdone := make(chan error, 1)
+	go func() { sdone <- reads.Run(ctx) }()
+	r, err := relay.New(cfg, relay.Deps{Store: reads, Feed: relay.NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -69,7 +143,8 @@ func startNode(t *testing.T) *node {
 	}()
 	metrics := httptest.NewServer(r.MetricsHandler())
 	t.Cleanup(metrics.Close)
-	n := &node{db: db, relay: ln.Addr().String(), metrics: metrics.Listener.Addr().String(), sk: nostr.GeneratePrivateKey()}
+	n := &node{db: db, relay: ln.Addr().String(), metrics: metrics.Listener.Addr().String(), replica: replica.Name(replicaURL),
+		sk: nostr.GeneratePrivateKey()}
 	select {
 	case n.indexer = <-ready:
 	case err := <-idone:
@@ -85,6 +160,8 @@ func startNode(t *testing.T) *node {
 		<-rdone
 		<-idone
 		<-wdone
+		<-sdone
+		reads.Close()
 	})
 	return n
 }

@@ -84,10 +84,23 @@ func New(primary *store.Store, primaryPool *pgxpool.Pool, replicas []Replica, cf
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Set{Store: primary, primary: primaryPool, cfg: cfg, log: log, m: newMetrics(cfg.Registerer)}
+	s.m.maxLag.Set(cfg.MaxLag.Seconds())
+	// Every pool's error counters and both retry reasons exist from the start
+	// at 0: a rate over them is 0, not absent, before the first failure (the
+	// dashboards' and alerts' per-pool series).
+	pools := []string{primaryName}
 	for _, r := range replicas {
 		s.replicas = append(s.replicas, &member{name: r.Name, pool: r.Pool, reader: store.NewReader(r.Pool)})
 		s.m.usable.WithLabelValues(r.Name).Set(0)
+		pools = append(pools, r.Name)
 	}
+	for _, p := range pools {
+		for _, op := range []string{"req", "count"} {
+			s.m.errors.WithLabelValues(p, op)
+		}
+	}
+	s.m.retries.WithLabelValues("conflict")
+	s.m.retries.WithLabelValues("error")
 	return s
 }
 
@@ -275,6 +288,7 @@ type metrics struct {
 	retries *prometheus.CounterVec
 	lag     *prometheus.GaugeVec
 	usable  *prometheus.GaugeVec
+	maxLag  prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) metrics {
@@ -300,9 +314,13 @@ func newMetrics(reg prometheus.Registerer) metrics {
 			Name: "cn_relay_replica_usable",
 			Help: "1 while a replica serves reads (it answers and lags at most --max-replica-lag), else 0.",
 		}, []string{"replica"}),
+		maxLag: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cn_relay_replica_max_lag_seconds",
+			Help: "The relay's --max-replica-lag: a replica lagging more is skipped (alert CNReplicaLagging compares cn_relay_replica_lag_seconds with it).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.seconds, m.errors, m.retries, m.lag, m.usable)
+		reg.MustRegister(m.seconds, m.errors, m.retries, m.lag, m.usable, m.maxLag)
 	}
 	return m
 }

@@ -50,6 +50,19 @@
         <td class="num">${fmt(r.connections)}</td><td class="num">${rate((r.events || {}).accepted || 0)}</td>
         <td>${refused || "–"}</td><td class="num">${rate(r.reqs_per_sec || 0)}</td></tr>`;
     }).join("");
+
+    // Read pools (relays with --read-database-url): the primary, then each replica.
+    const pools = s.relays.flatMap((r) => (r.pools || []).map((p) => ({ relay: r.url, ...p })));
+    $("pools-none").hidden = pools.length > 0;
+    $("pools").tBodies[0].innerHTML = pools.map((p) => {
+      const state = p.usable === undefined ? "–" : p.usable ? '<span class="pill ok">usable</span>' : '<span class="pill bad">skipped</span>';
+      const ms = p.mean_read_seconds === undefined ? "–" : (p.mean_read_seconds * 1000).toFixed(1) + " ms";
+      const lag = p.lag_seconds === undefined ? "–" : p.lag_seconds.toFixed(1) + " s";
+      return `<tr data-relay="${esc(p.relay)}" data-pool="${esc(p.pool)}"><td>${esc(p.relay)}</td><td>${esc(p.pool)}</td>
+        <td data-field="state">${state}</td><td class="num" data-field="reads">${rate(p.reads_per_sec || 0)}</td>
+        <td class="num" data-field="errors">${p.errors_per_sec ? '<span class="pill bad">' + rate(p.errors_per_sec) + "</span>" : "0"}</td>
+        <td class="num" data-field="latency">${ms}</td><td class="num" data-field="lag">${lag}</td></tr>`;
+    }).join("");
   }
 
   function record(s) {
