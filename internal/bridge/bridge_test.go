@@ -509,6 +509,67 @@ func TestHaltsOnARowTooLargeForTheServer(t *testing.T) {
 	requireStreamEqualsOutbox(t, db.Pool, ns.url(), cfg)
 }
 
+// TestHaltsOnARowTooLargeForTheStream: the same for a stream whose
+// max_msg_size is below the server's max_payload: the client sends the
+// message, the server refuses it (error 10054), and the bridge halts on the
+// row instead of retrying it forever, with a reason that names the row and the
+// stream's max_msg_size. Once the operator raises it and restarts the bridge,
+// the stream holds every row, in order.
+func TestHaltsOnARowTooLargeForTheStream(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t)
+	ns := startNATS(t)
+	cfg := testConfig()
+	js, err := jetstream.New(connect(t, ns.url()))
+	require.NoError(t, err)
+	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: cfg.Stream, Subjects: []string{cfg.SubjectPrefix + ".>"},
+		Storage: jetstream.FileStorage, Duplicates: cfg.DuplicateWindow, MaxMsgSize: 4096})
+	require.NoError(t, err)
+	st := newStore(db)
+	rng := rand.New(rand.NewPCG(13, 14))
+	ingest(t, st, rng, 60)
+	big := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: strings.Repeat("x", 8192)}
+	require.NoError(t, big.Sign(nostr.GeneratePrivateKey()))
+	res, err := st.Ingest(ctx, []*nostr.Event{big})
+	require.NoError(t, err)
+	require.True(t, res[0].OK, res[0].Message)
+	ingest(t, st, rng, 30)
+	var poison, before int64
+	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT seq FROM cn_relay.events_outbox WHERE event_id = $1 AND op = 'upsert'", big.ID).Scan(&poison))
+	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT max(seq) FROM cn_relay.events_outbox WHERE seq < $1", poison).Scan(&before))
+
+	ccfg := consumer.Config{BatchSize: 40, LeaseTTL: time.Second, MaxAttempts: 2, RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond}
+	b := startBridge(t, db.Pool, ns.url(), cfg, ccfg)
+	select {
+	case err := <-b.done:
+		close(b.done)
+		require.ErrorIs(t, err, consumer.ErrHalted)
+		require.ErrorContains(t, err, "the stream CN_TEST refuses it")
+		require.ErrorContains(t, err, "max_msg_size")
+	case <-time.After(60 * time.Second):
+		t.Fatal("the bridge did not halt on a row too large for the stream")
+	}
+	require.Equal(t, float64(poison), b.gauge(t, "cn_bridge_too_large_seq"))
+	require.Equal(t, before, offset(t, db.Pool), "every row before the poison row is committed, the poison row is not")
+	require.Equal(t, before, streamLastID(t, ns.url(), cfg), "the stream holds every row before it and nothing after")
+	st0, err := consumer.ReadStatus(ctx, db.Pool)
+	require.NoError(t, err)
+	require.Len(t, st0.Consumers, 1)
+	require.True(t, st0.Consumers[0].Halted, "cnctl status and the status page show the halt")
+	require.Contains(t, st0.Consumers[0].HaltedReason, fmt.Sprintf("seq %d (event %s)", poison, big.ID))
+	require.Contains(t, st0.Consumers[0].HaltedReason, "raise the stream's max_msg_size")
+
+	// The operator raises the stream's max_msg_size (here: removes the limit)
+	// and restarts the bridge.
+	sc := stream.CachedInfo().Config
+	sc.MaxMsgSize = -1
+	_, err = js.UpdateStream(ctx, sc)
+	require.NoError(t, err)
+	startBridge(t, db.Pool, ns.url(), cfg, ccfg)
+	waitCaughtUp(t, db.Pool)
+	requireStreamEqualsOutbox(t, db.Pool, ns.url(), cfg)
+}
+
 func TestServerVersions(t *testing.T) {
 	for v, ok := range map[string]bool{"2.15.2": true, "2.10.0": true, "3.0.0": true, "2.10.0-beta.1": true,
 		"2.9.10": false, "1.99.99": false, "": false, "2.x": false} {
