@@ -305,6 +305,10 @@ func (c *conn) runQuery(s *subscription) {
 		held += n
 		return true
 	})
+	// The stored events come with their JSON built from the stored bytes
+	// (store.Served): their tags are not decoded, nor are they encoded again.
+	sv := &store.Served{}
+	ctx = store.WithServed(ctx, sv)
 	start := time.Now()
 	events, seq, replica, err := c.r.querySnapshot(ctx, s)
 	cancel()
@@ -335,7 +339,7 @@ func (c *conn) runQuery(s *subscription) {
 		c.enqueue(closedMsg(s.id, reason))
 		return
 	}
-	s.replay(events, seq, held, caught)
+	s.replay(events, sv, seq, held, caught)
 }
 
 // onCount answers a NIP-45 COUNT.

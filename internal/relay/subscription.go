@@ -7,6 +7,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/store"
 )
 
 // subscription is one REQ of one connection: its normalised filters, registered in
@@ -105,11 +106,14 @@ func (s *subscription) deliver(id string, seq int64, evJSON []byte) bool {
 // messages are queued (which take their own share), and in whole when replay
 // returns.
 //
+// stored were read under store.WithServed(sv): an event's JSON is sv's, or
+// encoded here when sv has none (a store that does not fill it).
+//
 // caught are the live events of rows up to seq that the follower may have
 // passed before the subscription was filed (Relay.catchUp), in seq order,
 // their memory taken from the connection's budget: they are sent right after
 // EOSE.
-func (s *subscription) replay(stored []*nostr.Event, seq int64, held int, caught []pendingLive) {
+func (s *subscription) replay(stored []*nostr.Event, sv *store.Served, seq int64, held int, caught []pendingLive) {
 	c := s.conn
 	defer func() { c.mem.give(held) }()
 	defer func() {
@@ -121,7 +125,11 @@ func (s *subscription) replay(stored []*nostr.Event, seq int64, held int, caught
 	s.snapshot = seq
 	s.mu.Unlock()
 	for i, ev := range stored {
-		msg := eventMsg(s.id, eventJSON(ev))
+		js := sv.Take(ev)
+		if js == nil {
+			js = eventJSON(ev)
+		}
+		msg := eventMsg(s.id, js)
 		stored[i] = nil // (the queued message is all that is kept of it)
 		back := min(held, len(msg))
 		c.mem.give(back)

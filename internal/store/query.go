@@ -126,13 +126,13 @@ func (s *Reader) collectFolded(ctx context.Context, sql string, args []any, extr
 		return nil, 0, false, fmt.Errorf("query events: %w", err)
 	}
 	defer rows.Close()
-	take := rowBudget(ctx)
+	take, sv := rowBudget(ctx), served(ctx)
 	dest := append(extra, &seq)
 	for rows.Next() {
 		raw := rows.RawValues()
 		// The head alone (nothing matched), or a row the budget refuses: only
 		// the head is read.
-		if raw[0] == nil || take != nil && !take(rowSize(raw)) {
+		if raw[0] == nil || sv == nil && take != nil && !take(rowSize(raw)) {
 			skip := make([]any, len(raw)-1, len(raw))
 			if err := rows.Scan(append(skip, &seq)...); err != nil {
 				return nil, 0, false, fmt.Errorf("query events: %w", err)
@@ -142,6 +142,19 @@ func (s *Reader) collectFolded(ctx context.Context, sql string, args []any, extr
 			}
 			stopped = true
 			break
+		}
+		if sv != nil {
+			ev, size, err := scanServed(sv, rows, dest...)
+			if err != nil {
+				return nil, 0, false, fmt.Errorf("query events: %w", err)
+			}
+			if take != nil && !take(size) {
+				delete(sv.json, ev)
+				stopped = true
+				break
+			}
+			evs = append(evs, ev)
+			continue
 		}
 		ev, err := scanEvent(rows, dest...)
 		if err != nil {
@@ -510,7 +523,20 @@ func (s *Reader) queryEvents(ctx context.Context, q querier, sql string, args ..
 func collectEvents(ctx context.Context, rows pgx.Rows, extra ...any) (evs []*nostr.Event, stopped bool, err error) {
 	defer rows.Close()
 	take := rowBudget(ctx)
+	sv := served(ctx)
 	for rows.Next() {
+		if sv != nil {
+			ev, size, err := scanServed(sv, rows, extra...)
+			if err != nil {
+				return nil, false, err
+			}
+			if take != nil && !take(size) {
+				delete(sv.json, ev)
+				return evs, true, nil
+			}
+			evs = append(evs, ev)
+			continue
+		}
 		if take != nil && !take(rowSize(rows.RawValues())) {
 			return evs, true, nil
 		}

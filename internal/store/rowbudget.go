@@ -6,7 +6,8 @@ import "context"
 type rowBudgetKey struct{}
 
 // WithRowBudget returns a context under which Query asks take(n) before it
-// decodes each row, n being the row's size on the wire (about its JSON size).
+// decodes each row, n being the row's size on the wire (about its JSON size);
+// under WithServed, n is what the row holds once read (see Served).
 // When take refuses, Query stops reading (the rest of that filter's rows and
 // any further filter are skipped) and returns what it read so far, without an
 // error. A relay uses it to hold no more rows for a client than its memory

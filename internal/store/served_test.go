@@ -1,0 +1,142 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/protocol"
+)
+
+// trickyContents are contents and tags (every event needs a topic) whose JSON needs care: escapes, control
+// characters, U+2028/U+2029, emoji and other non-ASCII, nested quotes.
+var trickyContents = []struct {
+	content string
+	tags    nostr.Tags
+}{
+	{"", nostr.Tags{{"t", "q"}}},
+	{`plain`, nostr.Tags{{"t", "q"}, {}}},
+	{`she said "hi \"there\"" \ back\\slash /slash`, nostr.Tags{{"t", "q"}, {"x", `"\"nested\""`, `\`}}},
+	{"line\nbreak\r\ttab\b\f\x01\x1f\x7f end", nostr.Tags{{"t", "q"}, {"c", "ctl\x02\n"}}},
+	{"sep\u2028line\u2029para", nostr.Tags{{"t", "q"}, {"u", "\u2028\u2029"}}},
+	{"emoji 🤙🏽 日本語 ü é \U0001F600 <html>&amp;", nostr.Tags{{"t", "q"}, {"e", "🤙", ""}, {"empty"}, {}}},
+	{`{"looks":["like",json]}`, nostr.Tags{{"t", "q"}, {"j", `{"a":[1,"2"]}`}}},
+}
+
+// TestServedJSONVerifies reads tricky events under WithServed and checks that
+// each one's JSON is, byte for byte, a valid JSON event whose id and signature
+// verify and whose fields are the stored event's; an addressable event keeps
+// its effective key.
+func TestServedJSONVerifies(t *testing.T) {
+	f := newFixture(t)
+	var want []*nostr.Event
+	for i, c := range trickyContents {
+		want = append(want, f.event(t, 0, 1, base+nostr.Timestamp(i), c.tags, c.content))
+	}
+	want = append(want, f.event(t, 1, 30023, base, nostr.Tags{{"d", "a \"d\"\u2028"}, {"t", "q"}}, "long\u2029form"))
+	for _, r := range f.ingest(t, want...) {
+		require.True(t, r.OK, r.Message)
+	}
+	byID := map[string]*nostr.Event{}
+	for _, ev := range want {
+		byID[ev.ID] = ev
+	}
+	for _, filter := range []nostr.Filter{{Limit: 100}, {Tags: nostr.TagMap{"t": {"q"}}, Limit: 100}, {Authors: []string{want[0].PubKey}, Limit: 100}} {
+		sv := &Served{}
+		evs, _, err := f.store.QuerySnapshot(WithServed(context.Background(), sv), []nostr.Filter{filter}, protocol.Viewer{})
+		require.NoError(t, err)
+		require.NotEmpty(t, evs)
+		for _, ev := range evs {
+			orig := byID[ev.ID]
+			require.NotNil(t, orig)
+			js := sv.Take(ev)
+			require.True(t, json.Valid(js), "%s", js)
+			var got nostr.Event
+			require.NoError(t, json.Unmarshal(js, &got), "%s", js)
+			require.Equal(t, orig.ID, got.GetID(), "id over the served JSON: %s", js)
+			ok, err := got.CheckSignature()
+			require.NoError(t, err)
+			require.True(t, ok, "signature: %s", js)
+			require.Equal(t, orig.Content, got.Content)
+			require.Equal(t, len(orig.Tags), len(got.Tags))
+			for i := range orig.Tags {
+				require.Equal(t, []string(orig.Tags[i]), []string(got.Tags[i]))
+			}
+			// The event itself: what the relay needs besides the JSON.
+			require.Equal(t, orig.PubKey, ev.PubKey)
+			require.Equal(t, orig.CreatedAt, ev.CreatedAt)
+			require.Equal(t, orig.Kind, ev.Kind)
+			require.Equal(t, protocol.EffectiveKey(orig), protocol.EffectiveKey(ev))
+			require.Nil(t, sv.Take(ev), "taken once")
+		}
+	}
+	// Without WithServed, the events are whole.
+	evs, _, err := f.store.QuerySnapshot(context.Background(), []nostr.Filter{{Limit: 100}}, protocol.Viewer{})
+	require.NoError(t, err)
+	require.Len(t, evs, len(want))
+	for _, ev := range evs {
+		require.Equal(t, byID[ev.ID].Content, ev.Content)
+		ok, err := ev.CheckSignature()
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+}
+
+// TestServedRowBudget checks that a row budget is asked for the bytes held
+// for each served row (at least its JSON) and stops the read at a refusal.
+func TestServedRowBudget(t *testing.T) {
+	f := newFixture(t)
+	for i := range 5 {
+		f.ingest(t, f.event(t, 0, 1, base+nostr.Timestamp(i), nostr.Tags{{"t", "q"}}, "content"))
+	}
+	sv := &Served{}
+	var asked []int
+	ctx := WithRowBudget(WithServed(context.Background(), sv), func(n int) bool {
+		asked = append(asked, n)
+		return len(asked) <= 2
+	})
+	evs, _, err := f.store.QuerySnapshot(ctx, []nostr.Filter{{Limit: 100}}, protocol.Viewer{})
+	require.NoError(t, err)
+	require.Len(t, evs, 2)
+	require.Len(t, asked, 3)
+	for i, ev := range evs {
+		js := sv.Take(ev)
+		require.GreaterOrEqual(t, asked[i], len(js)+len(ev.ID)+len(ev.PubKey))
+	}
+	require.Empty(t, sv.json, "the refused row is not kept")
+}
+
+// BenchmarkServedRow compares, for one typical stored row (the tags' jsonb
+// text and the content), building its JSON from the stored bytes with
+// decoding the tags and encoding the event, as the relay did before Served.
+func BenchmarkServedRow(b *testing.B) {
+	ev := &nostr.Event{Kind: 1, CreatedAt: base, Content: "a note about \"things\" 🤙 with a line\nbreak and some more words to be typical",
+		Tags: nostr.Tags{{"t", "bench"}, {"p", "8c20d1a3822ec72fd18e2770a340ee6f78a58653fbbc4228b95dd8c4da789ec5"}, {"e", "f7504e67468e8234fa34c04b69c0f6b5f28d71423cd8fcf24bc514708637ab5f", "", "reply"}}}
+	if err := ev.Sign(nostr.GeneratePrivateKey()); err != nil {
+		b.Fatal(err)
+	}
+	// Postgres' jsonb text of the tags.
+	tags := `[["t", "bench"], ["p", "8c20d1a3822ec72fd18e2770a340ee6f78a58653fbbc4228b95dd8c4da789ec5"], ["e", "f7504e67468e8234fa34c04b69c0f6b5f28d71423cd8fcf24bc514708637ab5f", "", "reply"]]`
+	b.Run("decode+encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			e := *ev
+			var err error
+			if e.Tags, err = decodeTags(tags); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := e.MarshalJSON(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("served", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			appendEventJSON(make([]byte, 0, 512), ev.ID, ev.PubKey, int64(ev.CreatedAt), int32(ev.Kind), tags, ev.Content, ev.Sig)
+		}
+	})
+}
