@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
 
@@ -107,6 +109,14 @@ type rowScanner struct {
 func (r rowScanner) Scan(dest ...any) error {
 	defer r.conn.Close(context.Background())
 	return r.row.Scan(dest...)
+}
+
+// recoveryConflict reports whether err is a standby's "canceling statement due
+// to conflict with recovery" (SQLSTATE 40001), which the tests' own checks on a
+// replica may meet as the relay's queries do.
+func recoveryConflict(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40001"
 }
 
 func queryRow(t *testing.T, url, sql string, args ...any) rowScanner {

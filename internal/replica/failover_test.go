@@ -138,7 +138,11 @@ func TestReplicaFailures(t *testing.T) {
 		require.NoError(t, pub.publish(v1))
 		require.Eventually(t, func() bool {
 			var n int
-			require.NoError(t, queryRow(t, rep.URL(dbName), "SELECT count(*) FROM cn_relay.events WHERE id = $1", v1.ID).Scan(&n))
+			err := queryRow(t, rep.URL(dbName), "SELECT count(*) FROM cn_relay.events WHERE id = $1", v1.ID).Scan(&n)
+			if recoveryConflict(err) {
+				return false // WAL replay cancelled the check itself: ask again
+			}
+			require.NoError(t, err)
 			return n == 1
 		}, 20*time.Second, 10*time.Millisecond, "the replica has the first version")
 		exec(t, rep.URL(dbName), "SELECT pg_wal_replay_pause()")
