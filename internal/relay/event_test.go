@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -206,8 +207,13 @@ func TestEventGroupCommit(t *testing.T) {
 	for _, c := range append(clients, first) {
 		c.expect("OK")
 	}
-	require.Len(t, store.batches, 2)
-	require.Len(t, store.batches[0], 1)
-	require.Len(t, store.batches[1], 4, "the events that waited share one Ingest")
+	// The OKs came over a socket, which the race detector does not see as an
+	// ordering: read the batches under the store's lock.
+	store.mu.Lock()
+	batches := slices.Clone(store.batches)
+	store.mu.Unlock()
+	require.Len(t, batches, 2)
+	require.Len(t, batches[0], 1)
+	require.Len(t, batches[1], 4, "the events that waited share one Ingest")
 	require.Equal(t, 1, testutil.CollectAndCount(tr.m.batchSize))
 }
