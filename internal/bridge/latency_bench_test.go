@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,16 +16,26 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/pkg/consumer"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
 // The commit -> remote consumer applied benchmark's load.
 const (
-	latencyRate    = 2000             // events/s offered
 	latencyFor     = 25 * time.Second // measured
 	latencyWorkers = 8                // concurrent store.Ingest callers
 )
+
+// latencyRate is the offered load in events/s: 2,000 (the figure), or
+// CN_BENCH_LATENCY_RATE.
+var latencyRate = func() int {
+	if n, err := strconv.Atoi(os.Getenv("CN_BENCH_LATENCY_RATE")); err == nil && n > 0 {
+		return n
+	}
+	return 2000
+}()
 
 // appliedRecorder is a minimal remote consumer: it writes each upsert's event
 // id and seq into its own database in the transaction that moves its offset,
@@ -87,7 +98,13 @@ func BenchmarkCommitToRemoteApplied(b *testing.B) {
 		b.Fatal(err)
 	}
 	ns := startNATS(b)
-	st := newStore(primary)
+	// The relay's store and its outbox writer, whose Run sends the NOTIFY that
+	// wakes the bridge (without it the bridge only polls: 50 ms to 1 s).
+	w := outbox.NewWriter(primary.Pool, outbox.WriterConfig{})
+	st := store.New(primary.Pool, w, protocol.DefaultTopicRules())
+	wctx, stopWriter := context.WithCancel(ctx)
+	defer stopWriter()
+	go func() { _ = w.Run(wctx) }()
 	cfg := testConfig()
 	cfg.DuplicateWindow = DefaultDuplicateWindow
 	// Warnings (a lost lease, a failed publish) explain a tail.
@@ -117,7 +134,7 @@ func BenchmarkCommitToRemoteApplied(b *testing.B) {
 		}
 	}()
 
-	n := int(latencyRate * latencyFor / time.Second)
+	n := latencyRate * int(latencyFor/time.Second)
 	warm := 200
 	evs := signedEvents(b, warm+n)
 	waitApplied := func(want int) {
@@ -157,7 +174,7 @@ func BenchmarkCommitToRemoteApplied(b *testing.B) {
 					if i >= n {
 						return
 					}
-					time.Sleep(time.Until(start.Add(time.Duration(i) * time.Second / latencyRate))) // pacing the offered load
+					time.Sleep(time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(latencyRate)))) // pacing the offered load
 					ingestOne(evs[i])
 					committed[i] = time.Now()
 				}
