@@ -327,12 +327,9 @@ func BenchmarkImportCheck(b *testing.B) {
 	}
 }
 
-// BenchmarkImportStore is the import's database side alone: the corpus,
-// parsed and checked beforehand, stored with store.Ingest in batches on one
-// connection, as the importer does.
-func BenchmarkImportStore(b *testing.B) {
+// corpusEvents reads the corpus (corpusFile) into memory, parsed.
+func corpusEvents(b *testing.B) []*nostr.Event {
 	path, _ := corpusFile(b)
-	batch := envInt(b, "CN_BENCH_IMPORT_BATCH", DefaultBatchSize)
 	f, err := os.Open(path)
 	require.NoError(b, err)
 	defer f.Close()
@@ -345,6 +342,15 @@ func BenchmarkImportStore(b *testing.B) {
 		evs = append(evs, ev)
 	}
 	require.NoError(b, sc.Err())
+	return evs
+}
+
+// BenchmarkImportStore is the import's database side alone: the corpus,
+// parsed and checked beforehand, stored with store.Ingest in batches on one
+// connection, as the importer does.
+func BenchmarkImportStore(b *testing.B) {
+	batch := envInt(b, "CN_BENCH_IMPORT_BATCH", DefaultBatchSize)
+	evs := corpusEvents(b)
 	for b.Loop() {
 		b.StopTimer()
 		db := pgtest.New(b)
@@ -369,5 +375,55 @@ func BenchmarkImportStore(b *testing.B) {
 		<-done
 		b.ReportMetric(float64(len(evs))/elapsed.Seconds(), "events/s")
 		b.StartTimer()
+	}
+}
+
+// BenchmarkImportSignatures is the import's ceiling: the corpus, parsed
+// beforehand, only checked on every CPU, with nothing else running in the
+// process. "go-nostr" is Event.CheckID and Event.CheckSignature, as the import
+// checked before it had protocol's own check; "validate" is
+// protocol.ValidateEvent, every check the import makes on an event that needs
+// no storage (signatures included).
+func BenchmarkImportSignatures(b *testing.B) {
+	evs := corpusEvents(b)
+	l := protocol.DefaultLimits()
+	for _, c := range []struct {
+		name  string
+		check func(*nostr.Event, time.Time) bool
+	}{
+		{"go-nostr", func(ev *nostr.Event, _ time.Time) bool {
+			ok, err := ev.CheckSignature()
+			return ev.CheckID() && ok && err == nil
+		}},
+		{"validate", func(ev *nostr.Event, now time.Time) bool { return protocol.ValidateEvent(ev, now, l) == "" }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				var ru0, ru1 syscall.Rusage
+				require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru0))
+				start, now := time.Now(), time.Now()
+				var wg sync.WaitGroup
+				workers := runtime.GOMAXPROCS(0)
+				bad := make([]int, workers)
+				for w := range workers {
+					wg.Go(func() {
+						for i := w; i < len(evs); i += workers {
+							if !c.check(evs[i], now) {
+								bad[w]++
+							}
+						}
+					})
+				}
+				wg.Wait()
+				elapsed := time.Since(start)
+				require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru1))
+				for _, n := range bad {
+					require.Zero(b, n)
+				}
+				used := ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano()
+				b.ReportMetric(float64(len(evs))/elapsed.Seconds(), "events/s")
+				b.ReportMetric(float64(used)/1e3/float64(len(evs)), "go-cpu-µs/event")
+			}
+		})
 	}
 }

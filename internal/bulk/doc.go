@@ -18,7 +18,9 @@
 //     ingest path: topics (own, inherited, node-wide identity events),
 //     replaceable and addressable versions, NIP-09 deletions and tombstones,
 //     NIP-40 expiration and the outbox rows are decided and written there.
-//   - Parsing and signature checks run on every CPU; storing runs on one
+//   - Parsing and signature checks run on every CPU (one worker of several
+//     pauses while a batch is being stored if a whole batch is already checked,
+//     so the one serial stage does not wait for a CPU); storing runs on one
 //     connection, one transaction per batch, batches in file order. So an event
 //     sees every event before it in the file, stored or earlier in its batch,
 //     exactly as if a client had published the file line by line and waited for

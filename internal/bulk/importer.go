@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -179,16 +181,27 @@ func (im *Importer) Run(ctx context.Context, r io.Reader) (Stats, error) {
 		defer close(ordered)
 		return readChunks(gctx, r, im.Limits.MaxMessageBytes, tasks, ordered)
 	})
-	for range workers {
+	busy := newStoreGate(batchSize)
+	for w := range workers {
 		g.Go(func() error {
-			for c := range tasks {
+			for {
+				// The last worker of several yields its CPU to the store while
+				// a batch is being stored and the checks are a batch ahead
+				// (see storeGate).
+				if w > 0 && w == workers-1 {
+					busy.waitIdle(gctx)
+				}
+				c, ok := <-tasks
+				if !ok {
+					return nil
+				}
 				im.check(c, now())
+				busy.checked(len(c.lines))
 			}
-			return nil
 		})
 	}
 
-	c := &collector{im: im, sink: sink, st: &st, batchSize: batchSize, start: start, lastTick: start}
+	c := &collector{im: im, sink: sink, st: &st, batchSize: batchSize, start: start, lastTick: start, busy: busy}
 	g.Go(func() error {
 		for ch := range ordered {
 			select {
@@ -196,6 +209,7 @@ func (im *Importer) Run(ctx context.Context, r io.Reader) (Stats, error) {
 			case <-gctx.Done():
 				return gctx.Err()
 			}
+			busy.consumed(len(ch.lines))
 			if err := c.add(gctx, ch.lines); err != nil {
 				return err
 			}
@@ -218,6 +232,54 @@ func (im *Importer) Run(ctx context.Context, r io.Reader) (Stats, error) {
 		return st, err
 	}
 	return st, nil
+}
+
+// storeGate lets the import's one serial stage, storing, go first when the
+// checks are ahead. Each batch's store needs a CPU for its connection's
+// backend and one for the collector, and checking chunks on every CPU at the
+// same time makes it wait for them. So while a batch is being stored and a
+// whole batch of checked lines is ready after it, one worker of several takes
+// no new chunk: the store will not wait for checks after this batch. When
+// checking is the slower stage (pure-Go signatures) less is ready, and every
+// worker keeps going.
+type storeGate struct {
+	batch int          // lines in a batch
+	ready atomic.Int64 // lines checked and not yet taken by the collector
+	mu    sync.Mutex
+	idle  chan struct{} // closed while no batch is being stored
+}
+
+func newStoreGate(batch int) *storeGate {
+	idle := make(chan struct{})
+	close(idle)
+	return &storeGate{batch: batch, idle: idle}
+}
+
+func (g *storeGate) checked(lines int)  { g.ready.Add(int64(lines)) }
+func (g *storeGate) consumed(lines int) { g.ready.Add(-int64(lines)) }
+
+// storing marks a batch as being stored until the returned function is called.
+func (g *storeGate) storing() (done func()) {
+	g.mu.Lock()
+	g.idle = make(chan struct{})
+	idle := g.idle
+	g.mu.Unlock()
+	return func() { close(idle) }
+}
+
+// waitIdle returns when no batch is being stored or less than a batch is
+// ready, or ctx is done.
+func (g *storeGate) waitIdle(ctx context.Context) {
+	if g.ready.Load() < int64(g.batch) {
+		return
+	}
+	g.mu.Lock()
+	idle := g.idle
+	g.mu.Unlock()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	}
 }
 
 // readChunks splits r into lines and hands them out in chunks, to the workers
@@ -348,6 +410,7 @@ type collector struct {
 	start     time.Time
 	lastTick  time.Time
 	lastLines int64
+	busy      *storeGate // nil: no worker waits for the store
 }
 
 func (c *collector) add(ctx context.Context, lines []line) error {
@@ -442,6 +505,10 @@ func (c *collector) store(ctx context.Context, lines []line) ([]protocol.Verdict
 	evs := make([]*nostr.Event, len(lines))
 	for i, l := range lines {
 		evs[i] = l.ev
+	}
+	if c.busy != nil {
+		done := c.busy.storing()
+		defer done()
 	}
 	verdicts, err := c.sink.ingest(ctx, evs, c.st)
 	if err != nil {

@@ -56,8 +56,9 @@ const AuthMaxSkew = 10 * time.Minute
 // encoding, empty tags, single-letter tag value size, the d tag of addressable kinds,
 // the NIP-40 expiration (malformed, or at or before now: ReasonExpired), topics
 // (checkTopics: the part of TopicRules that needs no storage, MaxTopics included), then
-// the id hash, and last the signature, through go-nostr's Event.CheckSignature so that
-// building with the `libsecp256k1` tag speeds it up.
+// the id hash, and last the signature (BIP-340, as go-nostr's Event.CheckSignature
+// checks it: building with the `libsecp256k1` tag speeds it up; see
+// checkIDAndSignature).
 func ValidateEvent(ev *nostr.Event, now time.Time, l Limits) string {
 	if ev == nil {
 		return ReasonNoEvent
@@ -203,17 +204,6 @@ func checkFormat(ev *nostr.Event) string {
 		return ReasonMalformedSig
 	case ev.Kind < 0 || ev.Kind > 65535:
 		return ReasonKindOutOfRange
-	}
-	return ""
-}
-
-// checkIDAndSignature needs checkFormat to have passed.
-func checkIDAndSignature(ev *nostr.Event) string {
-	if !ev.CheckID() {
-		return ReasonBadID
-	}
-	if ok, err := ev.CheckSignature(); err != nil || !ok {
-		return ReasonBadSignature
 	}
 	return ""
 }

@@ -1,0 +1,117 @@
+package protocol
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/stretchr/testify/require"
+)
+
+// reference is how go-nostr answers: CheckID, then CheckSignature.
+func reference(ev *nostr.Event) string {
+	if !ev.CheckID() {
+		return ReasonBadID
+	}
+	if ok, err := ev.CheckSignature(); err != nil || !ok {
+		return ReasonBadSignature
+	}
+	return ""
+}
+
+// TestCheckIDAndSignatureAsGoNostr compares checkIDAndSignature with go-nostr
+// on valid events and on every kind of broken id, signature and public key,
+// each twice (the second time from the key cache), in the build under test
+// (pure Go, or -tags libsecp256k1).
+func TestCheckIDAndSignatureAsGoNostr(t *testing.T) {
+	var cases []*nostr.Event
+	add := func(ev nostr.Event, edit func(*nostr.Event)) {
+		if edit != nil {
+			edit(&ev)
+		}
+		cases = append(cases, &ev)
+	}
+	flip := func(s string, i int) string { // another lower-case hex digit at i
+		c := "0"
+		if s[i] == '0' {
+			c = "1"
+		}
+		return s[:i] + c + s[i+1:]
+	}
+	sks := []string{nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()}
+	for i, sk := range sks {
+		ev := nostr.Event{Kind: 1, CreatedAt: nostr.Timestamp(1700000000 + i), Content: "hello " + strings.Repeat("x", i),
+			Tags: nostr.Tags{{"t", "go"}, {"e", strings.Repeat("ab", 32)}}}
+		require.NoError(t, ev.Sign(sk))
+		other := ev
+		other.Content = "another"
+		require.NoError(t, other.Sign(sks[(i+1)%len(sks)]))
+		add(ev, nil)
+		add(ev, func(e *nostr.Event) { e.Content += "!" })                             // id no longer matches
+		add(ev, func(e *nostr.Event) { e.ID = flip(e.ID, 63) })                        // id not the hash
+		add(ev, func(e *nostr.Event) { e.Sig = flip(e.Sig, 0) })                       // r changed
+		add(ev, func(e *nostr.Event) { e.Sig = flip(e.Sig, 127) })                     // s changed
+		add(ev, func(e *nostr.Event) { e.Sig = other.Sig })                            // another event's signature
+		add(ev, func(e *nostr.Event) { e.Sig = strings.Repeat("f", 128) })             // r >= p, s >= n
+		add(ev, func(e *nostr.Event) { e.Sig = e.Sig[:64] + strings.Repeat("f", 64) }) // s >= n
+		add(ev, func(e *nostr.Event) { e.Sig = strings.Repeat("0", 128) })
+		// Another author's key, the id recomputed: the signature is not theirs.
+		add(ev, func(e *nostr.Event) { e.PubKey = other.PubKey; e.ID = e.GetID() })
+		// Keys that are no curve point: x >= p, and an x with no y.
+		add(ev, func(e *nostr.Event) { e.PubKey = strings.Repeat("f", 64); e.ID = e.GetID() })
+		add(ev, func(e *nostr.Event) { e.PubKey = strings.Repeat("0", 63) + "5"; e.ID = e.GetID() })
+		add(ev, func(e *nostr.Event) { e.PubKey = strings.Repeat("0", 64); e.ID = e.GetID() })
+	}
+	// Many keys and signatures: valid, and with one hex digit of r, of s or
+	// of the message changed (the id recomputed, so only the signature fails).
+	for i := range 100 {
+		ev := nostr.Event{Kind: 1, CreatedAt: nostr.Timestamp(1700000000 + i), Content: fmt.Sprint("note ", i), Tags: nostr.Tags{}}
+		require.NoError(t, ev.Sign(nostr.GeneratePrivateKey()))
+		add(ev, nil)
+		add(ev, func(e *nostr.Event) { e.Sig = flip(e.Sig, i%64) })
+		add(ev, func(e *nostr.Event) { e.Sig = flip(e.Sig, 64+i%64) })
+		add(ev, func(e *nostr.Event) { e.Content += "."; e.ID = e.GetID() })
+	}
+	valid := 0
+	for round := range 2 {
+		for i, ev := range cases {
+			want := reference(ev)
+			if want == "" {
+				valid++
+			}
+			require.Equal(t, want, checkIDAndSignature(ev), "round %d case %d: %+v", round, i, ev)
+		}
+	}
+	require.Equal(t, 2*(len(sks)+100), valid)
+}
+
+// FuzzCheckIDAndSignature compares checkIDAndSignature with go-nostr on
+// signatures and public keys made of any 64 and 32 bytes, and on any content,
+// around a valid event: `go test -fuzz CheckIDAndSignature ./internal/protocol`
+// (and with -tags libsecp256k1).
+func FuzzCheckIDAndSignature(f *testing.F) {
+	sk := nostr.GeneratePrivateKey()
+	base := nostr.Event{Kind: 1, CreatedAt: 1700000000, Content: "hello", Tags: nostr.Tags{{"t", "go"}}}
+	if err := base.Sign(sk); err != nil {
+		f.Fatal(err)
+	}
+	sig, _ := hex.DecodeString(base.Sig)
+	pk, _ := hex.DecodeString(base.PubKey)
+	f.Add(sig, pk, base.Content, false)
+	f.Add(sig, pk, "other", true)
+	f.Fuzz(func(t *testing.T, sig, pk []byte, content string, rehash bool) {
+		if len(sig) != 64 || len(pk) != 32 {
+			return
+		}
+		ev := base
+		ev.Sig, ev.PubKey, ev.Content = hex.EncodeToString(sig), hex.EncodeToString(pk), content
+		if rehash {
+			ev.ID = ev.GetID()
+		}
+		if want, got := reference(&ev), checkIDAndSignature(&ev); want != got {
+			t.Fatalf("go-nostr %q, checkIDAndSignature %q: %+v", want, got, ev)
+		}
+	})
+}
