@@ -212,16 +212,20 @@ func ParseIdentityWriters(s string) (IdentityWriters, error) {
 //  3. else to the enabled topics of the stored events it references (TopicRefs);
 //  4. else, for a kind addressed to a person (IsPersonKind), to NodeTopic when one
 //     of its `p` tags (PersonRefs) names a member;
-//  5. else to DefaultTopic when one is set (not for private kinds);
-//  6. else it is refused with ReasonMissingTopic (ReasonPersonNotMember for a
-//     person kind that names no member), unless its kind is exempt or
-//     RequireTopic is off (it is then stored without a topic).
+//  5. else, for an exempt kind (TopicExemptKinds), to NodeTopic: the event is
+//     for the whole node, and has outbox rows like every other (live delivery,
+//     consumers and the relay's event cache follow the outbox);
+//  6. else to DefaultTopic when one is set (not for private kinds);
+//  7. else it is refused with ReasonMissingTopic (ReasonPersonNotMember for a
+//     person kind that names no member), unless RequireTopic is off (it is then
+//     stored without a topic, and without outbox rows).
 type TopicRules struct {
 	// RequireTopic: events need a topic, own or inherited (default true).
 	RequireTopic bool
-	// TopicExemptKinds are accepted without a topic when they cannot inherit one.
-	// The default exempts kind 5 (NIP-09): a deletion may arrive before its
-	// target, and it acts on the targets, whose topics are known.
+	// TopicExemptKinds are accepted without a topic of their own when they
+	// cannot inherit one: they take the person scope (NodeTopic). The default
+	// exempts kind 5 (NIP-09): a deletion may arrive before its target, and it
+	// acts on the targets, whose topics are known.
 	TopicExemptKinds map[int]bool
 	// RequireTopicInREQ: every REQ/COUNT filter must carry "#t" with at least one
 	// topic, else ReasonTopicFilterRequired (default false; kukuri-style clients

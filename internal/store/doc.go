@@ -52,7 +52,9 @@
 //   - Concurrent batches (several relays on one database) serialise on
 //     transaction-level advisory locks per effective key, taken in sorted order.
 //
-// Events without a topic (exempt kinds such as deletions whose targets are not
-// here, or any event when the relay does not require topics) are stored and
-// queryable but produce no outbox rows: consumers follow topics.
+// Events of exempt kinds (deletions whose targets are not here) that have no
+// topic of their own take the person scope (protocol.TopicRules). Events
+// without a topic (any event that has none when the relay does not require
+// topics, and exempt events stored before that rule) are stored and queryable
+// but produce no outbox rows: consumers follow topics.
 package store

@@ -148,7 +148,7 @@ func TestPersonScopeAndDefaultTopic(t *testing.T) {
 	require.Equal(t, []string{"general"}, f.topics(t, report2.ID), "a public person kind naming no member takes the default topic")
 	deletion := f.event(t, 2, 5, base, nostr.Tags{{"e", strings.Repeat("cd", 32)}}, "") // of nothing stored here
 	require.Equal(t, []protocol.Verdict{okV}, f.ingest(t, deletion))
-	require.Empty(t, f.topics(t, deletion.ID), "an exempt kind stays without a topic")
+	require.Equal(t, []string{protocol.NodeTopic}, f.topics(t, deletion.ID), "an exempt kind with nothing to inherit takes the person scope")
 
 	var members int
 	require.NoError(t, f.db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM cn_relay.members").Scan(&members))

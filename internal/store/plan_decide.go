@@ -321,7 +321,10 @@ func (p *plan) topicsOf(ev *nostr.Event) ([]string, string) {
 	case person && slices.ContainsFunc(protocol.PersonRefs(ev), func(pk string) bool { return p.members[pk] }):
 		return []string{protocol.NodeTopic}, ""
 	case p.rules.TopicExemptKinds[ev.Kind]:
-		return nil, ""
+		// The person scope, as events for the whole node: the event then has
+		// outbox rows like every other, so live subscribers, consumers and
+		// the relay's event cache see it arrive and change.
+		return []string{protocol.NodeTopic}, ""
 	case len(inherited) > 0:
 		return nil, protocol.ReasonTopicNotEnabled
 	case p.rules.DefaultTopic != "" && !protocol.IsPrivateKind(ev.Kind):

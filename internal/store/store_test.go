@@ -540,11 +540,12 @@ func TestTopics(t *testing.T) {
 		"upsert " + del.ID[:8] + " go", "upsert " + del.ID[:8] + " nostr",
 		"delete " + reaction.ID[:8] + " go  nip09", "delete " + reaction.ID[:8] + " nostr  nip09",
 	}, rows)
-	// A deletion whose target is not here is accepted without a topic (exempt).
+	// A deletion whose target is not here is accepted (exempt) in the person
+	// scope: it has outbox rows like every other event.
 	early := f.event(t, 1, 5, base+9, nostr.Tags{{"e", strings.Repeat("cd", 32)}}, "")
 	require.Equal(t, []protocol.Verdict{ok}, f.ingest(t, early))
 	rows, _ = f.rows(t, after)
-	require.Empty(t, rows)
+	require.Equal(t, []string{"upsert " + early.ID[:8] + " " + protocol.NodeTopic}, rows)
 
 	// Without the topic rule an orphan is stored without a topic.
 	f.store.rules.RequireTopic = false
