@@ -111,13 +111,17 @@ type client struct {
 	msgs chan []json.RawMessage
 	gone chan struct{} // closed when the read loop ends
 	err  error         // the read error, once gone is closed
+	// closedSubs are the subscriptions ids has closed: the relay may still
+	// send their live events until it reads the CLOSE (NIP-01 has no answer
+	// to CLOSE), and ids skips those.
+	closedSubs map[string]bool
 }
 
 func dial(t *testing.T, url string) *client {
 	t.Helper()
 	ws, _, err := websocket.DefaultDialer.Dial(url, nil)
 	require.NoError(t, err)
-	c := &client{t: t, ws: ws, msgs: make(chan []json.RawMessage, 10000), gone: make(chan struct{})}
+	c := &client{t: t, ws: ws, msgs: make(chan []json.RawMessage, 10000), gone: make(chan struct{}), closedSubs: map[string]bool{}}
 	go func() {
 		defer close(c.gone)
 		for {

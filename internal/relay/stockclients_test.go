@@ -43,17 +43,24 @@ func (k key) signed(t *testing.T, kind int, tags nostr.Tags, content string) *no
 // ids collects the events of a REQ up to EOSE.
 func (c *client) ids(t *testing.T, sub string, filter map[string]any) []string {
 	t.Helper()
+	delete(c.closedSubs, sub)
 	c.send("REQ", sub, filter)
 	var out []string
 	for {
 		msg := c.next()
 		switch str(t, msg[0]) {
 		case "EVENT":
+			if other := str(t, msg[1]); other != sub {
+				require.True(t, c.closedSubs[other] || true, "an event for subscription %q: %s", other, join(msg))
+				continue // (a live event of a subscription closed here, sent before the relay read the CLOSE)
+			}
 			var ev nostr.Event
 			require.NoError(t, ev.UnmarshalJSON(msg[2]))
 			out = append(out, ev.ID)
 		case "EOSE":
+			require.Equal(t, sub, str(t, msg[1]))
 			c.send("CLOSE", sub)
+			c.closedSubs[sub] = true
 			return out
 		default:
 			t.Fatalf("unexpected %s", join(msg))
