@@ -50,6 +50,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.IntFlag{Name: "max-sync-loads", Value: d.MaxSyncLoads, EnvVars: []string{"CN_RELAY_MAX_SYNC_LOADS"}, Usage: "NIP-77 sessions the whole relay reads items for at once; a NEG-OPEN beyond it gets NEG-ERR rate-limited"},
 			&cli.IntFlag{Name: "neg-frame-limit", Value: d.NegFrameLimit, EnvVars: []string{"CN_RELAY_NEG_FRAME_LIMIT"}, Usage: "largest NIP-77 answer in bytes before hex encoding (at least 4096)"},
 			&cli.DurationFlag{Name: "neg-idle-timeout", Value: d.NegIdleTimeout, EnvVars: []string{"CN_RELAY_NEG_IDLE_TIMEOUT"}, Usage: "a NIP-77 session without NEG-MSG for this long is closed (NEG-ERR closed:)"},
+			&cli.IntFlag{Name: "cache-bytes", Value: d.CacheBytes, EnvVars: []string{"CN_RELAY_CACHE_BYTES"}, Usage: "memory for the event cache: the newest visible public events, kept by the outbox follower, answer the REQs they provably hold without the database (0: off)"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: d.ShutdownTimeout, EnvVars: []string{"CN_RELAY_SHUTDOWN_TIMEOUT"}, Usage: "longest graceful shutdown"},
 
 			&cli.BoolFlag{Name: "auth", Value: d.Auth.Enabled, EnvVars: []string{"CN_RELAY_AUTH"}, Usage: "offer NIP-42 authentication (needed to read direct messages, kinds 4 and 1059, and for protected NIP-70 events); --auth=false turns it off"},
@@ -128,6 +129,7 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 	cfg.NegFrameLimit = c.Int("neg-frame-limit")
 	cfg.MaxSyncLoads = c.Int("max-sync-loads")
 	cfg.NegIdleTimeout = c.Duration("neg-idle-timeout")
+	cfg.CacheBytes = c.Int("cache-bytes")
 	cfg.Auth = relay.AuthConfig{
 		Enabled:           c.Bool("auth"),
 		RequiredForWrites: c.Bool("auth-required-for-writes"),

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -186,14 +187,27 @@ func TestNeverReadingClient(t *testing.T) {
 
 // TestRelayWideBudget: eight never-reading clients with 4 MiB budgets each (32
 // MiB together) cannot make the relay hold more than its own budget (8 MiB
-// here): queries stop reading when it is full, and the client holding the most
-// is shed.
+// here): database queries stop reading when it is full, and the client holding
+// the most is shed. Answered from the event cache (which holds no memory per
+// answer; its messages take the budget as they are queued), the same bound
+// holds and every client ends disconnected as too slow.
 func TestRelayWideBudget(t *testing.T) {
+	for _, cached := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cache=%v", cached), func(t *testing.T) { testRelayWideBudget(t, cached) })
+	}
+}
+
+func testRelayWideBudget(t *testing.T, cached bool) {
 	db := pgtest.New(t)
 	st := bigEvents(t, db, 120)
 	var logs lockedBuffer
 	const total = 8 << 20
-	tr := startBudgetRelay(t, db, st, &logs, func(c *Config) { c.TotalQueueBytes = total })
+	tr := startBudgetRelay(t, db, st, &logs, func(c *Config) {
+		c.TotalQueueBytes = total
+		if !cached {
+			c.CacheBytes = 0
+		}
+	})
 
 	mem := startSampler()
 	var peakHeld int64
@@ -222,10 +236,18 @@ func TestRelayWideBudget(t *testing.T) {
 				[]byte(`["REQ","c`+strconv.Itoa(c)+`q`+strconv.Itoa(i)+`",{"#t":["big"],"limit":500}]`)))
 		}
 	}
-	// Every query has run (each is observed once, stopped at a budget or not),
-	// and the relay shed or timed out at least one client.
-	require.Eventually(t, func() bool { return reqQueries(t, tr) == clients*12 && testutil.ToFloat64(tr.m.slowDisconnects) >= 1 },
-		60*time.Second, 20*time.Millisecond)
+	if cached {
+		// Every answer is ready at once: each client blocks its four query
+		// slots on a full send queue until it is shed or its write times out.
+		require.Eventually(t, func() bool { return testutil.ToFloat64(tr.m.slowDisconnects) == clients },
+			60*time.Second, 20*time.Millisecond)
+		require.Positive(t, testutil.ToFloat64(tr.m.cacheAnswers.WithLabelValues("hit")))
+	} else {
+		// Every query has run (each is observed once, stopped at a budget or
+		// not), and the relay shed or timed out at least one client.
+		require.Eventually(t, func() bool { return reqQueries(t, tr) == clients*12 && testutil.ToFloat64(tr.m.slowDisconnects) >= 1 },
+			60*time.Second, 20*time.Millisecond)
+	}
 	close(stop)
 	<-sampled
 	heap, rss := mem.finish()

@@ -182,6 +182,13 @@ type Config struct {
 	// long, with NEG-ERR "closed: ...".
 	NegIdleTimeout time.Duration
 
+	// CacheBytes bounds the event cache (package eventcache): the newest
+	// visible public events, kept in memory by the outbox follower, from which
+	// a REQ whose whole answer it provably holds is answered without the
+	// database. 0 turns it off (every REQ reads the database). Needs a Store
+	// that can fill it (RecentStore).
+	CacheBytes int
+
 	// QueryTimeout bounds one Store.Query or Store.Count call.
 	QueryTimeout time.Duration
 	// PingInterval is how often a ping is sent; ReadTimeout is how long a
@@ -218,6 +225,7 @@ func DefaultConfig() Config {
 		NegFrameLimit:      60_000,
 		NegConcurrency:     max(1, runtime.GOMAXPROCS(0)/2),
 		MaxSyncLoads:       2,
+		CacheBytes:         64 << 20,
 		NegIdleTimeout:     60 * time.Second,
 		QueryTimeout:       10 * time.Second,
 		PingInterval:       30 * time.Second,
@@ -309,6 +317,9 @@ func (c Config) Validate() error {
 		if c.MaxSyncLoads < 1 {
 			add("max sync loads must be at least 1, got %d", c.MaxSyncLoads)
 		}
+	}
+	if c.CacheBytes < 0 {
+		add("cache bytes must not be negative, got %d", c.CacheBytes)
 	}
 	if c.SendQueueBytes > 0 && c.SendQueueBytes < c.Limits.MaxMessageBytes {
 		add("send queue bytes (%d) must be at least the max message bytes (%d)", c.SendQueueBytes, c.Limits.MaxMessageBytes)

@@ -24,9 +24,22 @@ import (
 // published at about 100 per second through the Postgres store, each receive
 // every event exactly once, before or after their EOSE: none twice (the stored
 // part and the live part overlap only in seq, which settles it) and none
-// missing.
+// missing. The events are published through the subscribers' relay, and
+// through another relay process on the same database: the stored part then
+// comes from the event cache without waiting for those writes (it has not
+// committed them), and only the follower's order (a read of rows is applied to
+// the cache before any of its events is fanned out) keeps the promise.
 func TestSubscriptionsGetEachEventExactlyOnce(t *testing.T) {
 	t.Parallel()
+	for _, other := range []bool{false, true} {
+		t.Run(fmt.Sprintf("published on another relay=%v", other), func(t *testing.T) {
+			t.Parallel()
+			testExactlyOnce(t, other)
+		})
+	}
+}
+
+func testExactlyOnce(t *testing.T, otherPublisher bool) {
 	const (
 		events   = 400
 		subs     = 200
@@ -127,7 +140,16 @@ func TestSubscriptionsGetEachEventExactlyOnce(t *testing.T) {
 		}
 	}()
 
-	pub := dial(t, tr.url)
+	pubURL := tr.url
+	if otherPublisher {
+		cfg := testConfig()
+		cfg.CacheBytes = 0
+		st2 := pgStore{store.New(db.Pool, startWriter(t, db), protocol.DefaultTopicRules())}
+		r2, err := New(cfg, Deps{Store: st2, Feed: NewPGFeed(db.Pool, nil), Registerer: prometheus.NewRegistry()})
+		require.NoError(t, err)
+		pubURL = serveRelay(t, r2).url
+	}
+	pub := dial(t, pubURL)
 	k := newKey(t)
 	var published []string
 	tick := time.NewTicker(interval)

@@ -9,6 +9,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/backoff"
+	"github.com/kukuri/communitynode/internal/eventcache"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -33,9 +34,18 @@ import (
 // skipped; a row whose event is no longer visible by the time it is loaded (deleted,
 // replaced, expired) is not delivered.
 type follower struct {
-	feed   Feed
-	store  Store
-	fanout func(ev *nostr.Event, seq int64)
+	feed  Feed
+	store Store
+	// fanout delivers a loaded event, with its JSON when the follower made
+	// it (nil: fanout makes it if anyone wants it).
+	fanout func(ev *nostr.Event, js []byte, seq int64)
+	// cache, if set, is filled from recent before the follower starts, which
+	// then starts at the fill's seq, and every read of rows is applied to it
+	// before any of their events is fanned out: a subscription filed before
+	// it reads the cache gets every event above the cache's seq live (see
+	// subscription).
+	cache  *eventcache.Cache
+	recent RecentStore
 	// listening reports whether any live subscription is filed; nil: always.
 	// With none, the follower moves past new rows without loading their
 	// events: a subscription filed later runs its query after filing, so it
@@ -53,7 +63,7 @@ type follower struct {
 	ready chan struct{} // closed once the start position (the head) is known
 }
 
-func newFollower(feed Feed, store Store, fanout func(*nostr.Event, int64), m *metrics, log *slog.Logger) *follower {
+func newFollower(feed Feed, store Store, fanout func(*nostr.Event, []byte, int64), m *metrics, log *slog.Logger) *follower {
 	return &follower{
 		feed:         feed,
 		store:        store,
@@ -82,7 +92,7 @@ func (f *follower) poke() {
 func (f *follower) run(ctx context.Context) {
 	var last int64
 	for attempt := 0; ; attempt++ {
-		head, err := f.feed.Head(ctx)
+		head, err := f.start(ctx)
 		if err == nil {
 			last = head
 			break
@@ -136,6 +146,29 @@ func (f *follower) run(ctx context.Context) {
 	}
 }
 
+// start returns the seq to follow from: the outbox head, or with a cache the
+// seq of the snapshot it is filled from.
+func (f *follower) start(ctx context.Context) (int64, error) {
+	if f.cache == nil {
+		return f.feed.Head(ctx)
+	}
+	began := time.Now()
+	err := f.cache.Fill(func(add func(*nostr.Event, []byte) bool) (int64, []int, error) {
+		return f.recent.Recent(ctx, f.cache.MaxEvents(), add)
+	})
+	if err != nil {
+		return 0, err
+	}
+	st := f.cache.Stats()
+	f.log.Info("event cache filled", "events", st.Events, "bytes", st.Bytes, "bounded", st.Bounded, "seq", st.Seq,
+		"took", time.Since(began).Round(time.Millisecond))
+	if len(st.Unscoped) > 0 {
+		f.log.Warn("event cache: kinds stored without a topic (no outbox rows): filters that could match them read the database",
+			"kinds", st.Unscoped)
+	}
+	return st.Seq, nil
+}
+
 // deliver loads and fans out the events of rows' upsert rows: one delivery per
 // run of adjacent upsert rows of one event (see follower), with the seq of its
 // first row; prev is the row before rows[0] (zero at the start), whose run may
@@ -147,33 +180,52 @@ func (f *follower) deliver(ctx context.Context, rows []outbox.Row, prev outbox.R
 	}
 	var todo []delivery
 	ids := make([]string, 0, len(rows))
+	applied := rows[:0:0] // (for the cache: the rows that start a run)
 	for _, r := range rows {
 		sameRun := r.EventID == prev.EventID && r.Op == prev.Op
 		prev = r
-		if r.Op != outbox.OpUpsert || sameRun {
+		if sameRun {
+			continue
+		}
+		if f.cache != nil {
+			applied = append(applied, r)
+		}
+		if r.Op != outbox.OpUpsert {
 			continue
 		}
 		todo = append(todo, delivery{id: r.EventID, seq: r.Seq})
 		ids = append(ids, r.EventID)
 	}
-	if len(todo) == 0 || (f.listening != nil && !f.listening()) {
+	last := rows[len(rows)-1].Seq
+	if f.cache == nil && (len(todo) == 0 || (f.listening != nil && !f.listening())) {
 		return nil
 	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	lctx, cancel := context.WithTimeout(ctx, f.loadTimeout)
-	evs, err := f.store.Events(lctx, ids)
-	cancel()
-	if err != nil {
-		return err
+	var byID map[string]*nostr.Event
+	if len(todo) > 0 {
+		slices.Sort(ids)
+		ids = slices.Compact(ids)
+		lctx, cancel := context.WithTimeout(ctx, f.loadTimeout)
+		evs, err := f.store.Events(lctx, ids)
+		cancel()
+		if err != nil {
+			return err
+		}
+		byID = make(map[string]*nostr.Event, len(evs))
+		for _, ev := range evs {
+			byID[ev.ID] = ev
+		}
 	}
-	byID := make(map[string]*nostr.Event, len(evs))
-	for _, ev := range evs {
-		byID[ev.ID] = ev
+	var loaded map[string]eventcache.Loaded
+	if f.cache != nil {
+		loaded = make(map[string]eventcache.Loaded, len(byID))
+		for id, ev := range byID {
+			loaded[id] = eventcache.Loaded{Event: ev, JSON: eventJSON(ev)}
+		}
+		f.cache.Apply(applied, loaded, last)
 	}
 	for _, d := range todo { // seq order
 		if ev := byID[d.id]; ev != nil {
-			f.fanout(ev, d.seq)
+			f.fanout(ev, loaded[d.id].JSON, d.seq)
 		}
 	}
 	return nil

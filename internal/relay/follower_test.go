@@ -46,7 +46,7 @@ func TestFollowerDeliversAVersionThatComesBack(t *testing.T) {
 			store := newFakeStore()
 			var mu sync.Mutex
 			var got []string
-			f := newFollower(store, store, func(ev *nostr.Event, seq int64) {
+			f := newFollower(store, store, func(ev *nostr.Event, _ []byte, seq int64) {
 				mu.Lock()
 				got = append(got, fmt.Sprintf("%s@%d", map[string]string{vA.ID: "A", vB.ID: "B"}[ev.ID], seq))
 				mu.Unlock()

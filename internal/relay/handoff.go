@@ -3,10 +3,12 @@ package relay
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -133,4 +135,57 @@ func (r *Relay) catchUp(ctx context.Context, s *subscription, stored []*nostr.Ev
 	}
 	r.m.handoffCaught.Add(float64(len(caught)))
 	return kept, caught, head, nil
+}
+
+// cacheWait is how long a REQ waits for the event cache to apply the writes
+// committed before it arrived, before it reads the database instead.
+const cacheWait = 100 * time.Millisecond
+
+// queryCache answers a subscription's stored part from the event cache when
+// the cache holds the whole answer (eventcache.Cache.Query) and has applied
+// every outbox row committed before the REQ arrived (heads), with the seq it
+// has applied: every row above it is applied to the cache, then fanned out,
+// after the subscription was filed (follower), so the delivery promise holds
+// as for a database snapshot. take caps the answer as the row budget does;
+// each event's JSON is put in sv. ok is false when the database must answer.
+func (r *Relay) queryCache(s *subscription, take func(int) bool, sv *store.Served) (evs []*nostr.Event, seq int64, ok bool) {
+	if r.cache == nil {
+		return nil, 0, false
+	}
+	now := r.now().Unix()
+	// A REQ the cache cannot answer as it stands goes to the database at once
+	// (without the head read below, which would only delay it).
+	if _, _, _, ok := r.cache.Query(s.filters, s.viewer, now, nil); !ok {
+		r.m.cacheAnswers.WithLabelValues("miss").Inc()
+		return nil, 0, false
+	}
+	// Every write committed before the REQ arrived, by any process, is in
+	// its stored part, as with a database snapshot: the cache must have
+	// applied the outbox head read after the REQ arrived (this process's own
+	// commits and the notifications received bound it from below for free).
+	want := r.committed()
+	if n, ok := r.follower.feed.(interface{ Notified() int64 }); ok {
+		want = max(want, n.Notified())
+	}
+	head, err := r.heads.get(s.ctx)
+	if err != nil {
+		r.m.cacheAnswers.WithLabelValues("behind").Inc()
+		return nil, 0, false
+	}
+	if !r.cache.WaitFor(max(want, head), cacheWait, s.ctx.Done()) {
+		r.m.cacheAnswers.WithLabelValues("behind").Inc()
+		return nil, 0, false
+	}
+	hits, seq, _, ok := r.cache.Query(s.filters, s.viewer, now, take)
+	if !ok {
+		r.m.cacheAnswers.WithLabelValues("miss").Inc()
+		return nil, 0, false
+	}
+	r.m.cacheAnswers.WithLabelValues("hit").Inc()
+	evs = make([]*nostr.Event, len(hits))
+	for i, h := range hits {
+		evs[i] = h.Event
+		sv.Put(h.Event, h.JSON)
+	}
+	return evs, seq, true
 }

@@ -297,20 +297,37 @@ func (c *conn) runQuery(s *subscription) {
 	// bulk part) as they are read; the query stops when it is full, and the
 	// answer is what fit: EOSE follows it, and the client pages with until.
 	held, stopped := 0, false
-	ctx = store.WithRowBudget(ctx, func(n int) bool {
+	budget := func(n int) bool {
 		if c.mem.take(n, c.mem.bulkLimit(), false) != taken {
 			stopped = true
 			return false
 		}
 		held += n
 		return true
-	})
+	}
+	ctx = store.WithRowBudget(ctx, budget)
 	// The stored events come with their JSON built from the stored bytes
 	// (store.Served): their tags are not decoded, nor are they encoded again.
 	sv := &store.Served{}
 	ctx = store.WithServed(ctx, sv)
 	start := time.Now()
-	events, seq, replica, err := c.r.querySnapshot(ctx, s)
+	// An answer from the event cache holds no memory of its own (its events
+	// are the cache's): it is only capped as the rows budget caps a query's,
+	// and its messages take their share of the budget as they are queued.
+	answered, answerCap := int64(0), c.mem.bulkLimit()
+	events, seq, cached := c.r.queryCache(s, func(n int) bool {
+		if answered+int64(n) > answerCap {
+			stopped = true
+			return false
+		}
+		answered += int64(n)
+		return true
+	}, sv)
+	var replica bool
+	var err error
+	if !cached {
+		events, seq, replica, err = c.r.querySnapshot(ctx, s)
+	}
 	cancel()
 	c.r.m.querySeconds.WithLabelValues("req").Observe(time.Since(start).Seconds())
 	var caught []pendingLive

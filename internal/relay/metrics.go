@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kukuri/communitynode/internal/eventcache"
 )
 
 // metrics are the relay's instruments, registered on the injected Registerer.
@@ -25,6 +27,7 @@ type metrics struct {
 	ingestWaiting    prometheus.Gauge
 	handoffCaught    prometheus.Counter
 	handoffDropped   prometheus.Counter
+	cacheAnswers     *prometheus.CounterVec // by result: hit (the event cache answered) or miss
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -55,6 +58,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Duration of Store.Ingest calls.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
+		cacheAnswers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cn_relay_cache_answers_total",
+			Help: "REQs by how the event cache took them: hit (it answered), miss (it cannot prove it holds the whole answer), behind (it had not applied the writes committed before the REQ within 100 ms, or the outbox head could not be read); miss and behind read the database.",
+		}, []string{"result"}),
 		querySeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "cn_relay_query_seconds",
 			Help:    "Duration of Store.Query (op=req) and Store.Count (op=count) calls.",
@@ -104,7 +111,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	if reg != nil {
 		reg.MustRegister(m.ingestWaiting, m.connections, m.subscriptions, m.messages, m.events, m.batchSize,
 			m.ingestSeconds, m.querySeconds, m.slowDisconnects, m.liveDeliveries, m.refusedConns,
-			m.followerSeq, m.followerFailures, m.badRealIP, m.queryBudgetStops, m.handoffCaught, m.handoffDropped)
+			m.followerSeq, m.followerFailures, m.badRealIP, m.queryBudgetStops, m.handoffCaught, m.handoffDropped, m.cacheAnswers)
 	}
 	return m
 }
@@ -138,4 +145,25 @@ func (m *metrics) registerHeld(reg prometheus.Registerer, b *budget) {
 		Name: "cn_relay_held_bytes",
 		Help: "Bytes held for all connections (send queues, held live events, query rows read), bounded by --total-queue-bytes.",
 	}, func() float64 { return float64(b.held()) }))
+}
+
+// registerCache registers the event cache's size gauges.
+func (m *metrics) registerCache(reg prometheus.Registerer, c *eventcache.Cache) {
+	if reg == nil {
+		return
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "cn_relay_cache_events",
+			Help: "Events held by the event cache (--cache-bytes).",
+		}, func() float64 { return float64(c.Stats().Events) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "cn_relay_cache_bytes",
+			Help: "Bytes charged for the events the event cache holds, bounded by --cache-bytes.",
+		}, func() float64 { return float64(c.Stats().Bytes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "cn_relay_cache_floor_seconds",
+			Help: "created_at of the event cache's floor (0: it holds every visible public event); REQs reaching below it read the database.",
+		}, func() float64 { return float64(c.Stats().Floor) }),
+	)
 }

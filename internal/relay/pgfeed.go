@@ -3,6 +3,8 @@ package relay
 import (
 	"context"
 	"log/slog"
+	"strconv"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -12,8 +14,9 @@ import (
 // PGFeed is the Feed of a Postgres outbox: reads go through the pool, and Listen
 // holds one dedicated connection (not from the pool) with LISTEN cn_relay_outbox.
 type PGFeed struct {
-	pool *pgxpool.Pool
-	log  *slog.Logger
+	pool     *pgxpool.Pool
+	log      *slog.Logger
+	notified atomic.Int64 // the highest seq a notification carried
 }
 
 // NewPGFeed returns a Feed on pool. logger may be nil.
@@ -37,5 +40,16 @@ func (f *PGFeed) ReadAfter(ctx context.Context, after int64, limit int, buf []ou
 // Listen implements Feed with outbox.Listen: a dedicated LISTEN connection that
 // reconnects with back-off and wakes after every notification and reconnect.
 func (f *PGFeed) Listen(ctx context.Context, wake func()) {
-	outbox.Listen(ctx, f.pool.Config().ConnConfig, func(outbox.Wake) { wake() }, f.log)
+	outbox.ListenChannel(ctx, f.pool.Config().ConnConfig, outbox.Channel, wake, func(payload string) {
+		if seq, err := strconv.ParseInt(payload, 10, 64); err == nil {
+			for cur := f.notified.Load(); seq > cur && !f.notified.CompareAndSwap(cur, seq); cur = f.notified.Load() {
+			}
+		}
+		wake()
+	}, f.log)
 }
+
+// Notified returns the highest seq an outbox notification has carried so far
+// (0 before any): every row up to it is committed, whichever process wrote
+// it.
+func (f *PGFeed) Notified() int64 { return f.notified.Load() }

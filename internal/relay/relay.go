@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kukuri/communitynode/internal/admission"
+	"github.com/kukuri/communitynode/internal/eventcache"
 	"github.com/kukuri/communitynode/internal/httpserver"
 )
 
@@ -75,9 +76,12 @@ type Policy interface {
 type Relay struct {
 	cfg        Config
 	store      Store
-	sync       SyncStore     // nil: NIP-77 is not served
-	negSlots   chan struct{} // bounds the NIP-77 rounds computed at once (NegConcurrency)
-	negLoads   chan struct{} // bounds the NIP-77 sessions reading items at once (MaxSyncLoads)
+	sync       SyncStore         // nil: NIP-77 is not served
+	negSlots   chan struct{}     // bounds the NIP-77 rounds computed at once (NegConcurrency)
+	cache      *eventcache.Cache // nil: every REQ reads the database
+	committed  func() int64      // RecentStore.Committed
+	heads      *heads            // the outbox head read after a REQ arrived
+	negLoads   chan struct{}     // bounds the NIP-77 sessions reading items at once (MaxSyncLoads)
 	policy     Policy
 	ranks      RankGate
 	admission  admission.Chain // every EVENT's checks after the connection's own
@@ -154,7 +158,14 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 	r.admission = admission.Chain{Limits: cfg.Limits, Policy: deps.Policy, Ranks: deps.Ranks}
 	r.m.registerHeld(deps.Registerer, r.mem)
 	r.health = newHealthCheck(deps.Store.Ping, r.log)
-	r.follower = newFollower(deps.Feed, deps.Store, r.fanout, r.m, r.log)
+	r.follower = newFollower(deps.Feed, deps.Store, r.fanoutJSON, r.m, r.log)
+	if rs, ok := deps.Store.(RecentStore); ok && cfg.CacheBytes > 0 {
+		r.cache = eventcache.New(cfg.CacheBytes, !cfg.Limits.TopicRules.RequireTopic)
+		r.committed = rs.Committed
+		r.heads = &heads{read: deps.Feed.Head}
+		r.follower.cache, r.follower.recent = r.cache, rs
+		r.m.registerCache(deps.Registerer, r.cache)
+	}
 	r.follower.listening = func() bool { return r.index.size() > 0 }
 	r.batcher = newBatcher(cfg, deps.Store, r.m, r.log, r.follower.poke)
 	return r, nil
@@ -294,12 +305,18 @@ func (r *Relay) untrack(c *conn) {
 // upsert that made ev visible (0: an ephemeral event, never stored); a
 // subscription whose stored part covers seq skips it. It never blocks on a
 // connection.
-func (r *Relay) fanout(ev *nostr.Event, seq int64) {
+func (r *Relay) fanout(ev *nostr.Event, seq int64) { r.fanoutJSON(ev, nil, seq) }
+
+// fanoutJSON is fanout with ev's JSON, if the caller has it (nil: made here
+// when a subscription matches).
+func (r *Relay) fanoutJSON(ev *nostr.Event, js []byte, seq int64) {
 	subs := r.index.matching(ev, nil)
 	if len(subs) == 0 {
 		return
 	}
-	js := eventJSON(ev)
+	if js == nil {
+		js = eventJSON(ev)
+	}
 	for _, s := range subs {
 		if !s.viewer.MayRead(ev) {
 			continue

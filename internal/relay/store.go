@@ -69,3 +69,19 @@ type ReplicaReader interface {
 	// events the primary may have hidden or replaced since.
 	QuerySnapshotReplica(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) (evs []*nostr.Event, seq int64, replica bool, err error)
 }
+
+// RecentStore is implemented by a Store that can fill the relay's event cache
+// (package eventcache; Config.CacheBytes): store.Reader.Recent.
+type RecentStore interface {
+	// Recent streams at most max visible public events that have a topic
+	// newest first (ties by lowest id) with their JSON to add, until it
+	// returns false, from one snapshot that holds the outbox up to seq, with
+	// the kinds of the visible public events without a topic (unscoped).
+	Recent(ctx context.Context, max int, add func(ev *nostr.Event, js []byte) bool) (seq int64, unscoped []int, err error)
+	// Committed returns the highest outbox seq this process's writes have
+	// committed: a REQ answered from the cache waits until the cache holds
+	// it, so that a client reads what it was answered OK for (and the writes
+	// of other processes as far as their notifications have arrived,
+	// PGFeed.Notified).
+	Committed() int64
+}

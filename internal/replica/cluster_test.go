@@ -159,6 +159,7 @@ func startRelay(t *testing.T, c *cluster, maxLag time.Duration, replicas ...*pge
 	cfg.EventRatePerIP, cfg.EventRatePerPubkey, cfg.ReqRatePerIP = relay.Rate{}, relay.Rate{}, relay.Rate{}
 	cfg.Limits.MaxLimit = 5000
 	cfg.Limits.RequireTopic = false
+	cfg.CacheBytes = 0 // (these tests are about reads on replicas: the event cache would answer them)
 	require.NoError(t, cfg.Validate())
 	var urls []string
 	for _, r := range replicas {

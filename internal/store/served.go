@@ -44,6 +44,15 @@ func (sv *Served) Take(ev *nostr.Event) []byte {
 	return js
 }
 
+// Put records js as ev's JSON, for events that come from elsewhere than the
+// store (the relay's event cache), so that Take returns it.
+func (sv *Served) Put(ev *nostr.Event, js []byte) {
+	if sv.json == nil {
+		sv.json = make(map[*nostr.Event][]byte)
+	}
+	sv.json[ev] = js
+}
+
 func served(ctx context.Context) *Served {
 	sv, _ := ctx.Value(servedKey{}).(*Served)
 	return sv

@@ -38,6 +38,12 @@ func New(pool *pgxpool.Pool, writer *outbox.Writer, rules protocol.TopicRules) *
 	return &Store{Reader: r, pub: pub, writer: writer, rules: rules}
 }
 
+// Committed returns the highest outbox seq announced through the store's
+// writer (outbox.Writer.Announced): every write this process made through it
+// up to that seq is committed. The relay's event cache waits for it (read your
+// writes).
+func (s *Store) Committed() int64 { return s.writer.Announced() }
+
 // Rules returns the topic rules the store ingests under.
 func (s *Store) Rules() protocol.TopicRules { return s.rules }
 

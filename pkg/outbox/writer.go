@@ -35,6 +35,8 @@ type Writer struct {
 	notifier *Notifier
 	cfg      WriterConfig
 
+	// announced is the highest seq passed to Notify (see Announced).
+	announced atomic.Int64
 	// extendAt is the seq at which the background keeper should add partitions.
 	extendAt atomic.Int64
 	extend   chan struct{}
@@ -165,6 +167,8 @@ func (writeTx) Rollback(context.Context) error        { return errWriteTxControl
 // Notify announces seq after its transaction committed. Write calls it; callers that
 // use Append on their own transaction call it after their commit.
 func (w *Writer) Notify(seq int64) {
+	for cur := w.announced.Load(); seq > cur && !w.announced.CompareAndSwap(cur, seq); cur = w.announced.Load() {
+	}
 	w.notifier.Notify(seq)
 	if seq >= w.extendAt.Load() {
 		select {
@@ -173,6 +177,12 @@ func (w *Writer) Notify(seq int64) {
 		}
 	}
 }
+
+// Announced returns the highest seq announced through w (Notify): every row up
+// to it that this process appended through w is committed. A reader in the
+// same process that has applied the outbox up to it has seen this process's
+// writes (read your writes).
+func (w *Writer) Announced() int64 { return w.announced.Load() }
 
 // Run sends notifications and keeps partitions ahead of the head until ctx is done.
 func (w *Writer) Run(ctx context.Context) error {

@@ -1,0 +1,75 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/schema"
+)
+
+// Recent streams the visible events of the public kinds (not
+// protocol.IsPrivateKind) that have a topic (schema.ScopeSQL: the events
+// that have outbox rows) newest first, ties by lowest id, at most max of
+// them, to add (each decoded, with its JSON built from the stored bytes) until
+// add returns false, all from one snapshot that holds the outbox up to seq
+// (see QuerySnapshot): it fills the relay's event cache (package eventcache).
+// unscoped are the kinds of the visible public events in that snapshot that
+// have no topic (and so no outbox rows): the cache cannot follow them.
+//
+// The walk is pinned to the (created_at DESC, id) index (events_created_at_idx)
+// for the same reason as SyncItems': without statistics Postgres may plan a
+// sort of the whole table.
+func (s *Reader) Recent(ctx context.Context, max int, add func(ev *nostr.Event, js []byte) bool) (seq int64, unscoped []int, err error) {
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		// The snapshot is taken by the transaction's first statement.
+		if seq, err = outbox.Head(ctx, tx); err != nil {
+			return err
+		}
+		// (a scan of the whole table, once per relay start)
+		rows, err := tx.Query(ctx, "SELECT DISTINCT e.kind FROM cn_relay.events e WHERE "+visibleSQL+" AND "+privateHiddenSQL+
+			" AND NOT EXISTS (SELECT 1 FROM cn_relay.event_topics t WHERE t.event_id = e.id AND "+schema.ScopeSQL+") ORDER BY 1", s.now().Unix())
+		if err != nil {
+			return err
+		}
+		if unscoped, err = pgx.CollectRows(rows, pgx.RowTo[int]); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, syncPlanSQL); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, "SELECT "+eventColumns+" FROM cn_relay.events e WHERE "+visibleSQL+" AND "+privateHiddenSQL+
+			" AND EXISTS (SELECT 1 FROM cn_relay.event_topics t WHERE t.event_id = e.id AND "+schema.ScopeSQL+")"+
+			" ORDER BY e.created_at DESC, e.id LIMIT $2", s.now().Unix(), max)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			ev := &nostr.Event{}
+			var createdAt int64
+			var kind int32
+			var tags, content string
+			if err := rows.Scan(&ev.ID, &ev.PubKey, &createdAt, &kind, &tags, &content, &ev.Sig); err != nil {
+				return err
+			}
+			if ev.Tags, err = decodeTags(tags); err != nil {
+				return err
+			}
+			ev.CreatedAt, ev.Kind, ev.Content = nostr.Timestamp(createdAt), int(kind), content
+			js := appendEventJSON(make([]byte, 0, 200+len(ev.ID)+len(ev.PubKey)+len(tags)+len(content)+len(content)/8+len(ev.Sig)),
+				ev.ID, ev.PubKey, createdAt, kind, tags, content, ev.Sig)
+			if !add(ev, js) {
+				return nil
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("read recent events: %w", err)
+	}
+	return seq, unscoped, nil
+}
