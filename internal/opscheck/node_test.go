@@ -166,16 +166,19 @@ func startNode(t *testing.T) *node {
 	return n
 }
 
-// traffic publishes one note, makes one REQ and one search: the daemons then
+// traffic publishes one note, makes one REQ, one COUNT and one search: the daemons then
 // have a sample for every metric the dashboards and alerts use.
 func (n *node) traffic(t *testing.T, i int) {
 	t.Helper()
 	ev := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "ops"}}, Content: "hello operators " + time.Now().String()}
 	require.NoError(t, ev.Sign(n.sk))
 	require.NoError(t, n.ws.WriteJSON([]any{"EVENT", ev}))
+	// The event cache answers the REQ; the COUNT (NIP-45), which the cache
+	// never answers, reads the database, where the replica serves it.
 	require.NoError(t, n.ws.WriteJSON([]any{"REQ", "s", map[string]any{"#t": []string{"ops"}, "limit": 5}}))
+	require.NoError(t, n.ws.WriteJSON([]any{"COUNT", "c", map[string]any{"#t": []string{"ops"}}}))
 	require.NoError(t, n.ws.SetReadDeadline(time.Now().Add(10*time.Second)))
-	for gotOK, gotEOSE := false, false; !gotOK || !gotEOSE; {
+	for gotOK, gotEOSE, gotCount := false, false, false; !gotOK || !gotEOSE || !gotCount; {
 		var msg []json.RawMessage
 		require.NoError(t, n.ws.ReadJSON(&msg))
 		switch string(msg[0]) {
@@ -183,6 +186,8 @@ func (n *node) traffic(t *testing.T, i int) {
 			gotOK = true
 		case `"EOSE"`:
 			gotEOSE = true
+		case `"COUNT"`:
+			gotCount = true
 		}
 	}
 	resp, err := http.Get("http://" + n.indexer + "/v1/search?q=hello&limit=5")
