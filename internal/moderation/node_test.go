@@ -3,6 +3,7 @@ package moderation
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -122,8 +123,9 @@ func (n *testNode) sync(t *testing.T, name string) {
 
 // wsClient is a plain NIP-01 client over a real WebSocket.
 type wsClient struct {
-	t  *testing.T
-	ws *websocket.Conn
+	t    *testing.T
+	ws   *websocket.Conn
+	reqs int // subscriptions opened by req
 }
 
 func (n *testNode) dial(t *testing.T) *wsClient {
@@ -168,22 +170,33 @@ func (c *wsClient) publish(ev *nostr.Event) (bool, string) {
 	}
 }
 
-// req returns the stored events a REQ with filter answers.
+// req returns the stored events a REQ with filter answers, under a
+// subscription id of its own: a live event of an earlier one may still arrive
+// after its CLOSE was sent (NIP-01 does not answer CLOSE), and is skipped.
 func (c *wsClient) req(filter map[string]any) []*nostr.Event {
 	c.t.Helper()
-	c.send("REQ", "q", filter)
+	c.reqs++
+	sub := fmt.Sprintf("q%d", c.reqs)
+	c.send("REQ", sub, filter)
 	var out []*nostr.Event
 	for {
 		msg := c.next()
-		var typ string
+		var typ, id string
 		require.NoError(c.t, json.Unmarshal(msg[0], &typ))
+		if typ == "EVENT" || typ == "EOSE" || typ == "CLOSED" {
+			require.NoError(c.t, json.Unmarshal(msg[1], &id))
+			if id != sub {
+				require.Regexp(c.t, `^q[0-9]+$`, id, "a message for another subscription")
+				continue
+			}
+		}
 		switch typ {
 		case "EVENT":
 			ev := &nostr.Event{}
 			require.NoError(c.t, ev.UnmarshalJSON(msg[2]))
 			out = append(out, ev)
 		case "EOSE":
-			c.send("CLOSE", "q")
+			c.send("CLOSE", sub)
 			return out
 		case "CLOSED":
 			c.t.Fatalf("REQ closed: %s", msg[2])
