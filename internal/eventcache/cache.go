@@ -31,6 +31,13 @@
 // the cache's lock together with Seq, so it is a snapshot exactly as the
 // store's QuerySnapshot is: its events and seq say the same.
 //
+// A bounded cache cannot prove an empty answer by itself (a match could lie
+// below the floor). The seen set (seen.go) can, for the common empty answers:
+// a Bloom filter of the ids, authors and indexed tag values of every stored
+// event, built in the background from a database snapshot and kept by Apply.
+// A filter that names ids, authors or values of one tag none of which it
+// holds matches no stored event, and is answered empty.
+//
 // Matching is protocol.Match, the reference matcher that live fan-out uses and
 // the SQL query engine is tested against; order is the store's (newest first,
 // ties by lowest id).
@@ -132,6 +139,8 @@ type Cache struct {
 	authors map[string]list
 	kinds   map[int]list
 	tags    map[tagKey]list
+
+	seen seenState // see seen.go; kept across fills
 }
 
 // New returns an empty cache that holds at most maxBytes of events (as
@@ -327,6 +336,13 @@ func (c *Cache) Apply(rows []outbox.Row, loaded map[string]Loaded, last int64) {
 		c.seq = last
 		c.moved()
 	}()
+	if !c.topicless {
+		var hs []uint64
+		for _, l := range loaded {
+			hs = seenKeys(hs, l.Event)
+		}
+		c.seen.added(hs)
+	}
 	for _, r := range rows {
 		if r.Seq <= c.seq {
 			continue // (held by the fill's snapshot)
@@ -469,12 +485,19 @@ func (c *Cache) answer(f nostr.Filter, now int64) ([]*entry, bool) {
 	if limit <= 0 {
 		return nil, false // (validated filters always have one)
 	}
+	if c.unstored(f) {
+		c.seen.proofs.Add(1)
+		return nil, true
+	}
 	scoped := c.scopedOnly(f)
 	var out []*entry
 	if f.IDs != nil {
 		missing := false
 		for _, id := range f.IDs {
 			e := c.byID[id]
+			if e == nil && !c.seen.has(SeenID, id) {
+				continue // (stored nowhere)
+			}
 			if e == nil && !scoped {
 				return nil, false // (perhaps stored without a topic)
 			}

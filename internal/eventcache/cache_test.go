@@ -157,3 +157,120 @@ func TestIDsAllHeldAnswerABoundedCache(t *testing.T) {
 	_, _, _, ok = c.Query([]nostr.Filter{{IDs: []string{a.ID, old.ID}, Limit: 500}}, protocol.Viewer{}, 0, nil)
 	require.False(t, ok)
 }
+
+// seenScan is a SeenScan of evs' keys, as store.Reader.StoredKeys reads them.
+func seenScan(evs ...*nostr.Event) SeenScan {
+	return func(key func(string, []byte)) error {
+		for _, ev := range evs {
+			key(SeenID, []byte(ev.ID))
+			key(SeenAuthor, []byte(ev.PubKey))
+			for _, tag := range ev.Tags {
+				if len(tag) >= 2 && len(tag[0]) == 1 && tag[0] != "t" {
+					key(SeenTag(tag[0]), []byte(tag[1]))
+				}
+			}
+		}
+		return nil
+	}
+}
+
+// TestSeenSetProvesEmptyAnswers: a bounded cache cannot answer a REQ for
+// what lies below its floor, but once the seen set is built it answers, empty,
+// every filter whose ids, authors or values of one tag were never stored;
+// keys of events stored below the floor, of events the follower applied
+// during and after the build, and t tags (not in the set) still read the
+// database.
+func TestSeenSetProvesEmptyAnswers(t *testing.T) {
+	old := note("0001", 50, nostr.Tag{"e", "target"}, nostr.Tag{"t", "go"})
+	old.PubKey = "oldauthor"
+	var evs []*nostr.Event
+	for i := 20; i > 0; i-- {
+		evs = append(evs, note(strconv.Itoa(1000+i), int64(100+i)))
+	}
+	c := New(5*entrySize([]byte(`{"id":"`+evs[0].ID+`"}`)), false)
+	fill(t, c, 1, append(evs, old)...)
+	require.True(t, c.Stats().Bounded)
+	v := protocol.Viewer{}
+	query := func(f nostr.Filter) ([]string, bool) {
+		f.Limit = 10
+		hits, _, _, ok := c.Query([]nostr.Filter{f}, v, 0, nil)
+		return ids(hits), ok
+	}
+	never := note("9999", 1).ID
+	unstored := []nostr.Filter{
+		{IDs: []string{never}},
+		{Authors: []string{"stranger"}},
+		{Tags: nostr.TagMap{"e": {"nothing"}}},
+		{Tags: nostr.TagMap{"p": {"nobody", "noone"}}, Kinds: []int{7}},
+		{Authors: []string{"pk"}, Tags: nostr.TagMap{"e": {"nothing"}}}, // (one unstored condition is enough)
+	}
+	for _, f := range unstored {
+		_, ok := query(f)
+		require.False(t, ok, "before the seen set: %v", f)
+	}
+
+	// A build, during which the follower applies a new event.
+	during := note("2001", 300, nostr.Tag{"e", "during"})
+	full, err := c.BuildSeen(func(key func(string, []byte)) error {
+		c.Apply([]outbox.Row{{Seq: 2, EventID: during.ID, Op: outbox.OpUpsert}},
+			map[string]Loaded{during.ID: {Event: during, JSON: []byte(`{}`)}}, 2)
+		return seenScan(append(evs, old)...)(key)
+	})
+	require.NoError(t, err)
+	require.NotNil(t, full)
+	for _, f := range unstored {
+		got, ok := query(f)
+		require.True(t, ok, "%v", f)
+		require.Empty(t, got)
+	}
+	require.EqualValues(t, len(unstored), c.SeenStats().Proofs)
+	for _, f := range []nostr.Filter{
+		{IDs: []string{old.ID}},                                             // stored below the floor
+		{Authors: []string{"oldauthor"}},                                    // "
+		{Tags: nostr.TagMap{"e": {"target"}}},                               // "
+		{Tags: nostr.TagMap{"t": {"nothing"}}, Since: nil, Kinds: []int{1}}, // t is not in the set
+	} {
+		_, ok := query(f)
+		require.False(t, ok, "%v", f)
+	}
+	_, ok := query(nostr.Filter{Tags: nostr.TagMap{"e": {"during"}}})
+	require.False(t, ok, "an event applied during the build is in the set (its older #e matches could be below the floor)")
+
+	// After the build, the follower's events are added as they come; ids
+	// held or never stored are answered together.
+	after := note("2002", 301, nostr.Tag{"e", "after"})
+	c.Apply([]outbox.Row{{Seq: 3, EventID: after.ID, Op: outbox.OpUpsert}},
+		map[string]Loaded{after.ID: {Event: after, JSON: []byte(`{}`)}}, 3)
+	c.Apply([]outbox.Row{{Seq: 4, EventID: after.ID, Op: outbox.OpDelete}}, nil, 4)
+	_, ok = query(nostr.Filter{Tags: nostr.TagMap{"e": {"after"}}})
+	require.False(t, ok, "a stored event's key stays in the set after it is deleted")
+	got, ok := query(nostr.Filter{IDs: []string{during.ID, never}})
+	require.True(t, ok)
+	require.Equal(t, []string{"2001"}, got)
+
+	// Sized for twice the keys found (at least seenMinKeys): full once as
+	// many more are added.
+	for i := 0; ; i++ {
+		select {
+		case <-full:
+			require.Greater(t, c.SeenStats().Keys, seenMinKeys)
+			return
+		default:
+		}
+		require.Less(t, i, seenMinKeys, "the seen set never filled up")
+		ev := note(strconv.Itoa(100000+i), int64(400+i))
+		c.Apply([]outbox.Row{{Seq: int64(5 + i), EventID: ev.ID, Op: outbox.OpUpsert}},
+			map[string]Loaded{ev.ID: {Event: ev, JSON: []byte(`{}`)}}, int64(5+i))
+	}
+}
+
+// TestNoSeenSetForTopiclessEvents: when events may be stored without a topic
+// (no outbox rows), the follower cannot add their keys: no seen set is built.
+func TestNoSeenSetForTopiclessEvents(t *testing.T) {
+	c := New(1<<20, true)
+	fill(t, c, 1)
+	full, err := c.BuildSeen(seenScan(note("0001", 1)))
+	require.NoError(t, err)
+	require.Nil(t, full)
+	require.False(t, c.SeenStats().Ready)
+}

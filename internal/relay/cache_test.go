@@ -171,6 +171,18 @@ func (cw *cacheWorld) randomFilter() nostr.Filter {
 	case 6:
 		f.Authors = pick(2)
 		f.Tags = nostr.TagMap{"t": {"go"}}
+	case 7: // what was never stored here (the seen set's proofs)
+		never := nostr.GeneratePrivateKey()
+		switch r.IntN(4) {
+		case 0:
+			f.IDs = []string{never}
+		case 1:
+			f.Authors = []string{never}
+		case 2:
+			f.Tags = nostr.TagMap{"e": {never}}
+		case 3:
+			f.Tags = nostr.TagMap{"p": {never, cw.keys[r.IntN(len(cw.keys))].pk}} // (one stored)
+		}
 	}
 	if r.IntN(2) == 0 { // (as apps do: a filter without kinds could match a topic-less deletion)
 		f.Kinds = append(f.Kinds, []int{1, 7, 30023, 0}[r.IntN(4)])
@@ -208,6 +220,7 @@ func (cw *cacheWorld) caughtUp(r *Relay) {
 	head, err := outbox.Head(context.Background(), cw.db.Pool)
 	require.NoError(cw.t, err)
 	require.True(cw.t, r.cache.WaitFor(head, waitTimeout, nil), "the cache did not reach seq %d: %+v", head, r.cache.Stats())
+	require.Eventually(cw.t, func() bool { return r.cache.SeenStats().Ready }, waitTimeout, time.Millisecond, "the seen set was not built")
 }
 
 // compare checks n random REQs (one to three filters, readers anonymous or
@@ -290,7 +303,8 @@ func TestCacheAnswersAsTheDatabase(t *testing.T) {
 				cw.caughtUp(r)
 				hits += cw.compare(r, 50)
 			}
-			t.Logf("%s: %d of 450 REQs answered by the cache; %+v", tc.name, hits, r.cache.Stats())
+			t.Logf("%s: %d of 450 REQs answered by the cache; %+v; %+v", tc.name, hits, r.cache.Stats(), r.cache.SeenStats())
+			require.Positive(t, r.cache.SeenStats().Proofs, "no REQ was answered by the seen set")
 			require.GreaterOrEqual(t, hits, tc.minHits, "the cache answers too few REQs to be tested")
 			if tc.name == "bounded" {
 				require.Less(t, hits, 450, "a bounded cache must leave some REQs to the database")

@@ -116,6 +116,14 @@ func (f *follower) run(ctx context.Context) {
 		f.feed.Listen(ctx, f.poke)
 	}()
 	defer func() { <-listenDone }()
+	if f.cache != nil {
+		seenDone := make(chan struct{})
+		go func() {
+			defer close(seenDone)
+			f.buildSeen(ctx)
+		}()
+		defer func() { <-seenDone }()
+	}
 
 	rows := make([]outbox.Row, 0, f.batchSize)
 	var prev outbox.Row // the last row handled
@@ -167,6 +175,37 @@ func (f *follower) start(ctx context.Context) (int64, error) {
 			"kinds", st.Unscoped)
 	}
 	return st.Seq, nil
+}
+
+// buildSeen builds the cache's seen set (eventcache.Cache.BuildSeen), and
+// again whenever it has filled up, until ctx is done; a failed build is
+// retried with back-off. It runs beside the follower, which adds the keys of
+// the events it loads meanwhile.
+func (f *follower) buildSeen(ctx context.Context) {
+	for attempt := 0; ctx.Err() == nil; {
+		began := time.Now()
+		full, err := f.cache.BuildSeen(func(key func(string, []byte)) error { return f.recent.StoredKeys(ctx, key) })
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			f.log.Warn("event cache: building the seen set failed; retrying", "err", err)
+			backoff.Sleep(ctx, f.retryDelay(attempt))
+			attempt++
+			continue
+		}
+		if full == nil {
+			return // (topic-less events: no seen set)
+		}
+		attempt = 0
+		st := f.cache.SeenStats()
+		f.log.Info("event cache: seen set built", "keys", st.Keys, "bytes", st.Bytes, "took", time.Since(began).Round(time.Millisecond))
+		select {
+		case <-ctx.Done():
+			return
+		case <-full:
+		}
+	}
 }
 
 // deliver loads and fans out the events of rows' upsert rows: one delivery per

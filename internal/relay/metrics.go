@@ -165,5 +165,17 @@ func (m *metrics) registerCache(reg prometheus.Registerer, c *eventcache.Cache) 
 			Name: "cn_relay_cache_floor_seconds",
 			Help: "created_at of the event cache's floor (0: it holds every visible public event); REQs reaching below it read the database.",
 		}, func() float64 { return float64(c.Stats().Floor) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "cn_relay_cache_seen_keys",
+			Help: "Keys (ids, authors, tag values) added to the event cache's seen set since it was built (0: not built yet).",
+		}, func() float64 { return float64(c.SeenStats().Keys) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "cn_relay_cache_seen_bytes",
+			Help: "Memory of the event cache's seen set (a Bloom filter of every stored id, author and tag value), on top of --cache-bytes.",
+		}, func() float64 { return float64(c.SeenStats().Bytes) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "cn_relay_cache_seen_proofs_total",
+			Help: "Filters the event cache answered empty because they name ids, authors or tag values never stored here.",
+		}, func() float64 { return float64(c.SeenStats().Proofs) }),
 	)
 }

@@ -78,6 +78,10 @@ type RecentStore interface {
 	// returns false, from one snapshot that holds the outbox up to seq, with
 	// the kinds of the visible public events without a topic (unscoped).
 	Recent(ctx context.Context, max int, add func(ev *nostr.Event, js []byte) bool) (seq int64, unscoped []int, err error)
+	// StoredKeys streams the ids, authors and indexed tag values of every
+	// stored event, from a snapshot that begins after it is called (the
+	// cache's seen set: eventcache.SeenScan).
+	StoredKeys(ctx context.Context, key func(field string, value []byte)) error
 	// Committed returns the highest outbox seq this process's writes have
 	// committed: a REQ answered from the cache waits until the cache holds
 	// it, so that a client reads what it was answered OK for (and the writes

@@ -73,3 +73,46 @@ func (s *Reader) Recent(ctx context.Context, max int, add func(ev *nostr.Event, 
 	}
 	return seq, unscoped, nil
 }
+
+// StoredKeys streams the id and pubkey of every stored event, whatever its
+// state, and every (name, value) of event_tags (the single-letter tags but
+// t), from one snapshot that begins after it is called, to key with the
+// field names of the relay's seen set (eventcache.SeenScan: "ids",
+// "authors", "#x"); value is only valid during the call. It reads both tables
+// whole: once per relay start, in the background.
+func (s *Reader) StoredKeys(ctx context.Context, key func(field string, value []byte)) error {
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, "SELECT id, pubkey FROM cn_relay.events")
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			v := rows.RawValues()
+			key("ids", v[0])
+			key("authors", v[1])
+		}
+		if rows.Close(); rows.Err() != nil {
+			return rows.Err()
+		}
+		rows, err = tx.Query(ctx, "SELECT name, value FROM cn_relay.event_tags")
+		if err != nil {
+			return err
+		}
+		fields := map[string]string{} // name -> "#name"
+		for rows.Next() {
+			v := rows.RawValues()
+			field, ok := fields[string(v[0])]
+			if !ok {
+				field = "#" + string(v[0])
+				fields[string(v[0])] = field
+			}
+			key(field, v[1])
+		}
+		rows.Close()
+		return rows.Err()
+	})
+	if err != nil {
+		return fmt.Errorf("read stored keys: %w", err)
+	}
+	return nil
+}
