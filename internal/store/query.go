@@ -464,14 +464,19 @@ func (s *Reader) filterSQLFrom(f nostr.Filter, offset int, viewer protocol.Viewe
 			")) OR EXISTS (SELECT 1 FROM cn_relay.event_tags g WHERE g.name = 'p' AND g.value = ANY("+a+
 			") AND g.created_at = e.created_at AND g.event_id = e.id))")
 	}
+	// One value is an equality, not = ANY of a one-element array: Postgres 15
+	// reads an index in order only under equalities, so "the newest 20 of one
+	// author" walks (pubkey, created_at DESC, id) and stops after 20 rows
+	// instead of fetching every event of the author and sorting them (at
+	// 1,000,000 events: ~20 heap pages instead of ~200).
 	if f.IDs != nil {
-		conds = append(conds, "e.id = ANY("+ph(f.IDs)+")")
+		conds = append(conds, oneOf("e.id", f.IDs, ph))
 	}
 	if f.Authors != nil {
-		conds = append(conds, "e.pubkey = ANY("+ph(f.Authors)+")")
+		conds = append(conds, oneOf("e.pubkey", f.Authors, ph))
 	}
 	if f.Kinds != nil {
-		conds = append(conds, "e.kind = ANY("+ph(int32s(f.Kinds))+")")
+		conds = append(conds, oneOf("e.kind", int32s(f.Kinds), ph))
 	}
 	if f.Since != nil {
 		conds = append(conds, "e.created_at >= "+ph(int64(*f.Since)))
@@ -503,6 +508,16 @@ func (s *Reader) filterSQLFrom(f nostr.Filter, offset int, viewer protocol.Viewe
 		}
 	}
 	return strings.Join(conds, " AND "), args, true
+}
+
+// oneOf is the condition col IN values: an equality for one value (see
+// filterSQLFrom), else = ANY of the array; ph adds an argument and returns
+// its placeholder.
+func oneOf[T any](col string, values []T, ph func(any) string) string {
+	if len(values) == 1 {
+		return col + " = " + ph(values[0])
+	}
+	return col + " = ANY(" + ph(values) + ")"
 }
 
 func (s *Reader) queryEvents(ctx context.Context, q querier, sql string, args ...any) ([]*nostr.Event, error) {
