@@ -57,14 +57,7 @@ func TestTagFilterPlansNeedNoStatistics(t *testing.T) {
 	}
 	check := func(stage string) {
 		for name, filter := range filters {
-			where, args, ok := f.store.filterSQL(filter, protocol.Viewer{})
-			require.True(t, ok)
-			sql, args := f.store.selectSQL(filter, where, args, protocol.Viewer{})
-			rows, err := f.db.Pool.Query(ctx, "EXPLAIN (COSTS OFF) "+sql, args...)
-			require.NoError(t, err)
-			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			require.NoError(t, err)
-			plan := strings.Join(lines, "\n")
+			plan := f.plan(t, filter)
 			require.True(t, strings.HasPrefix(plan, "Limit"), "%s, %s:\n%s", stage, name, plan)
 			require.Contains(t, plan, "using event_tags_pkey on event_tags", "%s, %s:\n%s", stage, name, plan)
 			require.Contains(t, plan, "Index Scan using events_pkey on events", "%s, %s:\n%s", stage, name, plan)
@@ -212,14 +205,7 @@ func TestOneAuthorReadsItsIndexInOrder(t *testing.T) {
 	}
 	check := func(stage string) {
 		for name, filter := range filters {
-			where, args, ok := f.store.filterSQL(filter, protocol.Viewer{})
-			require.True(t, ok)
-			sql, args := f.store.selectSQL(filter, where, args, protocol.Viewer{})
-			rows, err := f.db.Pool.Query(ctx, "EXPLAIN (COSTS OFF) "+sql, args...)
-			require.NoError(t, err)
-			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			require.NoError(t, err)
-			plan := strings.Join(lines, "\n")
+			plan := f.plan(t, filter)
 			require.Regexp(t, `^Limit\n  ->  Index Scan using \w+_created_at_idx on events e\n`, plan, "%s, %s:\n%s", stage, name, plan)
 			require.NotContains(t, plan, "Bitmap", "%s, %s:\n%s", stage, name, plan)
 			require.NotContains(t, plan, "Sort", "%s, %s:\n%s", stage, name, plan)
@@ -228,4 +214,17 @@ func TestOneAuthorReadsItsIndexInOrder(t *testing.T) {
 	_, err := f.db.Pool.Exec(ctx, "VACUUM ANALYZE cn_relay.events, cn_relay.event_tags, cn_relay.event_topics")
 	require.NoError(t, err)
 	check("with statistics")
+}
+
+// plan is EXPLAIN (COSTS OFF) of the query an anonymous REQ with filter runs.
+func (f *fixture) plan(t *testing.T, filter nostr.Filter) string {
+	t.Helper()
+	where, args, ok := f.store.filterSQL(filter, protocol.Viewer{})
+	require.True(t, ok)
+	sql, args := f.store.selectSQL(filter, where, args, protocol.Viewer{})
+	rows, err := f.db.Pool.Query(context.Background(), "EXPLAIN (COSTS OFF) "+sql, args...)
+	require.NoError(t, err)
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return strings.Join(lines, "\n")
 }
