@@ -158,9 +158,16 @@ func TestIDsAllHeldAnswerABoundedCache(t *testing.T) {
 	require.False(t, ok)
 }
 
-// seenScan is a SeenScan of evs' keys, as store.Reader.StoredKeys reads them.
-func seenScan(evs ...*nostr.Event) SeenScan {
-	return func(key func(string, []byte)) error {
+// seenScan is a SeenScan of evs' keys, as store.Reader.StoredKeys reads them,
+// without an estimate of their number.
+func seenScan(evs ...*nostr.Event) SeenScan { return seenScanSized(-1, evs...) }
+
+// seenScanSized is seenScan that first gives estimate (unless negative).
+func seenScanSized(estimate int, evs ...*nostr.Event) SeenScan {
+	return func(size func(int), key func(string, []byte)) error {
+		if estimate >= 0 {
+			size(estimate)
+		}
 		for _, ev := range evs {
 			key(SeenID, []byte(ev.ID))
 			key(SeenAuthor, []byte(ev.PubKey))
@@ -211,10 +218,10 @@ func TestSeenSetProvesEmptyAnswers(t *testing.T) {
 
 	// A build, during which the follower applies a new event.
 	during := note("2001", 300, nostr.Tag{"e", "during"})
-	full, err := c.BuildSeen(func(key func(string, []byte)) error {
+	full, err := c.BuildSeen(func(size func(int), key func(string, []byte)) error {
 		c.Apply([]outbox.Row{{Seq: 2, EventID: during.ID, Op: outbox.OpUpsert}},
 			map[string]Loaded{during.ID: {Event: during, JSON: []byte(`{}`)}}, 2)
-		return seenScan(append(evs, old)...)(key)
+		return seenScan(append(evs, old)...)(size, key)
 	})
 	require.NoError(t, err)
 	require.NotNil(t, full)
@@ -273,4 +280,51 @@ func TestNoSeenSetForTopiclessEvents(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, full)
 	require.False(t, c.SeenStats().Ready)
+}
+
+// TestSeenSetSizedFromTheEstimate: with the scan's estimate the set is made at
+// its size before the keys come (none are held aside); an estimate that was
+// too low (stale statistics) makes the set full at once, and the next build
+// is sized from the keys the set took.
+func TestSeenSetSizedFromTheEstimate(t *testing.T) {
+	var evs []*nostr.Event
+	for i := range 40_000 {
+		evs = append(evs, note(strconv.Itoa(100000+i), int64(i)))
+	}
+	c := New(1<<20, false)
+	fill(t, c, 1)
+
+	full, err := c.BuildSeen(seenScanSized(400_000, evs...))
+	require.NoError(t, err)
+	big := c.SeenStats()
+	require.Equal(t, 80_000, big.Keys) // (an id and an author each)
+	select {
+	case <-full:
+		t.Fatal("a set sized for its keys reported full")
+	default:
+	}
+	hits, _, _, ok := c.Query([]nostr.Filter{{Authors: []string{"stranger"}, Limit: 1}}, protocol.Viewer{}, 0, nil)
+	require.True(t, ok)
+	require.Empty(t, hits)
+	require.EqualValues(t, 1, c.SeenStats().Proofs)
+
+	c = New(1<<20, false)
+	fill(t, c, 1)
+	full, err = c.BuildSeen(seenScanSized(10, evs...))
+	require.NoError(t, err)
+	small := c.SeenStats()
+	require.Less(t, small.Bytes, big.Bytes)
+	select {
+	case <-full:
+	default:
+		t.Fatal("a set sized from a stale estimate did not report full")
+	}
+	full, err = c.BuildSeen(seenScanSized(10, evs...))
+	require.NoError(t, err)
+	require.Greater(t, c.SeenStats().Bytes, small.Bytes, "the rebuild is sized from the keys the set took")
+	select {
+	case <-full:
+		t.Fatal("the rebuilt set reported full")
+	default:
+	}
 }

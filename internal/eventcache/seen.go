@@ -31,8 +31,9 @@ import (
 // used only when every event has outbox rows (New's topicless false): an
 // event stored without a topic after the build would never reach it.
 //
-// The filter is sized for twice the keys found; once that many more have been
-// added its false-positive rate has risen, and Seen.Full tells the builder to
+// The filter is sized for twice the keys expected (the scan's estimate from
+// statistics, or the keys found); once it holds more than that its
+// false-positive rate has risen, and BuildSeen's channel tells the builder to
 // build it again (the old one answers meanwhile).
 
 // seenSeed keys the hashes: the set lives in one process's memory.
@@ -89,14 +90,10 @@ type seenSet struct {
 // seenMinKeys is the least a filter is sized for (a new node's).
 const seenMinKeys = 1 << 16
 
-func newSeenSet(hs []uint64) *seenSet {
-	capacity := max(2*len(hs), seenMinKeys)
-	s := &seenSet{f: blobloom.NewOptimized(blobloom.Config{Capacity: uint64(capacity), FPRate: 0.01}), capacity: capacity}
-	for _, h := range hs {
-		s.f.Add(h)
-	}
-	s.keys = len(hs)
-	return s
+// newSeenSet is an empty set sized for twice keys (at least seenMinKeys).
+func newSeenSet(keys int) *seenSet {
+	capacity := max(2*keys, seenMinKeys)
+	return &seenSet{f: blobloom.NewOptimized(blobloom.Config{Capacity: uint64(capacity), FPRate: 0.01}), capacity: capacity}
 }
 
 func (s *seenSet) add(hs []uint64) {
@@ -146,34 +143,63 @@ func (s *seenState) has(field, value string) bool {
 
 // SeenScan streams the keys of every stored event (see the seen set) from one
 // snapshot that begins after it is called: key gets a field (SeenID,
-// SeenAuthor, SeenTag) and a value, which it must not keep.
-type SeenScan func(key func(field string, value []byte)) error
+// SeenAuthor, SeenTag) and a value, which it must not keep. Before the first
+// key it may call size once with an estimate of how many keys follow, so that
+// the set is made at its size and takes each key as it comes; without one the
+// keys' hashes are held (8 bytes each) until the scan ends.
+type SeenScan func(size func(keys int), key func(field string, value []byte)) error
 
 // BuildSeen builds the seen set from scan, replacing the one in use when it
-// ends; the cache keeps answering meanwhile. It returns a channel closed when
-// the new set has taken as many keys again as it was sized for: the caller
-// should build it again then. A cache that may hold topic-less events (New's
-// topicless) has no use for a seen set: BuildSeen returns a nil channel.
+// ends; the cache keeps answering meanwhile. The set is sized for twice the
+// larger of scan's estimate and the keys the set in use has taken (an estimate
+// from stale statistics is corrected by the next build). It returns a channel
+// closed when the new set has taken more keys than it was sized for: the
+// caller should build it again then. A cache that may hold topic-less events
+// (New's topicless) has no use for a seen set: BuildSeen returns a nil
+// channel.
 func (c *Cache) BuildSeen(scan SeenScan) (full <-chan struct{}, err error) {
 	if c.topicless {
 		return nil, nil
 	}
 	c.mu.Lock()
 	c.seen.building = make([]uint64, 0, 64)
+	prev := 0
+	if c.seen.set != nil {
+		prev = c.seen.set.keys
+	}
 	c.mu.Unlock()
-	var hs []uint64
-	err = scan(func(field string, value []byte) { hs = append(hs, seenHash(field, value)) })
+	var set *seenSet // (the builder's own until it is installed)
+	var hs []uint64  // the hashes, while no estimate came
+	err = scan(func(keys int) {
+		if set == nil && len(hs) == 0 {
+			set = newSeenSet(max(keys, prev))
+		}
+	}, func(field string, value []byte) {
+		if h := seenHash(field, value); set != nil {
+			set.f.Add(h)
+			set.keys++
+		} else {
+			hs = append(hs, h)
+		}
+	})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil {
 		c.seen.building = nil
 		return nil, err
 	}
-	hs = append(hs, c.seen.building...)
+	if set == nil {
+		set = newSeenSet(max(len(hs)+len(c.seen.building), prev))
+	}
+	set.add(hs)
+	set.add(c.seen.building)
 	c.seen.building = nil
-	c.seen.set = newSeenSet(hs)
+	c.seen.set = set
 	ch := make(chan struct{})
 	c.seen.full, c.seen.fullOnce = ch, sync.Once{}
+	if set.keys > set.capacity {
+		c.seen.fullOnce.Do(func() { close(ch) })
+	}
 	return ch, nil
 }
 

@@ -184,7 +184,9 @@ func (f *follower) start(ctx context.Context) (int64, error) {
 func (f *follower) buildSeen(ctx context.Context) {
 	for attempt := 0; ctx.Err() == nil; {
 		began := time.Now()
-		full, err := f.cache.BuildSeen(func(key func(string, []byte)) error { return f.recent.StoredKeys(ctx, key) })
+		full, err := f.cache.BuildSeen(func(size func(int), key func(string, []byte)) error {
+			return f.recent.StoredKeys(ctx, size, key)
+		})
 		if err != nil {
 			if ctx.Err() != nil {
 				return

@@ -81,7 +81,7 @@ type RecentStore interface {
 	// StoredKeys streams the ids, authors and indexed tag values of every
 	// stored event, from a snapshot that begins after it is called (the
 	// cache's seen set: eventcache.SeenScan).
-	StoredKeys(ctx context.Context, key func(field string, value []byte)) error
+	StoredKeys(ctx context.Context, size func(keys int), key func(field string, value []byte)) error
 	// Committed returns the highest outbox seq this process's writes have
 	// committed: a REQ answered from the cache waits until the cache holds
 	// it, so that a client reads what it was answered OK for (and the writes

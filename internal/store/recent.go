@@ -80,8 +80,20 @@ func (s *Reader) Recent(ctx context.Context, max int, add func(ev *nostr.Event, 
 // field names of the relay's seen set (eventcache.SeenScan: "ids",
 // "authors", "#x"); value is only valid during the call. It reads both tables
 // whole: once per relay start, in the background.
-func (s *Reader) StoredKeys(ctx context.Context, key func(field string, value []byte)) error {
+//
+// Before the first key it calls size with an estimate of the keys (twice the
+// events, plus the tag rows) from pg_class.reltuples, when both tables have
+// statistics (the relay keeps them, AnalyzeStale).
+func (s *Reader) StoredKeys(ctx context.Context, size func(keys int), key func(field string, value []byte)) error {
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var events, tags float64
+		if err := tx.QueryRow(ctx, `SELECT (SELECT reltuples FROM pg_class WHERE oid = 'cn_relay.events'::regclass),
+			(SELECT reltuples FROM pg_class WHERE oid = 'cn_relay.event_tags'::regclass)`).Scan(&events, &tags); err != nil {
+			return err
+		}
+		if events >= 0 && tags >= 0 { // (-1: never analysed)
+			size(int(2*events + tags))
+		}
 		rows, err := tx.Query(ctx, "SELECT id, pubkey FROM cn_relay.events")
 		if err != nil {
 			return err

@@ -150,3 +150,47 @@ FROM generate_series(1, 20000) i`)
 	require.Len(t, items, want)
 	require.Positive(t, want)
 }
+
+// TestStoredKeys: every stored event's id and author and its tags but t (any
+// state: a deleted event's too), and the estimate from statistics before the
+// first key, only once the tables have statistics.
+func TestStoredKeys(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	mentioned := fmt.Sprintf("%064x", 7)
+	note := f.event(t, 0, 1, base, nostr.Tags{topic("go"), {"p", mentioned}}, "hello")
+	gone := f.event(t, 1, 1, base+1, nostr.Tags{topic("go")}, "soon deleted")
+	for _, v := range f.ingest(t, note, gone) {
+		require.True(t, v.OK, v.Message)
+	}
+	for _, v := range f.ingest(t, f.event(t, 1, 5, base+2, nostr.Tags{{"e", gone.ID}}, "")) {
+		require.True(t, v.OK, v.Message)
+	}
+	read := func() (sizes []int, keys map[string]bool) {
+		keys = map[string]bool{}
+		require.NoError(t, f.store.StoredKeys(ctx, func(n int) {
+			require.Empty(t, keys, "the estimate comes before the keys")
+			sizes = append(sizes, n)
+		}, func(field string, value []byte) { keys[field+" "+string(value)] = true }))
+		return sizes, keys
+	}
+	sizes, keys := read()
+	require.Empty(t, sizes, "no statistics, no estimate")
+	pub := func(i int) string {
+		pk, err := nostr.GetPublicKey(f.keys[i])
+		require.NoError(t, err)
+		return pk
+	}
+	for _, k := range []string{"ids " + note.ID, "ids " + gone.ID, "authors " + pub(0), "authors " + pub(1),
+		"#p " + mentioned, "#e " + gone.ID} {
+		require.True(t, keys[k], "%s missing from %v", k, keys)
+	}
+	for k := range keys {
+		require.NotContains(t, k, "#t ", "t tags are not in event_tags")
+	}
+	_, err := f.db.Pool.Exec(ctx, "ANALYZE cn_relay.events, cn_relay.event_tags")
+	require.NoError(t, err)
+	sizes, _ = read()
+	require.Equal(t, []int{2*3 + 2}, sizes, "two keys per event plus the tag rows")
+}
