@@ -24,10 +24,7 @@ func TestTagFilterPlansNeedNoStatistics(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	for _, table := range []string{"events", "event_tags", "event_topics"} {
-		_, err := f.db.Pool.Exec(ctx, "ALTER TABLE cn_relay."+table+" SET (autovacuum_enabled = false)")
-		require.NoError(t, err)
-	}
+	f.noAutovacuum(t)
 	mentioned := make([]string, 30)
 	for i := range mentioned {
 		mentioned[i] = fmt.Sprintf("%064x", i+1)
@@ -176,10 +173,7 @@ func TestOneAuthorReadsItsIndexInOrder(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	for _, table := range []string{"events", "event_tags", "event_topics"} {
-		_, err := f.db.Pool.Exec(ctx, "ALTER TABLE cn_relay."+table+" SET (autovacuum_enabled = false)")
-		require.NoError(t, err)
-	}
+	f.noAutovacuum(t)
 	for len(f.keys) < 30 { // (one author's events are 1/30 of the table, scattered)
 		f.keys = append(f.keys, nostr.GeneratePrivateKey())
 	}
@@ -227,4 +221,14 @@ func (f *fixture) plan(t *testing.T, filter nostr.Filter) string {
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	return strings.Join(lines, "\n")
+}
+
+// noAutovacuum keeps autovacuum off the query tables, so that their
+// statistics are only what the test makes them.
+func (f *fixture) noAutovacuum(t *testing.T) {
+	t.Helper()
+	for _, table := range []string{"events", "event_tags", "event_topics"} {
+		_, err := f.db.Pool.Exec(context.Background(), "ALTER TABLE cn_relay."+table+" SET (autovacuum_enabled = false)")
+		require.NoError(t, err)
+	}
 }
