@@ -50,6 +50,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -67,6 +68,9 @@ type entry struct {
 	key     string // protocol.EffectiveKey; "" for regular events
 	tags    []tagKey
 	size    int // bytes charged for it
+	// pinned: held for an author range below the global floor (ranges.go),
+	// so out of the all, kinds and tags lists. Under the cache's lock.
+	pinned bool
 }
 
 // tagKey is a single-letter tag name and a value of it that a #x filter
@@ -140,6 +144,14 @@ type Cache struct {
 	kinds   map[int]list
 	tags    map[tagKey]list
 
+	// Author ranges (ranges.go): what the cache holds of some authors below
+	// the floor; their pinned entries and costs are part of bytes.
+	ranges      map[rangeKey]*authorRange
+	pinnedBytes int
+	tick        atomic.Int64 // orders the ranges' uses
+	rangeHits   atomic.Int64 // filters answered thanks to author ranges
+	log         rowLog       // the last rows applied, for Learn
+
 	seen seenState // see seen.go; kept across fills
 }
 
@@ -163,6 +175,8 @@ func (c *Cache) reset() {
 	c.authors = map[string]list{}
 	c.kinds = map[int]list{}
 	c.tags = map[tagKey]list{}
+	c.ranges, c.pinnedBytes = map[rangeKey]*authorRange{}, 0
+	c.log.reset(0)
 }
 
 // entrySize is what an event costs: its JSON, and as much again for the
@@ -208,6 +222,7 @@ func (c *Cache) Fill(read Filler) error {
 	}
 	c.ready, c.seq, c.bounded, c.floor, c.bytes = true, seq, f.bounded, f.floor, f.bytes
 	c.all, c.byID, c.byKey, c.authors, c.kinds, c.tags = f.all, f.byID, f.byKey, f.authors, f.kinds, f.tags
+	c.log.reset(seq)
 	c.stored = map[int]bool{}
 	for _, k := range unscoped {
 		c.stored[k] = true
@@ -269,19 +284,24 @@ func newEntry(ev *nostr.Event, js []byte) *entry {
 	return e
 }
 
-// add files e in every index (e is not held).
+// add files e in every index (e is not held); a pinned e only in byID, byKey
+// and its author's list.
 func (c *Cache) add(e *entry) {
 	c.byID[e.ev.ID] = e
 	if e.key != "" {
 		c.byKey[e.key] = e
 	}
-	c.all = c.all.insert(e)
 	c.authors[e.ev.PubKey] = c.authors[e.ev.PubKey].insert(e)
+	c.bytes += e.size
+	if e.pinned {
+		c.pinnedBytes += e.size
+		return
+	}
+	c.all = c.all.insert(e)
 	c.kinds[e.ev.Kind] = c.kinds[e.ev.Kind].insert(e)
 	for _, k := range e.tags {
 		c.tags[k] = c.tags[k].insert(e)
 	}
-	c.bytes += e.size
 }
 
 // drop removes e from every index (e is held).
@@ -290,14 +310,25 @@ func (c *Cache) drop(e *entry) {
 	if e.key != "" && c.byKey[e.key] == e {
 		delete(c.byKey, e.key)
 	}
-	c.all = c.all.remove(e)
 	c.authors[e.ev.PubKey] = dropFrom(c.authors, e.ev.PubKey, e)
+	if len(c.authors[e.ev.PubKey]) == 0 {
+		delete(c.authors, e.ev.PubKey)
+	}
+	c.bytes -= e.size
+	if e.pinned {
+		c.pinnedBytes -= e.size
+		return
+	}
+	c.unlist(e)
+}
+
+// unlist removes e (not pinned) from the lists of what is above the global
+// floor: all, kinds and tags.
+func (c *Cache) unlist(e *entry) {
+	c.all = c.all.remove(e)
 	c.kinds[e.ev.Kind] = dropFrom(c.kinds, e.ev.Kind, e)
 	if len(c.kinds[e.ev.Kind]) == 0 {
 		delete(c.kinds, e.ev.Kind)
-	}
-	if len(c.authors[e.ev.PubKey]) == 0 {
-		delete(c.authors, e.ev.PubKey)
 	}
 	for _, k := range e.tags {
 		if l := c.tags[k].remove(e); len(l) > 0 {
@@ -306,7 +337,6 @@ func (c *Cache) drop(e *entry) {
 			delete(c.tags, k)
 		}
 	}
-	c.bytes -= e.size
 }
 
 func dropFrom[K comparable](m map[K]list, k K, e *entry) list { return m[k].remove(e) }
@@ -343,6 +373,7 @@ func (c *Cache) Apply(rows []outbox.Row, loaded map[string]Loaded, last int64) {
 		}
 		c.seen.added(hs)
 	}
+	c.logRows(rows, loaded)
 	for _, r := range rows {
 		if r.Seq <= c.seq {
 			continue // (held by the fill's snapshot)
@@ -370,7 +401,10 @@ func (c *Cache) Apply(rows []outbox.Row, loaded map[string]Loaded, last int64) {
 		default:
 			e := newEntry(l.Event, l.JSON)
 			if c.bounded && e.pos().cmp(c.floor) <= 0 {
-				continue // below the floor: not needed to answer
+				if !c.covered(e) {
+					continue // below the floor: not needed to answer
+				}
+				e.pinned = true // (an author range holds it)
 			}
 			c.add(e)
 		}
@@ -379,12 +413,24 @@ func (c *Cache) Apply(rows []outbox.Row, loaded map[string]Loaded, last int64) {
 }
 
 // evict drops the oldest events until the cache fits its budget, raising the
-// floor past each.
+// floor past each (an event an author range covers is pinned instead), and
+// the least recently used author ranges while they take more than a quarter
+// of the budget.
 func (c *Cache) evict() {
-	for c.bytes > c.maxBytes && len(c.all) > 0 {
+	for c.bytes > c.maxBytes {
+		if c.pinnedBytes > c.maxBytes/4 || len(c.all) == 0 {
+			if !c.dropLRURange() {
+				return
+			}
+			continue
+		}
 		e := c.all[0]
 		c.bounded, c.floor = true, e.pos()
-		c.drop(e)
+		if c.covered(e) {
+			c.pin(e)
+		} else {
+			c.drop(e)
+		}
 	}
 }
 
@@ -400,6 +446,13 @@ type Stats struct {
 	Floor int64
 	// Unscoped are the kinds the fill found stored without a topic.
 	Unscoped []int
+	// Ranges are the author ranges held; PinnedBytes what they and the
+	// events they hold below the floor take of Bytes.
+	Ranges      int
+	PinnedBytes int
+	// RangeHits counts the filters answered that only author ranges could
+	// answer (their floor is below the global floor).
+	RangeHits int64
 }
 
 // Stats returns the cache's size now.
@@ -407,7 +460,8 @@ func (c *Cache) Stats() Stats {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return Stats{Ready: c.ready, Events: len(c.byID), Bytes: c.bytes, Seq: c.seq, Bounded: c.bounded, Floor: c.floor.createdAt,
-		Unscoped: slices.Sorted(maps.Keys(c.stored))}
+		Unscoped: slices.Sorted(maps.Keys(c.stored)), Ranges: len(c.ranges), PinnedBytes: c.pinnedBytes,
+		RangeHits: c.rangeHits.Load()}
 }
 
 // Holds reports whether the cache holds the event with this id.
@@ -490,6 +544,11 @@ func (c *Cache) answer(f nostr.Filter, now int64) ([]*entry, bool) {
 		return nil, true
 	}
 	scoped := c.scopedOnly(f)
+	// Every visible public event f matches above fl is held: the global floor,
+	// or lower where author ranges hold more. An entry below fl (pinned for
+	// another range) proves nothing, and is not part of an answer but by id.
+	fl := c.filterFloor(f)
+	above := func(e *entry) bool { return e.pos().cmp(fl) > 0 }
 	var out []*entry
 	if f.IDs != nil {
 		missing := false
@@ -510,16 +569,28 @@ func (c *Cache) answer(f nostr.Filter, now int64) ([]*entry, bool) {
 		if !missing { // (every id held: nothing else can match)
 			return out[:min(limit, len(out))], true
 		}
+		out = slices.DeleteFunc(out, func(e *entry) bool { return !above(e) })
 	} else if !scoped {
 		return nil, false
 	} else {
-		out = merge(c.driving(f), limit, func(e *entry) bool { return visible(e, now) && protocol.Match(f, e.ev) })
+		lists := c.driving(f)
+		if fl.cmp(c.globalFloor()) < 0 {
+			lists = c.authorLists(f) // (only they hold the pinned entries)
+		}
+		out = merge(lists, limit, func(e *entry) bool { return above(e) && visible(e, now) && protocol.Match(f, e.ev) })
 	}
+	ranged := fl.cmp(c.globalFloor()) < 0
 	if len(out) >= limit {
+		if ranged {
+			c.rangeHits.Add(1)
+		}
 		return out[:limit], true
 	}
 	// Fewer than limit: complete when nothing the cache lacks can match.
-	complete := !c.bounded || (f.Since != nil && int64(*f.Since) > c.floor.createdAt)
+	complete := fl == bottom || (f.Since != nil && int64(*f.Since) > fl.createdAt)
+	if complete && ranged {
+		c.rangeHits.Add(1)
+	}
 	return out, complete
 }
 
@@ -555,13 +626,7 @@ func (c *Cache) driving(f nostr.Filter) []list {
 		}
 	}
 	if f.Authors != nil {
-		ls := make([]list, 0, len(f.Authors))
-		for _, a := range f.Authors {
-			if l := c.authors[a]; len(l) > 0 {
-				ls = append(ls, l)
-			}
-		}
-		try(ls)
+		try(c.authorLists(f))
 	}
 	if f.Kinds != nil {
 		ls := make([]list, 0, len(f.Kinds))
@@ -585,6 +650,17 @@ func (c *Cache) driving(f nostr.Filter) []list {
 		try(ls)
 	}
 	return best
+}
+
+// authorLists returns the lists of f's authors.
+func (c *Cache) authorLists(f nostr.Filter) []list {
+	ls := make([]list, 0, len(f.Authors))
+	for _, a := range f.Authors {
+		if l := c.authors[a]; len(l) > 0 {
+			ls = append(ls, l)
+		}
+	}
+	return ls
 }
 
 // merge walks lists newest first as one (a k-way merge) and returns the first

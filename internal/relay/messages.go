@@ -356,6 +356,9 @@ func (c *conn) runQuery(s *subscription) {
 		c.enqueue(closedMsg(s.id, reason))
 		return
 	}
+	if !cached && !replica && !stopped {
+		c.r.offerLearn(s, events, sv, seq)
+	}
 	s.replay(events, sv, seq, held, caught)
 }
 

@@ -28,6 +28,7 @@ type metrics struct {
 	handoffCaught    prometheus.Counter
 	handoffDropped   prometheus.Counter
 	cacheAnswers     *prometheus.CounterVec // by result: hit (the event cache answered) or miss
+	cacheLearns      *prometheus.CounterVec // database answers offered to the cache's author ranges, by result
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -61,6 +62,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		cacheAnswers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cn_relay_cache_answers_total",
 			Help: "REQs by how the event cache took them: hit (it answered), miss (it cannot prove it holds the whole answer), behind (it had not applied the writes committed before the REQ within 100 ms, or the outbox head could not be read); miss and behind read the database.",
+		}, []string{"result"}),
+		cacheLearns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cn_relay_cache_learns_total",
+			Help: "Database answers to author filters offered to the event cache's author ranges, by result: taken, left (the cache could not prove them current, or did not need them), busy (the learner's queue was full).",
 		}, []string{"result"}),
 		querySeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "cn_relay_query_seconds",
@@ -111,7 +116,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	if reg != nil {
 		reg.MustRegister(m.ingestWaiting, m.connections, m.subscriptions, m.messages, m.events, m.batchSize,
 			m.ingestSeconds, m.querySeconds, m.slowDisconnects, m.liveDeliveries, m.refusedConns,
-			m.followerSeq, m.followerFailures, m.badRealIP, m.queryBudgetStops, m.handoffCaught, m.handoffDropped, m.cacheAnswers)
+			m.followerSeq, m.followerFailures, m.badRealIP, m.queryBudgetStops, m.handoffCaught, m.handoffDropped, m.cacheAnswers, m.cacheLearns)
 	}
 	return m
 }
@@ -165,6 +170,18 @@ func (m *metrics) registerCache(reg prometheus.Registerer, c *eventcache.Cache) 
 			Name: "cn_relay_cache_floor_seconds",
 			Help: "created_at of the event cache's floor (0: it holds every visible public event); REQs reaching below it read the database.",
 		}, func() float64 { return float64(c.Stats().Floor) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "cn_relay_cache_ranges",
+			Help: "Author ranges the event cache holds: authors (or an author's kind) whose events it holds below its floor, learnt from the database's answers to author filters.",
+		}, func() float64 { return float64(c.Stats().Ranges) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "cn_relay_cache_ranges_bytes",
+			Help: "Bytes of cn_relay_cache_bytes taken by the author ranges and the events they hold below the floor (at most a quarter of --cache-bytes).",
+		}, func() float64 { return float64(c.Stats().PinnedBytes) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "cn_relay_cache_range_hits_total",
+			Help: "Filters the event cache answered that only its author ranges could answer (they reach below its floor).",
+		}, func() float64 { return float64(c.Stats().RangeHits) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "cn_relay_cache_seen_keys",
 			Help: "Keys (ids, authors, tag values) added to the event cache's seen set since it was built (0: not built yet).",

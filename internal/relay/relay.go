@@ -79,6 +79,7 @@ type Relay struct {
 	sync       SyncStore         // nil: NIP-77 is not served
 	negSlots   chan struct{}     // bounds the NIP-77 rounds computed at once (NegConcurrency)
 	cache      *eventcache.Cache // nil: every REQ reads the database
+	learns     chan learnItem    // database answers for the cache's author ranges (learn.go); nil without a cache
 	committed  func() int64      // RecentStore.Committed
 	heads      *heads            // the outbox head read after a REQ arrived
 	negLoads   chan struct{}     // bounds the NIP-77 sessions reading items at once (MaxSyncLoads)
@@ -165,6 +166,7 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 		r.heads = &heads{read: deps.Feed.Head}
 		r.follower.cache, r.follower.recent = r.cache, rs
 		r.m.registerCache(deps.Registerer, r.cache)
+		r.learns = make(chan learnItem, learnQueue)
 	}
 	r.follower.listening = func() bool { return r.index.size() > 0 }
 	r.batcher = newBatcher(cfg, deps.Store, r.m, r.log, r.follower.poke)
@@ -223,6 +225,9 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	g.Go(func() error { r.batcher.run(); return nil })
 	g.Go(func() error { r.follower.run(loops); return nil })
 	g.Go(func() error { r.sweep(loops); return nil })
+	if r.learns != nil {
+		g.Go(func() error { r.learner(loops); return nil })
+	}
 	if r.ephemeral != nil {
 		g.Go(func() error { r.ephemeral.Listen(loops, func(ev *nostr.Event) { r.fanout(ev, 0) }); return nil })
 	}

@@ -44,6 +44,14 @@ func (sv *Served) Take(ev *nostr.Event) []byte {
 	return js
 }
 
+// JSON returns ev's JSON as Take does, but keeps it.
+func (sv *Served) JSON(ev *nostr.Event) []byte {
+	if sv == nil {
+		return nil
+	}
+	return sv.json[ev]
+}
+
 // Put records js as ev's JSON, for events that come from elsewhere than the
 // store (the relay's event cache), so that Take returns it.
 func (sv *Served) Put(ev *nostr.Event, js []byte) {
