@@ -39,7 +39,7 @@ func TestOutboxAndConsumerDDL(t *testing.T) {
 	names, err = pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	for _, want := range []string{"events_outbox", "events_outbox_default", "events_outbox_seq_seq", "outbox_partitioning",
-		"outbox_partitions", "outbox_ensure_partitions", "outbox_retention", "consumer_offsets", "consumer_dead_letters",
+		"outbox_partitions", "outbox_ensure_partitions", "outbox_retention", "outbox_head", "consumer_offsets", "consumer_dead_letters",
 		"consumer_offset_resets", "consumer_advance", "consumer_stream_positions"} {
 		require.Contains(t, names, want)
 	}
@@ -88,5 +88,6 @@ func describe(t *testing.T, conn *pgx.Conn, names []string) []string {
 		FROM pg_proc p WHERE p.pronamespace = 'cn_relay'::regnamespace AND p.proname = ANY($1) ORDER BY 2`, names)
 	add(`SELECT 'outbox_partitioning ', partition_size FROM cn_relay.outbox_partitioning`)
 	add(`SELECT 'outbox_retention ', pruned_through, pruned_at IS NULL FROM cn_relay.outbox_retention`)
+	add(`SELECT 'outbox_head ', seq FROM cn_relay.outbox_head`)
 	return out
 }

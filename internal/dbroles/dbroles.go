@@ -241,7 +241,7 @@ func ensureMember(ctx context.Context, conn *pgx.Conn, group, member string) err
 // operatorTables are cn_relay tables only the operator and the consumer runtime
 // write; the publisher gets every other table of cn_relay.
 var operatorTables = []string{"consumer_offsets", "consumer_dead_letters", "consumer_offset_resets", "consumer_stream_positions",
-	"outbox_retention", "outbox_partitioning", "events_outbox"}
+	"outbox_retention", "outbox_partitioning", "events_outbox", "outbox_head"}
 
 func grant(ctx context.Context, tx pgx.Tx, cfg Config) error {
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", schema.RolesLock); err != nil {
@@ -377,6 +377,7 @@ func grant(ctx context.Context, tx pgx.Tx, cfg Config) error {
 		on("SELECT, INSERT, UPDATE", t, Publisher)
 	}
 	on("INSERT", "cn_relay.events_outbox", Publisher)
+	on("UPDATE", "cn_relay.outbox_head", Publisher)    // moved by every append (schema 0022)
 	on("DELETE", "cn_relay.pending_events", Publisher) // published or expired (schema 0017)
 	on("USAGE", "SEQUENCE cn_relay.events_outbox_seq_seq", Publisher)
 	on("EXECUTE", "FUNCTION "+ensure, Relay)

@@ -70,7 +70,7 @@ func (s *Reader) QuerySnapshot(ctx context.Context, filters []nostr.Filter, v pr
 }
 
 // headSQL is outbox.Head's query as a derived table h(seq).
-const headSQL = "(SELECT coalesce(max(seq), 0) AS seq FROM cn_relay.events_outbox) h"
+const headSQL = "(" + outbox.HeadSQL + ") h"
 
 // queryFolded answers f and reads the outbox head in one statement:
 //

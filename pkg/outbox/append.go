@@ -12,7 +12,19 @@ import (
 // ErrInvalidRecord reports a record Append refuses before touching the database.
 var ErrInvalidRecord = errors.New("invalid outbox record")
 
-const insertSQL = `
+// insertSQL inserts the rows and moves the head (cn_relay.outbox_head) to the
+// last of them in the same statement: committed together, under the lock, so
+// the head is max(seq) in every snapshot.
+const insertSQL = insertRowsSQL + `, head AS (
+    UPDATE cn_relay.outbox_head h SET seq = greatest(h.seq, r.hi) FROM r WHERE r.n > 0
+)
+SELECT lo, hi, n FROM r`
+
+// insertUnlockedSQL is insertSQL without the head, for appends without the
+// lock (tests): the head row's lock would serialise them as the lock does.
+const insertUnlockedSQL = insertRowsSQL + ` SELECT lo, hi, n FROM r`
+
+const insertRowsSQL = `
 WITH ins AS (
     INSERT INTO cn_relay.events_outbox
         (op, event_id, topic_id, kind, created_at, ingested_at, effective_key, reason)
@@ -24,8 +36,9 @@ WITH ins AS (
                               ingested_at, effective_key, reason, ord)
     ORDER BY u.ord
     RETURNING seq
-)
-SELECT coalesce(min(seq), 0), coalesce(max(seq), 0), count(*) FROM ins`
+), r AS (
+    SELECT coalesce(min(seq), 0) AS lo, coalesce(max(seq), 0) AS hi, count(*) AS n FROM ins
+)`
 
 // Batcher is what Append needs of a transaction: pgx.Tx, or the transaction a
 // pkg/consumer handler is given (so that a consumer can publish events, such as
@@ -105,10 +118,12 @@ func queueAppend(b *pgx.Batch, recs []Record, opt appendOptions, r *Range) error
 	if opt.asyncCommit {
 		b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
 	}
+	sql := insertUnlockedSQL
 	if opt.lock {
 		b.Queue("SELECT pg_advisory_xact_lock($1)", LockKey)
+		sql = insertSQL
 	}
-	b.Queue(insertSQL, ops, eventIDs, topicIDs, kinds, createdAts, ingestedAts, effectiveKeys, reasons).
+	b.Queue(sql, ops, eventIDs, topicIDs, kinds, createdAts, ingestedAts, effectiveKeys, reasons).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&r.First, &r.Last, &r.Count) })
 	return nil
 }

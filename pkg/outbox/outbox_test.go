@@ -313,15 +313,26 @@ func TestSoakConcurrentWriters(t *testing.T) {
 			seen[r.EventID] = true
 		}
 	}
+	// The head is max(seq) in every snapshot, whatever commits or rolls back.
+	headChecks := 0
+	checkHead := func() {
+		var head, max int64
+		require.NoError(t, db.Pool.QueryRow(ctx, "SELECT ("+HeadSQL+"), (SELECT coalesce(max(seq), 0) FROM cn_relay.events_outbox)").Scan(&head, &max))
+		require.Equal(t, max, head, "the head is not the newest committed row")
+		headChecks++
+	}
 	for running := true; running; {
 		select {
 		case <-done:
 			running = false
 		default:
 			pollOnce()
+			checkHead()
 		}
 	}
 	pollOnce()
+	checkHead()
+	t.Logf("head checked in %d snapshots", headChecks)
 
 	require.GreaterOrEqual(t, len(committed), target)
 	require.NotEmpty(t, rolled)

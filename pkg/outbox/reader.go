@@ -8,10 +8,14 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// Head returns the highest committed seq, or 0 when the outbox holds no rows.
+// HeadSQL reads the head: the highest committed seq (0 before any row), kept
+// by every append in cn_relay.outbox_head (see insertSQL); pruning leaves it.
+const HeadSQL = "SELECT seq FROM cn_relay.outbox_head"
+
+// Head returns the highest committed seq, or 0 when the outbox never had rows.
 func Head(ctx context.Context, q Querier) (int64, error) {
 	var head int64
-	if err := q.QueryRow(ctx, "SELECT coalesce(max(seq), 0) FROM cn_relay.events_outbox").Scan(&head); err != nil {
+	if err := q.QueryRow(ctx, HeadSQL).Scan(&head); err != nil {
 		return 0, fmt.Errorf("read outbox head: %w", err)
 	}
 	return head, nil

@@ -5,7 +5,7 @@ import _ "embed" // Schema
 // Schema is the DDL of the tables this package reads and writes (schema.sql):
 // cn_relay.events_outbox with its sequence, default and range partitions,
 // outbox_partitioning, the outbox_partitions view, outbox_ensure_partitions
-// and outbox_retention, as they are after every migration of the node.
+// outbox_retention and outbox_head, as they are after every migration of the node.
 //
 // The node's migrations (the schema package, applied only by `cnctl
 // migrate`) create the same objects and are never changed once released, so

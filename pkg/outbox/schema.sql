@@ -112,3 +112,13 @@ CREATE TABLE cn_relay.outbox_retention (
     pruned_at      timestamptz
 );
 INSERT INTO cn_relay.outbox_retention DEFAULT VALUES;
+
+-- The head: the highest committed seq. Append sets it in the statement that
+-- inserts its rows, under the outbox lock, so in any snapshot it equals
+-- max(seq) of the outbox; Head reads this one row instead of the newest row of
+-- every partition.
+CREATE TABLE cn_relay.outbox_head (
+    singleton boolean NOT NULL DEFAULT true PRIMARY KEY CHECK (singleton),
+    seq       bigint  NOT NULL CHECK (seq >= 0)
+);
+INSERT INTO cn_relay.outbox_head (seq) VALUES (0);
