@@ -58,8 +58,12 @@ type authorRange struct {
 // rangeCost is what a range is charged, besides its pinned entries.
 const rangeCost = 256
 
-// maxLearnAuthors bounds the authors of a filter Learn takes.
-const maxLearnAuthors = 256
+// maxLearnAuthors and maxLearnLimit bound the filters Learn takes (it holds
+// the cache's lock while it files an answer).
+const (
+	maxLearnAuthors = 256
+	maxLearnLimit   = 500
+)
 
 // bottom is below every event: a range floored there holds all of its key.
 var bottom = pos{createdAt: math.MinInt64}
@@ -101,12 +105,17 @@ func (l *rowLog) add(r loggedRow) {
 
 // touches reports whether a row applied after seq names one of ids or an
 // event of one of authors, or whether the log cannot tell (seq before it).
-func (l *rowLog) touches(seq int64, ids map[string]bool, authors []string) bool {
+// It reads the rows after seq only, newest first.
+func (l *rowLog) touches(seq int64, ids map[string]bool, authors map[string]bool) bool {
 	if seq < l.since {
 		return true
 	}
-	for _, r := range l.rows {
-		if r.seq > seq && (ids[r.id] || r.author != "" && slices.Contains(authors, r.author)) {
+	for i := range l.rows {
+		r := l.rows[(l.next-1-i+2*len(l.rows))%len(l.rows)]
+		if r.seq <= seq {
+			return false
+		}
+		if ids[r.id] || authors[r.author] {
 			return true
 		}
 	}
@@ -114,11 +123,11 @@ func (l *rowLog) touches(seq int64, ids map[string]bool, authors []string) bool 
 }
 
 // Learnable reports whether a filter's answer says what a range holds:
-// authors (at most maxLearnAuthors), perhaps public kinds, and a limit;
-// no ids, tags, since, until or search.
+// authors (at most maxLearnAuthors), perhaps public kinds, and a limit (at
+// most maxLearnLimit); no ids, tags, since, until or search.
 func Learnable(f nostr.Filter) bool {
 	return len(f.Authors) > 0 && len(f.Authors) <= maxLearnAuthors && f.IDs == nil && len(f.Tags) == 0 &&
-		f.Since == nil && f.Until == nil && f.Search == "" && !f.LimitZero && f.Limit > 0 &&
+		f.Since == nil && f.Until == nil && f.Search == "" && !f.LimitZero && f.Limit > 0 && f.Limit <= maxLearnLimit &&
 		(f.Kinds == nil || publicKinds(f.Kinds))
 }
 
@@ -155,7 +164,12 @@ func (c *Cache) Learn(f nostr.Filter, answer []Loaded, seq int64) bool {
 		}
 		ids[l.Event.ID] = true
 	}
-	if seq < c.seq && c.log.touches(seq, ids, f.Authors) {
+	authors := make(map[string]bool, len(f.Authors))
+	for _, a := range f.Authors {
+		authors[a] = true
+	}
+	delete(authors, "") // (a row whose author the cache did not know)
+	if seq < c.seq && c.log.touches(seq, ids, authors) {
 		return false
 	}
 	kinds := f.Kinds

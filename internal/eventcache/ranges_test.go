@@ -158,3 +158,22 @@ func TestAuthorRangesKeepToTheirShare(t *testing.T) {
 	_, ok = query(t, c, nostr.Filter{Authors: []string{"pk19"}, Limit: 15})
 	require.True(t, ok, "the range used last is kept")
 }
+
+// TestRowLogTellsWhatChangedAfterASeq: the log answers for the rows after a
+// seq while it holds them all, newest first across its ring's wrap, and says
+// it cannot tell once older ones were overwritten.
+func TestRowLogTellsWhatChangedAfterASeq(t *testing.T) {
+	var l rowLog
+	l.reset(0)
+	for seq := int64(1); seq <= logSize+904; seq++ {
+		l.add(loggedRow{seq: seq, id: "id" + strconv.FormatInt(seq, 10), author: "pk" + strconv.FormatInt(seq%7, 10)})
+	}
+	last := int64(logSize + 904)
+	require.True(t, l.touches(903, nil, nil), "row 904 was overwritten: the log cannot tell")
+	require.False(t, l.touches(904, nil, nil))
+	require.True(t, l.touches(905, map[string]bool{"id906": true}, nil))
+	require.False(t, l.touches(906, map[string]bool{"id906": true}, nil), "row 906 is not after 906")
+	require.True(t, l.touches(last-1, nil, map[string]bool{"pk" + strconv.FormatInt(last%7, 10): true}))
+	require.False(t, l.touches(last-1, nil, map[string]bool{"pk" + strconv.FormatInt((last+1)%7, 10): true}))
+	require.False(t, l.touches(last, map[string]bool{"id" + strconv.FormatInt(last, 10): true}, nil))
+}
