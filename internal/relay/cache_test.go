@@ -426,3 +426,29 @@ func TestCacheSeesOtherProcessesWrites(t *testing.T) {
 	}
 	require.Positive(t, testutil.ToFloat64(tr.m.cacheAnswers.WithLabelValues("hit"))+testutil.ToFloat64(tr.m.cacheAnswers.WithLabelValues("behind")))
 }
+
+// TestLearnQueueIsBounded: the answers waiting for the learner hold no
+// connection's budget, so their bytes are bounded: an offer past
+// learnQueueBytes is left (busy), and the bytes come back once learnt.
+func TestLearnQueueIsBounded(t *testing.T) {
+	t.Parallel()
+	cw := newCacheWorld(t, 3)
+	r := cw.cacheRelay(1 << 20)
+	offer := func(size int) {
+		ev := &nostr.Event{ID: strconv.Itoa(size), PubKey: cw.keys[0].pk}
+		sv := &store.Served{}
+		sv.Put(ev, make([]byte, size))
+		r.offerLearn(&subscription{filters: []nostr.Filter{{Authors: []string{ev.PubKey}, Limit: 20}}}, []*nostr.Event{ev}, sv, 0)
+	}
+	offer(learnQueueBytes - 100)
+	require.Len(t, r.learns, 1)
+	offer(200)
+	require.Len(t, r.learns, 1, "past the bytes bound")
+	require.EqualValues(t, 1, testutil.ToFloat64(r.m.cacheLearns.WithLabelValues("busy")))
+	offer(50)
+	require.Len(t, r.learns, 2, "within it")
+	for len(r.learns) > 0 {
+		r.learn(context.Background(), <-r.learns) // (the JSON does not decode: left)
+	}
+	require.Zero(t, r.learnBytes.Load())
+}

@@ -14,9 +14,14 @@ import (
 // seq an answer was read at before it leaves the answer.
 const learnWait = 50 * time.Millisecond
 
-// learnQueue bounds the answers waiting to be learnt: beyond it they are
-// left (the next miss offers them again).
-const learnQueue = 64
+// learnQueue and learnQueueBytes bound the answers waiting to be learnt,
+// in number and in the bytes of their JSON (which no connection's budget
+// holds once its answer is sent): beyond them answers are left (the next
+// miss offers them again).
+const (
+	learnQueue      = 64
+	learnQueueBytes = 8 << 20
+)
 
 // learnItem is a database answer to a one-filter REQ that the event cache
 // may file as author ranges (eventcache.Cache.Learn): the events as the
@@ -25,6 +30,7 @@ type learnItem struct {
 	f      nostr.Filter
 	events []eventcache.Loaded
 	seq    int64
+	bytes  int64 // the events' JSON, counted in Relay.learnBytes while queued
 }
 
 // offerLearn hands the database's answer to s (read at seq, not stopped by
@@ -44,10 +50,17 @@ func (r *Relay) offerLearn(s *subscription, evs []*nostr.Event, sv *store.Served
 			return
 		}
 		item.events[i] = eventcache.Loaded{Event: ev, JSON: js}
+		item.bytes += int64(len(js))
+	}
+	if r.learnBytes.Add(item.bytes) > learnQueueBytes {
+		r.learnBytes.Add(-item.bytes)
+		r.m.cacheLearns.WithLabelValues("busy").Inc()
+		return
 	}
 	select {
 	case r.learns <- item:
 	default:
+		r.learnBytes.Add(-item.bytes)
 		r.m.cacheLearns.WithLabelValues("busy").Inc()
 	}
 }
@@ -66,8 +79,10 @@ func (r *Relay) learner(ctx context.Context) {
 }
 
 // learn decodes item's events whole from their JSON, waits until the cache
-// has applied item's seq, and offers them to the cache.
+// has applied item's seq, and offers them to the cache. item leaves the
+// queue's bytes.
 func (r *Relay) learn(ctx context.Context, item learnItem) {
+	defer r.learnBytes.Add(-item.bytes)
 	for i, l := range item.events {
 		ev := &nostr.Event{}
 		if err := ev.UnmarshalJSON(l.JSON); err != nil || ev.ID != l.Event.ID {

@@ -80,6 +80,7 @@ type Relay struct {
 	negSlots   chan struct{}     // bounds the NIP-77 rounds computed at once (NegConcurrency)
 	cache      *eventcache.Cache // nil: every REQ reads the database
 	learns     chan learnItem    // database answers for the cache's author ranges (learn.go); nil without a cache
+	learnBytes atomic.Int64      // the bytes of the answers in learns
 	committed  func() int64      // RecentStore.Committed
 	heads      *heads            // the outbox head read after a REQ arrived
 	negLoads   chan struct{}     // bounds the NIP-77 sessions reading items at once (MaxSyncLoads)
