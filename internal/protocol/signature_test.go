@@ -1,8 +1,10 @@
 package protocol
 
 import (
+	"encoding/csv"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -114,4 +116,50 @@ func FuzzCheckIDAndSignature(f *testing.F) {
 			t.Fatalf("go-nostr %q, checkIDAndSignature %q: %+v", want, got, ev)
 		}
 	})
+}
+
+// TestBIP340Vectors holds parsePubKey and verifySchnorr, in the build under
+// test, to BIP-340's own verification vectors (testdata/bip340-test-vectors.csv,
+// bip-0340/test-vectors.csv of bitcoin/bips, the 32-byte-message ones): a key
+// that does not lift fails the parse, every other vector verifies as the BIP says.
+// Each valid vector is also checked with one bit of the signature, and one of
+// the message, flipped.
+func TestBIP340Vectors(t *testing.T) {
+	f, err := os.Open("testdata/bip340-test-vectors.csv")
+	require.NoError(t, err)
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, rows, 16)
+	valid := 0
+	for _, row := range rows[1:] {
+		var raw, msg [32]byte
+		var sig [64]byte
+		for _, p := range []struct {
+			dst []byte
+			hex string
+		}{{raw[:], row[2]}, {msg[:], row[4]}, {sig[:], row[5]}} {
+			_, err := hex.Decode(p.dst, []byte(p.hex))
+			require.NoError(t, err, "vector %s", row[0])
+		}
+		want := row[6] == "TRUE"
+		pk, ok := parsePubKey(&raw)
+		if !ok {
+			require.False(t, want, "vector %s: %s", row[0], row[7])
+			continue
+		}
+		require.Equal(t, want, verifySchnorr(pk, &msg, &sig), "vector %s: %s", row[0], row[7])
+		if want {
+			valid++
+			for _, bit := range []int{0, 255, 256, 511} {
+				bad := sig
+				bad[bit/8] ^= 1 << (bit % 8)
+				require.False(t, verifySchnorr(pk, &msg, &bad), "vector %s, signature bit %d flipped", row[0], bit)
+			}
+			bad := msg
+			bad[31] ^= 1
+			require.False(t, verifySchnorr(pk, &bad, &sig), "vector %s, message flipped", row[0])
+		}
+	}
+	require.Equal(t, 5, valid)
 }
