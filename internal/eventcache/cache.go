@@ -573,11 +573,13 @@ func (c *Cache) answer(f nostr.Filter, now int64) ([]*entry, bool) {
 	} else if !scoped {
 		return nil, false
 	} else {
-		lists := c.driving(f)
+		lists, rest := c.driving(f)
 		if fl.cmp(c.globalFloor()) < 0 {
 			lists = c.authorLists(f) // (only they hold the pinned entries)
+			rest = f
+			rest.Authors = nil
 		}
-		out = merge(lists, limit, func(e *entry) bool { return above(e) && visible(e, now) && protocol.Match(f, e.ev) })
+		out = merge(lists, limit, func(e *entry) bool { return above(e) && visible(e, now) && protocol.Match(rest, e.ev) })
 	}
 	ranged := fl.cmp(c.globalFloor()) < 0
 	if len(out) >= limit {
@@ -612,21 +614,25 @@ func (c *Cache) scopedOnly(f nostr.Filter) bool {
 }
 
 // driving returns the lists whose union holds every cached event f can match,
-// picking the smallest such family: authors, one tag's values, kinds, or all.
-func (c *Cache) driving(f nostr.Filter) []list {
-	best := []list{c.all}
+// picking the smallest such family: authors, one tag's values, kinds, or all;
+// and rest, f without the condition those lists were picked by (every entry of
+// them meets it, as the lists are filed as protocol.Match reads a filter), for
+// the entries met to be matched against.
+func (c *Cache) driving(f nostr.Filter) (best []list, rest nostr.Filter) {
+	best, rest = []list{c.all}, f
 	size := len(c.all)
-	try := func(ls []list) {
+	try := func(ls []list, without func(*nostr.Filter)) {
 		n := 0
 		for _, l := range ls {
 			n += len(l)
 		}
 		if n < size {
-			best, size = ls, n
+			best, size, rest = ls, n, f
+			without(&rest)
 		}
 	}
 	if f.Authors != nil {
-		try(c.authorLists(f))
+		try(c.authorLists(f), func(r *nostr.Filter) { r.Authors = nil })
 	}
 	if f.Kinds != nil {
 		ls := make([]list, 0, len(f.Kinds))
@@ -635,7 +641,7 @@ func (c *Cache) driving(f nostr.Filter) []list {
 				ls = append(ls, l)
 			}
 		}
-		try(ls)
+		try(ls, func(r *nostr.Filter) { r.Kinds = nil })
 	}
 	for name, values := range f.Tags {
 		if values == nil {
@@ -647,9 +653,15 @@ func (c *Cache) driving(f nostr.Filter) []list {
 				ls = append(ls, l)
 			}
 		}
-		try(ls)
+		try(ls, func(r *nostr.Filter) {
+			r.Tags = nil
+			if len(f.Tags) > 1 {
+				r.Tags = maps.Clone(f.Tags)
+				delete(r.Tags, name)
+			}
+		})
 	}
-	return best
+	return best, rest
 }
 
 // authorLists returns the lists of f's authors.
