@@ -11,8 +11,22 @@ import (
 // escaped, whatever the client sent.
 
 func quote(s string) []byte {
-	b, _ := json.Marshal(s) // marshalling a string cannot fail
-	return b
+	return appendQuoted(nil, s)
+}
+
+// appendQuoted appends s as encoding/json writes a string: printable ASCII
+// without '"', '\\', '<', '>' and '&' (every subscription id a client library
+// makes) as it is, between quotes; anything else through json.Marshal.
+func appendQuoted(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // marshalling a string cannot fail
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 func okMsg(id string, ok bool, reason string) []byte {
@@ -62,10 +76,9 @@ func eventJSON(ev *nostr.Event) []byte {
 
 // eventMsg is ["EVENT", subID, <evJSON>].
 func eventMsg(subID string, evJSON []byte) []byte {
-	q := quote(subID)
-	b := make([]byte, 0, len(`["EVENT",,]`)+len(q)+len(evJSON))
+	b := make([]byte, 0, len(`["EVENT","",]`)+len(subID)+len(evJSON))
 	b = append(b, `["EVENT",`...)
-	b = append(b, q...)
+	b = appendQuoted(b, subID)
 	b = append(b, ',')
 	b = append(b, evJSON...)
 	return append(b, ']')
