@@ -70,7 +70,7 @@ type conn struct {
 	negMem     *budget // the items of its NIP-77 sessions (see negItemBytes), beside mem
 	send       *sendQueue
 	pongs      chan string   // the payload of the latest ping to answer; see writeLoop
-	batch      [][]byte      // the writer's popBatch buffer
+	batch      []outMsg      // the writer's popBatch buffer
 	bufs       net.Buffers   // the writer's frames (headers and messages) of one batch
 	hdrs       []byte        // the writer's frame headers of one batch
 	quit       chan struct{} // closed once, when the connection starts closing
@@ -229,19 +229,37 @@ const writeBatchBytes = 64 << 10
 // no extension is negotiated) with one vectored write to the socket. gorilla's
 // writer would make a syscall per message; the socket is written by the
 // writer goroutine alone, control frames included, so frames never interleave.
-func (c *conn) writeBatch(msgs [][]byte, deadline time.Time) error {
+func (c *conn) writeBatch(msgs []outMsg, deadline time.Time) error {
 	nc := c.ws.UnderlyingConn()
 	if err := nc.SetWriteDeadline(deadline); err != nil {
 		return err
 	}
-	if cap(c.hdrs) < maxFrameHeader*len(msgs) {
-		c.hdrs = make([]byte, 0, maxFrameHeader*len(msgs))
+	// Each message is two pieces: its frame header with an EVENT's head (and
+	// the "]" that closes the EVENT before it), copied into hdrs, then its
+	// body. hdrs is sized first: the pieces point into it.
+	need := 1
+	for _, m := range msgs {
+		need += maxFrameHeader + len(m.head) + 1
+	}
+	if cap(c.hdrs) < need {
+		c.hdrs = make([]byte, 0, need)
 	}
 	hdrs, bufs := c.hdrs[:0], c.bufs[:0]
+	closing := false // the last message was an EVENT: its "]" is due
 	for _, m := range msgs {
 		start := len(hdrs)
-		hdrs = appendFrameHeader(hdrs, len(m))
-		bufs = append(bufs, hdrs[start:len(hdrs):len(hdrs)], m)
+		if closing {
+			hdrs = append(hdrs, ']')
+		}
+		hdrs = appendFrameHeader(hdrs, m.size())
+		hdrs = append(hdrs, m.head...)
+		bufs = append(bufs, hdrs[start:len(hdrs):len(hdrs)], m.body)
+		closing = m.head != nil
+	}
+	if closing {
+		start := len(hdrs)
+		hdrs = append(hdrs, ']')
+		bufs = append(bufs, hdrs[start:len(hdrs):len(hdrs)])
 	}
 	c.bufs = bufs
 	w := bufs // (WriteTo consumes its receiver)
@@ -329,7 +347,7 @@ func (c *conn) goodbye() {
 			if !ok {
 				break
 			}
-			if err := c.write(msg, deadline); err != nil {
+			if err := c.write(msg.bytes(), deadline); err != nil {
 				return
 			}
 		}
@@ -397,7 +415,10 @@ func (c *conn) slowDisconnected(why string) {
 
 // enqueue queues msg for the writer without blocking; see conn. It reports
 // whether msg was queued.
-func (c *conn) enqueue(msg []byte) bool {
+func (c *conn) enqueue(msg []byte) bool { return c.enqueueMsg(plainMsg(msg)) }
+
+// enqueueMsg is enqueue for any outMsg (an EVENT without a copy).
+func (c *conn) enqueueMsg(msg outMsg) bool {
 	select {
 	case <-c.quit:
 		return false
@@ -417,7 +438,7 @@ func (c *conn) enqueue(msg []byte) bool {
 // enqueueBulk queues msg, waiting while msg would take the queue past three
 // quarters of either limit; see conn. It gives up (false) when ctx or the connection ends, or when the
 // client has not made room within WriteTimeout (it is then too slow).
-func (c *conn) enqueueBulk(ctx context.Context, msg []byte) bool {
+func (c *conn) enqueueBulk(ctx context.Context, msg outMsg) bool {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {

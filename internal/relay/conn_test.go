@@ -78,11 +78,18 @@ func TestTooSlowGoodbye(t *testing.T) {
 }
 
 // TestWriteBatchFrames: the writer's frames of each length class (7-bit,
-// 16-bit, 64-bit) reach a stock WebSocket client as the messages written, in order.
+// 16-bit, 64-bit), plain and EVENT messages (head, shared body, "]") in any
+// succession, reach a stock WebSocket client as the messages written, in order.
 func TestWriteBatchFrames(t *testing.T) {
 	t.Parallel()
-	msgs := [][]byte{[]byte("a"), bytes.Repeat([]byte("b"), 125), bytes.Repeat([]byte("c"), 126),
-		bytes.Repeat([]byte("d"), 65535), bytes.Repeat([]byte("e"), 65536), []byte("f")}
+	ev := func(sub string, body []byte) outMsg { return outMsg{head: eventHead(sub), body: body} }
+	msgs := []outMsg{ev("s", []byte("{}")), plainMsg([]byte("a")), plainMsg(bytes.Repeat([]byte("b"), 125)),
+		ev("s", bytes.Repeat([]byte("1"), 111)), ev("t", bytes.Repeat([]byte("2"), 112)), // 125 and 126 bytes
+		plainMsg(bytes.Repeat([]byte("c"), 126)), plainMsg(bytes.Repeat([]byte("d"), 65535)),
+		ev("sub", bytes.Repeat([]byte("3"), 65536)), plainMsg(bytes.Repeat([]byte("e"), 65536)), plainMsg([]byte("f")),
+		ev("last", []byte(`{"id":"x"}`))}
+	require.Equal(t, 125, msgs[3].size())
+	require.Equal(t, 126, msgs[4].size())
 	written := make(chan error, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
@@ -101,7 +108,7 @@ func TestWriteBatchFrames(t *testing.T) {
 		typ, got, err := ws.ReadMessage()
 		require.NoError(t, err, "message %d", i)
 		require.Equal(t, websocket.TextMessage, typ)
-		require.Equal(t, want, got, "message %d", i)
+		require.Equal(t, want.bytes(), got, "message %d", i)
 	}
 	require.NoError(t, <-written)
 }

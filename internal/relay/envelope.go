@@ -74,12 +74,11 @@ func eventJSON(ev *nostr.Event) []byte {
 	return b
 }
 
-// eventMsg is ["EVENT", subID, <evJSON>].
-func eventMsg(subID string, evJSON []byte) []byte {
-	b := make([]byte, 0, len(`["EVENT","",]`)+len(subID)+len(evJSON))
+// eventHead is the start of subID's EVENT messages, `["EVENT",<subID>,`:
+// outMsg{head, event JSON} is the message.
+func eventHead(subID string) []byte {
+	b := make([]byte, 0, len(`["EVENT","",`)+len(subID))
 	b = append(b, `["EVENT",`...)
 	b = appendQuoted(b, subID)
-	b = append(b, ',')
-	b = append(b, evJSON...)
-	return append(b, ']')
+	return append(b, ',')
 }

@@ -15,7 +15,7 @@ func TestQuoteAsEncodingJSON(t *testing.T) {
 		want, err := json.Marshal(s)
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(quote(s)), "%q", s)
-		require.Equal(t, `["EVENT",`+string(want)+`,{}]`, string(eventMsg(s, []byte(`{}`))), "%q", s)
+		require.Equal(t, `["EVENT",`+string(want)+`,{}]`, string(outMsg{head: eventHead(s), body: []byte(`{}`)}.bytes()), "%q", s)
 	}
 }
 

@@ -10,6 +10,35 @@ const (
 	queueKeepSlots = 32
 )
 
+// outMsg is one message to send: body alone, or an EVENT of a subscription:
+// head (the subscription's `["EVENT",<quoted id>,`, see eventHead), then body
+// (the event's JSON, shared with the event cache or the live fan-out and never
+// written to), then "]". So an EVENT is queued and written without a copy of
+// its own: the writer sends the parts with one vectored write (writeBatch).
+type outMsg struct {
+	head, body []byte
+}
+
+// plainMsg is a message of one slice.
+func plainMsg(b []byte) outMsg { return outMsg{body: b} }
+
+// size is the message's length on the wire (the frame's payload).
+func (m outMsg) size() int {
+	if m.head == nil {
+		return len(m.body)
+	}
+	return len(m.head) + len(m.body) + 1
+}
+
+// bytes returns the message in one slice: body, or for an EVENT a new slice.
+func (m outMsg) bytes() []byte {
+	if m.head == nil {
+		return m.body
+	}
+	b := make([]byte, 0, m.size())
+	return append(append(append(b, m.head...), m.body...), ']')
+}
+
 // sendQueue is a connection's FIFO of outgoing messages, bounded by a number of
 // messages and by a byte budget: the connection's (see budget), which the queue
 // shares with what else is held for the connection. It is safe for any number
@@ -29,7 +58,7 @@ type sendQueue struct {
 	ready chan struct{}
 
 	mu    sync.Mutex
-	ring  [][]byte      // nil until the first push and after a drain that releases it
+	ring  []outMsg      // nil until the first push and after a drain that releases it
 	head  int           // index of the oldest message in ring
 	n     int           // messages queued
 	bytes int           // their total length
@@ -52,10 +81,10 @@ func newSendQueueIn(maxMsgs int, mem *budget) *sendQueue {
 }
 
 // push appends msg unless that would exceed a limit; it never blocks.
-func (q *sendQueue) push(msg []byte) bool { return q.tryPush(msg) == taken }
+func (q *sendQueue) push(msg outMsg) bool { return q.tryPush(msg) == taken }
 
 // tryPush is push saying whose limit refused msg, if any.
-func (q *sendQueue) tryPush(msg []byte) takeResult {
+func (q *sendQueue) tryPush(msg outMsg) takeResult {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.pushLocked(msg, q.maxMsgs, q.mem.limit)
@@ -65,13 +94,13 @@ func (q *sendQueue) tryPush(msg []byte) takeResult {
 // quarters of a limit, leaving the rest to push. When it does not, it returns a
 // channel that is closed at the writer's next pop: the caller retries then, and
 // no wake-up is ever missed.
-func (q *sendQueue) pushBulk(msg []byte) (bool, <-chan struct{}) {
+func (q *sendQueue) pushBulk(msg outMsg) (bool, <-chan struct{}) {
 	r, room := q.tryPushBulk(msg)
 	return r == taken, room
 }
 
 // tryPushBulk is pushBulk saying whose limit refused msg, if any.
-func (q *sendQueue) tryPushBulk(msg []byte) (takeResult, <-chan struct{}) {
+func (q *sendQueue) tryPushBulk(msg outMsg) (takeResult, <-chan struct{}) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	r := q.pushLocked(msg, q.bulkMsgs, q.mem.bulkLimit())
@@ -84,11 +113,11 @@ func (q *sendQueue) tryPushBulk(msg []byte) (takeResult, <-chan struct{}) {
 	return r, q.room
 }
 
-func (q *sendQueue) pushLocked(msg []byte, maxMsgs int, maxBytes int64) takeResult {
+func (q *sendQueue) pushLocked(msg outMsg, maxMsgs int, maxBytes int64) takeResult {
 	if q.n > 0 && q.n+1 > maxMsgs {
 		return connFull
 	}
-	if r := q.mem.take(len(msg), maxBytes, q.n == 0); r != taken {
+	if r := q.mem.take(msg.size(), maxBytes, q.n == 0); r != taken {
 		return r
 	}
 	if q.n == len(q.ring) {
@@ -96,7 +125,7 @@ func (q *sendQueue) pushLocked(msg []byte, maxMsgs int, maxBytes int64) takeResu
 	}
 	q.ring[(q.head+q.n)%len(q.ring)] = msg
 	q.n++
-	q.bytes += len(msg)
+	q.bytes += msg.size()
 	select {
 	case q.ready <- struct{}{}:
 	default:
@@ -106,7 +135,7 @@ func (q *sendQueue) pushLocked(msg []byte, maxMsgs int, maxBytes int64) takeResu
 
 // grow doubles the ring (or allocates the first one), keeping the FIFO order.
 func (q *sendQueue) grow() {
-	ring := make([][]byte, max(queueMinSlots, 2*len(q.ring)))
+	ring := make([]outMsg, max(queueMinSlots, 2*len(q.ring)))
 	for i := range q.n {
 		ring[i] = q.ring[(q.head+i)%len(q.ring)]
 	}
@@ -114,18 +143,18 @@ func (q *sendQueue) grow() {
 }
 
 // pop removes and returns the oldest message; false means the queue is empty.
-func (q *sendQueue) pop() ([]byte, bool) {
+func (q *sendQueue) pop() (outMsg, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.n == 0 {
-		return nil, false
+		return outMsg{}, false
 	}
 	msg := q.ring[q.head]
-	q.ring[q.head] = nil
+	q.ring[q.head] = outMsg{}
 	q.head = (q.head + 1) % len(q.ring)
 	q.n--
-	q.bytes -= len(msg)
-	q.mem.give(len(msg))
+	q.bytes -= msg.size()
+	q.mem.give(msg.size())
 	if q.n == 0 {
 		q.head = 0
 		if len(q.ring) > queueKeepSlots {
@@ -145,21 +174,21 @@ func (q *sendQueue) pop() ([]byte, bool) {
 // from the budget: the caller gives them back with sent(n) once written, so
 // that a batch on its way to the socket counts against the connection as it
 // did in the queue. An empty queue returns no message.
-func (q *sendQueue) popBatch(dst [][]byte, maxBytes int) (msgs [][]byte, n int) {
+func (q *sendQueue) popBatch(dst []outMsg, maxBytes int) (msgs []outMsg, n int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	msgs = dst[:0]
 	for q.n > 0 {
 		msg := q.ring[q.head]
-		if len(msgs) > 0 && n+len(msg) > maxBytes {
+		if len(msgs) > 0 && n+msg.size() > maxBytes {
 			break
 		}
 		msgs = append(msgs, msg)
-		n += len(msg)
-		q.ring[q.head] = nil
+		n += msg.size()
+		q.ring[q.head] = outMsg{}
 		q.head = (q.head + 1) % len(q.ring)
 		q.n--
-		q.bytes -= len(msg)
+		q.bytes -= msg.size()
 	}
 	if q.n == 0 {
 		q.head = 0

@@ -35,9 +35,9 @@ func TestSendQueueLimits(t *testing.T) {
 			for i, n := range tc.sizes {
 				var ok bool
 				if tc.bulk {
-					ok, _ = q.pushBulk(make([]byte, n))
+					ok, _ = q.pushBulk(plainMsg(make([]byte, n)))
 				} else {
-					ok = q.push(make([]byte, n))
+					ok = q.push(plainMsg(make([]byte, n)))
 				}
 				if !ok {
 					require.Equal(t, len(tc.sizes)-1, i, "refused before the last message")
@@ -49,7 +49,7 @@ func TestSendQueueLimits(t *testing.T) {
 			require.Equal(t, tc.wantSize, size)
 			// push still has the room pushBulk leaves.
 			if tc.bulk && msgs < tc.maxMsgs && size < tc.maxBytes {
-				require.True(t, q.push([]byte{0}))
+				require.True(t, q.push(plainMsg([]byte{0})))
 			}
 		})
 	}
@@ -63,13 +63,13 @@ func TestSendQueueFIFO(t *testing.T) {
 	// wrapped.
 	for _, step := range []struct{ push, pop int }{{5, 3}, {10, 4}, {30, 20}, {100, 118}, {3, 3}} {
 		for range step.push {
-			require.True(t, q.push([]byte(strconv.Itoa(next))))
+			require.True(t, q.push(plainMsg([]byte(strconv.Itoa(next)))))
 			next++
 		}
 		for range step.pop {
 			msg, ok := q.pop()
 			require.True(t, ok)
-			require.Equal(t, strconv.Itoa(want), string(msg))
+			require.Equal(t, strconv.Itoa(want), string(msg.bytes()))
 			want++
 		}
 	}
@@ -87,16 +87,16 @@ func TestSendQueueMemory(t *testing.T) {
 	q := newSendQueue(1000, 1<<20)
 	require.Nil(t, q.ring, "allocated before the first message")
 
-	require.True(t, q.push([]byte("a")))
+	require.True(t, q.push(plainMsg([]byte("a"))))
 	require.Len(t, q.ring, queueMinSlots)
-	require.True(t, q.push([]byte("b")))
+	require.True(t, q.push(plainMsg([]byte("b"))))
 	_, _ = q.pop()
-	require.Nil(t, q.ring[0], "a popped slot still holds its message")
+	require.Zero(t, q.ring[0], "a popped slot still holds its message")
 	_, _ = q.pop()
 	require.Len(t, q.ring, queueMinSlots, "a small ring is kept")
 
 	for range 10 * queueKeepSlots {
-		require.True(t, q.push([]byte("x")))
+		require.True(t, q.push(plainMsg([]byte("x"))))
 	}
 	require.Greater(t, len(q.ring), queueKeepSlots)
 	for range 10*queueKeepSlots - 1 {
@@ -113,15 +113,15 @@ func TestSendQueueSignals(t *testing.T) {
 	t.Parallel()
 	q := newSendQueue(4, 1000)
 	require.Empty(t, q.ready)
-	require.True(t, q.push([]byte("a")))
-	require.True(t, q.push([]byte("b")))
+	require.True(t, q.push(plainMsg([]byte("a"))))
+	require.True(t, q.push(plainMsg([]byte("b"))))
 	require.Len(t, q.ready, 1)
 	<-q.ready
 
-	require.True(t, q.push([]byte("c")))
-	ok, room := q.pushBulk([]byte("d"))
+	require.True(t, q.push(plainMsg([]byte("c"))))
+	ok, room := q.pushBulk(plainMsg([]byte("d")))
 	require.False(t, ok)
-	_, again := q.pushBulk([]byte("d"))
+	_, again := q.pushBulk(plainMsg([]byte("d")))
 	require.Equal(t, room, again, "waiters share one channel")
 	select {
 	case <-room:
@@ -134,7 +134,7 @@ func TestSendQueueSignals(t *testing.T) {
 	default:
 		t.Fatal("no room after a pop")
 	}
-	ok, _ = q.pushBulk([]byte("d"))
+	ok, _ = q.pushBulk(plainMsg([]byte("d")))
 	require.True(t, ok)
 }
 
@@ -159,12 +159,12 @@ func TestSendQueueConcurrent(t *testing.T) {
 				msg := fmt.Appendf(nil, "%d:%d:%s", p, i, bytes.Repeat([]byte("x"), i%40))
 				for {
 					if p%2 == 0 {
-						ok, room := q.pushBulk(msg)
+						ok, room := q.pushBulk(plainMsg(msg))
 						if ok {
 							break
 						}
 						<-room
-					} else if q.push(msg) {
+					} else if q.push(plainMsg(msg)) {
 						break
 					} else {
 						time.Sleep(time.Microsecond)
@@ -189,7 +189,7 @@ func TestSendQueueConcurrent(t *testing.T) {
 			continue
 		}
 		var p, i int
-		_, err := fmt.Sscanf(string(msg), "%d:%d:", &p, &i)
+		_, err := fmt.Sscanf(string(msg.bytes()), "%d:%d:", &p, &i)
 		require.NoError(t, err)
 		require.Equal(t, next[p], i, "producer %d out of order", p)
 		next[p]++
@@ -207,14 +207,14 @@ func TestSendQueueBatchHeldUntilSent(t *testing.T) {
 	t.Parallel()
 	q := newSendQueue(100, 100)
 	for _, n := range []int{30, 30, 15} {
-		require.True(t, q.push(bytes.Repeat([]byte{byte(n)}, n)))
+		require.True(t, q.push(plainMsg(bytes.Repeat([]byte{byte(n)}, n))))
 	}
 	msgs, n := q.popBatch(nil, 60)
 	require.Len(t, msgs, 2)
 	require.Equal(t, 60, n)
-	require.Equal(t, byte(30), msgs[0][0])
+	require.Equal(t, byte(30), msgs[0].body[0])
 	require.Equal(t, int64(75), q.mem.held(), "a popped batch still counts until sent")
-	ok, room := q.pushBulk(make([]byte, 10)) // 75 + 10 > three quarters of 100
+	ok, room := q.pushBulk(plainMsg(make([]byte, 10))) // 75 + 10 > three quarters of 100
 	require.False(t, ok)
 	select {
 	case <-room:

@@ -34,6 +34,7 @@ import (
 type subscription struct {
 	conn    *conn
 	id      string
+	head    []byte // eventHead(id), the start of its EVENT messages
 	filters []nostr.Filter
 	viewer  protocol.Viewer // who reads: private kinds are delivered to their parties only
 	entries []*indexEntry   // owned by subIndex
@@ -55,9 +56,19 @@ type pendingLive struct {
 	json []byte
 }
 
+// event is the EVENT message of evJSON for this subscription (evJSON is
+// shared, not copied: see outMsg).
+func (s *subscription) event(evJSON []byte) outMsg {
+	head := s.head
+	if head == nil { // (a subscription made by a test, not newSubscription)
+		head = eventHead(s.id)
+	}
+	return outMsg{head: head, body: evJSON}
+}
+
 func newSubscription(c *conn, id string, filters []nostr.Filter, v protocol.Viewer) *subscription {
 	ctx, cancel := context.WithCancel(c.ctx)
-	return &subscription{conn: c, id: id, filters: filters, viewer: v, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	return &subscription{conn: c, id: id, head: eventHead(id), filters: filters, viewer: v, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }
 
 // covered reports whether the stored part holds the live event of outbox row
@@ -94,7 +105,7 @@ func (s *subscription) deliver(id string, seq int64, evJSON []byte) bool {
 	if s.covered(seq) {
 		return false
 	}
-	return s.conn.enqueue(eventMsg(s.id, evJSON))
+	return s.conn.enqueueMsg(s.event(evJSON))
 }
 
 // replay sends the stored events (read in the snapshot that holds the outbox up
@@ -129,23 +140,23 @@ func (s *subscription) replay(stored []*nostr.Event, sv *store.Served, seq int64
 		if js == nil {
 			js = eventJSON(ev)
 		}
-		msg := eventMsg(s.id, js)
+		msg := s.event(js)
 		stored[i] = nil // (the queued message is all that is kept of it)
-		back := min(held, len(msg))
+		back := min(held, msg.size())
 		c.mem.give(back)
 		held -= back
 		if !c.enqueueBulk(s.ctx, msg) {
 			return
 		}
 	}
-	if !c.enqueueBulk(s.ctx, eoseMsg(s.id)) {
+	if !c.enqueueBulk(s.ctx, plainMsg(eoseMsg(s.id))) {
 		return
 	}
 	for len(caught) > 0 {
 		p := caught[0]
 		caught = caught[1:]
 		c.mem.give(len(p.json)) // (taken by Relay.catchUp)
-		if !c.enqueueBulk(s.ctx, eventMsg(s.id, p.json)) {
+		if !c.enqueueBulk(s.ctx, s.event(p.json)) {
 			return
 		}
 	}
@@ -168,7 +179,7 @@ func (s *subscription) replay(stored []*nostr.Event, sv *store.Served, seq int64
 			if s.covered(p.seq) {
 				continue
 			}
-			if !c.enqueueBulk(s.ctx, eventMsg(s.id, p.json)) {
+			if !c.enqueueBulk(s.ctx, s.event(p.json)) {
 				for _, rest := range pending[i+1:] {
 					c.mem.give(len(rest.json))
 				}
