@@ -58,7 +58,7 @@ func Decide(ctx context.Context, pool *pgxpool.Pool, st *store.Publisher, eventI
 		}
 		outcome, r = p.Outcomes[eventID], p.Range
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := outbox.Commit(ctx, tx); err != nil {
 		return "", fmt.Errorf("%s: %w", action, err)
 	}
 	if r.Last > 0 {

@@ -281,6 +281,36 @@ func (s *Server) Stop(ctx context.Context) error {
 	return nil
 }
 
+// Crash stops the server as a crash would (pg_ctl stop -m immediate: every
+// server process exits at once, with no checkpoint and no WAL written past
+// what was already written), for tests of what survives a crash. Start on the
+// same DataDir then runs crash recovery. Calling Stop or Crash afterwards is a
+// no-op.
+func (s *Server) Crash(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil
+	}
+	s.log.Info("crashing embedded postgres", "datadir", s.dataDir, "port", s.port)
+	out, err := s.pgctl(ctx, "stop", "-m", "immediate", "-w", "-t", "60")
+	if err != nil && runningPid(s.dataDir) != 0 {
+		return fmt.Errorf("pgembed: pg_ctl stop -m immediate: %w\n%s%s", err, out, s.logTail())
+	}
+	s.stopped = true
+	return nil
+}
+
+// Promote ends a standby's recovery (pg_ctl promote -w): it then accepts
+// writes as a primary.
+func (s *Server) Promote(ctx context.Context) error {
+	out, err := s.pgctl(ctx, "promote", "-w", "-t", "60")
+	if err != nil {
+		return fmt.Errorf("pgembed: pg_ctl promote: %w\n%s%s", err, out, s.logTail())
+	}
+	return nil
+}
+
 // waitReady polls until a pgx connection succeeds, bounded by ctx and 60s.
 func waitReady(ctx context.Context, connURL string) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)

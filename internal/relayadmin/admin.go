@@ -170,7 +170,7 @@ func (a *Admin) commit(ctx context.Context, actor Actor, method string, params [
 	if err != nil {
 		return fmt.Errorf("%s: %w", method, err)
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := outbox.Commit(ctx, tx); err != nil {
 		return fmt.Errorf("%s: %w", method, err)
 	}
 	if r.Last > 0 {

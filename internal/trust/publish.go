@@ -110,7 +110,8 @@ func (p *Publisher) publishBatch(ctx context.Context) (Published, bool, error) {
 	}
 	var rng outbox.Range
 	done := false
-	err := pgx.BeginFunc(ctx, p.Pool, func(tx pgx.Tx) error {
+	// (The commit, which may carry outbox rows, is never cancelled: outbox.Commit.)
+	err := pgx.BeginFunc(context.WithoutCancel(ctx), p.Pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT s.id, k.pubkey, s.version, coalesce(sc.rank, 0),
 				s.followers, s.post_cnt, s.reply_cnt, s.reactions_cnt, s.reports_cnt_recd, s.reports_cnt_sent,
 				s.zap_cnt_recd, s.zap_amt_recd, s.zap_cnt_sent, s.zap_amt_sent, s.first_created_at,
@@ -245,7 +246,8 @@ func ProviderProfile(nodeName string) string {
 func (p *Publisher) PublishProvider(ctx context.Context, nodeName string) error {
 	content := ProviderProfile(nodeName)
 	var rng outbox.Range
-	err := pgx.BeginFunc(ctx, p.Pool, func(tx pgx.Tx) error {
+	// (The commit, which may carry outbox rows, is never cancelled: outbox.Commit.)
+	err := pgx.BeginFunc(context.WithoutCancel(ctx), p.Pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO cn_trust.provider (algorithm, pubkey) VALUES ($1, $2)
 			ON CONFLICT (algorithm) DO UPDATE SET pubkey = excluded.pubkey`, Algorithm, p.Key.PubKey); err != nil {
 			return fmt.Errorf("record provider: %w", err)

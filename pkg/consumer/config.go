@@ -37,6 +37,9 @@ type Config struct {
 	// default: the offset and the handler's same-transaction effects commit together,
 	// so a crash can only lose both (they are applied again from the outbox), never
 	// one of them; waiting for the disk on every batch buys nothing but latency.
+	// A batch whose handler appended outbox rows (outbox.Append: the node's
+	// labels and assertions) commits synchronously whatever this says, because
+	// those rows are visible to everyone once committed (see outbox.AppendedSetting).
 	SynchronousCommit bool
 	OwnerID           string // identifies this instance; host:pid:random
 	Logger            *slog.Logger

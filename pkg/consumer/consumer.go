@@ -508,7 +508,9 @@ func (c *Consumer) commitBatch(ctx context.Context, generation, last int64, rows
 		committed = tag.String() == "COMMIT"
 		return nil
 	})
-	br := tx.SendBatch(ctx, &b)
+	// Never cancelled once sent: a commit cancelled while it waits for the
+	// synchronous standbys stays committed on the primary alone (outbox.Commit).
+	br := tx.SendBatch(context.WithoutCancel(ctx), &b)
 	if park != nil {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()

@@ -12,7 +12,9 @@
 //   - Durability: consumer transactions commit asynchronously by default
 //     (Config.SynchronousCommit). A crash may then lose the last few milliseconds
 //     of offset commits together with their same-transaction effects; both are
-//     applied again from the outbox, so nothing is lost or doubled.
+//     applied again from the outbox, so nothing is lost or doubled. A batch whose
+//     handler appended outbox rows (outbox.Append) commits synchronously anyway:
+//     others read those rows as soon as they are visible.
 //   - External effects: effects outside the database happen before the offset
 //     commit and are repeated if that commit is lost (at-least-once); they must be
 //     idempotent by event_id and version-gated (compare created_at or seq).
@@ -36,8 +38,10 @@
 //     that are not the handler's (connection lost, server restarting) are retried
 //     without limit and never park a row.
 //   - Shutdown: cancelling Run's context abandons the batch in flight (its
-//     transaction rolls back as a whole) and releases the lease so that a standby
-//     can take over at once.
+//     transaction rolls back as a whole) unless its COMMIT was already sent,
+//     which is then awaited (a commit cancelled while it waits for a synchronous
+//     standby would stay on the primary alone), and releases the lease so that a
+//     standby can take over at once.
 //
 // The package owns the DDL of its tables (Schema, schema.sql; the node's
 // migrations create the same objects, checked by a test) and is the only code

@@ -76,7 +76,8 @@ CREATE TABLE cn_relay.consumer_offset_resets (
 );
 
 -- Moves a consumer's offset from p_from to p_to for the instance holding generation
--- p_generation (committing asynchronously unless p_synchronous), or raises: SQLSTATE CN001 when that instance lost its lease (the
+-- p_generation (committing asynchronously unless p_synchronous or the transaction
+-- appended outbox rows: pkg/outbox sets cn.outbox_appended), or raises: SQLSTATE CN001 when that instance lost its lease (the
 -- fencing check), CN002 when the offset was moved by someone else. Raising aborts the
 -- caller's transaction, so a pipelined COMMIT after it cannot commit the effects of
 -- a fenced instance.
@@ -89,8 +90,12 @@ DECLARE
     v_generation bigint;
     v_last       bigint;
 BEGIN
-    IF NOT p_synchronous THEN
+    IF NOT p_synchronous AND current_setting('cn.outbox_appended', true) IS DISTINCT FROM 'on' THEN
         -- Read at COMMIT: the transaction ends without waiting for its WAL flush.
+        -- A crash can lose this offset together with the effects written in the
+        -- same transaction (never one without the other: both are in this
+        -- commit record), and the consumer applies those rows again. Nothing in
+        -- this transaction is visible outside the consumer's own tables.
         PERFORM set_config('synchronous_commit', 'off', true);
     END IF;
     UPDATE cn_relay.consumer_offsets SET last_seq = p_to, updated_at = now()

@@ -40,6 +40,13 @@ WITH ins AS (
     SELECT coalesce(min(seq), 0) AS lo, coalesce(max(seq), 0) AS hi, count(*) AS n FROM ins
 )`
 
+// AppendedSetting is a custom setting that an append sets to 'on' for the rest
+// of its transaction. A transaction that appended rows must commit as the
+// server's synchronous_commit asks: its rows become visible at commit, and
+// readers must never see a row a crash could take back. Code that would
+// otherwise commit asynchronously (pkg/consumer's offset commit) checks it.
+const AppendedSetting = "cn.outbox_appended"
+
 // Batcher is what Append needs of a transaction: pgx.Tx, or the transaction a
 // pkg/consumer handler is given (so that a consumer can publish events, such as
 // the node's labels, in the same transaction as its offset).
@@ -55,26 +62,16 @@ type Batcher interface {
 // announces the new rows with Notifier.Notify(r.Last) (Writer.Write does all of this).
 // Append with no records does nothing and takes no lock.
 func Append(ctx context.Context, tx Batcher, recs []Record) (Range, error) {
-	return appendRecords(ctx, tx, recs, appendOptions{lock: true})
+	return appendRecords(ctx, tx, recs, true)
 }
 
-type appendOptions struct {
-	// lock is false only in tests and benchmarks, to show what goes wrong without
-	// the lock and what it costs.
-	lock bool
-	// asyncCommit makes the transaction's COMMIT return before its WAL is flushed,
-	// so the lock is released without waiting for the disk. The caller must then
-	// make the commit durable before it reports success (Writer.Write does).
-	asyncCommit bool
-}
-
-func appendRecords(ctx context.Context, tx Batcher, recs []Record, opt appendOptions) (Range, error) {
+func appendRecords(ctx context.Context, tx Batcher, recs []Record, lock bool) (Range, error) {
 	if len(recs) == 0 {
 		return Range{}, nil
 	}
 	var b pgx.Batch
 	var r Range
-	if err := queueAppend(&b, recs, opt, &r); err != nil {
+	if err := queueAppend(&b, recs, lock, &r); err != nil {
 		return Range{}, err
 	}
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
@@ -83,11 +80,17 @@ func appendRecords(ctx context.Context, tx Batcher, recs []Record, opt appendOpt
 	return r, nil
 }
 
-// queueAppend validates recs and queues the append's statements (optionally the
-// asynchronous-commit setting, the lock, the insert) on b; the insert's result is
-// scanned into r when the batch runs. The statements run in order on the server, so
-// lock and insert need no round trip between them.
-func queueAppend(b *pgx.Batch, recs []Record, opt appendOptions, r *Range) error {
+// queueAppend validates recs and queues the append's statements (the lock, unless
+// lock is false, which only tests and benchmarks do to show what goes wrong
+// without it; then the insert) on b; the insert's result is scanned into r when
+// the batch runs. The statements run in order on the server, so lock and insert
+// need no round trip between them.
+//
+// With the lock it also sets AppendedSetting for the rest of the transaction:
+// pkg/consumer's offset commit reads it and then leaves the commit synchronous,
+// so that outbox rows appended in a consumer's transaction are durable before
+// anyone can see them, like every other append.
+func queueAppend(b *pgx.Batch, recs []Record, lock bool, r *Range) error {
 	n := len(recs)
 	ops := make([]string, n)
 	eventIDs := make([]string, n)
@@ -115,12 +118,9 @@ func queueAppend(b *pgx.Batch, recs []Record, opt appendOptions, r *Range) error
 		effectiveKeys[i] = rec.EffectiveKey
 		reasons[i] = string(rec.Reason)
 	}
-	if opt.asyncCommit {
-		b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
-	}
 	sql := insertUnlockedSQL
-	if opt.lock {
-		b.Queue("SELECT pg_advisory_xact_lock($1)", LockKey)
+	if lock {
+		b.Queue("SELECT pg_advisory_xact_lock($1), set_config('"+AppendedSetting+"', 'on', true)", LockKey)
 		sql = insertSQL
 	}
 	b.Queue(sql, ops, eventIDs, topicIDs, kinds, createdAts, ingestedAts, effectiveKeys, reasons).

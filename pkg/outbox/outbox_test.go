@@ -72,7 +72,7 @@ func outOfOrderCommit(t *testing.T, pool *pgxpool.Pool, appendFn func(context.Co
 	lock := appendFn != nil
 	if appendFn == nil {
 		appendFn = func(ctx context.Context, tx Batcher, recs []Record) (Range, error) {
-			return appendRecords(ctx, tx, recs, appendOptions{})
+			return appendRecords(ctx, tx, recs, false)
 		}
 	}
 	ctx := context.Background()

@@ -69,18 +69,30 @@ func NewWriter(pool *pgxpool.Pool, cfg WriterConfig) *Writer {
 // is appended or announced. fn may return no records; the transaction is then
 // committed without touching the outbox. fn must not commit or roll back tx.
 //
-// When Write returns nil the transaction is committed and durable (flushed to the
-// WAL as the server's synchronous_commit setting asks). To keep the disk flush out
-// of the append lock, the lock, the insert, an asynchronous COMMIT and then a tiny
-// synchronous transaction travel to the server in one pipeline: the lock is held
-// from the insert to the (now fast) commit only, with no client round trip inside
-// it, and the synchronous transaction's commit flushes the WAL up to and including
-// the first commit (WAL is flushed in order). Writers flushing at the same moment
-// share one disk write (group commit), which they could not do while holding the
-// lock. Rows are visible to readers from the first commit on; after a crash, WAL
-// order guarantees that a lost transaction takes every later one with it, so the
-// outbox never has a hole. If only the flush fails, the rows are committed and
-// announced and Write returns an error wrapping ErrDurabilityUnknown.
+// When Write returns nil the transaction is committed and durable as the
+// server's synchronous_commit setting asks (flushed to the WAL, and confirmed by
+// the synchronous standbys when synchronous replication is on). The commit is
+// synchronous and runs while the append lock is held, in the same pipeline as the
+// lock and the insert (no client round trip inside the lock). So rows become
+// visible to readers (REQs, the relay's live fan-out, consumers, the bridge) only
+// once they are durable, and a crash never takes back a row anyone has seen, nor a
+// seq value (the sequence is WAL-logged with the commit). Group commit happens one
+// level up: callers batch many changes into one Write (the relay's batcher), and
+// the flush is paid once per batch.
+//
+// Writing the WAL flush inside the lock serialises the flushes of concurrent
+// writers. An asynchronous commit under the lock followed by a flush outside it
+// was measured (docs/durability.md) and not kept: its rows were visible, fanned
+// out and followed by consumers before they were durable, and after a crash the
+// sequence could hand out the same seq again.
+//
+// If Write returns an error wrapping ErrDurabilityUnknown, the COMMIT was sent
+// but its answer did not come: the connection failed, or ctx ended while the
+// commit waited (for the synchronous standbys, or for the lock held by a writer
+// that waits for them). The transaction may have committed or may still commit;
+// rows that do commit are announced then. A caller must not report it as
+// stored (the relay answers `error:`, and a client's resend is then stored or
+// answered `duplicate:`).
 func (w *Writer) Write(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) ([]Record, error)) (Range, error) {
 	return w.WriteBatch(ctx, func(ctx context.Context, tx pgx.Tx, _ *pgx.Batch) ([]Record, error) { return fn(ctx, tx) })
 }
@@ -95,26 +107,27 @@ func (w *Writer) WriteBatch(ctx context.Context, fn func(ctx context.Context, tx
 	if err != nil {
 		return Range{}, fmt.Errorf("acquire connection: %w", err)
 	}
-	defer pc.Release()
 	conn := pc.Conn()
 	tx, err := conn.Begin(ctx)
 	if err != nil {
+		pc.Release()
 		return Range{}, fmt.Errorf("begin write: %w", err)
 	}
-	open := true
-	defer func() {
-		if open {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-		}
-	}()
+	// Until the pipeline below starts, a failure rolls back here.
+	rollback := func() {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		pc.Release()
+	}
 	var b pgx.Batch
 	recs, err := fn(ctx, writeTx{tx}, &b)
 	if err != nil {
+		rollback()
 		return Range{}, err
 	}
 	var r Range
 	if len(recs) > 0 {
-		if err := queueAppend(&b, recs, appendOptions{lock: !w.cfg.disableAppendLock, asyncCommit: true}, &r); err != nil {
+		if err := queueAppend(&b, recs, !w.cfg.disableAppendLock, &r); err != nil {
+			rollback()
 			return Range{}, err
 		}
 	}
@@ -123,25 +136,39 @@ func (w *Writer) WriteBatch(ctx context.Context, fn func(ctx context.Context, tx
 		committed = tag.String() == "COMMIT" // an aborted transaction answers ROLLBACK
 		return nil
 	})
-	if len(recs) > 0 {
-		// A transaction with an xid commits synchronously, flushing all WAL before it.
-		b.Queue("BEGIN")
-		b.Queue("SELECT pg_current_xact_id()")
-		b.Queue("COMMIT")
-	}
-	err = conn.SendBatch(ctx, &b).Close()
-	if committed {
-		open = false
-		if r.Count > 0 {
-			w.Notify(r.Last)
+	// The pipeline ends with the COMMIT and is never cancelled: pgx cancels a
+	// statement when its context ends (a cancel request, then it closes the
+	// connection), and Postgres answers a cancelled wait for the synchronous
+	// standbys with a mere warning, leaving the transaction committed and visible
+	// on the primary but not on any standby. So it runs to its end in its own
+	// goroutine, which owns the connection from here on; if ctx ends first,
+	// WriteBatch returns ErrDurabilityUnknown and the goroutine still finishes,
+	// announcing the rows if they commit. Such goroutines are bounded by the
+	// pool: each holds a connection.
+	done := make(chan error, 1)
+	go func() {
+		err := conn.SendBatch(context.WithoutCancel(ctx), &b).Close()
+		if committed {
+			if r.Count > 0 {
+				w.Notify(r.Last)
+			}
+		} else {
+			// Open or aborted: pgx closes a connection whose rollback fails, so
+			// none is handed out in a transaction.
+			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
+		pc.Release()
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		return Range{}, fmt.Errorf("append and commit: %w: %w", ErrDurabilityUnknown, context.Cause(ctx))
 	}
 	switch {
-	case err != nil && committed:
-		// The flush transaction may be open or aborted; pgx closes a connection whose
-		// rollback fails, so none is handed out in a transaction.
-		_ = tx.Rollback(context.WithoutCancel(ctx))
-		return r, fmt.Errorf("flush write: %w: %w", ErrDurabilityUnknown, err)
+	case err != nil && !committed && connLost(err):
+		// The COMMIT may have reached the server before the connection failed.
+		return Range{}, fmt.Errorf("append and commit: %w: %w", ErrDurabilityUnknown, err)
 	case err != nil:
 		return Range{}, fmt.Errorf("append and commit: %w", err)
 	case !committed:
@@ -150,9 +177,27 @@ func (w *Writer) WriteBatch(ctx context.Context, fn func(ctx context.Context, tx
 	return r, nil
 }
 
-// ErrDurabilityUnknown reports a write that committed (its rows are visible and were
-// announced) but whose WAL flush could not be confirmed.
-var ErrDurabilityUnknown = errors.New("committed, durability not confirmed")
+// Commit commits tx, a transaction that appended outbox rows (Append), without
+// letting ctx cancel it: see WriteBatch for why a commit must never be cancelled
+// while it waits for the synchronous standbys. It returns once the server has
+// answered or the connection has failed, whatever ctx does.
+func Commit(ctx context.Context, tx pgx.Tx) error {
+	return tx.Commit(context.WithoutCancel(ctx))
+}
+
+// connLost reports an error that is not the server's answer to a statement
+// (a PgError) but the loss of the connection, after which the outcome of a
+// COMMIT sent on it is unknown.
+func connLost(err error) bool {
+	var pgErr *pgconn.PgError
+	return !errors.As(err, &pgErr)
+}
+
+// ErrDurabilityUnknown reports a write whose COMMIT was sent but whose answer
+// did not come (the connection failed, or the caller's context ended while the
+// commit waited, typically for a synchronous standby): it may have committed or
+// may still commit. The caller must not report it as stored.
+var ErrDurabilityUnknown = errors.New("commit outcome unknown")
 
 // writeTx is the transaction Write hands to its callback. Write ends the
 // transaction itself, so ending it or nesting another inside it is refused.
