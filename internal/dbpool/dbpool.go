@@ -50,14 +50,22 @@ func OpenLazy(url string) (*pgxpool.Pool, error) {
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = defaultMaxConns
 	}
-	for param, value := range map[string]string{"jit": "off", "plan_cache_mode": "force_custom_plan"} {
-		if _, set := cfg.ConnConfig.RuntimeParams[param]; !set {
-			cfg.ConnConfig.RuntimeParams[param] = value
-		}
-	}
+	SessionDefaults(cfg)
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database pool: %w", err)
 	}
 	return pool, nil
+}
+
+// SessionDefaults applies the node's session settings (see Open) to cfg,
+// unless its URL sets them. Test pools use it too, so that tests run with the
+// settings the daemons run with (a test pool with JIT on spent ~0.5 s
+// compiling each outbox append).
+func SessionDefaults(cfg *pgxpool.Config) {
+	for param, value := range map[string]string{"jit": "off", "plan_cache_mode": "force_custom_plan"} {
+		if _, set := cfg.ConnConfig.RuntimeParams[param]; !set {
+			cfg.ConnConfig.RuntimeParams[param] = value
+		}
+	}
 }

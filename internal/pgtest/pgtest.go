@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/pgembed"
 	"github.com/kukuri/communitynode/schema"
 )
@@ -185,6 +186,7 @@ func New(t testing.TB) *DB {
 		t.Fatalf("pgtest: parse url: %v", err)
 	}
 	cfg.MaxConns = 16
+	dbpool.SessionDefaults(cfg)
 	if db.Pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		t.Fatalf("pgtest: connect %s: %v", name, err)
 	}

@@ -86,7 +86,11 @@ func appendRecords(ctx context.Context, tx Batcher, recs []Record, lock bool) (R
 // the batch runs. The statements run in order on the server, so lock and insert
 // need no round trip between them.
 //
-// With the lock it also sets AppendedSetting for the rest of the transaction:
+// With the lock it also turns JIT off for the rest of the transaction: the
+// insert's estimated cost can pass jit_above_cost (its arrays are parameters),
+// and compiling it took ~0.5 s per append on a pool with the server's default
+// jit = on (the node's own pools turn JIT off: internal/dbpool). And it sets
+// AppendedSetting for the rest of the transaction:
 // pkg/consumer's offset commit reads it and then leaves the commit synchronous,
 // so that outbox rows appended in a consumer's transaction are durable before
 // anyone can see them, like every other append.
@@ -120,7 +124,7 @@ func queueAppend(b *pgx.Batch, recs []Record, lock bool, r *Range) error {
 	}
 	sql := insertUnlockedSQL
 	if lock {
-		b.Queue("SELECT pg_advisory_xact_lock($1), set_config('"+AppendedSetting+"', 'on', true)", LockKey)
+		b.Queue("SELECT pg_advisory_xact_lock($1), set_config('"+AppendedSetting+"', 'on', true), set_config('jit', 'off', true)", LockKey)
 		sql = insertSQL
 	}
 	b.Queue(sql, ops, eventIDs, topicIDs, kinds, createdAts, ingestedAts, effectiveKeys, reasons).
