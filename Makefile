@@ -8,16 +8,21 @@ BENCHTIME ?= 1s
 GOTAGS ?= $(shell printf '\043include <secp256k1_schnorrsig.h>\nint main(void){return 0;}\n' | \
 	$${CC:-cc} -x c - -lsecp256k1 -o /dev/null >/dev/null 2>&1 && echo libsecp256k1)
 
-.PHONY: run test fuzz test-race test-ops test-short bench bench-index bench-trust bench-peers lint build clean-dev
+.PHONY: run test test-long fuzz test-race test-ops bench bench-index bench-trust bench-peers lint build clean-dev
 
 ## run: start the whole node locally (embedded Postgres unless DATABASE_URL is set)
 run:
 	$(GO) build -tags '$(GOTAGS)' -o bin/cnctl ./cmd/cnctl
 	./bin/cnctl dev
 
-## test: every test against a real Postgres (CN_TEST_DATABASE_URL, Docker, or embedded)
+## test: every test against a real Postgres (CN_TEST_DATABASE_URL, Docker, or embedded), the soaks in their short versions (-short); under 10 minutes on two cores
 test:
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -short -count=1 -timeout 15m ./...
+
+## test-long: the soak tests in full (chaos with every daemon, the bridge's and the remote indexer's kill rounds, 20,000 concurrent outbox appends, 20,000-item NIP-77 differentials); make test runs their short versions
+LONG_TESTS ?= ^(TestChaos|TestRemoteIndexerEqualsLocal|TestSoakConcurrentWriters|TestNegentropyDifferential)$$
+test-long:
+	$(GO) test -count=1 -timeout 40m -run '$(LONG_TESTS)' ./internal/chaos ./internal/bridge ./internal/indexer ./pkg/outbox ./internal/relay
 
 ## fuzz: the network-facing parsers' fuzz targets for a fixed time each (FUZZTIME); make test runs their seed corpora
 FUZZTIME ?= 30s
@@ -37,10 +42,6 @@ test-race:
 ## test-ops: alert rules (promtool), every dashboard and alert expression against a live Prometheus, the status page in headless Chromium; installs Debian's prometheus and chromium when missing (as root)
 test-ops:
 	bash ops/test-ops.sh
-
-## test-short: skip the soak tests
-test-short:
-	$(GO) test -count=1 -short ./...
 
 ## bench: benchmarks with figures (BENCH=regexp BENCHCOUNT=n BENCHTIME=d), except the indexer's and trust's
 bench:

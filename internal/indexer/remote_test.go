@@ -91,10 +91,12 @@ func waitApplied(t *testing.T, pool *pgxpool.Pool, name string, head int64) {
 // TestRemoteIndexerEqualsLocal: an indexer process that follows the bridge's
 // stream into a database of its own, SIGKILLed at random points (after
 // commits, mid-batch) while the history grows, ends with exactly the
-// documents of the local indexer, and its searches answer the same.
+// documents of the local indexer, and its searches answer the same. Three
+// kills (make test-long); one with -short (make test).
 func TestRemoteIndexerEqualsLocal(t *testing.T) {
+	kills := 3
 	if testing.Short() {
-		t.Skip("builds cmd/indexer and kills it several times")
+		kills = 1
 	}
 	bin := filepath.Join(t.TempDir(), "indexer")
 	build := exec.Command("go", "build", "-o", bin, "github.com/kukuri/communitynode/cmd/indexer")
@@ -129,9 +131,9 @@ func TestRemoteIndexerEqualsLocal(t *testing.T) {
 
 	rng := rand.New(rand.NewPCG(22, 7))
 	at := base
-	for round := range 3 {
+	for round := range kills {
 		p := start()
-		at = richHistory(t, n, rng, 150, at)
+		at = richHistory(t, n, rng, 450/kills, at) // the same history, cut by fewer or more kills
 		head, err := outbox.Head(context.Background(), n.db.Pool)
 		require.NoError(t, err)
 		// Kill it once it has applied a random part of what is there (or at

@@ -34,6 +34,15 @@ func testConfig() Config {
 	cfg.EventRatePerPubkey = Rate{}
 	cfg.ReqRatePerIP = Rate{}
 	cfg.ShutdownTimeout = 5 * time.Second
+	// Timeouts that end a client's work are bounds against hangs here, far
+	// above what the slowest honest run needs under make test's own load; a
+	// test of one of them sets its own (TestReqQueryTimeout, the NIP-77 idle
+	// test). go-nostr's sync client keeps its NIP-77 session open while it
+	// uploads, one OK awaited per event: under load that took over a minute,
+	// past the production default of 60 s.
+	cfg.IngestTimeout = 2 * time.Minute
+	cfg.QueryTimeout = 2 * time.Minute
+	cfg.NegIdleTimeout = 10 * time.Minute
 	return cfg
 }
 

@@ -132,7 +132,8 @@ func idsOf(items []negentropy.Item) []string {
 }
 
 // TestNegentropyDifferential: random sets on both sides (1 to 20,000 items
-// each, many equal timestamps, several frame limits on each side); the
+// each, many equal timestamps, several frame limits on each side; with
+// -short, make test, up to 3,000: the 20,000-item runs are make test-long's); the
 // have/need found through the relay and its Postgres store, with go-nostr's
 // negentropy client, equal the true set difference. The relay's side is
 // written to the events table directly (putItems): the ingest path is not
@@ -153,6 +154,9 @@ func TestNegentropyDifferential(t *testing.T) {
 		{20_000, 20_000, 4096, 4096},
 		{20_000, 3, 16384, 60000},
 	} {
+		if testing.Short() && tc.n > 3000 {
+			continue
+		}
 		c := conns[tc.serverLimit]
 		if c == nil {
 			c = dial(t, e.another(func(cfg *Config) { cfg.NegFrameLimit = tc.serverLimit }).url)
