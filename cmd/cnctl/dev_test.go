@@ -34,11 +34,11 @@ func devOptionsOf(t *testing.T, args ...string) (node.DevOptions, error) {
 // flag that is parsed and dropped (as --admin-pubkeys and --dashboard-listen
 // once were) fails here.
 func TestDevFlagsReachTheNode(t *testing.T) {
-	for _, env := range []string{"DATABASE_URL", "CN_DEV_DATA_DIR", "CN_DEV_PG_PORT", "CN_RELAY_LISTEN", "CN_RELAY_METRICS_LISTEN", "CN_INDEXER_LISTEN",
-		"CN_MODERATOR_LISTEN", "CN_TRUST_LISTEN", "CN_DASHBOARD_LISTEN", "CN_RELAY_ADMIN_PUBKEYS", "CN_TRUST_SEEDS",
-		"CN_RELAY_DEFAULT_TOPIC", "CN_NODE_KEY_FILE", "CN_DEV_NATS_LISTEN", "CN_NATS_URL", "CN_BRIDGE_LISTEN", "CN_DEV_NO_BRIDGE"} {
-		t.Setenv(env, "") // restored after the test
-		require.NoError(t, os.Unsetenv(env))
+	for _, f := range devCommand().Flags {
+		for _, env := range f.(interface{ GetEnvVars() []string }).GetEnvVars() {
+			t.Setenv(env, "") // restored after the test
+			require.NoError(t, os.Unsetenv(env))
+		}
 	}
 	npub := "npub180cvv07tjdrrgpa0j7j7tmnyl2yr6yr7l8j4s3evf6u64th6gkwsyjh6w6"
 	samples := map[string]string{
@@ -53,12 +53,24 @@ func TestDevFlagsReachTheNode(t *testing.T) {
 		"dashboard-listen":     "127.0.0.1:5",
 		"admin-pubkeys":        npub,
 		"seeds":                strings.Repeat("ab", 32),
-		"default-topic":        "General",
 		"node-key-file":        "/tmp/other.key",
 		"nats-listen":          "127.0.0.1:7",
 		"nats-url":             "nats://elsewhere:4222",
 		"bridge-listen":        "127.0.0.1:8",
 		"no-bridge":            "true",
+		// The store's rules (storerules.Flags).
+		"max-message-bytes":      "65536",
+		"max-content-bytes":      "1000",
+		"max-tags":               "10",
+		"created-at-lower-limit": "24h",
+		"max-topics-per-event":   "3",
+		"require-topic":          "false",
+		"identity-writers":       "any",
+		"default-topic":          "General",
+		"allowed-topics":         "go",
+		"pending-per-key":        "4",
+		"pending-max":            "10",
+		"pending-max-age":        "1h",
 	}
 	base, err := devOptionsOf(t)
 	require.NoError(t, err)
@@ -66,14 +78,14 @@ func TestDevFlagsReachTheNode(t *testing.T) {
 		name := f.Names()[0]
 		value, ok := samples[name]
 		require.True(t, ok, "--%s: add a sample value here (and make sure devOptions maps it)", name)
-		got, err := devOptionsOf(t, "--"+name, value)
+		got, err := devOptionsOf(t, "--"+name+"="+value)
 		require.NoError(t, err, name)
 		require.NotEqual(t, base, got, "--%s does not reach the dev node's options", name)
 	}
 	got, err := devOptionsOf(t, "--admin-pubkeys", npub, "--default-topic", " General ")
 	require.NoError(t, err)
 	require.Equal(t, []string{"3bf0c63fcb93463407af97a5e5ee64fa883d107ef9e558472c4eb9aaaefa459d"}, got.AdminPubkeys, "npub accepted, as by relay")
-	require.Equal(t, "general", got.DefaultTopic, "normalised")
+	require.Equal(t, "general", got.Rules.DefaultTopic, "normalised")
 
 	_, err = devOptionsOf(t, "--seeds", "nope")
 	require.ErrorContains(t, err, "--seeds")

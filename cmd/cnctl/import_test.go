@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/protocol"
 )
 
 // writeEvents writes a JSON Lines file: two notes, a line that is no JSON, a
@@ -155,4 +157,52 @@ func TestImportExportErrors(t *testing.T) {
 		require.NotContains(t, oneLine(err), "\n")
 		require.Equal(t, tc.code, exitCode(err), "%v", tc.args)
 	}
+}
+
+// TestImportTakesTheRelaysRules: the relay's store rules reach the import from
+// the relay's environment variables: with CN_RELAY_DEFAULT_TOPIC a topicless
+// note is stored in that topic (as the running relay stores it) instead of
+// being refused, and CN_RELAY_CREATED_AT_LOWER_LIMIT refuses what is older.
+func TestImportTakesTheRelaysRules(t *testing.T) {
+	sk := nostr.GeneratePrivateKey()
+	note := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Content: "no t tag, nothing to reply to"}
+	require.NoError(t, note.Sign(sk))
+	old := &nostr.Event{Kind: 1, CreatedAt: nostr.Timestamp(time.Now().Add(-48 * time.Hour).Unix()), Tags: nostr.Tags{{"t", "go"}}, Content: "two days old"}
+	require.NoError(t, old.Sign(sk))
+	path := filepath.Join(t.TempDir(), "export.jsonl")
+	var lines []string
+	for _, ev := range []*nostr.Event{note, old} {
+		b, err := json.Marshal(ev)
+		require.NoError(t, err)
+		lines = append(lines, string(b))
+	}
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600))
+	topics := func(db *pgtest.DB, id string) []string {
+		rows, err := db.Pool.Query(t.Context(), "SELECT topic_id FROM cn_relay.events_outbox WHERE event_id = $1 ORDER BY topic_id", id)
+		require.NoError(t, err)
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return out
+	}
+
+	t.Setenv("CN_RELAY_DEFAULT_TOPIC", "")
+	require.NoError(t, os.Unsetenv("CN_RELAY_DEFAULT_TOPIC"))
+	without := pgtest.New(t)
+	out, err := cnctl(t, "import", "--database-url", without.URL, "--progress", "0", path)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "line 1: "+protocol.ReasonMissingTopic, "without a default topic the relay refuses it too")
+	require.Regexp(t, `accepted 1, .*refused 1\n`, out)
+
+	t.Setenv("CN_RELAY_DEFAULT_TOPIC", "Lounge")
+	t.Setenv("CN_RELAY_CREATED_AT_LOWER_LIMIT", "24h")
+	with := pgtest.New(t)
+	out, err = cnctl(t, "import", "--database-url", with.URL, "--progress", "0", path)
+	require.NoError(t, err, out)
+	require.Equal(t, []string{"lounge"}, topics(with, note.ID), "stored in the default topic, normalised, with its outbox row")
+	require.Regexp(t, `accepted 1, .*refused 1\n`, out)
+	require.Contains(t, out, "line 2: "+protocol.ReasonPast)
+	var own bool
+	require.NoError(t, with.Pool.QueryRow(t.Context(), "SELECT own FROM cn_relay.event_topics WHERE event_id = $1 AND topic_id = 'lounge'", note.ID).Scan(&own))
+	require.False(t, own, "the topic is the default's, not a t tag of the event")
+	require.Empty(t, topics(with, old.ID))
 }
