@@ -154,9 +154,14 @@ func runImport(ctx context.Context, e env, o importOpts) error {
 	return writeImportSummary(e.Out, st)
 }
 
-// counts is "accepted N, duplicate N, refused N (reason N, ...)".
+// tally is "accepted N, pending N, duplicate N, refused N".
+func tally(s bulk.Stats) string {
+	return fmt.Sprintf("accepted %d, pending %d, duplicate %d, refused %d", s.Accepted, s.Pending, s.Duplicates, s.Refused)
+}
+
+// counts is the tally, then the refusals by reason: "(reason: N; ...)".
 func counts(s bulk.Stats) string {
-	out := fmt.Sprintf("accepted %d, duplicate %d, refused %d", s.Accepted, s.Duplicates, s.Refused)
+	out := tally(s)
 	if len(s.Reasons) == 0 {
 		return out
 	}
@@ -187,8 +192,11 @@ func writeImportSummary(w io.Writer, s bulk.Stats) error {
 	if s.DryRun {
 		what = "dry run (nothing written):"
 	}
-	fmt.Fprintf(w, "%s %d lines in %s (%.0f events/s): accepted %d, duplicate %d, refused %d\n",
-		what, s.Lines, s.Elapsed.Round(time.Millisecond), s.EventsPerSecond, s.Accepted, s.Duplicates, s.Refused)
+	fmt.Fprintf(w, "%s %d lines in %s (%.0f events/s): %s\n",
+		what, s.Lines, s.Elapsed.Round(time.Millisecond), s.EventsPerSecond, tally(s))
+	if s.Pending > 0 {
+		fmt.Fprintf(w, "  pending %d: profiles and lists of authors with no post here yet; kept, not served until the author's first post (--identity-writers)\n", s.Pending)
+	}
 	if s.Retried > 0 {
 		fmt.Fprintf(w, "retried after the file: %d (stored then: %d)\n", s.Retried, s.RetriedAccepted)
 	}
