@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
@@ -9,6 +10,7 @@ import (
 	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/storerules"
 )
 
@@ -55,9 +57,23 @@ func devCommand() *cli.Command {
 		Options: devOptions,
 		Run: func(ctx context.Context, e env, o node.DevOptions) error {
 			o.Logger, o.Out = e.Logger, e.Out
-			return node.Dev(ctx, o)
+			return devListenHint(node.Dev(ctx, o))
 		},
 	}.build()
+}
+
+// devListenHint adds to an address the dev node's relay could not listen on
+// the flag and variable that set it.
+func devListenHint(err error) error {
+	var le *relay.ListenError
+	switch {
+	case !errors.As(err, &le):
+		return err
+	case le.Metrics:
+		return fmt.Errorf("%w (set --relay-metrics-listen / CN_RELAY_METRICS_LISTEN)", err)
+	default:
+		return fmt.Errorf("%w (set --relay-listen / CN_RELAY_LISTEN)", err)
+	}
 }
 
 // devOptions maps the dev command's flags onto the dev node's options and

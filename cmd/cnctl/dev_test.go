@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"io"
+	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kukuri/communitynode/internal/node"
+	"github.com/kukuri/communitynode/internal/pgtest"
 )
 
 // devOptionsOf runs `cnctl dev` with args up to devOptions and returns the
@@ -92,4 +95,19 @@ func TestDevFlagsReachTheNode(t *testing.T) {
 	out, err := cnctl(t, "dev", "--admin-pubkeys", "nope")
 	require.Error(t, err)
 	require.Equal(t, 2, exitCode(err), "a bad flag is a usage error: %s", out)
+}
+
+// TestDevNamesTheRelayAddressFlag: a dev node whose relay /metrics address is
+// taken (a relay already runs on the host) stops, and its error names the flag.
+func TestDevNamesTheRelayAddressFlag(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	out, err := cnctl(t, "dev", "--database-url", pgtest.EmptyDatabase(t), "--no-bridge", "--node-key-file", filepath.Join(t.TempDir(), "node.key"),
+		"--relay-listen", "127.0.0.1:0", "--relay-metrics-listen", taken.Addr().String(), "--indexer-listen", "127.0.0.1:0",
+		"--moderator-listen", "127.0.0.1:0", "--trust-listen", "127.0.0.1:0", "--dashboard-listen", "127.0.0.1:0")
+	require.Error(t, err, out)
+	require.Equal(t, "listen on metrics address "+taken.Addr().String()+": address already in use (set --relay-metrics-listen / CN_RELAY_METRICS_LISTEN)",
+		oneLine(err))
 }

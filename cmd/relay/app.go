@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,7 +25,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	return daemon.App("relay", "serve the community node's Nostr relay", stdout, stderr,
 		append([]cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: node.DefaultRelayListen, EnvVars: []string{"CN_RELAY_LISTEN"}, Usage: "address to serve WebSocket, NIP-11, NIP-86 and /healthz on"},
-			&cli.StringFlag{Name: "metrics-listen", Value: node.DefaultRelayMetricsListen, EnvVars: []string{"CN_RELAY_METRICS_LISTEN"}, Usage: "private address to serve /metrics on, never the public --listen (\"\": no metrics)"},
+			&cli.StringFlag{Name: "metrics-listen", Value: node.DefaultRelayMetricsListen, EnvVars: []string{"CN_RELAY_METRICS_LISTEN"}, Usage: "private address to serve /metrics on, never the public --listen (\"\": no metrics); each relay on a host needs its own, as it needs its own --listen"},
 			&cli.StringFlag{Name: "public-url", EnvVars: []string{"CN_RELAY_PUBLIC_URL"}, Usage: "the relay's URL as clients see it (wss://...); AUTH events must name it (default: the Host header)"},
 			&cli.StringFlag{Name: "real-ip-header", EnvVars: []string{"CN_RELAY_REAL_IP_HEADER"}, Usage: "header with the client address set by a trusted reverse proxy (X-Real-IP, or X-Forwarded-For: its last entry); a value that is not an IP address is ignored (the TCP peer counts) and counted in cn_relay_bad_real_ip_total"},
 
@@ -85,8 +86,22 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				return err
 			}
 			o.Logger = logger
-			return node.Relay(c.Context, o)
+			return listenHint(node.Relay(c.Context, o))
 		})
+}
+
+// listenHint adds to an address the relay could not listen on (a second relay
+// on the host takes the first one's defaults) the flag and variable that set it.
+func listenHint(err error) error {
+	var le *relay.ListenError
+	switch {
+	case !errors.As(err, &le):
+		return err
+	case le.Metrics:
+		return fmt.Errorf("%w (set --metrics-listen / CN_RELAY_METRICS_LISTEN)", err)
+	default:
+		return fmt.Errorf("%w (set --listen / CN_RELAY_LISTEN)", err)
+	}
 }
 
 // relayOptions maps the flags onto the relay process's options and validates
