@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
@@ -9,6 +10,8 @@ import (
 	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/relay"
+	"github.com/kukuri/communitynode/internal/storerules"
 )
 
 // devCommand runs the whole node (`make run`). Every flag maps onto a field of
@@ -18,7 +21,7 @@ func devCommand() *cli.Command {
 	return command[node.DevOptions]{
 		Name:  "dev",
 		Usage: "run the whole node locally (embedded Postgres unless DATABASE_URL is set) until Ctrl-C",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			databaseURLFlag(),
 			&cli.StringFlag{Name: "data-dir", Value: ".cn/pg", EnvVars: []string{"CN_DEV_DATA_DIR"},
 				Usage: "where the embedded Postgres keeps its data (reused across runs)"},
@@ -48,17 +51,29 @@ func devCommand() *cli.Command {
 				Usage: "pubkeys (hex or npub, comma separated) that may manage the relay through NIP-86; trust's seeds when --seeds is not given"},
 			&cli.StringSliceFlag{Name: "seeds", EnvVars: []string{"CN_TRUST_SEEDS"},
 				Usage: "trust's seed pubkeys (hex or npub, comma separated); default: the admins, else uniform"},
-			&cli.StringFlag{Name: "default-topic", EnvVars: []string{"CN_RELAY_DEFAULT_TOPIC"},
-				Usage: "single-community mode: events with no topic and nothing to inherit go to this topic (default: off)"},
 			&cli.StringFlag{Name: "node-key-file", Value: nodekey.DefaultFile, EnvVars: []string{"CN_NODE_KEY_FILE"},
 				Usage: "the node's key; created on first run"},
-		},
+		}, storerules.Flags()...), // the relay's store rules, as `relay` takes them
 		Options: devOptions,
 		Run: func(ctx context.Context, e env, o node.DevOptions) error {
 			o.Logger, o.Out = e.Logger, e.Out
-			return node.Dev(ctx, o)
+			return devListenHint(node.Dev(ctx, o))
 		},
 	}.build()
+}
+
+// devListenHint adds to an address the dev node's relay could not listen on
+// the flag and variable that set it.
+func devListenHint(err error) error {
+	var le *relay.ListenError
+	switch {
+	case !errors.As(err, &le):
+		return err
+	case le.Metrics:
+		return fmt.Errorf("%w (set --relay-metrics-listen / CN_RELAY_METRICS_LISTEN)", err)
+	default:
+		return fmt.Errorf("%w (set --relay-listen / CN_RELAY_LISTEN)", err)
+	}
 }
 
 // devOptions maps the dev command's flags onto the dev node's options and
@@ -87,11 +102,11 @@ func devOptions(c *cli.Context) (node.DevOptions, error) {
 	if cfg.Seeds, err = pubkeyList(c.StringSlice("seeds"), "--seeds"); err != nil {
 		return cfg, err
 	}
-	if t := c.String("default-topic"); t != "" {
-		if cfg.DefaultTopic = protocol.NormalizeTopic(t); cfg.DefaultTopic == "" {
-			return cfg, fmt.Errorf("--default-topic %q normalises to nothing", t)
-		}
+	rules, err := storerules.FromFlags(c)
+	if err != nil {
+		return cfg, err
 	}
+	cfg.Rules = &rules
 	return cfg, cfg.Validate()
 }
 

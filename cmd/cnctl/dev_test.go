@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"io"
+	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kukuri/communitynode/internal/node"
+	"github.com/kukuri/communitynode/internal/pgtest"
 )
 
 // devOptionsOf runs `cnctl dev` with args up to devOptions and returns the
@@ -34,11 +37,11 @@ func devOptionsOf(t *testing.T, args ...string) (node.DevOptions, error) {
 // flag that is parsed and dropped (as --admin-pubkeys and --dashboard-listen
 // once were) fails here.
 func TestDevFlagsReachTheNode(t *testing.T) {
-	for _, env := range []string{"DATABASE_URL", "CN_DEV_DATA_DIR", "CN_DEV_PG_PORT", "CN_RELAY_LISTEN", "CN_RELAY_METRICS_LISTEN", "CN_INDEXER_LISTEN",
-		"CN_MODERATOR_LISTEN", "CN_TRUST_LISTEN", "CN_DASHBOARD_LISTEN", "CN_RELAY_ADMIN_PUBKEYS", "CN_TRUST_SEEDS",
-		"CN_RELAY_DEFAULT_TOPIC", "CN_NODE_KEY_FILE", "CN_DEV_NATS_LISTEN", "CN_NATS_URL", "CN_BRIDGE_LISTEN", "CN_DEV_NO_BRIDGE"} {
-		t.Setenv(env, "") // restored after the test
-		require.NoError(t, os.Unsetenv(env))
+	for _, f := range devCommand().Flags {
+		for _, env := range f.(interface{ GetEnvVars() []string }).GetEnvVars() {
+			t.Setenv(env, "") // restored after the test
+			require.NoError(t, os.Unsetenv(env))
+		}
 	}
 	npub := "npub180cvv07tjdrrgpa0j7j7tmnyl2yr6yr7l8j4s3evf6u64th6gkwsyjh6w6"
 	samples := map[string]string{
@@ -53,12 +56,24 @@ func TestDevFlagsReachTheNode(t *testing.T) {
 		"dashboard-listen":     "127.0.0.1:5",
 		"admin-pubkeys":        npub,
 		"seeds":                strings.Repeat("ab", 32),
-		"default-topic":        "General",
 		"node-key-file":        "/tmp/other.key",
 		"nats-listen":          "127.0.0.1:7",
 		"nats-url":             "nats://elsewhere:4222",
 		"bridge-listen":        "127.0.0.1:8",
 		"no-bridge":            "true",
+		// The store's rules (storerules.Flags).
+		"max-message-bytes":      "65536",
+		"max-content-bytes":      "1000",
+		"max-tags":               "10",
+		"created-at-lower-limit": "24h",
+		"max-topics-per-event":   "3",
+		"require-topic":          "false",
+		"identity-writers":       "any",
+		"default-topic":          "General",
+		"allowed-topics":         "go",
+		"pending-per-key":        "4",
+		"pending-max":            "10",
+		"pending-max-age":        "1h",
 	}
 	base, err := devOptionsOf(t)
 	require.NoError(t, err)
@@ -66,18 +81,33 @@ func TestDevFlagsReachTheNode(t *testing.T) {
 		name := f.Names()[0]
 		value, ok := samples[name]
 		require.True(t, ok, "--%s: add a sample value here (and make sure devOptions maps it)", name)
-		got, err := devOptionsOf(t, "--"+name, value)
+		got, err := devOptionsOf(t, "--"+name+"="+value)
 		require.NoError(t, err, name)
 		require.NotEqual(t, base, got, "--%s does not reach the dev node's options", name)
 	}
 	got, err := devOptionsOf(t, "--admin-pubkeys", npub, "--default-topic", " General ")
 	require.NoError(t, err)
 	require.Equal(t, []string{"3bf0c63fcb93463407af97a5e5ee64fa883d107ef9e558472c4eb9aaaefa459d"}, got.AdminPubkeys, "npub accepted, as by relay")
-	require.Equal(t, "general", got.DefaultTopic, "normalised")
+	require.Equal(t, "general", got.Rules.DefaultTopic, "normalised")
 
 	_, err = devOptionsOf(t, "--seeds", "nope")
 	require.ErrorContains(t, err, "--seeds")
 	out, err := cnctl(t, "dev", "--admin-pubkeys", "nope")
 	require.Error(t, err)
 	require.Equal(t, 2, exitCode(err), "a bad flag is a usage error: %s", out)
+}
+
+// TestDevNamesTheRelayAddressFlag: a dev node whose relay /metrics address is
+// taken (a relay already runs on the host) stops, and its error names the flag.
+func TestDevNamesTheRelayAddressFlag(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	out, err := cnctl(t, "dev", "--database-url", pgtest.EmptyDatabase(t), "--no-bridge", "--node-key-file", filepath.Join(t.TempDir(), "node.key"),
+		"--relay-listen", "127.0.0.1:0", "--relay-metrics-listen", taken.Addr().String(), "--indexer-listen", "127.0.0.1:0",
+		"--moderator-listen", "127.0.0.1:0", "--trust-listen", "127.0.0.1:0", "--dashboard-listen", "127.0.0.1:0")
+	require.Error(t, err, out)
+	require.Equal(t, "listen on metrics address "+taken.Addr().String()+": address already in use (set --relay-metrics-listen / CN_RELAY_METRICS_LISTEN)",
+		oneLine(err))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/relayadmin"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/storerules"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -24,7 +25,7 @@ import (
 type importOpts struct {
 	in        io.Reader
 	close     func() error
-	limits    protocol.Limits
+	rules     storerules.Config
 	dryRun    bool
 	json      bool
 	batchSize int
@@ -35,7 +36,6 @@ type importOpts struct {
 func (o importOpts) Close() error { return o.close() }
 
 func importCommand() *cli.Command {
-	l := protocol.DefaultLimits()
 	return command[importOpts]{
 		Name:      "import",
 		Usage:     "store a JSON Lines file of events (strfry export, nak) through the relay's rules",
@@ -46,8 +46,8 @@ func importCommand() *cli.Command {
 			"addressable versions, NIP-09, NIP-40, outbox rows), --batch-size events per transaction.\n" +
 			"Events refused only because what they reference or their author's first post comes later in the\n" +
 			"file are tried again at the end. Refused lines go to stderr with their line number and never stop\n" +
-			"the import; so does a progress line every --progress. The summary goes to stdout. Pass the same\n" +
-			"topic and limit settings as the relay (the CN_RELAY_* variables are read).",
+			"the import; so does a progress line every --progress. The summary goes to stdout. The rules are the\n" +
+			"relay's, from the same flags and CN_RELAY_* variables (topics, default topic, limits, identity writers).",
 		DB: true,
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "dry-run", Usage: "decide everything in one transaction that is rolled back; write nothing"},
@@ -55,46 +55,10 @@ func importCommand() *cli.Command {
 			&cli.IntFlag{Name: "batch-size", Value: bulk.DefaultBatchSize, Usage: "events per transaction"},
 			&cli.IntFlag{Name: "workers", Usage: "goroutines parsing and verifying signatures (default: one per CPU)"},
 			&cli.DurationFlag{Name: "progress", Value: time.Second, Usage: "how often to print a progress line on stderr (0: never)"},
-		}, relayRuleFlags(l)...),
+		}, storerules.Flags()...),
 		Options: importOptions,
 		Run:     runImport,
 	}.build()
-}
-
-// relayRuleFlags are the relay's flags that decide which events it stores, with
-// the same names, defaults and environment variables as `relay --help`.
-func relayRuleFlags(l protocol.Limits) []cli.Flag {
-	return []cli.Flag{
-		&cli.IntFlag{Name: "max-message-bytes", Value: l.MaxMessageBytes, EnvVars: []string{"CN_RELAY_MAX_MESSAGE_BYTES"}, Usage: "largest client message (an imported line plus 10 bytes)"},
-		&cli.IntFlag{Name: "max-content-bytes", Value: l.MaxContentBytes, EnvVars: []string{"CN_RELAY_MAX_CONTENT_BYTES"}, Usage: "largest event content"},
-		&cli.IntFlag{Name: "max-tags", Value: l.MaxTags, EnvVars: []string{"CN_RELAY_MAX_TAGS"}, Usage: "most tags per event"},
-		&cli.BoolFlag{Name: "require-topic", Value: l.RequireTopic, EnvVars: []string{"CN_RELAY_REQUIRE_TOPIC"}, Usage: "refuse events that have no topic, own or inherited"},
-		&cli.StringFlag{Name: "identity-writers", Value: string(l.IdentityWriters), EnvVars: []string{"CN_RELAY_IDENTITY_WRITERS"}, Usage: "who may publish profiles and lists: members or any"},
-		&cli.StringSliceFlag{Name: "allowed-topics", EnvVars: []string{"CN_RELAY_ALLOWED_TOPICS"}, Usage: "the only topics accepted (comma separated; default: all)"},
-	}
-}
-
-// relayLimits maps relayRuleFlags onto the relay's default limits.
-func relayLimits(c *cli.Context) (protocol.Limits, error) {
-	l := protocol.DefaultLimits()
-	l.MaxMessageBytes = c.Int("max-message-bytes")
-	l.MaxContentBytes = c.Int("max-content-bytes")
-	l.MaxTags = c.Int("max-tags")
-	l.RequireTopic = c.Bool("require-topic")
-	w, err := protocol.ParseIdentityWriters(c.String("identity-writers"))
-	if err != nil {
-		return l, err
-	}
-	l.IdentityWriters = w
-	if topics := c.StringSlice("allowed-topics"); len(topics) > 0 {
-		l.AllowedTopics = map[string]bool{}
-		for _, t := range topics {
-			if n := protocol.NormalizeTopic(t); n != "" {
-				l.AllowedTopics[n] = true
-			}
-		}
-	}
-	return l, l.Validate()
 }
 
 // importOptions checks the command line, then opens the input: FILE, or
@@ -103,11 +67,11 @@ func importOptions(c *cli.Context) (importOpts, error) {
 	if c.NArg() > 1 {
 		return importOpts{}, fmt.Errorf("import takes one FILE or -, got %q", c.Args().Slice())
 	}
-	limits, err := relayLimits(c)
+	rules, err := storerules.FromFlags(c)
 	if err != nil {
 		return importOpts{}, err
 	}
-	o := importOpts{limits: limits, dryRun: c.Bool("dry-run"), json: c.Bool("json"),
+	o := importOpts{rules: rules, dryRun: c.Bool("dry-run"), json: c.Bool("json"),
 		batchSize: c.Int("batch-size"), workers: c.Int("workers"), progress: c.Duration("progress")}
 	if o.batchSize < 1 || o.workers < 0 || o.progress < 0 {
 		return importOpts{}, errors.New("--batch-size must be positive, --workers and --progress not negative")
@@ -141,12 +105,15 @@ func runImport(ctx context.Context, e env, o importOpts) error {
 		<-writerDone
 	}()
 
+	limits := o.rules.Limits(protocol.DefaultLimits())
+	events := store.New(pool, writer, limits.TopicRules)
+	events.SetPendingLimits(o.rules.Pending)
 	stderr := e.Err
 	warned := map[string]bool{}
 	im := &bulk.Importer{
-		Store:     store.New(pool, writer, o.limits.TopicRules),
+		Store:     events,
 		Pool:      pool,
-		Limits:    o.limits,
+		Limits:    limits,
 		Policy:    policy,
 		DryRun:    o.dryRun,
 		BatchSize: o.batchSize,
@@ -187,9 +154,14 @@ func runImport(ctx context.Context, e env, o importOpts) error {
 	return writeImportSummary(e.Out, st)
 }
 
-// counts is "accepted N, duplicate N, refused N (reason N, ...)".
+// tally is "accepted N, pending N, duplicate N, refused N".
+func tally(s bulk.Stats) string {
+	return fmt.Sprintf("accepted %d, pending %d, duplicate %d, refused %d", s.Accepted, s.Pending, s.Duplicates, s.Refused)
+}
+
+// counts is the tally, then the refusals by reason: "(reason: N; ...)".
 func counts(s bulk.Stats) string {
-	out := fmt.Sprintf("accepted %d, duplicate %d, refused %d", s.Accepted, s.Duplicates, s.Refused)
+	out := tally(s)
 	if len(s.Reasons) == 0 {
 		return out
 	}
@@ -220,8 +192,11 @@ func writeImportSummary(w io.Writer, s bulk.Stats) error {
 	if s.DryRun {
 		what = "dry run (nothing written):"
 	}
-	fmt.Fprintf(w, "%s %d lines in %s (%.0f events/s): accepted %d, duplicate %d, refused %d\n",
-		what, s.Lines, s.Elapsed.Round(time.Millisecond), s.EventsPerSecond, s.Accepted, s.Duplicates, s.Refused)
+	fmt.Fprintf(w, "%s %d lines in %s (%.0f events/s): %s\n",
+		what, s.Lines, s.Elapsed.Round(time.Millisecond), s.EventsPerSecond, tally(s))
+	if s.Pending > 0 {
+		fmt.Fprintf(w, "  pending %d: profiles and lists of authors with no post here yet; kept, not served until the author's first post (--identity-writers)\n", s.Pending)
+	}
 	if s.Retried > 0 {
 		fmt.Fprintf(w, "retried after the file: %d (stored then: %d)\n", s.Retried, s.RetriedAccepted)
 	}

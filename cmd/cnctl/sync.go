@@ -18,6 +18,7 @@ import (
 	"github.com/kukuri/communitynode/internal/relayadmin"
 	"github.com/kukuri/communitynode/internal/relaysync"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/storerules"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -29,11 +30,10 @@ type syncOpts struct {
 	timeout   time.Duration
 	progress  time.Duration
 	maxEvents int
-	limits    protocol.Limits
+	rules     storerules.Config
 }
 
 func syncCommand() *cli.Command {
-	l := protocol.DefaultLimits()
 	return command[syncOpts]{
 		Name:  "sync",
 		Usage: "reconcile this node with another relay over NIP-77 and move the missing events",
@@ -51,18 +51,19 @@ func syncCommand() *cli.Command {
 			&cli.DurationFlag{Name: "timeout", Value: 15 * time.Second, Usage: "longest wait for each answer of the relay (other messages it sends meanwhile do not extend it)"},
 			&cli.DurationFlag{Name: "progress-every", Value: time.Second, Usage: "least time between two progress lines on stderr"},
 			&cli.IntFlag{Name: "max-sync-events", Value: relay.DefaultConfig().MaxSyncEvents, Usage: "most local events the reconciliation covers (the relay's default limit)"},
-		}, relayRuleFlags(l)...),
+		}, storerules.Flags()...),
 		Options: syncOptions,
 		Run:     runSync,
 	}.build()
 }
 
 func syncOptions(c *cli.Context) (syncOpts, error) {
-	limits, err := relayLimits(c)
+	rules, err := storerules.FromFlags(c)
 	if err != nil {
 		return syncOpts{}, err
 	}
-	o := syncOpts{url: c.String("relay"), timeout: c.Duration("timeout"), progress: c.Duration("progress-every"), maxEvents: c.Int("max-sync-events"), limits: limits}
+	limits := rules.Limits(protocol.DefaultLimits())
+	o := syncOpts{url: c.String("relay"), timeout: c.Duration("timeout"), progress: c.Duration("progress-every"), maxEvents: c.Int("max-sync-events"), rules: rules}
 	if !strings.HasPrefix(o.url, "ws://") && !strings.HasPrefix(o.url, "wss://") {
 		return syncOpts{}, fmt.Errorf("--relay %q: want a ws:// or wss:// URL", o.url)
 	}
@@ -104,7 +105,8 @@ func (l syncLocal) Events(ctx context.Context, ids []string) ([]*nostr.Event, er
 
 func runSync(ctx context.Context, e env, o syncOpts) error {
 	pool := e.Pool
-	local := syncLocal{r: store.NewReader(pool), limits: o.limits, max: o.maxEvents}
+	limits := o.rules.Limits(protocol.DefaultLimits())
+	local := syncLocal{r: store.NewReader(pool), limits: limits, max: o.maxEvents}
 	start := time.Now()
 	opts := relaysync.Options{URL: o.url, Filter: o.filter, Direction: o.direction, Timeout: o.timeout, ProgressEvery: o.progress}
 	if o.direction == relaysync.Up {
@@ -127,10 +129,12 @@ func runSync(ctx context.Context, e env, o syncOpts) error {
 		stopWriter()
 		<-writerDone
 	}()
+	events := store.New(pool, writer, limits.TopicRules)
+	events.SetPendingLimits(o.rules.Pending)
 	im := &bulk.Importer{
-		Store:  store.New(pool, writer, o.limits.TopicRules),
+		Store:  events,
 		Pool:   pool,
-		Limits: o.limits,
+		Limits: limits,
 		Policy: policy,
 		OnRefused: func(r bulk.Refusal) {
 			fmt.Fprintf(e.Err, "sync: refused event %s: %s\n", r.ID, r.Reason)

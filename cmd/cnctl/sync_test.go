@@ -124,7 +124,7 @@ func TestSyncCommandBetweenTwoNodes(t *testing.T) {
 	// a has 30 notes and its deletion that b lacks; b has 24 notes, its
 	// deletion and the shared note a deleted, which a refuses as deleted.
 	require.Contains(t, out, ": 31 only here, 26 only there", out)
-	require.Contains(t, out, "down: received 26, accepted 25, duplicate 0, refused 1 (blocked: this event was deleted: 1)", out)
+	require.Contains(t, out, "down: received 26, accepted 25, pending 0, duplicate 0, refused 1 (blocked: this event was deleted: 1)", out)
 	require.Contains(t, out, "up: accepted 31, refused 0", out)
 	require.Equal(t, a.visible(t), b.visible(t), out)
 	require.Len(t, a.visible(t), 39+30+24+2) // the shared minus one, both sides' notes, both deletions
@@ -250,7 +250,7 @@ func BenchmarkSyncDown(b *testing.B) {
 		took := time.Since(start)
 		out := stdout.String() + stderr.String()
 		require.NoError(b, err, out)
-		require.Contains(b, out, fmt.Sprintf("accepted %d, duplicate 0, refused 0", n), out)
+		require.Contains(b, out, fmt.Sprintf("accepted %d, pending 0, duplicate 0, refused 0", n), out)
 		b.ReportMetric(float64(n)/took.Seconds(), "events/s")
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,17 +16,16 @@ import (
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/relay"
-	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/storerules"
 )
 
 func newApp(stdout, stderr io.Writer) *cli.App {
 	d := relay.DefaultConfig()
 	l := d.Limits
-	p := store.DefaultPendingLimits()
 	return daemon.App("relay", "serve the community node's Nostr relay", stdout, stderr,
-		[]cli.Flag{
+		append([]cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: node.DefaultRelayListen, EnvVars: []string{"CN_RELAY_LISTEN"}, Usage: "address to serve WebSocket, NIP-11, NIP-86 and /healthz on"},
-			&cli.StringFlag{Name: "metrics-listen", Value: node.DefaultRelayMetricsListen, EnvVars: []string{"CN_RELAY_METRICS_LISTEN"}, Usage: "private address to serve /metrics on, never the public --listen (\"\": no metrics)"},
+			&cli.StringFlag{Name: "metrics-listen", Value: node.DefaultRelayMetricsListen, EnvVars: []string{"CN_RELAY_METRICS_LISTEN"}, Usage: "private address to serve /metrics on, never the public --listen (\"\": no metrics); each relay on a host needs its own, as it needs its own --listen"},
 			&cli.StringFlag{Name: "public-url", EnvVars: []string{"CN_RELAY_PUBLIC_URL"}, Usage: "the relay's URL as clients see it (wss://...); AUTH events must name it (default: the Host header)"},
 			&cli.StringFlag{Name: "real-ip-header", EnvVars: []string{"CN_RELAY_REAL_IP_HEADER"}, Usage: "header with the client address set by a trusted reverse proxy (X-Real-IP, or X-Forwarded-For: its last entry); a value that is not an IP address is ignored (the TCP peer counts) and counted in cn_relay_bad_real_ip_total"},
 
@@ -57,23 +57,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.BoolFlag{Name: "auth-required-for-writes", EnvVars: []string{"CN_RELAY_AUTH_REQUIRED_FOR_WRITES"}, Usage: "accept EVENTs from authenticated clients only (needs --auth)"},
 			&cli.BoolFlag{Name: "auth-required-for-reads", EnvVars: []string{"CN_RELAY_AUTH_REQUIRED_FOR_READS"}, Usage: "serve REQ and COUNT to authenticated clients only (needs --auth)"},
 
-			&cli.IntFlag{Name: "max-message-bytes", Value: l.MaxMessageBytes, EnvVars: []string{"CN_RELAY_MAX_MESSAGE_BYTES"}, Usage: "largest client message"},
-			&cli.IntFlag{Name: "max-content-bytes", Value: l.MaxContentBytes, EnvVars: []string{"CN_RELAY_MAX_CONTENT_BYTES"}, Usage: "largest event content"},
-			&cli.IntFlag{Name: "max-tags", Value: l.MaxTags, EnvVars: []string{"CN_RELAY_MAX_TAGS"}, Usage: "most tags per event"},
-			&cli.DurationFlag{Name: "created-at-lower-limit", Value: l.MaxPastAge, EnvVars: []string{"CN_RELAY_CREATED_AT_LOWER_LIMIT"}, Usage: "refuse events whose created_at is further in the past than this (NIP-11 created_at_lower_limit; the default, 20 years, refuses 1970 and negative timestamps)"},
-			&cli.IntFlag{Name: "max-topics-per-event", Value: l.MaxTopics, EnvVars: []string{"CN_RELAY_MAX_TOPICS_PER_EVENT"}, Usage: "most distinct topics (t tags) per event; each costs an outbox row every consumer processes (an event inheriting more keeps the first ones)"},
 			&cli.IntFlag{Name: "max-filters", Value: l.MaxFilters, EnvVars: []string{"CN_RELAY_MAX_FILTERS"}, Usage: "most filters per REQ or COUNT"},
 			&cli.IntFlag{Name: "max-limit", Value: l.MaxLimit, EnvVars: []string{"CN_RELAY_MAX_LIMIT"}, Usage: "cap of a filter's limit"},
 			&cli.IntFlag{Name: "default-limit", Value: l.DefaultLimit, EnvVars: []string{"CN_RELAY_DEFAULT_LIMIT"}, Usage: "limit of a filter without one"},
-			&cli.BoolFlag{Name: "require-topic", Value: l.RequireTopic, EnvVars: []string{"CN_RELAY_REQUIRE_TOPIC"}, Usage: "refuse events that have no topic: no t tag, nothing stored to inherit one from, and not an identity kind (0, 3, 10000-19999)"},
-			&cli.StringFlag{Name: "identity-writers", Value: string(l.IdentityWriters), EnvVars: []string{"CN_RELAY_IDENTITY_WRITERS"}, Usage: "whose profiles and lists are published at once: members (authors who have posted in a topic here, or were admitted; a newcomer's wait, answered \"pending:\", until its first post) or any"},
-			&cli.StringFlag{Name: "default-topic", EnvVars: []string{"CN_RELAY_DEFAULT_TOPIC"}, Usage: "single-community mode: events with no topic and nothing to inherit go to this topic instead of being refused (default: off)"},
-			&cli.IntFlag{Name: "pending-per-key", Value: p.PerKey, EnvVars: []string{"CN_RELAY_PENDING_PER_KEY"}, Usage: "profiles and lists (effective keys) one newcomer may have waiting for its first post"},
-			&cli.Int64Flag{Name: "pending-max", Value: p.Max, EnvVars: []string{"CN_RELAY_PENDING_MAX"}, Usage: "newcomers' profiles and lists that may wait in all (beyond: rate-limited)"},
-			&cli.DurationFlag{Name: "pending-max-age", Value: p.MaxAge, EnvVars: []string{"CN_RELAY_PENDING_MAX_AGE"}, Usage: "how long a newcomer's profile or list waits for its first post before it is deleted"},
 			&cli.BoolFlag{Name: "search", Value: l.Search, EnvVars: []string{"CN_RELAY_SEARCH"}, Usage: "answer NIP-50 search filters from the indexer's index (cn_index)"},
 			&cli.BoolFlag{Name: "require-topic-in-req", Value: l.RequireTopicInREQ, EnvVars: []string{"CN_RELAY_REQUIRE_TOPIC_IN_REQ"}, Usage: "refuse REQ and COUNT filters without #t (filters for identity kinds only are exempt)"},
-			&cli.StringSliceFlag{Name: "allowed-topics", EnvVars: []string{"CN_RELAY_ALLOWED_TOPICS"}, Usage: "the only topics accepted (comma separated; default: all)"},
 
 			&cli.StringFlag{Name: "name", EnvVars: []string{"CN_RELAY_NAME"}, Usage: "NIP-11 name"},
 			&cli.StringFlag{Name: "description", EnvVars: []string{"CN_RELAY_DESCRIPTION"}, Usage: "NIP-11 description"},
@@ -91,15 +79,29 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.DurationFlag{Name: "max-replica-lag", Value: node.DefaultMaxReplicaLag, EnvVars: []string{"CN_RELAY_MAX_REPLICA_LAG"}, Usage: "a replica further behind the primary than this (the age of the oldest outbox row it has not replayed) is skipped until it catches up"},
 			&cli.DurationFlag{Name: "stats-interval", Value: node.DefaultStatsInterval, EnvVars: []string{"CN_RELAY_STATS_INTERVAL"}, Usage: "how often the query tables' statistics are checked and, when missing or stale (autovacuum off or behind), refreshed with ANALYZE (0: never)"},
 			&cli.DurationFlag{Name: "expiry-sweep-interval", Value: node.DefaultSweepInterval, EnvVars: []string{"CN_RELAY_EXPIRY_SWEEP_INTERVAL"}, Usage: "how often expired (NIP-40) events are swept (0: never)"},
-		},
+		}, storerules.Flags()...), // what is stored: the same flags on cnctl import, sync and dev
 		func(c *cli.Context, logger *slog.Logger) error {
 			o, err := relayOptions(c)
 			if err != nil {
 				return err
 			}
 			o.Logger = logger
-			return node.Relay(c.Context, o)
+			return listenHint(node.Relay(c.Context, o))
 		})
+}
+
+// listenHint adds to an address the relay could not listen on (a second relay
+// on the host takes the first one's defaults) the flag and variable that set it.
+func listenHint(err error) error {
+	var le *relay.ListenError
+	switch {
+	case !errors.As(err, &le):
+		return err
+	case le.Metrics:
+		return fmt.Errorf("%w (set --metrics-listen / CN_RELAY_METRICS_LISTEN)", err)
+	default:
+		return fmt.Errorf("%w (set --listen / CN_RELAY_LISTEN)", err)
+	}
 }
 
 // relayOptions maps the flags onto the relay process's options and validates
@@ -164,46 +166,23 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 		cfg.Info.Self = k.PubKey
 	}
 	cfg.Info.Version = version()
-	cfg.Limits.MaxMessageBytes = c.Int("max-message-bytes")
-	cfg.Limits.MaxContentBytes = c.Int("max-content-bytes")
-	cfg.Limits.MaxTags = c.Int("max-tags")
-	cfg.Limits.MaxPastAge = c.Duration("created-at-lower-limit")
-	cfg.Limits.MaxTopics = c.Int("max-topics-per-event")
-	cfg.Limits.MaxFilters = c.Int("max-filters")
-	cfg.Limits.MaxLimit = c.Int("max-limit")
-	cfg.Limits.DefaultLimit = c.Int("default-limit")
-	cfg.Limits.RequireTopic = c.Bool("require-topic")
-	cfg.Limits.RequireTopicInREQ = c.Bool("require-topic-in-req")
-	writers, err := protocol.ParseIdentityWriters(c.String("identity-writers"))
+	rules, err := storerules.FromFlags(c)
 	if err != nil {
 		return node.RelayOptions{}, err
 	}
-	cfg.Limits.IdentityWriters = writers
+	cfg.Limits = rules.Limits(cfg.Limits)
+	cfg.Limits.MaxFilters = c.Int("max-filters")
+	cfg.Limits.MaxLimit = c.Int("max-limit")
+	cfg.Limits.DefaultLimit = c.Int("default-limit")
+	cfg.Limits.RequireTopicInREQ = c.Bool("require-topic-in-req")
 	cfg.Limits.Search = c.Bool("search")
-	if t := c.String("default-topic"); t != "" {
-		cfg.Limits.DefaultTopic = protocol.NormalizeTopic(t)
-		if cfg.Limits.DefaultTopic == "" {
-			return node.RelayOptions{}, fmt.Errorf("--default-topic %q normalises to nothing", t)
-		}
-	}
-	if topics := c.StringSlice("allowed-topics"); len(topics) > 0 {
-		cfg.Limits.AllowedTopics = make(map[string]bool, len(topics))
-		for _, t := range topics {
-			if n := protocol.NormalizeTopic(t); n != "" {
-				cfg.Limits.AllowedTopics[n] = true
-			}
-		}
-	}
 	if err := cfg.Validate(); err != nil {
 		return node.RelayOptions{}, err
 	}
 	s := node.RelayOptions{Relay: cfg, DatabaseURL: c.String("database-url"), SweepInterval: c.Duration("expiry-sweep-interval"),
 		StatsInterval: c.Duration("stats-interval"), MinRank: c.Int("min-rank"),
 		ReadDatabaseURLs: c.StringSlice("read-database-url"), MaxReplicaLag: c.Duration("max-replica-lag"),
-		Pending: store.PendingLimits{PerKey: c.Int("pending-per-key"), Max: c.Int64("pending-max"), MaxAge: c.Duration("pending-max-age")}}
-	if err := s.Pending.Validate(); err != nil {
-		return node.RelayOptions{}, err
-	}
+		Pending: rules.Pending}
 	if s.MinRank < 0 || s.MinRank > 100 {
 		return node.RelayOptions{}, fmt.Errorf("--min-rank: want 0-100, got %d", s.MinRank)
 	}

@@ -17,8 +17,10 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kukuri/communitynode/internal/daemon"
 	"github.com/kukuri/communitynode/internal/daemon/daemontest"
 	"github.com/kukuri/communitynode/internal/nodekey"
+	"github.com/kukuri/communitynode/internal/oneline"
 	"github.com/kukuri/communitynode/internal/pgtest"
 )
 
@@ -150,4 +152,33 @@ func TestNIP11Complete(t *testing.T) {
 	require.ErrorContains(t, err, "unknown field")
 	err = newApp(io.Discard, io.Discard).RunContext(context.Background(), []string{"relay", "--database-url", "postgres://x", "--admin-pubkeys", "npub1nope"})
 	require.ErrorContains(t, err, "admin pubkeys")
+}
+
+// TestSecondRelayNamesTheAddressFlag: a second relay on the host whose /metrics
+// (or public) address the first one holds exits at once, and its error line
+// (what main prints after "relay: ") says which flag and variable to set;
+// relay --help says so beforehand.
+func TestSecondRelayNamesTheAddressFlag(t *testing.T) {
+	db := pgtest.New(t)
+	addr, metrics := daemontest.FreeAddr(t), daemontest.FreeAddr(t)
+	daemontest.Start(t, newApp(io.Discard, io.Discard), "relay", "--listen", addr, "--metrics-listen", metrics, "--database-url", db.URL)
+	daemontest.WaitOK(t, "http://"+metrics+"/metrics")
+
+	for _, tc := range []struct {
+		listen, metrics, want string
+	}{
+		{daemontest.FreeAddr(t), metrics, "listen on metrics address " + metrics + ": address already in use (set --metrics-listen / CN_RELAY_METRICS_LISTEN)"},
+		{addr, daemontest.FreeAddr(t), "listen on relay address " + addr + ": address already in use (set --listen / CN_RELAY_LISTEN)"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := newApp(io.Discard, io.Discard).RunContext(ctx, []string{"relay", "--listen", tc.listen, "--metrics-listen", tc.metrics, "--database-url", db.URL})
+		cancel()
+		require.Error(t, err)
+		require.Equal(t, tc.want, oneline.Error(err))
+		require.Equal(t, 1, daemon.ExitCode(err))
+	}
+
+	var help bytes.Buffer
+	require.NoError(t, newApp(&help, io.Discard).Run([]string{"relay", "--help"}))
+	require.Regexp(t, `--metrics-listen value .*each relay on a host needs its own, as it needs its own --listen .*\[\$CN_RELAY_METRICS_LISTEN\]`, help.String())
 }

@@ -73,7 +73,7 @@ type mixedFile struct {
 
 func newMixedFile(t *testing.T) mixedFile {
 	t.Helper()
-	alice, bob, carol := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
+	alice, bob, carol, dave := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 	note := sign(t, alice, 1, base, nostr.Tags{{"t", "Go"}}, "a note in go")
 	badSig := sign(t, alice, 1, base+1, nostr.Tags{{"t", "go"}}, "tampered")
 	badSig.Sig = strings.Repeat("0", 128)
@@ -86,6 +86,7 @@ func newMixedFile(t *testing.T) mixedFile {
 	later := sign(t, carol, 1, base+7, nostr.Tags{{"t", "zig"}}, "referenced before it comes")
 	early := sign(t, bob, 7, base+6, nostr.Tags{{"e", later.ID}, {"p", later.PubKey}}, "+")
 	carolProfile := sign(t, carol, 0, base+6, nil, `{"name":"carol"}`) // before her first post
+	daveProfile := sign(t, dave, 0, base+9, nil, `{"name":"dave"}`)    // dave never posts
 	expired := sign(t, alice, 1, base+8, nostr.Tags{{"t", "go"}, {"expiration", fmt.Sprint(time.Now().Add(-time.Minute).Unix())}}, "gone")
 	lines := []string{
 		jsonLine(t, note),         // 1 accepted
@@ -104,6 +105,7 @@ func newMixedFile(t *testing.T) mixedFile {
 		jsonLine(t, later),        // 14 accepted
 		jsonLine(t, expired),      // 15 refused
 		jsonLine(t, doomed),       // 16 refused: deleted
+		jsonLine(t, daveProfile),  // 17 pending: waits for a first post the file does not hold
 	}
 	return mixedFile{
 		text:   strings.Join(lines, "\n") + "\n",
@@ -115,7 +117,7 @@ func newMixedFile(t *testing.T) mixedFile {
 			{Line: 15, ID: expired.ID, Reason: protocol.ReasonExpired},
 			{Line: 16, ID: doomed.ID, Reason: "blocked: this event was deleted"},
 		},
-		stats: Stats{Lines: 15, Accepted: 9, Duplicates: 1, Refused: 5, Retried: 1, RetriedAccepted: 1, Reasons: map[string]int64{
+		stats: Stats{Lines: 16, Accepted: 9, Pending: 1, Duplicates: 1, Refused: 5, Retried: 1, RetriedAccepted: 1, Reasons: map[string]int64{
 			"invalid: message is not valid JSON": 1, protocol.ReasonBadSignature: 1, protocol.ReasonMissingTopic: 1,
 			protocol.ReasonExpired: 1, "blocked: this event was deleted": 1,
 		}},
@@ -124,7 +126,7 @@ func newMixedFile(t *testing.T) mixedFile {
 
 // counts keeps only the counts of s.
 func counts(s Stats) Stats {
-	return Stats{DryRun: s.DryRun, Lines: s.Lines, Accepted: s.Accepted, Duplicates: s.Duplicates, Refused: s.Refused,
+	return Stats{DryRun: s.DryRun, Lines: s.Lines, Accepted: s.Accepted, Pending: s.Pending, Duplicates: s.Duplicates, Refused: s.Refused,
 		Retried: s.Retried, RetriedAccepted: s.RetriedAccepted, Reasons: s.Reasons}
 }
 

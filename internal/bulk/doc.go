@@ -33,7 +33,9 @@
 //     a pass stores nothing more. Only what is still refused then is reported.
 //   - A refused line (bad JSON, bad signature, a rule) is reported with its line
 //     number and never stops the import; a duplicate counts as a duplicate, not
-//     a refusal. Only an operational error (unreadable input, the database)
+//     a refusal; an identity event whose author is still not a member when the
+//     import ends counts as pending (it waits for the author's first post), not
+//     as accepted. Only an operational error (unreadable input, the database)
 //     stops it, after the batches committed so far.
 //   - After a real import, NOTIFY cn_relay_outbox '<head seq>' wakes the live
 //     consumers, as the relay does after its commits. A dry run writes through

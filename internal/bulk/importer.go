@@ -93,11 +93,19 @@ type Refusal struct {
 }
 
 // Stats counts what an import did. Lines counts non-blank lines; each ends up
-// accepted, duplicate or refused.
+// accepted, pending, duplicate or refused.
 type Stats struct {
-	DryRun     bool             `json:"dry_run"`
-	Lines      int64            `json:"lines"`
-	Accepted   int64            `json:"accepted"`
+	DryRun   bool  `json:"dry_run"`
+	Lines    int64 `json:"lines"`
+	Accepted int64 `json:"accepted"`
+	// Pending counts the identity events (profiles, lists) answered "pending:"
+	// whose author is still not a member when the import ends: they wait in
+	// cn_relay.pending_events for its first post (see
+	// protocol.IdentityWritersMembers) and are not served yet. Those whose
+	// author's first post came later in the input were published then and
+	// count as accepted. While the import runs (OnProgress) it counts every
+	// "pending:" answer so far.
+	Pending    int64            `json:"pending"`
 	Duplicates int64            `json:"duplicates"`
 	Refused    int64            `json:"refused"`
 	Reasons    map[string]int64 `json:"refused_by_reason"`
@@ -226,6 +234,9 @@ func (im *Importer) Run(ctx context.Context, r io.Reader) (Stats, error) {
 		st.EventsPerSecond = float64(st.Lines) / st.Seconds
 	}
 	if err != nil {
+		return st, err
+	}
+	if err := c.settleWaiting(ctx); err != nil {
 		return st, err
 	}
 	if err := sink.finish(ctx, &st); err != nil {
@@ -411,6 +422,9 @@ type collector struct {
 	lastTick  time.Time
 	lastLines int64
 	busy      *storeGate // nil: no worker waits for the store
+	// waiting are the authors of the lines answered "pending:", with how many
+	// (see Stats.Pending).
+	waiting map[string]int64
 }
 
 func (c *collector) add(ctx context.Context, lines []line) error {
@@ -524,6 +538,12 @@ func (c *collector) settle(l line, v protocol.Verdict) {
 	switch {
 	case v.OK && v.Message == "":
 		c.st.Accepted++
+	case v.OK && v.Message == store.MsgPending:
+		c.st.Pending++
+		if c.waiting == nil {
+			c.waiting = map[string]int64{}
+		}
+		c.waiting[l.ev.PubKey]++
 	case v.OK && strings.HasPrefix(v.Message, "duplicate:"):
 		c.st.Duplicates++
 	case v.OK:
@@ -531,6 +551,30 @@ func (c *collector) settle(l line, v protocol.Verdict) {
 	default:
 		c.refuse(l, v.Message)
 	}
+}
+
+// settleWaiting, once every line is stored, counts as accepted the "pending:"
+// lines whose author has nothing waiting any more: a later line made the
+// author a member, which published its waiting events.
+func (c *collector) settleWaiting(ctx context.Context) error {
+	if len(c.waiting) == 0 {
+		return nil
+	}
+	authors := make([]string, 0, len(c.waiting))
+	for a := range c.waiting {
+		authors = append(authors, a)
+	}
+	still, err := c.sink.waiting(ctx, authors)
+	if err != nil {
+		return err
+	}
+	for a, n := range c.waiting {
+		if !still[a] {
+			c.st.Pending -= n
+			c.st.Accepted += n
+		}
+	}
+	return nil
 }
 
 func (c *collector) refuse(l line, reason string) {
@@ -565,8 +609,33 @@ func (c *collector) tick() {
 // that is rolled back (a dry run).
 type sink interface {
 	ingest(ctx context.Context, evs []*nostr.Event, st *Stats) ([]protocol.Verdict, error)
+	// waiting returns which of authors have identity events waiting for
+	// their first post, as the import left them.
+	waiting(ctx context.Context, authors []string) (map[string]bool, error)
 	finish(ctx context.Context, st *Stats) error
 	close(ctx context.Context)
+}
+
+// queryer is a pool or a transaction.
+type queryer interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// waitingAuthors returns which of authors have rows in cn_relay.pending_events.
+func waitingAuthors(ctx context.Context, q queryer, authors []string) (map[string]bool, error) {
+	rows, err := q.Query(ctx, "SELECT DISTINCT pubkey FROM cn_relay.pending_events WHERE pubkey = ANY($1)", authors)
+	if err != nil {
+		return nil, fmt.Errorf("read pending identity events: %w", err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read pending identity events: %w", err)
+	}
+	out := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		out[k] = true
+	}
+	return out, nil
 }
 
 func (im *Importer) newSink(ctx context.Context) (sink, error) {
@@ -637,6 +706,10 @@ func (s *storeSink) finish(ctx context.Context, st *Stats) error {
 	return nil
 }
 
+func (s *storeSink) waiting(ctx context.Context, authors []string) (map[string]bool, error) {
+	return waitingAuthors(ctx, s.im.Pool, authors)
+}
+
 func (s *storeSink) close(context.Context) {}
 
 // flushStats makes the pool's backends publish their table statistics
@@ -660,6 +733,10 @@ func (s *dryRunSink) ingest(ctx context.Context, evs []*nostr.Event, st *Stats) 
 	verdicts, rows, err := s.store.DryRunTx(ctx, s.tx, evs)
 	st.OutboxRows += int64(rows)
 	return verdicts, err
+}
+
+func (s *dryRunSink) waiting(ctx context.Context, authors []string) (map[string]bool, error) {
+	return waitingAuthors(ctx, s.tx, authors)
 }
 
 func (s *dryRunSink) finish(context.Context, *Stats) error { return nil }

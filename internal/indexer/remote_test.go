@@ -2,12 +2,17 @@ package indexer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -21,8 +26,10 @@ import (
 
 	"github.com/kukuri/communitynode/internal/bridge"
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/pkg/consumer"
 	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/pkg/outboxmsg"
 )
 
 // startNATS runs an embedded nats-server with JetStream for the test and
@@ -280,4 +287,73 @@ func TestStreamRetentionNeedsRebuild(t *testing.T) {
 	require.Zero(t, last)
 	require.Contains(t, reason, "rebuild needed")
 	require.Zero(t, (&node{db: remote}).documents(t))
+}
+
+// TestRemoteIndexerRefusesAlteredEvents: a message in the stream whose event is
+// not what its author signed (its content changed and its id recomputed, the
+// author's signature kept: what only a signature check catches) halts the
+// remote indexer before it, with the reason; /v1/search serves the genuine
+// events and never the altered one.
+func TestRemoteIndexerRefusesAlteredEvents(t *testing.T) {
+	ctx := context.Background()
+	n := newNode(t)
+	url := startNATS(t)
+	stream := startBridge(t, n.db.Pool, url)
+	genuine := n.event(t, 0, 1, base, nostr.Tags{topic("food")}, "ramen as its author wrote it")
+	n.publish(t, genuine)
+	head, err := outbox.Head(ctx, n.db.Pool)
+	require.NoError(t, err)
+	waitApplied(t, n.db.Pool, bridge.ConsumerName, head)
+
+	// Someone who may publish to the stream appends the next row with an
+	// altered event.
+	altered := *genuine
+	altered.Content = "ramen as someone else rewrote it"
+	altered.ID = altered.GetID()
+	payload, err := json.Marshal(altered)
+	require.NoError(t, err)
+	nc, err := nats.Connect(url)
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	row := outbox.Row{Seq: head + 1, Op: outbox.OpUpsert, Kind: altered.Kind, EventID: altered.ID, TopicID: "food",
+		CreatedAt: int64(altered.CreatedAt), IngestedAt: time.Now()}
+	_, err = js.PublishMsg(ctx, outboxmsg.Encode(bridge.DefaultSubjectPrefix+".food", row, payload), jetstream.WithMsgID(strconv.FormatInt(row.Seq, 10)))
+	require.NoError(t, err)
+
+	remote := pgtest.New(t)
+	c, err := consumer.NewStream(remote.Pool, &RemoteHandler{Handler{Kinds: NewKinds(DefaultKinds)}},
+		consumer.Config{Name: ConsumerName, MaxAttempts: 2, RetryBase: time.Millisecond}, stream)
+	require.NoError(t, err)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.Run(runCtx) }()
+	var last int64
+	var reason string
+	require.Eventually(t, func() bool { // halted, or (wrongly) past the altered row
+		err := remote.Pool.QueryRow(ctx, "SELECT last_seq, coalesce(halted_reason, '') FROM cn_relay.consumer_offsets WHERE consumer = $1",
+			ConsumerName).Scan(&last, &reason)
+		return err == nil && (reason != "" || last > head)
+	}, time.Minute, 10*time.Millisecond)
+	cancel()
+	err = <-done
+	require.Equal(t, head, last, "halted before the altered row, after the genuine ones")
+	require.ErrorIs(t, err, consumer.ErrHalted)
+	require.ErrorContains(t, err, protocol.ReasonBadSignature)
+	require.Contains(t, reason, "event "+altered.ID+" is not what its author signed (invalid: bad signature)")
+
+	srv := httptest.NewServer((&API{Pool: remote.Pool}).Handler())
+	defer srv.Close()
+	status, body := getJSON(t, srv, neturl.Values{"q": {"ramen"}})
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	var ids []string
+	for _, it := range body["items"].([]any) {
+		ids = append(ids, it.(map[string]any)["event_id"].(string))
+	}
+	require.Equal(t, []string{genuine.ID}, ids)
+	var mirrored int
+	require.NoError(t, remote.Pool.QueryRow(ctx, "SELECT count(*) FROM cn_relay.events WHERE id = $1", altered.ID).Scan(&mirrored))
+	require.Zero(t, mirrored, "the altered event is not mirrored either")
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgembed"
 	"github.com/kukuri/communitynode/internal/relay"
+	"github.com/kukuri/communitynode/internal/storerules"
 	"github.com/kukuri/communitynode/internal/trust"
 	"github.com/kukuri/communitynode/schema"
 )
@@ -60,8 +61,8 @@ type DevOptions struct {
 	AdminPubkeys []string
 	// Seeds are trust's seed pubkeys (hex).
 	Seeds []string
-	// DefaultTopic, when set, is the relay's single-community topic (normalised).
-	DefaultTopic string
+	// Rules are the store's rules the relay applies (nil: storerules.Default).
+	Rules *storerules.Config
 	// DashboardListen is where the status page is served (loopback).
 	DashboardListen string
 	// NATSListen is where the embedded NATS server (JetStream, its store next
@@ -91,6 +92,11 @@ func (c DevOptions) Validate() error {
 	if c.NATSListen != "" {
 		if _, _, err := natsHostPort(c.NATSListen); err != nil {
 			return fmt.Errorf("dev node: NATS listen address: %w", err)
+		}
+	}
+	if c.Rules != nil {
+		if err := c.Rules.Validate(); err != nil {
+			return fmt.Errorf("dev node: %w", err)
 		}
 	}
 	return nil
@@ -228,7 +234,11 @@ func build(cfg DevOptions, dbURL string, key nodekey.Key) (daemons, error) {
 	relayCfg.Info.Self = key.PubKey
 	relayCfg.Listen = cmp.Or(cfg.RelayListen, DefaultRelayListen)
 	relayCfg.MetricsListen = cmp.Or(cfg.RelayMetricsListen, DefaultRelayMetricsListen)
-	relayCfg.Limits.DefaultTopic = cfg.DefaultTopic
+	rules := storerules.Default()
+	if cfg.Rules != nil {
+		rules = *cfg.Rules
+	}
+	relayCfg.Limits = rules.Limits(relayCfg.Limits)
 	if err := relayCfg.Validate(); err != nil {
 		return daemons{}, err
 	}
@@ -241,7 +251,7 @@ func build(cfg DevOptions, dbURL string, key nodekey.Key) (daemons, error) {
 	return daemons{
 		bridge: br,
 		relay: RelayOptions{DatabaseURL: dbURL, Relay: relayCfg, SweepInterval: DefaultSweepInterval,
-			StatsInterval: DefaultStatsInterval, AdminPubkeys: cfg.AdminPubkeys, Logger: logger.With("daemon", "relay")},
+			StatsInterval: DefaultStatsInterval, AdminPubkeys: cfg.AdminPubkeys, Pending: rules.Pending, Logger: logger.With("daemon", "relay")},
 		indexer: IndexerOptions{DatabaseURL: dbURL, Listen: cmp.Or(cfg.IndexerListen, DefaultIndexerListen),
 			Logger: logger.With("daemon", "indexer")},
 		moderator: ModeratorOptions{DatabaseURL: dbURL, Listen: cmp.Or(cfg.ModeratorListen, DefaultModeratorListen), Key: key,

@@ -24,6 +24,7 @@ import (
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/storerules"
 	"github.com/kukuri/communitynode/pkg/outbox"
 	"github.com/kukuri/communitynode/schema"
 )
@@ -101,6 +102,8 @@ func TestEveryDevOptionReachesADaemon(t *testing.T) {
 	key, err := nodekey.Generate(filepath.Join(t.TempDir(), "node.key"))
 	require.NoError(t, err)
 	pk := strings.Repeat("ab", 32)
+	singleCommunity := storerules.Default()
+	singleCommunity.DefaultTopic = "general"
 	samples := map[string]any{
 		"RelayListen":        "127.0.0.1:1",
 		"RelayMetricsListen": "127.0.0.1:6",
@@ -110,7 +113,7 @@ func TestEveryDevOptionReachesADaemon(t *testing.T) {
 		"DashboardListen":    "127.0.0.1:5",
 		"AdminPubkeys":       []string{pk},
 		"Seeds":              []string{pk},
-		"DefaultTopic":       "general",
+		"Rules":              &singleCommunity,
 		"NATSURL":            "nats://elsewhere:4222",
 		"BridgeListen":       "127.0.0.1:7",
 		"NoBridge":           true,

@@ -8,6 +8,22 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 )
 
+// VerifyEvent reports whether ev is exactly what its author signed: its hex
+// fields and kind well formed, its id the hash of its content, and its
+// signature valid for that id and its pubkey. It returns "" or the Reason* of
+// the first failure, and checks nothing else (no limits, times or topics):
+// it is for events that passed ValidateEvent elsewhere and reach this process
+// through a channel that could alter them, such as the bridge's stream.
+func VerifyEvent(ev *nostr.Event) string {
+	if ev == nil {
+		return ReasonNoEvent
+	}
+	if r := checkFormat(ev); r != "" {
+		return r
+	}
+	return checkIDAndSignature(ev)
+}
+
 // checkIDAndSignature needs checkFormat to have passed. It answers exactly as
 // go-nostr's Event.CheckID and then Event.CheckSignature would (ReasonBadID,
 // then ReasonBadSignature also for a pubkey that is not a curve point or a

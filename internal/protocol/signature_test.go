@@ -163,3 +163,22 @@ func TestBIP340Vectors(t *testing.T) {
 	}
 	require.Equal(t, 5, valid)
 }
+
+// TestVerifyEvent: an event is verified as signed, or refused with the reason
+// of its first fault: none, a malformed field, a content that is not the id's,
+// an id recomputed over altered content (the signature is then wrong).
+func TestVerifyEvent(t *testing.T) {
+	ev := &nostr.Event{Kind: 1, CreatedAt: 1, Tags: nostr.Tags{{"t", "go"}}, Content: "as signed"}
+	require.NoError(t, ev.Sign(nostr.GeneratePrivateKey()))
+	require.Equal(t, "", VerifyEvent(ev))
+	require.Equal(t, ReasonNoEvent, VerifyEvent(nil))
+
+	malformed := *ev
+	malformed.ID = strings.ToUpper(ev.ID)
+	require.Equal(t, ReasonMalformedID, VerifyEvent(&malformed))
+	altered := *ev
+	altered.Content = "altered"
+	require.Equal(t, ReasonBadID, VerifyEvent(&altered))
+	altered.ID = altered.GetID()
+	require.Equal(t, ReasonBadSignature, VerifyEvent(&altered))
+}

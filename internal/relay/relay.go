@@ -175,14 +175,16 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 }
 
 // Run listens on cfg.Listen and serves until ctx is done (see Serve), and serves
-// MetricsHandler on cfg.MetricsListen, if set, as long.
+// MetricsHandler on cfg.MetricsListen, if set, as long. An address it cannot
+// listen on (taken by another process, such as a second relay on the host) is
+// returned as a *ListenError before anything is served.
 func (r *Relay) Run(ctx context.Context) error {
 	if r.cfg.Listen == "" {
 		return errors.New("relay: no listen address")
 	}
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", r.cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("relay listen: %w", err)
+		return &ListenError{Metrics: false, Addr: r.cfg.Listen, Err: err}
 	}
 	if r.cfg.MetricsListen == "" {
 		return r.Serve(ctx, ln)
@@ -190,7 +192,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	mln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", r.cfg.MetricsListen)
 	if err != nil {
 		_ = ln.Close()
-		return fmt.Errorf("relay metrics listen: %w", err)
+		return &ListenError{Metrics: true, Addr: r.cfg.MetricsListen, Err: err}
 	}
 	r.log.Info("relay metrics", "url", "http://"+mln.Addr().String()+"/metrics")
 	g, gctx := errgroup.WithContext(ctx)
