@@ -76,12 +76,41 @@ func TestAcknowledgedEventsSurviveFailover(t *testing.T) {
 		return err == nil && state == "sync"
 	}, 60*time.Second, 20*time.Millisecond, "the standby streams as a synchronous standby")
 
-	r := startRelay(t, primary.URL(dbName), 10*time.Second)
+	// The relay is given both hosts, as an operator would (pgx tries them in
+	// order and keeps the one that accepts writes).
+	both := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/%s?sslmode=disable&target_session_attrs=read-write",
+		primary.Port(), standby.Port(), dbName)
+	r := startRelay(t, both, 10*time.Second)
+	var killed time.Time
 	acked := load(t, r, func() {
+		killed = time.Now()
 		require.NoError(t, primary.Crash(context.Background()))
 		require.NoError(t, standby.Promote(context.Background()))
+		// What a failover manager does next: the new primary has no standby
+		// yet, and it inherited synchronous_standby_names (pg_basebackup
+		// copies postgresql.auto.conf), so every commit would wait.
+		exec(t, standby.URL("postgres"), "ALTER SYSTEM RESET synchronous_standby_names")
+		exec(t, standby.URL("postgres"), "SELECT pg_reload_conf()")
 	})
 	requireStored(t, standby.URL(dbName), acked)
+
+	// The same relay process takes events again, on the new primary.
+	ws := dial(t, r)
+	var accepted time.Time
+	require.Eventually(t, func() bool {
+		ev := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "durability"}}, Content: "after the failover"}
+		require.NoError(t, ev.Sign(nostr.GeneratePrivateKey()))
+		require.NoError(t, ws.WriteJSON([]any{"EVENT", ev}))
+		msg := requireMessage(t, ws, "OK")
+		var ok bool
+		require.NoError(t, json.Unmarshal(msg[2], &ok))
+		if ok {
+			accepted = time.Now()
+			requireStored(t, standby.URL(dbName), map[string]bool{ev.ID: true})
+		}
+		return ok
+	}, time.Minute, 50*time.Millisecond, "the relay takes events again after the promotion")
+	t.Logf("from the kill to the first event accepted on the new primary: %v", accepted.Sub(killed).Round(time.Millisecond))
 }
 
 // TestNoAcknowledgementWithoutTheSynchronousStandby: a primary whose
