@@ -41,20 +41,22 @@ type Window struct {
 	More bool
 }
 
-// windowSQL reads, in one statement (one snapshot), the outbox head, then
-// each event the first $3 rows after seq $2 name, the effective key of its
-// upsert rows and its columns if it is visible ($1 is now), and how many
-// rows were read. The rows are read in seq order under the limit, so Postgres
-// walks the partitions' primary keys from $2 (on any plan, generic ones
-// included: see readWindow); each event is then fetched by its primary key
-// through a LATERAL subquery with a LIMIT, never hash-joined with a scan of
-// the events.
+// windowSQL reads, in one statement (one snapshot), the outbox head and how
+// many of the rows after seq $2 it read, up to $3; then, when they were
+// fewer than $3, each event they name, the effective key of its upsert rows
+// and its columns if it is visible ($1 is now). The rows are read in seq
+// order under the limit, so Postgres walks the partitions' primary keys from
+// $2 (on any plan, generic ones included: see readWindow); each event is then
+// fetched by its primary key through a LATERAL subquery with a LIMIT, never
+// hash-joined with a scan of the events.
 var windowSQL = `
 WITH o AS (SELECT event_id, op, effective_key FROM cn_relay.events_outbox WHERE seq > $2 ORDER BY seq LIMIT $3),
+c AS (SELECT count(*) AS read FROM o),
 n AS (SELECT event_id, max(effective_key) FILTER (WHERE op = 'upsert') AS ukey FROM o GROUP BY event_id)
-SELECT h.seq, (SELECT count(*) FROM o), n.event_id, n.ukey, ` + eventColumns + `
+SELECT h.seq, c.read, n.event_id, n.ukey, ` + eventColumns + `
 FROM (` + outbox.HeadSQL + `) h
-LEFT JOIN n ON true
+CROSS JOIN c
+LEFT JOIN n ON c.read < $3
 LEFT JOIN LATERAL (SELECT ` + eventColumns + ` FROM cn_relay.events e WHERE e.id = n.event_id AND ` + visibleSQL + ` LIMIT 1) e ON true`
 
 // Window reads what the outbox rows after seq `after` changed (see Window),
@@ -91,7 +93,7 @@ func (s *Reader) readWindow(ctx context.Context, q batcher, after int64, limit i
 				return err
 			}
 			if read > int64(limit) {
-				w.More = true
+				w.More = true // (the head alone)
 				continue
 			}
 			if eventID == nil {
@@ -116,9 +118,6 @@ func (s *Reader) readWindow(ctx context.Context, q batcher, after int64, limit i
 	b.Queue("SELECT set_config('plan_cache_mode', current_setting('cn.outbox_plan_cache_mode'), true)")
 	if err := q.SendBatch(ctx, &b).Close(); err != nil {
 		return Window{}, fmt.Errorf("read outbox window after %d: %w", after, err)
-	}
-	if w.More {
-		w.Named, w.Keys, w.Events = map[string]bool{}, map[string]bool{}, nil
 	}
 	return w, nil
 }
