@@ -1,14 +1,21 @@
 package relay
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
 )
@@ -182,4 +189,172 @@ func TestHandoffMergeIsThePrimarysAnswer(t *testing.T) {
 	require.Greater(t, refills, 20, "pages left short were refilled")
 	require.Greater(t, shortAtReplica, 20)
 	require.Greater(t, stoppedRuns, 20)
+}
+
+// frozenReplica is a Store whose REQ reads (QuerySnapshotReplica) all run in
+// one REPEATABLE READ snapshot of the database taken when it was made: a
+// replica that stopped replaying then. Window and InSnapshot read the
+// database as it is, as replica.Set's do on the primary.
+type frozenReplica struct {
+	pgStore
+	mu  sync.Mutex // (one statement at a time on the snapshot's transaction)
+	sn  *store.Snapshot
+	seq int64
+}
+
+func freeze(t *testing.T, st pgStore) *frozenReplica {
+	t.Helper()
+	fr := &frozenReplica{pgStore: st}
+	ready, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- st.InSnapshot(context.Background(), func(sn *store.Snapshot) error {
+			w, err := sn.Window(context.Background(), math.MaxInt64, 1) // (the head alone)
+			if err != nil {
+				return err
+			}
+			fr.sn, fr.seq = sn, w.Seq
+			close(ready)
+			<-release
+			return nil
+		})
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("freeze: %v", err)
+	}
+	t.Cleanup(func() {
+		close(release)
+		require.NoError(t, <-done)
+	})
+	return fr
+}
+
+func (fr *frozenReplica) QuerySnapshotReplica(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) ([]*nostr.Event, int64, bool, error) {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	evs, err := fr.sn.Query(ctx, filters, v)
+	return evs, fr.seq, true, err
+}
+
+// TestHandoffFromAFrozenReplica: a relay whose replica stopped replaying
+// answers each REQ as the primary does: a page whose events were deleted
+// since is refilled from the primary (one refill), one the window leaves
+// full is not, a window of more than handoffMaxRows rows has the primary
+// answer the REQ; later events arrive live, once.
+func TestHandoffFromAFrozenReplica(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	st := pgStore{store.New(db.Pool, startWriter(t, db), protocol.DefaultTopicRules())}
+	ctx := context.Background()
+	k := newKey(t)
+	at := nostr.Now() - 5000
+	note := func(i int) *nostr.Event {
+		return k.note(t, fmt.Sprint("note ", i), func(ev *nostr.Event) { ev.CreatedAt = at + nostr.Timestamp(i) })
+	}
+	ingest := func(evs ...*nostr.Event) {
+		t.Helper()
+		res, err := st.Ingest(ctx, evs)
+		require.NoError(t, err)
+		for _, r := range res {
+			require.True(t, r.OK, r.Message)
+		}
+	}
+	var notes []*nostr.Event
+	for i := range 30 {
+		notes = append(notes, note(i))
+	}
+	ingest(notes...)
+	fr := freeze(t, st)
+	cfg := testConfig()
+	cfg.CacheBytes = 0 // (the event cache would answer the REQs)
+	reg := prometheus.NewRegistry()
+	r, err := New(cfg, Deps{Store: fr, Feed: NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg})
+	require.NoError(t, err)
+	tr := serveRelay(t, r)
+	conns := map[string]*client{} // subscription -> its own connection
+	stored := func(sub string, f nostr.Filter) []string {
+		t.Helper()
+		c := dial(t, tr.url)
+		conns[sub] = c
+		c.send("REQ", sub, f)
+		var got []string
+		for {
+			msg := c.next()
+			if str(t, msg[0]) == "EOSE" {
+				return got
+			}
+			require.Equal(t, "EVENT", str(t, msg[0]), join(msg))
+			var ev nostr.Event
+			require.NoError(t, json.Unmarshal(msg[2], &ev))
+			got = append(got, ev.ID)
+		}
+	}
+	primary := func(f nostr.Filter) []string {
+		t.Helper()
+		evs, _, err := st.QuerySnapshot(ctx, []nostr.Filter{f}, protocol.Viewer{})
+		require.NoError(t, err)
+		return ids(evs)
+	}
+	refills := func() float64 { return testutil.ToFloat64(r.m.handoffRefills) }
+
+	// Notes 19 and 18 deleted since the replica froze: the page back from
+	// 19 is refilled with 9 and 8; the newest page is full without them.
+	del := &nostr.Event{Kind: 5, CreatedAt: at + 40, Tags: nostr.Tags{{"e", notes[19].ID}, {"e", notes[18].ID}}}
+	require.NoError(t, del.Sign(k.sk))
+	ingest(del)
+	back := at + 19
+	older := nostr.Filter{Tags: nostr.TagMap{"t": {"go"}}, Until: &back, Limit: 10}
+	want := primary(older)
+	require.Equal(t, ids(notes[8:18]), reverse(want))
+	require.Equal(t, want, stored("older", older))
+	require.Equal(t, 1.0, refills())
+	newest := nostr.Filter{Tags: nostr.TagMap{"t": {"go"}}, Limit: 5}
+	require.Equal(t, primary(newest), stored("newest", newest))
+	require.Equal(t, 1.0, refills(), "a full page needs no refill")
+
+	// A window of more rows than the handoff reads: the primary answers.
+	var many []*nostr.Event
+	for i := range handoffMaxRows + 1 {
+		many = append(many, note(100+i))
+	}
+	ingest(many...)
+	want = primary(newest)
+	require.Equal(t, ids(reverse(many[len(many)-5:])), want)
+	require.Equal(t, want, stored("far", newest))
+	require.Equal(t, 2.0, refills())
+
+	// Later events arrive live, once: the subscription that pages back gets
+	// none; the newest page's, every note stored since it was answered.
+	later := note(5000)
+	ok, reason := dial(t, tr.url).publish(later)
+	require.True(t, ok, reason)
+	live := func(sub string, want int) map[string]int {
+		t.Helper()
+		got := map[string]int{}
+		n := 0
+		for n < want {
+			msg := conns[sub].next()
+			require.Equal(t, "EVENT", str(t, msg[0]), join(msg))
+			var ev nostr.Event
+			require.NoError(t, json.Unmarshal(msg[2], &ev))
+			got[ev.ID]++
+			n++
+		}
+		require.Empty(t, conns[sub].drain(), "nothing more")
+		return got
+	}
+	require.Equal(t, map[string]int{later.ID: 1}, live("far", 1))
+	require.Empty(t, live("older", 0))
+	each := map[string]int{later.ID: 1}
+	for _, ev := range many {
+		each[ev.ID] = 1
+	}
+	require.Equal(t, each, live("newest", len(many)+1))
+}
+
+func reverse[T any](s []T) []T {
+	out := slices.Clone(s)
+	slices.Reverse(out)
+	return out
 }
