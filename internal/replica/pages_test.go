@@ -197,9 +197,9 @@ func (m *pageModel) check(s sub, fs []nostr.Filter) (problems []string, short, s
 // applies the primary's commits 1 s late (--cache-bytes 0), while notes are
 // published at 100/s, some deleted (NIP-09) and replaceable and addressable
 // events replaced (some moving out of the topic asked for) inside the lag
-// window. Every REQ's limit is below the matching set; one shape pages back
-// with until, so that no new note enters its page and a deletion leaves it
-// short. Each of 200 subscriptions opened at random moments gets, as its
+// window. The limits are below the matching sets (but for the few articles
+// and lists of the two-filter shape); one shape pages back with until, so
+// that no new note enters its page and a deletion leaves it short. Each of 200 subscriptions opened at random moments gets, as its
 // stored part, exactly the newest `limit` matching events (per filter, for
 // REQs of two filters) visible at one snapshot of the primary that holds
 // every write acknowledged before the REQ was sent (and none sent after its
