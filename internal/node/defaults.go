@@ -47,7 +47,8 @@ const (
 	// DefaultMaxReplicaLag is the most a replica may lag the primary (the
 	// age of the oldest outbox row it has not replayed) and still serve
 	// REQ, COUNT and search. A larger lag costs the primary a longer
-	// catch-up read per REQ (the rows between the replica and the primary).
+	// handoff read per REQ (the outbox rows between the replica and the
+	// primary, with their events).
 	DefaultMaxReplicaLag = 5 * time.Second
 	// DefaultReplicaCheckInterval is how often each replica's lag is measured.
 	DefaultReplicaCheckInterval = time.Second

@@ -330,11 +330,11 @@ func (c *conn) runQuery(s *subscription) {
 	}
 	cancel()
 	c.r.m.querySeconds.WithLabelValues("req").Observe(time.Since(start).Seconds())
-	var caught []pendingLive
 	if err == nil && replica {
-		// (not under the row budget: the catch-up must not stop short)
+		// (the primary's window is read whole; the events it adds take their
+		// share of the budget)
 		cctx, ccancel := context.WithTimeout(s.ctx, c.r.cfg.QueryTimeout)
-		events, caught, seq, err = c.r.catchUp(cctx, s, events, seq)
+		events, seq, err = c.r.handoff(cctx, s, events, sv, seq, stopped, budget)
 		ccancel()
 	}
 	if stopped {
@@ -359,7 +359,7 @@ func (c *conn) runQuery(s *subscription) {
 	if !cached && !replica && !stopped {
 		c.r.offerLearn(s, events, sv, seq)
 	}
-	s.replay(events, sv, seq, held, caught)
+	s.replay(events, sv, seq, held)
 }
 
 // onCount answers a NIP-45 COUNT.

@@ -27,6 +27,7 @@ type metrics struct {
 	ingestWaiting    prometheus.Gauge
 	handoffCaught    prometheus.Counter
 	handoffDropped   prometheus.Counter
+	handoffRefills   prometheus.Counter
 	cacheAnswers     *prometheus.CounterVec // by result: hit (the event cache answered) or miss
 	cacheLearns      *prometheus.CounterVec // database answers offered to the cache's author ranges, by result
 }
@@ -106,17 +107,21 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		handoffCaught: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cn_relay_handoff_caught_events_total",
-			Help: "Live events a subscription got from the primary's outbox after a stored part read on a lagging replica (the rows between the replica's snapshot and the primary's head).",
+			Help: "Events a stored part read on a lagging replica got from the primary: made visible by outbox rows the replica had not replayed, and among the newest of their page.",
 		}),
 		handoffDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cn_relay_handoff_dropped_events_total",
 			Help: "Stored events read on a lagging replica and left out because the primary had since deleted, hidden or replaced them.",
 		}),
+		handoffRefills: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cn_relay_handoff_refills_total",
+			Help: "REQs read on a lagging replica whose stored part the primary completed in one snapshot: a page left short of its limit by events deleted, hidden or replaced since, a search page changed since, or a replica too far behind.",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.ingestWaiting, m.connections, m.subscriptions, m.messages, m.events, m.batchSize,
 			m.ingestSeconds, m.querySeconds, m.slowDisconnects, m.liveDeliveries, m.refusedConns,
-			m.followerSeq, m.followerFailures, m.badRealIP, m.queryBudgetStops, m.handoffCaught, m.handoffDropped, m.cacheAnswers, m.cacheLearns)
+			m.followerSeq, m.followerFailures, m.badRealIP, m.queryBudgetStops, m.handoffCaught, m.handoffDropped, m.handoffRefills, m.cacheAnswers, m.cacheLearns)
 	}
 	return m
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -59,15 +60,20 @@ type Feed interface {
 
 // ReplicaReader is implemented by a Store that may read a REQ's stored part
 // on a read replica (package replica). A replica's snapshot may lag the
-// primary: the relay then closes the gap from the Feed, which reads the
-// primary (see Relay.catchUp), so the delivery promise of a subscription
-// holds whatever the replica's lag.
+// primary: the relay then reads what changed since from the primary and
+// makes the stored part the primary's answer at a seq after the REQ arrived
+// (see Relay.handoff), so the delivery promise of a subscription holds
+// whatever the replica's lag.
 type ReplicaReader interface {
 	// QuerySnapshotReplica is QuerySnapshot; replica reports that the
 	// snapshot was a replica's, whose seq may lie below what this process's
 	// follower had fanned out when the subscription was filed, and whose
 	// events the primary may have hidden or replaced since.
 	QuerySnapshotReplica(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) (evs []*nostr.Event, seq int64, replica bool, err error)
+	// Window is store.Reader.Window on the primary.
+	Window(ctx context.Context, after int64, limit int) (store.Window, error)
+	// InSnapshot is store.Reader.InSnapshot on the primary.
+	InSnapshot(ctx context.Context, fn func(*store.Snapshot) error) error
 }
 
 // RecentStore is implemented by a Store that can fill the relay's event cache

@@ -24,12 +24,12 @@ import (
 // state. Nothing is missed: the subscription is filed before its query starts,
 // so an event whose row is above the snapshot is read by the follower after the
 // filing and fanned out to it. A stored part read on a read replica may lie
-// below what the follower had read at the filing: the rows between are read
-// from the primary's outbox before EOSE (Relay.catchUp) and their events
-// delivered first in the live part, and the snapshot moves up to the last of
-// them. An event that becomes visible again after the
-// snapshot (a replaceable version whose successor was deleted: a new upsert
-// row) is delivered again; an ordinary event has one upsert and arrives once.
+// below what the follower had read at the filing: before EOSE it is made the
+// primary's answer at the primary's outbox head read after the filing, which
+// becomes the snapshot (Relay.handoff). An event that becomes visible again
+// after the snapshot (a replaceable version whose successor was deleted: a new
+// upsert row) is delivered again; an ordinary event has one upsert and arrives
+// once.
 // Ephemeral events have no seq and are always delivered.
 type subscription struct {
 	conn    *conn
@@ -119,19 +119,9 @@ func (s *subscription) deliver(id string, seq int64, evJSON []byte) bool {
 //
 // stored were read under store.WithServed(sv): an event's JSON is sv's, or
 // encoded here when sv has none (a store that does not fill it).
-//
-// caught are the live events of rows up to seq that the follower may have
-// passed before the subscription was filed (Relay.catchUp), in seq order,
-// their memory taken from the connection's budget: they are sent right after
-// EOSE.
-func (s *subscription) replay(stored []*nostr.Event, sv *store.Served, seq int64, held int, caught []pendingLive) {
+func (s *subscription) replay(stored []*nostr.Event, sv *store.Served, seq int64, held int) {
 	c := s.conn
 	defer func() { c.mem.give(held) }()
-	defer func() {
-		for _, p := range caught {
-			c.mem.give(len(p.json))
-		}
-	}()
 	s.mu.Lock()
 	s.snapshot = seq
 	s.mu.Unlock()
@@ -151,14 +141,6 @@ func (s *subscription) replay(stored []*nostr.Event, sv *store.Served, seq int64
 	}
 	if !c.enqueueBulk(s.ctx, plainMsg(eoseMsg(s.id))) {
 		return
-	}
-	for len(caught) > 0 {
-		p := caught[0]
-		caught = caught[1:]
-		c.mem.give(len(p.json)) // (taken by Relay.catchUp)
-		if !c.enqueueBulk(s.ctx, s.event(p.json)) {
-			return
-		}
 	}
 	for {
 		s.mu.Lock()

@@ -245,6 +245,7 @@ type sub struct {
 	stored []*nostr.Event // before EOSE
 	live   []*nostr.Event // after EOSE
 	eose   bool
+	eoseAt time.Time // when EOSE was read
 	closed string
 }
 
@@ -287,7 +288,7 @@ func (c *client) read() {
 				}
 			}
 		case typ == "EOSE" && s != nil:
-			s.eose = true
+			s.eose, s.eoseAt = true, time.Now()
 		case typ == "CLOSED" && s != nil:
 			var reason string
 			_ = json.Unmarshal(msg[2], &reason)
@@ -320,12 +321,17 @@ func (c *client) send(v ...any) error {
 	return c.ws.WriteMessage(websocket.TextMessage, b)
 }
 
-// req opens subscription id; the time it was sent is recorded first.
-func (c *client) req(id string, f nostr.Filter) error {
+// req opens subscription id with one or more filters; the time it was sent
+// is recorded first.
+func (c *client) req(id string, f nostr.Filter, more ...nostr.Filter) error {
 	c.mu.Lock()
 	c.subs[id] = &sub{reqAt: time.Now()}
 	c.mu.Unlock()
-	return c.send("REQ", id, f)
+	msg := []any{"REQ", id, f}
+	for _, m := range more {
+		msg = append(msg, m)
+	}
+	return c.send(msg...)
 }
 
 // sub returns a copy of what subscription id received so far.

@@ -20,11 +20,13 @@
 //     to the primary (cn_relay_read_retries_total). Only the caller's own
 //     deadline or cancellation ends a read early.
 //   - Freshness: a replica's REQ snapshot may lag the primary. Set answers
-//     relay.ReplicaReader, so the relay closes the gap from the primary's
-//     outbox (relay.Relay's catch-up): a subscriber gets every matching event
-//     exactly once and no event the primary had deleted, hidden or replaced
-//     when the REQ arrived. COUNT answers from a replica are as old as its
-//     lag (at most MaxLag once checked).
+//     relay.ReplicaReader (its Window and InSnapshot read the primary), so
+//     the relay makes the stored part the primary's answer at the primary's
+//     outbox head read after the REQ arrived (relay.Relay's handoff): each
+//     filter's newest Limit events visible there, pages that deletions or
+//     replacements since left short refilled from the primary; every later
+//     matching event then arrives live exactly once. COUNT answers from a
+//     replica are as old as its lag (at most MaxLag once checked).
 //
 // Writes, AUTH state, bans, the outbox follower, live event loads and
 // NIP-77 stay on the primary.

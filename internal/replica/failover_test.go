@@ -15,8 +15,8 @@ import (
 )
 
 // answer sends a REQ and waits until the subscription has EOSE and every
-// event of want (stored, or live right after EOSE: the handoff's catch-up),
-// failing on CLOSED or after 20 s.
+// event of want (stored, or live after EOSE), failing on CLOSED or after
+// 20 s.
 func answer(t *testing.T, cl *client, id string, f nostr.Filter, want []string) sub {
 	t.Helper()
 	require.NoError(t, cl.req(id, f))
@@ -131,7 +131,8 @@ func TestReplicaFailures(t *testing.T) {
 		// A profile replaced on the primary while the replica (replay
 		// paused, not yet lagging past --max-replica-lag) still has the old
 		// version: the REQ reads the replica, and the handoff leaves the old
-		// version out and sends the new one after EOSE.
+		// version out and puts the new one in the stored part, as the
+		// primary would answer.
 		v1 := signed(t, sk, 0, nil, `{"name":"v1"}`)
 		v1.CreatedAt -= 10
 		require.NoError(t, v1.Sign(sk))
@@ -154,6 +155,8 @@ func TestReplicaFailures(t *testing.T) {
 		for _, ev := range append(s.stored, s.live...) {
 			require.NotEqual(t, v1.ID, ev.ID, "the replaced version is not sent")
 		}
+		require.Len(t, s.stored, 1, "the stored part is the primary's answer")
+		require.Equal(t, v2.ID, s.stored[0].ID, "the stored part is the primary's answer")
 		resume(t, rep.URL(dbName))
 		r.waitMetric(t, usable, func(v float64) bool { return v == 1 }, "the replica serves")
 	})

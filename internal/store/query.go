@@ -174,8 +174,13 @@ type querier interface {
 }
 
 func (s *Reader) query(ctx context.Context, q querier, filters []nostr.Filter, v protocol.Viewer) ([]*nostr.Event, error) {
-	seen := map[string]bool{}
+	seen := map[string]*nostr.Event{} // id -> the event returned
 	var out []*nostr.Event
+	sv := served(ctx)
+	attribute := sv != nil && len(filters) > 1 && len(filters) <= 64 // (Served.From)
+	if attribute && sv.from == nil {
+		sv.from = make(map[*nostr.Event]uint64)
+	}
 	stopped := false
 	if take := rowBudget(ctx); take != nil { // (see WithRowBudget)
 		ctx = WithRowBudget(ctx, func(n int) bool {
@@ -183,7 +188,7 @@ func (s *Reader) query(ctx context.Context, q querier, filters []nostr.Filter, v
 			return !stopped
 		})
 	}
-	for _, f := range filters {
+	for i, f := range filters {
 		if stopped {
 			break
 		}
@@ -192,9 +197,14 @@ func (s *Reader) query(ctx context.Context, q querier, filters []nostr.Filter, v
 			return nil, err
 		}
 		for _, ev := range evs {
-			if !seen[ev.ID] {
-				seen[ev.ID] = true
+			first := seen[ev.ID]
+			if first == nil {
+				first = ev
+				seen[ev.ID] = ev
 				out = append(out, ev)
+			}
+			if attribute {
+				sv.from[first] |= 1 << i
 			}
 		}
 	}

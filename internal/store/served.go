@@ -20,8 +20,12 @@ import (
 // Sig: their JSON (Served.JSON) holds the whole event. A row budget
 // (WithRowBudget) is asked, for each row, for the bytes held for it: its JSON,
 // ID, PubKey and any decoded tags.
+//
+// A query of several filters (at most 64) also records, for each event it
+// returns, which filters' own answers held it (From).
 type Served struct {
 	json map[*nostr.Event][]byte
+	from map[*nostr.Event]uint64
 }
 
 type servedKey struct{}
@@ -59,6 +63,18 @@ func (sv *Served) Put(ev *nostr.Event, js []byte) {
 		sv.json = make(map[*nostr.Event][]byte)
 	}
 	sv.json[ev] = js
+}
+
+// From returns which filters of a query of several (2 to 64) held ev in
+// their own answer, newest first and cut to their Limit: bit i for filters[i].
+// An event matching filter i may be returned for another filter only (it is
+// older than filter i's Limit newest): bit i is then unset. 0 for any other
+// event than one such a query returned under WithServed(sv).
+func (sv *Served) From(ev *nostr.Event) uint64 {
+	if sv == nil {
+		return 0
+	}
+	return sv.from[ev]
 }
 
 func served(ctx context.Context) *Served {

@@ -140,3 +140,37 @@ func BenchmarkServedRow(b *testing.B) {
 		}
 	})
 }
+
+// TestServedFromTellsEachFiltersAnswer: a query of several filters under
+// WithServed records, for each event, the filters whose own answer (newest
+// first, cut to its Limit) held it; an event that a filter matches but that
+// is older than its Limit newest is not recorded for it.
+func TestServedFromTellsEachFiltersAnswer(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var notes []*nostr.Event // newest first
+	for i := range 4 {
+		notes = append([]*nostr.Event{f.event(t, 0, 1, base+nostr.Timestamp(i), nostr.Tags{{"t", "q"}}, "")}, notes...)
+	}
+	react := f.event(t, 1, 7, base+10, nostr.Tags{{"t", "q"}}, "+")
+	f.ingest(t, append([]*nostr.Event{react}, notes...)...)
+	sv := &Served{}
+	filters := []nostr.Filter{{Kinds: []int{1}, Limit: 2}, {Tags: nostr.TagMap{"t": {"q"}}, Limit: 4}, {Kinds: []int{30023}, Limit: 9}}
+	evs, _, err := f.store.QuerySnapshot(WithServed(context.Background(), sv), filters, protocol.Viewer{})
+	require.NoError(t, err)
+	from := map[string]uint64{}
+	for _, ev := range evs {
+		from[ev.ID] = sv.From(ev)
+	}
+	require.Equal(t, map[string]uint64{
+		react.ID:    0b010,
+		notes[0].ID: 0b011,
+		notes[1].ID: 0b011,
+		notes[2].ID: 0b010, // (kind 1, but older than filter 0's two newest)
+	}, from)
+	require.Zero(t, sv.From(notes[3]), "an event the query did not return")
+
+	evs, _, err = f.store.QuerySnapshot(WithServed(context.Background(), sv), filters[:1], protocol.Viewer{})
+	require.NoError(t, err)
+	require.Zero(t, sv.From(evs[0]), "a lone filter: nothing to tell")
+}

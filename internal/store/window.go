@@ -1,0 +1,149 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+// Window is what the outbox rows after a seq changed, read in one snapshot
+// of the database, which holds the outbox up to Seq: a reader holding an
+// answer read in a snapshot at the seq asked for learns from it which of its
+// events may no longer be visible and which events may have become visible
+// since (the relay's handoff of a stored part read on a replica).
+//
+// Every change of what a reader sees writes outbox rows (package doc): an
+// event that becomes visible, or effective again, has an `upsert` row; one
+// that is deleted or hidden has a `delete` row; a replaceable or addressable
+// version that another version replaces has none of its own, but the new
+// version's upsert row carries their common effective key. So an event
+// visible at the earlier seq is visible at Seq unless Named holds its id or
+// Keys its effective key, and every event visible at Seq that was not visible
+// at the earlier seq is in Events.
+type Window struct {
+	// Seq is the snapshot's outbox head.
+	Seq int64
+	// Named holds the ids of the events the window's rows name, any op.
+	Named map[string]bool
+	// Keys holds the effective keys of the window's upsert rows.
+	Keys map[string]bool
+	// Events are the events of Named that are visible in the snapshot, each
+	// once, private kinds included (the caller checks each reader with
+	// protocol.Viewer.MayRead), with their tags and content.
+	Events []*nostr.Event
+	// More reports that the window has more than the rows asked for: it was
+	// not read (Named, Keys and Events are empty).
+	More bool
+}
+
+// windowSQL reads, in one statement (one snapshot), the outbox head and how
+// many of the rows after seq $2 it read, up to $3; then, when they were
+// fewer than $3, each event they name, the effective key of its upsert rows
+// and its columns if it is visible ($1 is now). The rows are read in seq
+// order under the limit, so Postgres walks the partitions' primary keys from
+// $2 (on any plan, generic ones included: see readWindow); each event is then
+// fetched by its primary key through a LATERAL subquery with a LIMIT, never
+// hash-joined with a scan of the events.
+var windowSQL = `
+WITH o AS (SELECT event_id, op, effective_key FROM cn_relay.events_outbox WHERE seq > $2 ORDER BY seq LIMIT $3),
+c AS (SELECT count(*) AS read FROM o),
+n AS (SELECT event_id, max(effective_key) FILTER (WHERE op = 'upsert') AS ukey FROM o GROUP BY event_id)
+SELECT h.seq, c.read, n.event_id, n.ukey, ` + eventColumns + `
+FROM (` + outbox.HeadSQL + `) h
+CROSS JOIN c
+LEFT JOIN n ON c.read < $3
+LEFT JOIN LATERAL (SELECT ` + eventColumns + ` FROM cn_relay.events e WHERE e.id = n.event_id AND ` + visibleSQL + ` LIMIT 1) e ON true`
+
+// Window reads what the outbox rows after seq `after` changed (see Window),
+// in one statement: one round trip, its own snapshot. A window of more than
+// limit rows is not read: More is set.
+func (s *Reader) Window(ctx context.Context, after int64, limit int) (Window, error) {
+	return s.readWindow(ctx, s.pool, after, limit)
+}
+
+// batcher is what readWindow needs: the pool or a transaction.
+type batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+func (s *Reader) readWindow(ctx context.Context, q batcher, after int64, limit int) (Window, error) {
+	w := Window{Named: map[string]bool{}, Keys: map[string]bool{}}
+	var b pgx.Batch
+	// Planned once per connection, as outbox.QueueReadAfter's read: the plan
+	// does not depend on the values, and planning the partitioned outbox for
+	// every read would cost more than the read of a short window.
+	b.Queue(`SELECT set_config('cn.outbox_plan_cache_mode', current_setting('plan_cache_mode'), true),
+		set_config('plan_cache_mode', 'force_generic_plan', true)`)
+	b.Queue(windowSQL, s.now().Unix(), after, limit+1).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				read                          int64
+				eventID, ukey                 *string
+				id, pubkey, tags, content, sg *string
+				createdAt                     *int64
+				kind                          *int32
+			)
+			if err := rows.Scan(&w.Seq, &read, &eventID, &ukey, &id, &pubkey, &createdAt, &kind, &tags, &content, &sg); err != nil {
+				return err
+			}
+			if read > int64(limit) {
+				w.More = true // (the head alone)
+				continue
+			}
+			if eventID == nil {
+				continue // (no rows after `after`: the head alone)
+			}
+			w.Named[*eventID] = true
+			if ukey != nil && *ukey != "" {
+				w.Keys[*ukey] = true
+			}
+			if id == nil {
+				continue // (not visible)
+			}
+			ev := &nostr.Event{ID: *id, PubKey: *pubkey, CreatedAt: nostr.Timestamp(*createdAt), Kind: int(*kind), Content: *content, Sig: *sg}
+			var err error
+			if ev.Tags, err = decodeTags(*tags); err != nil {
+				return err
+			}
+			w.Events = append(w.Events, ev)
+		}
+		return rows.Err()
+	})
+	b.Queue("SELECT set_config('plan_cache_mode', current_setting('cn.outbox_plan_cache_mode'), true)")
+	if err := q.SendBatch(ctx, &b).Close(); err != nil {
+		return Window{}, fmt.Errorf("read outbox window after %d: %w", after, err)
+	}
+	return w, nil
+}
+
+// Snapshot reads the database in one snapshot: a read-only REPEATABLE READ
+// transaction whose first statement takes it (InSnapshot). Its reads agree
+// with each other: a Window's Seq is the outbox head of every Query's
+// snapshot too.
+type Snapshot struct {
+	r  *Reader
+	tx pgx.Tx
+}
+
+// InSnapshot runs fn with a Snapshot, then ends its transaction.
+func (s *Reader) InSnapshot(ctx context.Context, fn func(*Snapshot) error) error {
+	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		return fn(&Snapshot{r: s, tx: tx})
+	})
+}
+
+// Window is Reader.Window in the snapshot.
+func (sn *Snapshot) Window(ctx context.Context, after int64, limit int) (Window, error) {
+	return sn.r.readWindow(ctx, sn.tx, after, limit)
+}
+
+// Query is Reader.Query in the snapshot (row budget and Served included).
+func (sn *Snapshot) Query(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) ([]*nostr.Event, error) {
+	return sn.r.query(ctx, sn.tx, filters, v)
+}
