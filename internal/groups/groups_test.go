@@ -260,3 +260,30 @@ func TestGroupRender(t *testing.T) {
 	require.Len(t, ch, 1)
 	require.Equal(t, KindMembers, ch[0].Kind)
 }
+
+// TestGroupSameSecondArrivalWins: two changes of one member in the same
+// second both take effect in the order they arrive (Stamp.Seq), whatever
+// their ids.
+func TestGroupSameSecondArrivalWins(t *testing.T) {
+	t.Parallel()
+	node, admin, u := newUser(t), newUser(t), newUser(t)
+	pol := Policy{Node: node.pk}
+	s := New("g")
+	s.Apply(admin.ev(t, KindCreateGroup, now, nostr.Tag{"h", "g"}), 1)
+	s.Apply(node.ev(t, KindPutUser, now, nostr.Tag{"h", "g"}, nostr.Tag{"p", admin.pk, "admin"}), 1)
+	first := admin.ev(t, KindPutUser, now, nostr.Tag{"h", "g"}, nostr.Tag{"p", u.pk})
+	second := admin.ev(t, KindPutUser, now, nostr.Tag{"h", "g"}, nostr.Tag{"p", u.pk, "moderator"})
+	for second.ID < first.ID { // the later one has the higher id: NIP-01's tie rule alone would refuse it
+		second = admin.ev(t, KindPutUser, now, nostr.Tag{"h", "g"}, nostr.Tag{"p", u.pk, "moderator"})
+	}
+	require.True(t, pol.Decide(s, first, Facts{Now: now, Seq: 2}).OK)
+	s.Apply(first, 2)
+	d := pol.Decide(s, second, Facts{Now: now, Seq: 3})
+	require.True(t, d.OK, d.Message)
+	s.Apply(second, 3)
+	require.Equal(t, []string{"moderator"}, s.RolesOf(u.pk))
+	// In the same batch (same Seq) the lower id wins, as NIP-01 says.
+	third := admin.ev(t, KindRemoveUser, now, nostr.Tag{"h", "g"}, nostr.Tag{"p", u.pk})
+	want := third.ID < second.ID
+	require.Equal(t, want, pol.Decide(s, third, Facts{Now: now, Seq: 3}).OK)
+}
