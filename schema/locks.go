@@ -56,6 +56,12 @@ const (
 	// ($1, e.g. "0:<pubkey>"), taken by every store batch that reads or
 	// changes that key's versions, in sorted key order.
 	EffectiveKeyLockSQL = "hashtextextended($1, 0)"
+	// GroupLockSQL is the transaction-level lock of one NIP-29 group ($1, its
+	// id), taken by every store batch that decides an event of that group and
+	// by internal/groups.Replace, in sorted id order, before any
+	// EffectiveKeyLockSQL: whoever holds it may read and write the group's
+	// row of cn_relay.groups.
+	GroupLockSQL = "hashtextextended('group:' || $1, 0)"
 	// TemplateLockSQL serialises test binaries that build the migrated
 	// template database (internal/pgtest, session level).
 	TemplateLockSQL = "hashtext('cn_pgtest_template')"

@@ -19,6 +19,9 @@ import (
 // environment variables): see TestStoringCommandsTakeEveryRelayRuleFlag.
 var notStoreRules = map[string]string{
 	"listen":                   "where the relay serves",
+	"groups":                   "NIP-29 groups need the node key to sign their state; import and sync refuse group events (importing a moved or forked group is still to do)",
+	"group-creators":           "NIP-29 groups (see groups)",
+	"group-invite-ttl":         "NIP-29 groups (see groups)",
 	"metrics-listen":           "where the relay serves",
 	"public-url":               "the relay's URL for AUTH",
 	"real-ip-header":           "a connection's address",

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kukuri/communitynode/internal/daemon"
+	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/protocol"
@@ -71,7 +72,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "banner", EnvVars: []string{"CN_RELAY_BANNER"}, Usage: "NIP-11 banner URL"},
 			&cli.StringFlag{Name: "posting-policy", EnvVars: []string{"CN_RELAY_POSTING_POLICY"}, Usage: "NIP-11 posting_policy URL"},
 			&cli.StringFlag{Name: "info-file", EnvVars: []string{"CN_RELAY_INFO_FILE"}, Usage: "JSON file with NIP-11 fields (name, description, icon, banner, pubkey, contact, posting_policy, terms_of_service, privacy_policy, relay_countries, language_tags, tags, retention); flags override it"},
-			&cli.StringFlag{Name: "node-key-file", EnvVars: []string{"CN_NODE_KEY_FILE"}, Usage: "the node's key (cnctl node-key generate): NIP-11 `self` names its pubkey; the relay signs nothing with it"},
+			&cli.StringFlag{Name: "node-key-file", EnvVars: []string{"CN_NODE_KEY_FILE"}, Usage: "the node's key (cnctl node-key generate): NIP-11 `self` names its pubkey; with --groups the relay signs NIP-29 group state with it"},
+			&cli.BoolFlag{Name: "groups", Value: true, EnvVars: []string{"CN_RELAY_GROUPS"}, Usage: "host NIP-29 relay-based groups when --node-key-file is given (the relay then holds the node key); --groups=false refuses group events"},
+			&cli.StringFlag{Name: "group-creators", Value: string(groups.CreatorsMembers), EnvVars: []string{"CN_RELAY_GROUP_CREATORS"}, Usage: "who may create a NIP-29 group (kind 9007): members (of the community: authors who have posted in a topic here, or were admitted), admins (--admin-pubkeys) or any"},
+			&cli.DurationFlag{Name: "group-invite-ttl", Value: groups.DefaultInviteTTL, EnvVars: []string{"CN_RELAY_GROUP_INVITE_TTL"}, Usage: "how long a NIP-29 invite code (kind 9009) opens a closed group after its created_at; codes are not used up"},
 			&cli.IntFlag{Name: "min-rank", EnvVars: []string{"CN_RELAY_MIN_RANK"}, Usage: "refuse posts from authors whose trust-v1 rank (cmd/trust) is below this, 0-100 (profiles, lists, deletions, seeds, admins and the node exempt; default 0: off)"},
 			&cli.StringSliceFlag{Name: "admin-pubkeys", EnvVars: []string{"CN_RELAY_ADMIN_PUBKEYS"}, Usage: "pubkeys (hex or npub, comma separated) that may manage the relay through NIP-86 (default: none, NIP-86 answers 401)"},
 
@@ -158,12 +162,16 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 			*o.into = c.String(o.flag)
 		}
 	}
+	var nodeKey nodekey.Key
 	if f := c.String("node-key-file"); f != "" {
 		k, err := nodekey.Load(f)
 		if err != nil {
 			return node.RelayOptions{}, err
 		}
 		cfg.Info.Self = k.PubKey
+		if c.Bool("groups") {
+			nodeKey = k
+		}
 	}
 	cfg.Info.Version = version()
 	rules, err := storerules.FromFlags(c)
@@ -183,6 +191,13 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 		StatsInterval: c.Duration("stats-interval"), MinRank: c.Int("min-rank"),
 		ReadDatabaseURLs: c.StringSlice("read-database-url"), MaxReplicaLag: c.Duration("max-replica-lag"),
 		Pending: rules.Pending}
+	s.NodeKey, s.GroupInviteTTL = nodeKey, c.Duration("group-invite-ttl")
+	if s.GroupCreators, err = groups.ParseCreators(c.String("group-creators")); err != nil {
+		return node.RelayOptions{}, fmt.Errorf("--group-creators: %w", err)
+	}
+	if s.GroupInviteTTL <= 0 {
+		return node.RelayOptions{}, fmt.Errorf("--group-invite-ttl must be positive, got %s", s.GroupInviteTTL)
+	}
 	if s.MinRank < 0 || s.MinRank > 100 {
 		return node.RelayOptions{}, fmt.Errorf("--min-rank: want 0-100, got %d", s.MinRank)
 	}

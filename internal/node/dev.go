@@ -251,7 +251,7 @@ func build(cfg DevOptions, dbURL string, key nodekey.Key) (daemons, error) {
 	return daemons{
 		bridge: br,
 		relay: RelayOptions{DatabaseURL: dbURL, Relay: relayCfg, SweepInterval: DefaultSweepInterval,
-			StatsInterval: DefaultStatsInterval, AdminPubkeys: cfg.AdminPubkeys, Pending: rules.Pending, Logger: logger.With("daemon", "relay")},
+			StatsInterval: DefaultStatsInterval, AdminPubkeys: cfg.AdminPubkeys, Pending: rules.Pending, NodeKey: key, Logger: logger.With("daemon", "relay")},
 		indexer: IndexerOptions{DatabaseURL: dbURL, Listen: cmp.Or(cfg.IndexerListen, DefaultIndexerListen),
 			Logger: logger.With("daemon", "indexer")},
 		moderator: ModeratorOptions{DatabaseURL: dbURL, Listen: cmp.Or(cfg.ModeratorListen, DefaultModeratorListen), Key: key,

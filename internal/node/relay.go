@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,8 @@ import (
 	"github.com/kukuri/communitynode/internal/daemon"
 	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/ephemeral"
+	"github.com/kukuri/communitynode/internal/groups"
+	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/relayadmin"
 	"github.com/kukuri/communitynode/internal/replica"
@@ -48,7 +51,17 @@ type RelayOptions struct {
 	MinRank int
 	// Pending bounds newcomers' waiting identity events (zero: the defaults).
 	Pending store.PendingLimits
-	Logger  *slog.Logger
+	// NodeKey, when set, makes the relay host NIP-29 groups (package groups):
+	// it signs the groups' state events and the node's own moderation events
+	// (its pubkey becomes Relay.Info.Self). Zero: no groups, group events are
+	// refused.
+	NodeKey nodekey.Key
+	// GroupCreators says who may create a group (zero: groups.CreatorsMembers).
+	GroupCreators groups.Creators
+	// GroupInviteTTL is how long an invite code is valid (zero:
+	// groups.DefaultInviteTTL).
+	GroupInviteTTL time.Duration
+	Logger         *slog.Logger
 }
 
 // Relay runs one relay process: it opens the database pool and wires the outbox
@@ -80,6 +93,14 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	admins := map[string]bool{}
 	for _, pk := range s.AdminPubkeys {
 		admins[pk] = true
+	}
+	if key := s.NodeKey; key.PubKey != "" {
+		err := st.SetGroups(store.Groups{Sign: key.Sign, Policy: groups.Policy{Node: key.PubKey, Admins: admins,
+			Creators: cmp.Or(s.GroupCreators, groups.CreatorsMembers), InviteTTL: s.GroupInviteTTL}})
+		if err != nil {
+			return err
+		}
+		s.Relay.Info.Self, s.Relay.Groups = key.PubKey, true
 	}
 	api := &relayadmin.API{Admin: &relayadmin.Admin{Pool: pool, Store: st.Publisher(), TopicRules: st.Rules()}, Admins: admins,
 		PublicURL: s.Relay.PublicURL, Logger: logger}

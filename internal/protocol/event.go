@@ -160,7 +160,9 @@ func checkTopics(ev *nostr.Event, r TopicRules, maxBytes int) string {
 		return ""
 	}
 	topics := Topics(ev)
-	identity := IsIdentityKind(ev.Kind)
+	// A group event's scope is its group (the store decides it); its t tags
+	// are content, as an identity event's are.
+	identity := IsIdentityKind(ev.Kind) || IsGroupEvent(ev)
 	if len(topics) == 0 {
 		if identity || !r.RequireTopic || r.TopicExemptKinds[ev.Kind] || !TopicRefs(ev).Empty() {
 			return ""

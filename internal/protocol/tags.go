@@ -160,3 +160,42 @@ func isSingleLetter(name string) bool {
 func cleanText(s string) bool {
 	return strings.IndexByte(s, 0) < 0 && utf8.ValidString(s)
 }
+
+// GroupTag returns the value of the event's first NIP-29 `h` tag (the id of
+// the relay-based group it is sent to) and how many distinct `h` values it
+// carries (0: no group; more than 1: malformed, internal/groups refuses it).
+func GroupTag(ev *nostr.Event) (id string, n int) {
+	if ev == nil {
+		return "", 0
+	}
+	for _, tag := range ev.Tags {
+		if len(tag) < 2 || tag[0] != "h" {
+			continue
+		}
+		switch {
+		case n == 0:
+			id, n = tag[1], 1
+		case tag[1] != id:
+			n++
+		}
+	}
+	return id, n
+}
+
+// IsGroupEvent reports whether ev is sent to a NIP-29 group: it has an `h`
+// tag and is no identity event (IsIdentityKind: a profile or list belongs to
+// its author, never to a group), or it is of a kind NIP-29 reserves (group
+// moderation 9000-9020, join and leave requests 9021 and 9022, group state
+// 39000-39005), with or without an `h` tag. Such an event's scope is its
+// group, decided by the store (internal/groups), not by its `t` tags, which
+// are content (matched by #t) as an identity event's are.
+func IsGroupEvent(ev *nostr.Event) bool {
+	if ev == nil {
+		return false
+	}
+	if (ev.Kind >= 9000 && ev.Kind <= 9022) || (ev.Kind >= 39000 && ev.Kind <= 39005) {
+		return true
+	}
+	_, n := GroupTag(ev)
+	return n > 0 && !IsIdentityKind(ev.Kind)
+}

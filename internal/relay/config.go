@@ -59,7 +59,7 @@ type Info struct {
 	Icon          string   `json:"icon,omitempty"`
 	Banner        string   `json:"banner,omitempty"`
 	PubKey        string   `json:"pubkey,omitempty"` // the operator's (hex)
-	Self          string   `json:"self,omitempty"`   // the node's own key (hex): it signs labels and assertions
+	Self          string   `json:"self,omitempty"`   // the node's own key (hex): it signs labels, assertions and NIP-29 group state
 	Contact       string   `json:"contact,omitempty"`
 	PostingPolicy string   `json:"posting_policy,omitempty"`
 	TermsOfServ   string   `json:"terms_of_service,omitempty"`
@@ -181,6 +181,11 @@ type Config struct {
 	// NegIdleTimeout ends a NIP-77 session that has had no NEG-MSG for this
 	// long, with NEG-ERR "closed: ...".
 	NegIdleTimeout time.Duration
+
+	// Groups says that the store hosts NIP-29 groups (store.Store.SetGroups,
+	// with the node key named by Info.Self): NIP-11 lists 29. The relay itself
+	// treats group events like any other; the store decides them.
+	Groups bool
 
 	// CacheBytes bounds the event cache (package eventcache): the newest
 	// visible public events, kept in memory by the outbox follower, from which

@@ -109,9 +109,13 @@ type limitation struct {
 
 // supportedNIPs lists what this configuration implements: NIP-42 only when AUTH
 // is enabled, NIP-50 only when search is, NIP-86 only when management is,
-// NIP-77 only when negentropy sync is served.
+// NIP-77 only when negentropy sync is served, NIP-29 only when the store hosts
+// groups.
 func (c Config) supportedNIPs(management, negentropy bool) []int {
 	nips := []int{1, 9, 11, 40, 45, 70}
+	if c.Groups {
+		nips = append(nips, 29)
+	}
 	if negentropy {
 		nips = append(nips, 77)
 	}

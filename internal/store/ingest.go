@@ -184,6 +184,7 @@ func (pub *Publisher) newPlan(evs []*nostr.Event, rules protocol.TopicRules) *pl
 	p.gate = pub.gate
 	p.limits = pub.pending
 	p.pendingN = pub.pendingRows.Load()
+	p.groups = pub.groups
 	return p
 }
 
@@ -227,5 +228,5 @@ func (p *plan) prepare(ctx context.Context, tx outbox.Batcher) error {
 		p.promote(due)
 	}
 	p.finish()
-	return nil
+	return p.groupErr
 }

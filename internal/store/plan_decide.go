@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/pkg/outbox"
 	"github.com/nbd-wtf/go-nostr"
@@ -30,6 +31,7 @@ type plan struct {
 	limits     PendingLimits
 	pendingN   int64        // pending rows in all (Publisher.pendingRows) when the plan began
 	cache      *memberCache // members known before the batch (load skips them); may be nil
+	groups     *Groups      // NIP-29 groups (groups.go); nil: group events are refused
 
 	// Loaded (plan_load.go), then changed by the decisions.
 	byID      map[string]*stored         // stored rows for incoming ids and deletion targets
@@ -45,6 +47,13 @@ type plan struct {
 	locked    map[string]bool            // effective keys whose locks this transaction holds
 	tagCache  map[string][]string        // event id -> its normalised t tags, computed once per batch
 
+	// Groups (groups.go): loaded, then changed by the decisions.
+	groupIDs       map[string]bool          // groups the batch names (locked and loaded)
+	gstate         map[string]*groups.State // group id -> its state, as loaded and then changed
+	gbefore        map[string]*groups.State // group id -> its state as loaded
+	withheldLookup []string                 // ids to look up among the withheld
+	withheldSeen   map[string]bool          // ids withheld already, or by this batch
+
 	// Decided.
 	results          []protocol.Verdict // one per event of evs
 	touched          map[string]bool    // effective keys whose versions changed
@@ -58,6 +67,10 @@ type plan struct {
 	promotedVerdicts []protocol.Verdict // what publishing each promoted event decided
 	unpend           []string           // ids of pending rows to delete (published)
 	records          []outbox.Record    // the outbox rows, in order
+	groupsTouched    map[string]bool    // groups whose state this batch changed
+	generated        map[string]string  // id of a state event or its deletion made by this plan -> its group
+	withheld         []*nostr.Event     // group events this batch withholds
+	groupErr         error              // the group path failed (the batch fails)
 }
 
 // tombstone is one NIP-09 target (an event id or an 'a' address) that a
@@ -87,7 +100,9 @@ func newPlan(evs []*nostr.Event, now time.Time, rules protocol.TopicRules) *plan
 		rules: rules, refTopics: map[string][]string{}, members: map[string]bool{}, outcomes: map[string]Outcome{},
 		tagCache: make(map[string][]string, len(evs)),
 		locked:   map[string]bool{}, waiting: map[string]*waiting{}, waitKeys: map[string]map[string]bool{},
-		limits: DefaultPendingLimits(),
+		limits:   DefaultPendingLimits(),
+		groupIDs: map[string]bool{}, gstate: map[string]*groups.State{}, gbefore: map[string]*groups.State{},
+		withheldSeen: map[string]bool{}, groupsTouched: map[string]bool{}, generated: map[string]string{},
 	}
 }
 
@@ -136,6 +151,9 @@ func (p *plan) decideEvent(i int, ev *nostr.Event) protocol.Verdict {
 		if prev.deleted {
 			return protocol.Verdict{OK: false, Message: msgDeleted}
 		}
+		if v, ok := p.groupDuplicate(ev); ok {
+			return v
+		}
 		return protocol.Verdict{OK: true, Message: msgDuplicate}
 	}
 	if p.tombIDs[ev.ID][ev.PubKey] {
@@ -147,6 +165,15 @@ func (p *plan) decideEvent(i int, ev *nostr.Event) protocol.Verdict {
 			return protocol.Verdict{OK: false, Message: msgDeletedByAuth}
 		}
 	}
+	verdict := protocol.Verdict{OK: true, Message: ""}
+	var group *groups.Decision
+	if protocol.IsGroupEvent(ev) {
+		d, v, stop := p.decideGroup(ev)
+		if stop {
+			return v
+		}
+		group, verdict = d, v
+	}
 	identity := protocol.IsIdentityKind(ev.Kind)
 	if identity && !p.isMember(ev.PubKey, ev.ID) {
 		return p.keep(i, ev, key)
@@ -155,11 +182,15 @@ func (p *plan) decideEvent(i int, ev *nostr.Event) protocol.Verdict {
 	if reason != "" {
 		return protocol.Verdict{OK: false, Message: reason}
 	}
-	p.join(ev, topics)
+	if verdict.OK { // (not for a join request kept pending)
+		p.join(ev, topics)
+	}
+	// An identity event's and a group event's t tags are content (#t), not topics.
+	content := identity || p.groupScope(ev) != ""
 	st := &stored{id: ev.ID, pubkey: ev.PubKey, kind: ev.Kind, createdAt: int64(ev.CreatedAt),
 		effectiveKey: key, effective: key == "", topics: topics, isNew: true, ev: ev,
-		topicsAreTags: !identity && len(p.tagTopics(ev)) > 0}
-	if identity {
+		topicsAreTags: !content && len(p.tagTopics(ev)) > 0}
+	if content {
 		st.hashtags = p.tagTopics(ev)
 	}
 	p.byID[ev.ID] = st
@@ -172,12 +203,18 @@ func (p *plan) decideEvent(i int, ev *nostr.Event) protocol.Verdict {
 	if ev.Kind == nostr.KindDeletion {
 		p.applyDeletion(ev)
 	}
-	return protocol.Verdict{OK: true, Message: ""}
+	if group != nil {
+		p.applyGroup(ev, group)
+	}
+	return verdict
 }
 
 // finish settles what the events decided: moderation, then the effective
 // version of every touched key.
 func (p *plan) finish() {
+	if p.groups != nil {
+		p.finishGroups()
+	}
 	p.applyModeration()
 	p.settleKeys()
 }
@@ -296,6 +333,9 @@ func (p *plan) topicsOf(ev *nostr.Event) ([]string, string) {
 	if protocol.IsIdentityKind(ev.Kind) {
 		return []string{protocol.NodeTopic}, ""
 	}
+	if g := p.groupScope(ev); g != "" {
+		return []string{g}, ""
+	}
 	if own := p.tagTopics(ev); len(own) > 0 {
 		for _, t := range own {
 			if t == protocol.NodeTopic || !p.rules.Enabled(t) { // (ValidateEvent refused these already)
@@ -340,7 +380,7 @@ func (p *plan) topicsOf(ev *nostr.Event) ([]string, string) {
 // inherits reports whether ev takes its topics from the events it references:
 // it is no identity event and has no topic of its own.
 func (p *plan) inherits(ev *nostr.Event) bool {
-	return !protocol.IsIdentityKind(ev.Kind) && len(p.tagTopics(ev)) == 0
+	return !protocol.IsIdentityKind(ev.Kind) && !protocol.IsGroupEvent(ev) && len(p.tagTopics(ev)) == 0
 }
 
 // tagTopics returns ev's own normalised t tags (protocol.Topics), normalising
@@ -360,7 +400,9 @@ func (p *plan) inherit(ev *nostr.Event) []string {
 	set := map[string]bool{}
 	add := func(topics []string) {
 		for _, t := range topics {
-			set[t] = true
+			if _, group := groups.IDOfScope(t); !group { // only a group event (h tag) enters a group
+				set[t] = true
+			}
 		}
 	}
 	refs := protocol.TopicRefs(ev)

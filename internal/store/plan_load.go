@@ -56,6 +56,7 @@ func (p *plan) load(ctx context.Context, tx outbox.Batcher) error {
 			keys[k] = true
 			addrs[eventAddress(ev)] = true
 		}
+		p.groupsLoad(ev, ids, targetIDs, keys)
 		if ev.Kind == nostr.KindDeletion {
 			eids, as := deletionTargets(ev)
 			for _, id := range eids {
@@ -70,8 +71,10 @@ func (p *plan) load(ctx context.Context, tx outbox.Batcher) error {
 	}
 	var b pgx.Batch
 	queueGenericPlans(&b)
+	p.queueGroupLocks(&b)
 	queueLocks(&b, keys)
 	maps.Copy(p.locked, keys)
+	p.queueGroupsLoad(&b)
 	b.Queue(`SELECT id, pubkey, kind, created_at, coalesce(effective_key, ''), is_effective, coalesce(deleted_reason, '')
 		FROM cn_relay.events WHERE id = ANY($1)`, setSlice(ids)).
 		Query(func(rows pgx.Rows) error { return p.scanStored(rows, nil) })
@@ -138,6 +141,7 @@ func (p *plan) load(ctx context.Context, tx outbox.Batcher) error {
 		}
 	}
 	p.noteWinners()
+	p.noteGroups()
 	return nil
 }
 

@@ -87,6 +87,7 @@ func (p *plan) queueWrites(b *pgx.Batch) {
 			pubkeys, firsts, p.ingestedAt)
 	}
 	p.queuePending(b)
+	p.queueGroupWrites(b)
 	if len(p.newTombs) > 0 {
 		n := len(p.newTombs)
 		targets, pubkeys, deletions, ats := make([]string, n), make([]string, n), make([]string, n), make([]int64, n)

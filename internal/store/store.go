@@ -73,6 +73,8 @@ type Publisher struct {
 	pending PendingLimits
 	// gate, when set, admits non-members as members (the relay's trust gate).
 	gate func(pubkey string) bool
+	// groups, when set, hosts NIP-29 groups (Store.SetGroups).
+	groups *Groups
 	// pendingRows is the number of pending identity events as last counted
 	// (SweepPending) plus those kept since; the global cap reads it.
 	pendingRows atomic.Int64

@@ -1,0 +1,71 @@
+// Package groups is the node's NIP-29 relay-based groups: what a group is
+// (State), who may do what in it (Decide, Roles), the events the node signs to
+// describe it (Render), and how its state is recomputed from the stored events
+// (Project, Rebuild). The store (internal/store) calls it while it decides a
+// batch, so that a group event, the state it changes and the node's events
+// that describe the change commit in one transaction.
+//
+// # Groups are scopes
+//
+// An event sent to a group (an `h` tag; protocol.IsGroupEvent) belongs to that
+// group only: its scope, the topic_id of its outbox rows and its scope row in
+// cn_relay.event_topics, is Scope(id) = "GROUP:" + id. No `t` topic can equal
+// it (normalised topics have no upper-case ASCII letter, as for
+// protocol.NodeTopic), so the indexer, the moderator, trust and the bridge
+// see a group like any community, with no path of their own. A group event's
+// `t` tags are content (matched by #t), never a topic; an event that only
+// references a group event (a reply without `h`) does not inherit the group.
+//
+// # State is a projection of the stored moderation events
+//
+// A group's State is a set of last-writer-wins registers, one per thing an
+// event can set: the metadata (the newest 9002: it replaces every field, as
+// the current NIP-29 text says), each user's membership and roles (the newest
+// 9000 or 9001 naming them), each user's newest join request (9021), each
+// invite code (the newest 9009 naming it), the group's creation (the first
+// 9007) and deletion (the first 9008). "Newest" is NIP-01's order for
+// replaceable events: the later created_at, ties to the lower id. Apply folds
+// one event into a State and is commutative: the same set of events gives the
+// same State whatever the order they are applied in, so Project, which folds
+// every accepted moderation event the node holds, gives exactly the State the
+// relay kept live (TestGroupRebuildEqualsLive checks it after random
+// histories with equal timestamps and late arrivals).
+//
+// Decide refuses an event that would not take effect (an edit older than the
+// register it sets: "invalid: ... older ..."), so an accepted moderation event
+// always changes what it names. The node's own moderation events (the 9000 that
+// admits a join, the 9001 that answers a leave, the 9000 that makes a creator
+// admin) are stamped later than the register they set (NodeEvents), so they
+// always win.
+//
+// Accepted moderation events stay stored even when hidden (9005, NIP-09,
+// moderation): they are the group's history, and Project reads them whatever
+// their visibility. Events are never removed from cn_relay.events.
+//
+// # Who signs what
+//
+// The node key (NIP-11 `self`) signs: 39000 (metadata), 39001 (admins with
+// their roles), 39002 (members), 39003 (the roles this relay supports), one
+// version per group and batch that changed it, with a created_at above the
+// previous version's (a group changed more than once a second sees its state
+// events run ahead of the clock by that much); the 9000 that admits a join or
+// makes a creator admin, and the 9001 that answers a leave; and, when a group
+// is deleted, a kind 5 that deletes its state events by address. The relay
+// refuses kinds 39000-39005 from everyone else, the node key included over the
+// wire: only the store's group path makes them.
+//
+// # Secrets
+//
+// Invite codes are secrets, and this slice has no read path that hides an
+// event from some readers. So a 9009 (create-invite) and a 9021 that carries
+// a `code` tag are withheld: kept in cn_relay.group_withheld (which Project
+// reads), never in cn_relay.events, the outbox, the index or any answer to a
+// client.
+//
+// # Not supported yet (refused, never half done)
+//
+// `private` and `hidden` groups (9002 with those flags: "restricted: private
+// groups are not supported yet"), subgroups (`parent`/`child`), `livekit`,
+// moderation kinds other than 9000, 9001, 9002, 9005, 9007, 9008 and 9009,
+// `previous` timeline references and late-publication checks.
+package groups

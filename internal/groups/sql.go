@@ -1,0 +1,270 @@
+package groups
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/kukuri/communitynode/schema"
+)
+
+// The tables (migration 0024): cn_relay.groups holds each group's State (its
+// Dump) as the relay keeps it live; cn_relay.group_withheld holds the group
+// events no reader may see (Decision.Withhold). internal/store writes both in
+// the transaction of the batch that decided them (QueueSave, QueueWithhold);
+// Replace (cnctl groups rebuild --write) is their only other writer. Every
+// writer holds the group's lock (schema.GroupLockSQL) first.
+
+// Querier runs queries: a pool, a connection or a transaction.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// QueueLocks queues the group lock of each id, in sorted order.
+func QueueLocks(b *pgx.Batch, ids []string) {
+	for _, id := range slices.Sorted(slices.Values(ids)) {
+		b.Queue("SELECT pg_advisory_xact_lock("+schema.GroupLockSQL+")", id)
+	}
+}
+
+// QueueLoad queues the read of the states of ids into into (a group without
+// a row is absent).
+func QueueLoad(b *pgx.Batch, ids []string, into map[string]*State) {
+	b.Queue(`SELECT state FROM cn_relay.groups WHERE id = ANY($1)`, ids).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var raw []byte
+			if err := rows.Scan(&raw); err != nil {
+				return fmt.Errorf("load groups: %w", err)
+			}
+			s, err := Load(raw)
+			if err != nil {
+				return fmt.Errorf("load groups: unreadable state: %w", err)
+			}
+			into[s.ID] = s
+		}
+		return rows.Err()
+	})
+}
+
+// QueueWithheldIDs queues the read of which of ids are withheld already, into seen.
+func QueueWithheldIDs(b *pgx.Batch, ids []string, seen map[string]bool) {
+	b.Queue(`SELECT id FROM cn_relay.group_withheld WHERE id = ANY($1)`, ids).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return fmt.Errorf("load withheld group events: %w", err)
+			}
+			seen[id] = true
+		}
+		return rows.Err()
+	})
+}
+
+// QueueSave queues the upsert of states.
+func QueueSave(b *pgx.Batch, states []*State, at time.Time) {
+	if len(states) == 0 {
+		return
+	}
+	ids, dumps := make([]string, len(states)), make([]string, len(states))
+	for i, s := range states {
+		ids[i], dumps[i] = s.ID, string(s.Dump())
+	}
+	b.Queue(`INSERT INTO cn_relay.groups (id, state, updated_at)
+		SELECT id, state::jsonb, $3 FROM unnest($1::text[], $2::text[]) AS u(id, state)
+		ON CONFLICT (id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at`, ids, dumps, at)
+}
+
+// QueueWithhold queues the insert of withheld events (a re-sent one is kept once).
+func QueueWithhold(b *pgx.Batch, evs []*nostr.Event, at time.Time) {
+	if len(evs) == 0 {
+		return
+	}
+	n := len(evs)
+	ids, groups, pubkeys, raws := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	kinds, ats := make([]int32, n), make([]int64, n)
+	for i, ev := range evs {
+		raw, _ := json.Marshal(ev) // a verified event always encodes
+		id, _ := groupOf(ev)
+		ids[i], groups[i], pubkeys[i], raws[i] = ev.ID, id, ev.PubKey, string(raw)
+		kinds[i], ats[i] = int32(ev.Kind), int64(ev.CreatedAt)
+	}
+	b.Queue(`INSERT INTO cn_relay.group_withheld (id, group_id, pubkey, kind, created_at, event, received_at)
+		SELECT *, $7::timestamptz FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[])
+		ON CONFLICT (id) DO NOTHING`, ids, groups, pubkeys, kinds, ats, raws, at)
+}
+
+// ProjectedKinds are the kinds Apply uses: what Stored reads.
+var ProjectedKinds = []int{KindPutUser, KindRemoveUser, KindEditMetadata, KindCreateGroup, KindDeleteGroup, KindCreateInvite, KindJoinRequest}
+
+// Accepted is a group event the relay accepted, with when it was ingested
+// (unix microseconds: Stamp.Seq).
+type Accepted struct {
+	Event *nostr.Event
+	Seq   int64
+}
+
+// Project folds evs, group events the relay accepted, into the states of
+// their groups (State.Apply; the order of evs does not matter).
+func Project(evs []Accepted) map[string]*State {
+	sorted := slices.Clone(evs)
+	slices.SortFunc(sorted, func(a, b Accepted) int {
+		if a.Event.CreatedAt != b.Event.CreatedAt {
+			return int(a.Event.CreatedAt - b.Event.CreatedAt)
+		}
+		return strings.Compare(a.Event.ID, b.Event.ID)
+	})
+	out := map[string]*State{}
+	for _, a := range sorted {
+		ev := a.Event
+		id, ok := groupOf(ev)
+		if !ok {
+			continue
+		}
+		s := out[id]
+		if s == nil {
+			s = New(id)
+			out[id] = s
+		}
+		s.Apply(ev, a.Seq)
+	}
+	return out
+}
+
+// groupOf returns the group of ev's single h tag.
+func groupOf(ev *nostr.Event) (string, bool) {
+	var id string
+	for _, tag := range ev.Tags {
+		if len(tag) >= 2 && tag[0] == "h" {
+			if id != "" && tag[1] != id {
+				return "", false
+			}
+			id = tag[1]
+		}
+	}
+	return id, id != ""
+}
+
+// Stored reads every accepted group event Project needs: the events of
+// ProjectedKinds stored in a group's scope, whatever became of them since
+// (hidden, deleted or expired: they are the group's history), and the
+// withheld ones.
+func Stored(ctx context.Context, q Querier) ([]Accepted, error) {
+	rows, err := q.Query(ctx, `SELECT `+schema.EventColumns+`, e.ingested_at FROM cn_relay.events e
+		WHERE e.kind = ANY($1) AND EXISTS (SELECT 1 FROM cn_relay.event_topics t
+			WHERE t.event_id = e.id AND `+schema.ScopeSQL+` AND starts_with(t.topic_id, $2))
+		ORDER BY e.created_at, e.id`, ProjectedKinds, ScopePrefix)
+	if err != nil {
+		return nil, fmt.Errorf("read group events: %w", err)
+	}
+	var out []Accepted
+	for rows.Next() {
+		ev := &nostr.Event{}
+		var tags []byte
+		var at int64
+		var ingested time.Time
+		if err := rows.Scan(&ev.ID, &ev.PubKey, &at, &ev.Kind, &tags, &ev.Content, &ev.Sig, &ingested); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read group events: %w", err)
+		}
+		ev.CreatedAt = nostr.Timestamp(at)
+		if err := json.Unmarshal(tags, &ev.Tags); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read group event %s: tags: %w", ev.ID, err)
+		}
+		out = append(out, Accepted{Event: ev, Seq: ingested.UnixMicro()})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read group events: %w", err)
+	}
+	rows, err = q.Query(ctx, `SELECT event, received_at FROM cn_relay.group_withheld ORDER BY created_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("read withheld group events: %w", err)
+	}
+	for rows.Next() {
+		var raw string
+		var received time.Time
+		if err := rows.Scan(&raw, &received); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read withheld group events: %w", err)
+		}
+		ev := &nostr.Event{}
+		if err := json.Unmarshal([]byte(raw), ev); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read withheld group event: %w", err)
+		}
+		out = append(out, Accepted{Event: ev, Seq: received.UnixMicro()})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read withheld group events: %w", err)
+	}
+	return out, nil
+}
+
+// Live reads every group's state as the relay keeps it.
+func Live(ctx context.Context, q Querier) (map[string]*State, error) {
+	rows, err := q.Query(ctx, `SELECT state FROM cn_relay.groups ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("read groups: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]*State{}
+	for rows.Next() {
+		var raw []byte
+		if err := rows.Scan(&raw); err != nil {
+			return nil, fmt.Errorf("read groups: %w", err)
+		}
+		s, err := Load(raw)
+		if err != nil {
+			return nil, fmt.Errorf("read groups: unreadable state: %w", err)
+		}
+		out[s.ID] = s
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read groups: %w", err)
+	}
+	return out, nil
+}
+
+// Diff returns the ids of the groups whose states differ between a and b
+// (canonical dumps compared; a group missing on one side differs), sorted.
+func Diff(a, b map[string]*State) []string {
+	var out []string
+	for _, id := range slices.Sorted(maps.Keys(a)) {
+		if s := b[id]; s == nil || string(s.Dump()) != string(a[id].Dump()) {
+			out = append(out, id)
+		}
+	}
+	for id := range b {
+		if a[id] == nil {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Replace writes states over the live ones of their groups in tx, holding
+// each group's lock (taken in sorted order) until tx ends. It does not
+// republish the groups' state events: they change with the group's next
+// accepted event.
+func Replace(ctx context.Context, tx pgx.Tx, states map[string]*State) error {
+	var b pgx.Batch
+	ids := slices.Sorted(maps.Keys(states))
+	QueueLocks(&b, ids)
+	list := make([]*State, 0, len(ids))
+	for _, id := range ids {
+		list = append(list, states[id])
+	}
+	QueueSave(&b, list, time.Now())
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return fmt.Errorf("replace group states: %w", err)
+	}
+	return nil
+}

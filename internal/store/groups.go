@@ -1,0 +1,280 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/kukuri/communitynode/internal/groups"
+	"github.com/kukuri/communitynode/internal/protocol"
+)
+
+// Groups is how the store hosts NIP-29 groups (package groups). Without it
+// (the zero Groups, or a store that was never given one: cnctl import and
+// sync, the consumers' publishers) every group event is refused with
+// groups.ReasonNoGroups.
+type Groups struct {
+	// Policy decides; Policy.Node is the node's pubkey.
+	Policy groups.Policy
+	// Sign signs an event with the node key (whose pubkey is Policy.Node):
+	// the state events and the node's own moderation events.
+	Sign func(*nostr.Event) error
+}
+
+// Validate reports a configuration that cannot work.
+func (g Groups) Validate() error {
+	switch {
+	case !protocol.IsHex64(g.Policy.Node):
+		return errors.New("groups: the node's pubkey is missing")
+	case g.Sign == nil:
+		return errors.New("groups: no signer")
+	}
+	_, err := groups.ParseCreators(string(g.Policy.Creators))
+	return err
+}
+
+// SetGroups makes the store host NIP-29 groups; call it before the store is
+// used.
+func (s *Store) SetGroups(g Groups) error {
+	if err := g.Validate(); err != nil {
+		return err
+	}
+	s.pub.groups = &g
+	return nil
+}
+
+// The plan's group part. How a batch treats group events
+// (protocol.IsGroupEvent), in the order of the batch:
+//
+//   - load takes the lock of every group the batch names (schema.GroupLockSQL,
+//     sorted) and the effective-key locks of its four state events, and reads
+//     the groups' states, the stored versions of their state events, the
+//     targets of 9005s and which withheld events are here already;
+//   - decideEvent asks groups.Policy.Decide; a refused event is answered and
+//     goes no further; a kept one is stored in its group's scope (or withheld),
+//     then applied to the state (State.Apply), then the node's moderation
+//     events it causes are signed, stored and applied the same way, then the
+//     events a 9005 names are queued for hiding;
+//   - finishGroups, before moderation and the effective versions are
+//     settled, signs and stores the state events (39000-39003) of every group
+//     the batch changed, those whose content changed, or a kind 5 that deletes
+//     them when the batch deleted the group;
+//   - queueWrites saves the changed states and the withheld events.
+//
+// So the event, the state, the node's events and the outbox rows of all of
+// them commit together, or not at all.
+
+// groupsLoad adds to a load what the batch's group events need: the group
+// ids to lock and read, the state-event keys to lock and read, the 9005
+// targets to read (with their topics), the ids to look up among the withheld.
+func (p *plan) groupsLoad(ev *nostr.Event, ids, targetIDs, keys map[string]bool) {
+	if p.groups == nil || !protocol.IsGroupEvent(ev) {
+		return
+	}
+	id, n := protocol.GroupTag(ev)
+	if n != 1 || !groups.ValidID(id) {
+		return
+	}
+	p.groupIDs[id] = true
+	for _, k := range groups.StateKinds {
+		keys[groups.Address(k, p.groups.Policy.Node, id)] = true
+	}
+	switch ev.Kind {
+	case groups.KindDeleteEvent:
+		for _, t := range ev.Tags {
+			if len(t) >= 2 && t[0] == "e" && protocol.IsHex64(t[1]) {
+				ids[t[1]], targetIDs[t[1]] = true, true
+			}
+		}
+	case groups.KindCreateInvite, groups.KindJoinRequest:
+		p.withheldLookup = append(p.withheldLookup, ev.ID)
+	}
+}
+
+// queueGroupsLoad queues the group locks (before any effective-key lock) ...
+func (p *plan) queueGroupLocks(b *pgx.Batch) {
+	if len(p.groupIDs) > 0 {
+		groups.QueueLocks(b, setSlice(p.groupIDs))
+	}
+}
+
+// ... and the reads of the groups' states and of the withheld ids.
+func (p *plan) queueGroupsLoad(b *pgx.Batch) {
+	if len(p.groupIDs) > 0 {
+		groups.QueueLoad(b, setSlice(p.groupIDs), p.gstate)
+	}
+	if len(p.withheldLookup) > 0 {
+		groups.QueueWithheldIDs(b, p.withheldLookup, p.withheldSeen)
+	}
+}
+
+// noteGroups remembers the loaded states, to tell later which state events changed.
+func (p *plan) noteGroups() {
+	for id, s := range p.gstate {
+		p.gbefore[id] = s.Clone()
+	}
+}
+
+// groupDuplicate answers a join request sent again (its id is stored): as a
+// member's, or as still pending.
+func (p *plan) groupDuplicate(ev *nostr.Event) (protocol.Verdict, bool) {
+	if p.groups == nil || ev.Kind != groups.KindJoinRequest {
+		return protocol.Verdict{}, false
+	}
+	id, _ := protocol.GroupTag(ev)
+	s := p.gstate[id]
+	switch {
+	case s.IsMember(ev.PubKey):
+		return protocol.Verdict{Message: groups.ReasonMember}, true
+	case s != nil && s.Pending(ev.PubKey):
+		return protocol.Verdict{Message: groups.ReasonPending}, true
+	}
+	return protocol.Verdict{}, false
+}
+
+// decideGroup decides a group event that is not stored yet. stop: the
+// answer is v and nothing more is done here (refused, or withheld and
+// applied already); otherwise d (nil for the node's state events and their
+// deletion, which need no decision) is applied after the event is stored.
+func (p *plan) decideGroup(ev *nostr.Event) (d *groups.Decision, v protocol.Verdict, stop bool) {
+	if p.groups == nil {
+		return nil, protocol.Verdict{Message: groups.ReasonNoGroups}, true
+	}
+	if _, ok := p.generated[ev.ID]; ok {
+		return nil, protocol.Verdict{OK: true}, false
+	}
+	id, _ := protocol.GroupTag(ev)
+	s := p.gstate[id]
+	if p.withheldSeen[ev.ID] {
+		switch {
+		case ev.Kind == groups.KindCreateInvite:
+			return nil, protocol.Verdict{OK: true, Message: msgDuplicate}, true
+		case s.IsMember(ev.PubKey):
+			return nil, protocol.Verdict{Message: groups.ReasonMember}, true
+		}
+		return nil, protocol.Verdict{Message: groups.ReasonPendingCode}, true
+	}
+	dec := p.groups.Policy.Decide(s, ev, groups.Facts{
+		Now:             p.ingestedAt.Unix(),
+		Seq:             p.ingestedAt.UnixMicro(),
+		CommunityMember: p.members[ev.PubKey] || (p.gate != nil && p.gate(ev.PubKey)),
+		Target: func(id string) (groups.Target, bool) {
+			st := p.byID[id]
+			if st == nil {
+				return groups.Target{}, false
+			}
+			return groups.Target{Kind: st.kind, Scope: st.topics}, true
+		},
+	})
+	v = protocol.Verdict{OK: dec.OK, Message: dec.Message}
+	switch {
+	case !dec.Keep:
+		return nil, v, true
+	case dec.Withhold:
+		p.withheld = append(p.withheld, ev)
+		p.withheldSeen[ev.ID] = true
+		p.applyGroup(ev, &dec)
+		return nil, v, true
+	}
+	return &dec, v, false
+}
+
+// applyGroup applies a kept group event to its group's state, then stores
+// and applies the node's events it causes, then queues the hides of a 9005.
+func (p *plan) applyGroup(ev *nostr.Event, d *groups.Decision) {
+	id, _ := protocol.GroupTag(ev)
+	s := p.gstate[id]
+	if s == nil {
+		s = groups.New(id)
+		p.gstate[id] = s
+	}
+	if s.Apply(ev, p.ingestedAt.UnixMicro()) {
+		p.groupsTouched[id] = true
+	}
+	for _, e := range d.Emit {
+		if err := p.groups.Sign(e); err != nil {
+			p.groupErr = errors.Join(p.groupErr, fmt.Errorf("sign the node's group event: %w", err))
+			return
+		}
+		if v := p.decideEvent(-1, e); !v.OK {
+			// The node's own events are decided to pass; one that does not
+			// is a bug, and the batch fails rather than leave a state its
+			// events do not explain.
+			p.groupErr = errors.Join(p.groupErr, fmt.Errorf("the node's kind %d for group %s was refused: %s", e.Kind, id, v.Message))
+			return
+		}
+	}
+	p.hideIDs = append(p.hideIDs, d.Hide...)
+}
+
+// finishGroups stores the state events of every group the batch changed,
+// signed by the node (see the plan's group part).
+func (p *plan) finishGroups() {
+	now := p.ingestedAt.Unix()
+	for _, id := range slices.Sorted(maps.Keys(p.groupsTouched)) {
+		before, after := p.gbefore[id], p.gstate[id]
+		var evs []*nostr.Event
+		switch {
+		case !after.Deleted.IsZero() && (before == nil || before.Deleted.IsZero()):
+			del := &nostr.Event{Kind: nostr.KindDeletion, Content: "this group was deleted"}
+			at := now
+			for _, k := range groups.StateKinds {
+				addr := groups.Address(k, p.groups.Policy.Node, id)
+				del.Tags = append(del.Tags, nostr.Tag{"a", addr})
+				for _, v := range p.versions[addr] {
+					at = max(at, v.createdAt)
+				}
+			}
+			del.CreatedAt = nostr.Timestamp(at)
+			evs = append(evs, del)
+		case after.Exists():
+			for _, ev := range groups.Changed(before, after) {
+				at := now
+				for _, v := range p.versions[groups.Address(ev.Kind, p.groups.Policy.Node, id)] {
+					at = max(at, v.createdAt+1)
+				}
+				ev.CreatedAt = nostr.Timestamp(at)
+				evs = append(evs, ev)
+			}
+		}
+		for _, ev := range evs {
+			if err := p.groups.Sign(ev); err != nil {
+				p.groupErr = errors.Join(p.groupErr, fmt.Errorf("sign group %s state: %w", id, err))
+				return
+			}
+			p.generated[ev.ID] = id
+			if v := p.decideEvent(-1, ev); !v.OK {
+				p.groupErr = errors.Join(p.groupErr, fmt.Errorf("the node's kind %d for group %s was refused: %s", ev.Kind, id, v.Message))
+				return
+			}
+		}
+	}
+}
+
+// groupScope returns the scope of a group event, or "" for any other: the
+// node's state events and their deletion (generated by this plan) and events
+// decided by the group path.
+func (p *plan) groupScope(ev *nostr.Event) string {
+	if id, ok := p.generated[ev.ID]; ok {
+		return groups.Scope(id)
+	}
+	if p.groups != nil && protocol.IsGroupEvent(ev) {
+		id, _ := protocol.GroupTag(ev)
+		return groups.Scope(id)
+	}
+	return ""
+}
+
+// queueGroupWrites queues the saves of the changed states and the withheld events.
+func (p *plan) queueGroupWrites(b *pgx.Batch) {
+	var states []*groups.State
+	for _, id := range slices.Sorted(maps.Keys(p.groupsTouched)) {
+		states = append(states, p.gstate[id])
+	}
+	groups.QueueSave(b, states, p.ingestedAt)
+	groups.QueueWithhold(b, p.withheld, p.ingestedAt)
+}
