@@ -409,7 +409,11 @@ func TestNotifyBurstIsCoalesced(t *testing.T) {
 	db := pgtest.New(t)
 	ctx := context.Background()
 	l := listen(t, db)
-	const interval = 10 * time.Millisecond
+	// Long enough that the burst is dense against it: 1,000 durable appends
+	// take 0.5-5 s here (each waits for its WAL flush), so at most one
+	// notification per interval is far fewer than one per append, unless the
+	// burst takes over 25 s.
+	const interval = 100 * time.Millisecond
 	w := NewWriter(db.Pool, WriterConfig{NotifyInterval: interval})
 	runWriter(t, w)
 
