@@ -43,9 +43,12 @@ type AuthConfig struct {
 	// ChallengeOnConnect sends the challenge as soon as a client connects
 	// (default true), as most relays do. Apps sign in when they see a
 	// challenge (nostr-tools' Relay.onauth and SimplePool's automaticallyAuth,
-	// NDK's signIn policy), so they are signed in before they ask for their
-	// direct messages, and their first inbox REQ is answered. It costs one
-	// message per connection (["AUTH","<32 hex>"], 45 bytes on the wire).
+	// NDK's signIn policy), so an app is signed in by the time it asks for its
+	// direct messages, and that first inbox REQ is answered in full. (A REQ sent
+	// at the very instant of connecting can cross the challenge on the wire; it
+	// is refused auth-required, and answered in full when sent again after
+	// AUTH.) It costs one message per connection (["AUTH","<32 hex>"], 45 bytes
+	// on the wire).
 	// When false (lazy), the challenge comes only with the first auth-required
 	// answer: a client that reads only public events is never asked, and an
 	// app's first inbox REQ is refused (it reads its inbox once it has signed
