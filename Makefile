@@ -8,7 +8,7 @@ BENCHTIME ?= 1s
 GOTAGS ?= $(shell printf '\043include <secp256k1_schnorrsig.h>\nint main(void){return 0;}\n' | \
 	$${CC:-cc} -x c - -lsecp256k1 -o /dev/null >/dev/null 2>&1 && echo libsecp256k1)
 
-.PHONY: run test test-long fuzz test-race test-ops bench bench-index bench-trust bench-peers lint build clean-dev
+.PHONY: run test test-long fuzz test-race test-ops test-apps bench bench-index bench-trust bench-peers lint build clean-dev
 
 ## run: start the whole node locally (embedded Postgres unless DATABASE_URL is set)
 run:
@@ -44,6 +44,14 @@ test-race:
 ## test-ops: alert rules (promtool), every dashboard and alert expression against a live Prometheus, the status page in headless Chromium; installs Debian's prometheus and chromium when missing (as root)
 test-ops:
 	bash ops/test-ops.sh
+
+## test-apps: stock app libraries (nostr-tools, NDK; test/apps, node --test) against bin/relay with default flags on a fresh database; needs Node.js 20+ and npm, installs the libraries with npm ci
+test-apps:
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 && \
+		node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' || \
+		{ echo "test-apps: install Node.js 20 or later and npm first (found node: $$(node --version 2>/dev/null || echo none), npm: $$(npm --version 2>/dev/null || echo none))" >&2; exit 1; }
+	cd test/apps && npm ci --no-audit --no-fund
+	$(GO) test -tags apps -count=1 -timeout 15m -v ./internal/appcheck/...
 
 ## bench: benchmarks with figures (BENCH=regexp BENCHCOUNT=n BENCHTIME=d), except the indexer's and trust's
 bench:

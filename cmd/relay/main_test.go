@@ -16,9 +16,11 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
+	"github.com/urfave/cli/v2"
 
 	"github.com/kukuri/communitynode/internal/daemon"
 	"github.com/kukuri/communitynode/internal/daemon/daemontest"
+	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/oneline"
 	"github.com/kukuri/communitynode/internal/pgtest"
@@ -64,6 +66,11 @@ func TestRunServesAndStops(t *testing.T) {
 	ws, _, err := websocket.DefaultDialer.Dial("ws://"+addr, nil)
 	require.NoError(t, err)
 	defer ws.Close()
+	// With the default flags the NIP-42 challenge is the first message, before
+	// the client has sent anything.
+	var challenge []any
+	require.NoError(t, ws.ReadJSON(&challenge))
+	require.Equal(t, "AUTH", challenge[0], "%v", challenge)
 	ev := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: "smoke"}
 	require.NoError(t, ev.Sign(nostr.GeneratePrivateKey()))
 	require.NoError(t, ws.WriteJSON([]any{"EVENT", ev}))
@@ -80,6 +87,37 @@ func TestRunServesAndStops(t *testing.T) {
 
 	stop()
 	require.Contains(t, logs.String(), `"msg":"relay stopped"`)
+}
+
+// TestAuthChallengeFlag: the challenge goes out on connect unless
+// --auth-challenge-on-connect=false (or CN_RELAY_AUTH_CHALLENGE_ON_CONNECT=false)
+// asks for it lazily.
+func TestAuthChallengeFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want bool
+	}{
+		{nil, "", true},
+		{[]string{"--auth-challenge-on-connect=false"}, "", false},
+		{nil, "false", false},
+		{[]string{"--auth-challenge-on-connect"}, "false", true},
+	} {
+		t.Setenv("CN_RELAY_AUTH_CHALLENGE_ON_CONNECT", tc.env)
+		if tc.env == "" {
+			require.NoError(t, os.Unsetenv("CN_RELAY_AUTH_CHALLENGE_ON_CONNECT"))
+		}
+		app := newApp(io.Discard, io.Discard)
+		var got node.RelayOptions
+		app.Action = func(c *cli.Context) error {
+			var err error
+			got, err = relayOptions(c)
+			return err
+		}
+		require.NoError(t, app.RunContext(context.Background(), append([]string{"relay", "--database-url", "postgres://x"}, tc.args...)))
+		require.Equal(t, tc.want, got.Relay.Auth.ChallengeOnConnect, "%v %q", tc.args, tc.env)
+		require.True(t, got.Relay.Auth.Enabled)
+	}
 }
 
 func TestRunRejectsBadFlags(t *testing.T) {

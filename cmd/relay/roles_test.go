@@ -50,6 +50,9 @@ func TestRunUnderRelayRole(t *testing.T) {
 	ws, _, err := websocket.DefaultDialer.Dial("ws://"+addr, nil)
 	require.NoError(t, err)
 	defer ws.Close()
+	var challenge []any // the NIP-42 challenge, sent on connect by default
+	require.NoError(t, ws.ReadJSON(&challenge))
+	require.Equal(t, "AUTH", challenge[0], "%v", challenge)
 	alice, bob := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 	publish := func(key string, ev *nostr.Event) {
 		t.Helper()

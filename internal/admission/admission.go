@@ -7,8 +7,9 @@
 //
 // The order, first refusal wins:
 //
-//  1. protocol.ValidateEvent: limits, topic rules, created_at, NIP-40, id and
-//     signature (so nothing below runs on a forged event);
+//  1. protocol.ValidateEvent: the id and the signature first (so no rule, here
+//     or below, judges a forged or altered event: it is answered invalid), then
+//     limits, topic rules, created_at, NIP-40;
 //  2. the management policy (PolicyReason): banned pubkeys and events,
 //     accepted kinds;
 //  3. the web-of-trust rank gate (RankReason, relay --min-rank);

@@ -114,6 +114,9 @@ func query(t *testing.T, url string, f nostr.Filter) []*nostr.Event {
 	require.NoError(t, err)
 	defer ws.Close()
 	require.NoError(t, ws.SetReadDeadline(time.Now().Add(10*time.Second)))
+	var challenge []any // the NIP-42 challenge, sent on connect by default
+	require.NoError(t, ws.ReadJSON(&challenge))
+	require.Equal(t, "AUTH", challenge[0], "%v", challenge)
 	require.NoError(t, ws.WriteJSON([]any{"REQ", "q", f}))
 	var evs []*nostr.Event
 	for {

@@ -11,7 +11,8 @@
 //     only the seven NIP-01 fields: unknown fields a client sent are dropped, so what
 //     the relay stores and forwards is exactly what was signed.
 //   - ValidateEvent checks an event against every rule that does not need storage
-//     (format, size limits, id hash, signature, NIP-40 expiration, topics) and returns
+//     (format, then id hash and signature, then size limits, NIP-40 expiration,
+//     topics: a rule never judges what its author did not sign) and returns
 //     "" or a NIP-01 OK reason with its machine-readable prefix. The reasons are the
 //     exported Reason* constants, so callers can compare and count them.
 //   - ValidateFilter checks a REQ/COUNT filter and returns the filter to run: #t values

@@ -50,20 +50,30 @@ const AuthMaxSkew = 10 * time.Minute
 // returns "" when it is acceptable, else one of the Reason* constants. Duplicates,
 // replaceable ordering, NIP-09 deletions and NIP-70 authorship are the caller's.
 //
-// The checks run cheapest first and the first failure is returned: field formats,
-// kind range (kind 22242 is refused: AUTH events must not be published, NIP-42),
-// created_at at most MaxFutureSkew ahead of now and at most MaxPastAge before it, content size, tag count, text
-// encoding, empty tags, single-letter tag value size, the d tag of addressable kinds,
-// the NIP-40 expiration (malformed, or at or before now: ReasonExpired), topics
-// (checkTopics: the part of TopicRules that needs no storage, MaxTopics included), then
-// the id hash, and last the signature (BIP-340, as go-nostr's Event.CheckSignature
-// checks it: building with the `libsecp256k1` tag speeds it up; see
-// checkIDAndSignature).
+// The first failure is returned. The field formats come first (the id hash needs
+// them), then the id hash (ReasonBadID) and the signature (ReasonBadSignature;
+// BIP-340, as go-nostr's Event.CheckSignature checks it: building with the
+// `libsecp256k1` tag speeds it up; see checkIDAndSignature), and only then the
+// relay's rules, which judge the event its author signed: kind range (kind 22242
+// is refused: AUTH events must not be published, NIP-42), created_at at most
+// MaxFutureSkew ahead of now and at most MaxPastAge before it, content size, tag
+// count, text encoding, empty tags, single-letter tag value size, the d tag of
+// addressable kinds, the NIP-40 expiration (malformed, or at or before now:
+// ReasonExpired), topics (checkTopics: the part of TopicRules that needs no
+// storage, MaxTopics included). So an event whose id or signature does not match
+// what it carries is answered invalid (bad event id, bad signature), never with
+// a rule's answer about content its author did not sign (restricted: missing
+// topic for tags changed in transit). The order costs a signature check for
+// each well-signed event a rule refuses, a cost any client could already cause
+// with a forged event that passes every rule.
 func ValidateEvent(ev *nostr.Event, now time.Time, l Limits) string {
 	if ev == nil {
 		return ReasonNoEvent
 	}
 	if r := checkFormat(ev); r != "" {
+		return r
+	}
+	if r := checkIDAndSignature(ev); r != "" {
 		return r
 	}
 	if ev.Kind == nostr.KindClientAuthentication {
@@ -110,10 +120,7 @@ func ValidateEvent(ev *nostr.Event, now time.Time, l Limits) string {
 			return ReasonExpired
 		}
 	}
-	if r := checkTopics(ev, l.TopicRules, l.MaxTagValueBytes); r != "" {
-		return r
-	}
-	return checkIDAndSignature(ev)
+	return checkTopics(ev, l.TopicRules, l.MaxTagValueBytes)
 }
 
 // ValidateAuthEvent checks a NIP-42 AUTH event against the challenge this connection

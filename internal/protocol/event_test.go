@@ -239,11 +239,21 @@ func TestValidateEvent(t *testing.T) {
 			ev.Sig = hex64('0') + hex64('0')
 			return ev
 		}, want: protocol.ReasonBadSignature},
-		{name: "cheap checks before the id", ev: func() *nostr.Event {
+		{name: "the id before the rules", ev: func() *nostr.Event {
 			ev := signed(t, sk, func(ev *nostr.Event) { ev.CreatedAt = nostr.Timestamp(now + 3600) })
 			ev.Content = "tampered"
 			return ev
-		}, want: protocol.ReasonFuture},
+		}, want: protocol.ReasonBadID},
+		{name: "the id before the topic rules", ev: func() *nostr.Event {
+			ev := signed(t, sk, nil)
+			ev.Tags = nostr.Tags{}
+			return ev
+		}, want: protocol.ReasonBadID},
+		{name: "the signature before the rules", ev: func() *nostr.Event {
+			ev := signed(t, sk, func(ev *nostr.Event) { ev.Tags = nil })
+			ev.Sig = other.Sig
+			return ev
+		}, want: protocol.ReasonBadSignature},
 		{name: "id before signature", ev: func() *nostr.Event {
 			ev := signed(t, sk, nil)
 			ev.Content = "tampered"

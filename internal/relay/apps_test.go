@@ -33,15 +33,11 @@ func startAppRelay(t *testing.T, db *pgtest.DB, edit func(*Config)) (*testRelay,
 	return serveRelay(t, r), st
 }
 
-// authAs authenticates c as k the way NIP-42 clients do when a relay asks: a
-// REQ for direct messages is answered AUTH (the challenge) and CLOSED
-// auth-required; the client answers the challenge.
+// authAs authenticates c as k the way apps do (nostr-tools' onauth, NDK's
+// signIn policy): it answers the challenge the relay sent on connect.
 func (c *client) authAs(k key, relayURL string) {
 	c.t.Helper()
-	c.send("REQ", "dm-probe", map[string]any{"kinds": []int{protocol.KindGiftWrap}, "#p": []string{k.pk}})
-	challenge := c.challenge()
-	require.True(c.t, strings.HasPrefix(c.closed("dm-probe"), "auth-required: "))
-	c.authenticate(k, challenge, relayURL)
+	c.authenticate(k, c.challenge(), relayURL)
 }
 
 // reqSeq numbers the subscriptions of req (tests using it run one at a time per client).
@@ -64,7 +60,7 @@ func (c *client) req(sub string, filter map[string]any) reqResult {
 	var r reqResult
 	for {
 		msg := c.next()
-		if len(msg) > 1 && str(c.t, msg[0]) != "AUTH" && str(c.t, msg[1]) != sub {
+		if len(msg) > 1 && str(c.t, msg[1]) != sub {
 			continue
 		}
 		switch str(c.t, msg[0]) {
@@ -78,7 +74,6 @@ func (c *client) req(sub string, filter map[string]any) reqResult {
 		case "CLOSED":
 			r.closed = str(c.t, msg[2])
 			return r
-		case "AUTH": // the challenge, before an auth-required answer
 		default:
 			c.t.Fatalf("unexpected %s", join(msg))
 		}
@@ -90,9 +85,8 @@ func (c *client) count(sub string, filter map[string]any) (int, string) {
 	c.t.Helper()
 	c.send("COUNT", sub, filter)
 	msg := c.next()
-	// Skip the challenge before an auth-required answer, and late live events of
-	// earlier subscriptions.
-	for str(c.t, msg[0]) == "AUTH" || (len(msg) > 1 && str(c.t, msg[1]) != sub) {
+	// Skip late live events of earlier subscriptions.
+	for len(msg) > 1 && str(c.t, msg[1]) != sub {
 		msg = c.next()
 	}
 	switch str(c.t, msg[0]) {

@@ -1,11 +1,15 @@
 package relay
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/protocol"
 )
 
 // authEvent is a signed NIP-42 auth event by k.
@@ -32,11 +36,10 @@ func (c *client) authenticate(k key, challenge, relayURL string) {
 	require.True(c.t, ok, reason)
 }
 
-// challenge reads the AUTH challenge the relay sends on connect.
+// challenge returns the next AUTH challenge the relay sent (see challengeAt).
 func (c *client) challenge() string {
 	c.t.Helper()
-	msg := c.expect("AUTH")
-	return str(c.t, msg[1])
+	return c.challengeAt().challenge
 }
 
 func TestAuthFlow(t *testing.T) {
@@ -91,11 +94,13 @@ func TestAuthFlow(t *testing.T) {
 
 func TestAuthUsesHostWithoutPublicURL(t *testing.T) {
 	t.Parallel()
-	tr := startRelay(t, nil, func(c *Config) { c.Auth.Enabled, c.Auth.ChallengeOnConnect = true, true })
+	tr := startRelay(t, nil, nil)
 	c := dial(t, tr.url)
 	c.authenticate(newKey(t), c.challenge(), tr.url)
 }
 
+// TestAuthDisabled: with --auth=false no challenge is ever sent, AUTH is
+// refused, and direct messages are refused as restricted (nobody can read them).
 func TestAuthDisabled(t *testing.T) {
 	t.Parallel()
 	tr := startRelay(t, nil, func(c *Config) { c.Auth.Enabled = false })
@@ -105,13 +110,104 @@ func TestAuthDisabled(t *testing.T) {
 	ok, reason := c.ok(ev.ID)
 	require.False(t, ok)
 	require.True(t, strings.HasPrefix(reason, "restricted: "), reason)
+	c.send("REQ", "inbox", inbox(newKey(t)))
+	require.Equal(t, reasonPrivateNoAuth, c.closed("inbox"))
+	c.noChallenge()
+}
+
+// storeInbox publishes on tr a note by a new key (a member: a direct message
+// must name one) and n gift wraps to it; it returns the key and the wraps' ids.
+func storeInbox(t *testing.T, tr *testRelay, n int) (key, []string) {
+	t.Helper()
+	pub := dial(t, tr.url)
+	who := newKey(t)
+	ok, reason := pub.publish(who.signed(t, 1, nostr.Tags{{"t", "intro"}}, "hi, I am new here"))
+	require.True(t, ok, reason)
+	var ids []string
+	for i := range n {
+		wrap := newKey(t).signed(t, protocol.KindGiftWrap, nostr.Tags{{"p", who.pk}}, fmt.Sprintf("c2VhbGVk%d", i))
+		ok, reason := pub.publish(wrap)
+		require.True(t, ok, reason)
+		ids = append(ids, wrap.ID)
+	}
+	return who, ids
+}
+
+// inbox is the filter an app reads k's direct messages with (NIP-17).
+func inbox(k key) map[string]any {
+	return map[string]any{"kinds": []int{protocol.KindGiftWrap}, "#p": []string{k.pk}}
+}
+
+// TestAuthChallengeOnConnect: under the default configuration every connection
+// is sent its challenge as its first message, before the client has sent
+// anything, and only that once. An app that signs in when it sees a challenge
+// (nostr-tools' onauth, NDK's signIn policy) reads its whole inbox with its
+// first REQ. An inbox REQ that crossed the challenge is refused auth-required;
+// once the client has answered the challenge it already has, the same REQ is
+// answered in full, then live.
+func TestAuthChallengeOnConnect(t *testing.T) {
+	t.Parallel()
+	tr, _ := startAppRelay(t, pgtest.New(t), nil)
+	alice, wraps := storeInbox(t, tr, 3)
+
+	app := dial(t, tr.url)
+	ch := app.challengeAt()
+	require.Zero(t, ch.after, "the challenge is the first message")
+	require.Len(t, ch.challenge, 32)
+	app.authenticate(alice, ch.challenge, tr.url)
+	require.ElementsMatch(t, wraps, app.ids(t, "inbox", inbox(alice)), "the first inbox REQ is answered in full")
+	app.noChallenge()
+
+	racer := dial(t, tr.url)
+	racer.send("REQ", "inbox", inbox(alice))
+	require.True(t, strings.HasPrefix(racer.closed("inbox"), "auth-required: "))
+	ch = racer.challengeAt()
+	require.Zero(t, ch.after, "the challenge came on connect")
+	racer.noChallenge()
+	racer.authenticate(alice, ch.challenge, tr.url)
+	racer.send("REQ", "inbox", inbox(alice))
+	var again []string
+	for range wraps {
+		again = append(again, racer.event("inbox").ID)
+	}
+	racer.eose("inbox")
+	require.ElementsMatch(t, wraps, again, "the REQ sent again after AUTH is answered in full")
+	wrap := newKey(t).signed(t, protocol.KindGiftWrap, nostr.Tags{{"p", alice.pk}}, "bGl2ZQ==")
+	ok, reason := dial(t, tr.url).publish(wrap)
+	require.True(t, ok, reason)
+	require.Equal(t, wrap.ID, racer.event("inbox").ID, "and live")
+	racer.noChallenge()
+}
+
+// TestAuthChallengeLazy: with ChallengeOnConnect off (relay
+// --auth-challenge-on-connect=false) a client is sent no challenge until it is
+// refused for want of AUTH: then the challenge comes right before the first
+// auth-required answer, and only that once. Signed in, the REQ is answered in
+// full.
+func TestAuthChallengeLazy(t *testing.T) {
+	t.Parallel()
+	tr, _ := startAppRelay(t, pgtest.New(t), func(c *Config) { c.Auth.ChallengeOnConnect = false })
+	alice, wraps := storeInbox(t, tr, 2)
+
+	c := dial(t, tr.url)
+	require.Empty(t, c.ids(t, "public", map[string]any{"kinds": []int{1}, "authors": []string{newKey(t).pk}}))
+	c.noChallenge()
+	c.send("REQ", "inbox", inbox(alice))
+	require.True(t, strings.HasPrefix(c.closed("inbox"), "auth-required: "))
+	ch := c.challengeAt()
+	require.Equal(t, 1, ch.after, "the challenge comes right before the refusal (after the public REQ's EOSE)")
+	c.send("COUNT", "n", inbox(alice))
+	require.True(t, strings.HasPrefix(c.closed("n"), "auth-required: "))
+	c.noChallenge()
+	c.authenticate(alice, ch.challenge, tr.url)
+	require.ElementsMatch(t, wraps, c.ids(t, "inbox", inbox(alice)))
 }
 
 // TestProtectedEvents: NIP-70 events are accepted only from their authenticated
 // author.
 func TestProtectedEvents(t *testing.T) {
 	t.Parallel()
-	tr := startRelay(t, nil, func(c *Config) { c.Auth.Enabled, c.Auth.ChallengeOnConnect = true, true })
+	tr := startRelay(t, nil, nil)
 	c := dial(t, tr.url)
 	challenge := c.challenge()
 	author, other := newKey(t), newKey(t)

@@ -36,12 +36,23 @@ func (r Rate) validate(name string) error {
 type AuthConfig struct {
 	// Enabled accepts AUTH messages (default true). It is the only way
 	// protected (NIP-70) events can be published and direct messages (kinds 4
-	// and 1059) read. The challenge is sent with every auth-required answer
-	// (NIP-42's flow), and on connect when ChallengeOnConnect or either
-	// Required* is set: a client that only reads public events is not asked.
+	// and 1059) read. A connection is sent its challenge once: on connect when
+	// ChallengeOnConnect or either Required* is set, else with its first
+	// auth-required answer.
 	Enabled bool
-	// ChallengeOnConnect sends the challenge as soon as a client connects, for
-	// clients that authenticate up front.
+	// ChallengeOnConnect sends the challenge as soon as a client connects
+	// (default true), as most relays do. Apps sign in when they see a
+	// challenge (nostr-tools' Relay.onauth and SimplePool's automaticallyAuth,
+	// NDK's signIn policy), so an app is signed in by the time it asks for its
+	// direct messages, and that first inbox REQ is answered in full. (A REQ sent
+	// at the very instant of connecting can cross the challenge on the wire; it
+	// is refused auth-required, and answered in full when sent again after
+	// AUTH.) It costs one message per connection (["AUTH","<32 hex>"], 45 bytes
+	// on the wire).
+	// When false (lazy), the challenge comes only with the first auth-required
+	// answer: a client that reads only public events is never asked, and an
+	// app's first inbox REQ is refused (it reads its inbox once it has signed
+	// in and asks again). Nothing is sent when Enabled is false.
 	ChallengeOnConnect bool
 	// RequiredForWrites answers EVENTs from unauthenticated connections with
 	// OK false "auth-required: ...".
@@ -238,8 +249,10 @@ func DefaultConfig() Config {
 		WriteTimeout:       10 * time.Second,
 		ShutdownTimeout:    10 * time.Second,
 		// AUTH is offered by default: direct messages (kinds 4, 1059) are served
-		// to their authenticated recipients only, and NIP-70 needs it.
-		Auth: AuthConfig{Enabled: true},
+		// to their authenticated recipients only, and NIP-70 needs it. The
+		// challenge goes out on connect, so that apps sign in before their first
+		// inbox REQ.
+		Auth: AuthConfig{Enabled: true, ChallengeOnConnect: true},
 	}
 }
 

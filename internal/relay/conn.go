@@ -124,6 +124,8 @@ func newConn(r *Relay, ws *websocket.Conn, ip, key, host string) *conn {
 // the connection has stopped.
 func (c *conn) serve() {
 	go c.writeLoop()
+	// The challenge on connect is queued before any message is read, so it is
+	// the first message the client gets.
 	if a := c.r.cfg.Auth; a.ChallengeOnConnect || a.RequiredForReads || a.RequiredForWrites {
 		c.sendChallenge()
 	}

@@ -2,7 +2,9 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +13,8 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/protocol"
 )
 
 func TestEventAcceptedAfterIngest(t *testing.T) {
@@ -82,6 +86,68 @@ func TestEventRejected(t *testing.T) {
 	require.Empty(t, tr.store.ingested(), "rejected events must not reach the store")
 	require.Equal(t, 7.0, testutil.ToFloat64(tr.m.events.WithLabelValues("invalid")))
 	require.Equal(t, 3.0, testutil.ToFloat64(tr.m.events.WithLabelValues("restricted")), "a missing topic is policy, counted as restricted")
+}
+
+// TestMutatedEventIsInvalid sends an event whose id and signature are valid for
+// what its author signed with one field changed, each field in turn, to values
+// of the field's JSON type (raw JSON, as a client that changed the event after
+// signing sends it). Each is answered invalid: the id is checked, then the
+// signature, before any rule of the relay: tags sent as [] are a bad event id,
+// not "restricted: missing topic" (issue 32), and so is a topic that is not
+// enabled, an expiration in the past or a created_at in 1970. Nothing reaches
+// the store; the event as signed is then accepted.
+func TestMutatedEventIsInvalid(t *testing.T) {
+	t.Parallel()
+	tr := startRelay(t, nil, func(c *Config) { c.Limits.AllowedTopics = map[string]bool{"x": true} })
+	c := dial(t, tr.url)
+	k, other := newKey(t), newKey(t)
+	ev := k.signed(t, 1, nostr.Tags{{"t", "x"}}, "hello")
+	otherEv := other.signed(t, 1, nostr.Tags{{"t", "x"}}, "hello")
+	sameBodyOtherKey := other.signed(t, ev.Kind, ev.Tags, ev.Content)
+	want, got := map[string]string{}, map[string]string{}
+	for _, tc := range []struct {
+		field string
+		value any
+		want  string
+	}{
+		{"id", otherEv.ID, protocol.ReasonBadID},
+		{"pubkey", other.pk, protocol.ReasonBadID},
+		{"created_at", int64(ev.CreatedAt) + 1, protocol.ReasonBadID},
+		{"created_at", 1, protocol.ReasonBadID},
+		{"kind", 7, protocol.ReasonBadID},
+		{"kind", 30023, protocol.ReasonBadID},
+		{"kind", 22242, protocol.ReasonBadID},
+		{"tags", []any{}, protocol.ReasonBadID},
+		{"tags", [][]string{{"t", "y"}}, protocol.ReasonBadID},
+		{"tags", [][]string{{"t", "x"}, {"expiration", "1000"}}, protocol.ReasonBadID},
+		{"content", "", protocol.ReasonBadID},
+		{"content", "hello!", protocol.ReasonBadID},
+		{"sig", otherEv.Sig, protocol.ReasonBadSignature},
+		{"sig", sameBodyOtherKey.Sig, protocol.ReasonBadSignature},
+	} {
+		var fields map[string]any
+		raw, err := json.Marshal(ev)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(raw, &fields))
+		require.Contains(t, fields, tc.field)
+		fields[tc.field] = tc.value
+		c.send("EVENT", fields)
+		id := ev.ID
+		if tc.field == "id" {
+			id = otherEv.ID
+		}
+		ok, reason := c.ok(id)
+		require.False(t, ok, "%s = %v", tc.field, tc.value)
+		name := fmt.Sprintf("%s = %v", tc.field, tc.value)
+		want[name], got[name] = tc.want, reason
+	}
+	require.Equal(t, want, got)
+	for name, reason := range got {
+		require.True(t, strings.HasPrefix(reason, "invalid: "), "%s: %q", name, reason)
+	}
+	require.Empty(t, tr.store.ingested(), "invalid events must not reach the store")
+	ok, reason := c.publish(ev)
+	require.True(t, ok, "the event as signed: %s", reason)
 }
 
 func TestEventUnparseable(t *testing.T) {

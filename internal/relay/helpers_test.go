@@ -113,13 +113,20 @@ func serveRelay(t testing.TB, r *Relay) *testRelay {
 	return &testRelay{Relay: r, url: "ws://" + addr, http: "http://" + addr, stop: stop}
 }
 
-// client is a raw WebSocket client that reads every message into a channel.
+// client is a raw WebSocket client that reads every message into a channel,
+// except AUTH challenges (NIP-42), which it keeps apart as clients do: a client
+// takes the challenge whenever it comes (on connect, by default), and a test
+// that is not about AUTH never reads it. Tests about AUTH read challenges with
+// challenge or challengeAt, and check there was none with noChallenge.
 type client struct {
 	t    *testing.T
 	ws   *websocket.Conn
 	msgs chan []json.RawMessage
-	gone chan struct{} // closed when the read loop ends
-	err  error         // the read error, once gone is closed
+	// challenges are the AUTH messages received, each with the number of
+	// other messages received before it.
+	challenges chan challengeMsg
+	gone       chan struct{} // closed when the read loop ends
+	err        error         // the read error, once gone is closed
 	// closedSubs are the subscriptions ids has closed: the relay may still
 	// send their live events until it reads the CLOSE (NIP-01 has no answer
 	// to CLOSE), and ids skips those.
@@ -130,9 +137,11 @@ func dial(t *testing.T, url string) *client {
 	t.Helper()
 	ws, _, err := websocket.DefaultDialer.Dial(url, nil)
 	require.NoError(t, err)
-	c := &client{t: t, ws: ws, msgs: make(chan []json.RawMessage, 10000), gone: make(chan struct{}), closedSubs: map[string]bool{}}
+	c := &client{t: t, ws: ws, msgs: make(chan []json.RawMessage, 10000), challenges: make(chan challengeMsg, 16),
+		gone: make(chan struct{}), closedSubs: map[string]bool{}}
 	go func() {
 		defer close(c.gone)
+		received := 0
 		for {
 			_, data, err := ws.ReadMessage()
 			if err != nil {
@@ -144,6 +153,12 @@ func dial(t *testing.T, url string) *client {
 				c.err = err
 				return
 			}
+			var label, challenge string
+			if json.Unmarshal(msg[0], &label) == nil && label == "AUTH" && len(msg) == 2 && json.Unmarshal(msg[1], &challenge) == nil {
+				c.challenges <- challengeMsg{challenge: challenge, after: received}
+				continue
+			}
+			received++
 			c.msgs <- msg
 		}
 	}()
@@ -180,6 +195,45 @@ func (c *client) next() []json.RawMessage {
 		c.t.Fatal("no message in time")
 	}
 	return nil
+}
+
+// challengeMsg is an AUTH challenge a client received, and how many other
+// messages it had received before it.
+type challengeMsg struct {
+	challenge string
+	after     int
+}
+
+// challengeAt returns the next AUTH challenge, and how many other messages
+// came before it; the test fails if none comes in time.
+func (c *client) challengeAt() challengeMsg {
+	c.t.Helper()
+	select {
+	case ch := <-c.challenges:
+		return ch
+	case <-c.gone:
+		select {
+		case ch := <-c.challenges:
+			return ch
+		default:
+		}
+		c.t.Fatalf("connection closed while waiting for an AUTH challenge: %v", c.err)
+	case <-time.After(waitTimeout):
+		c.t.Fatal("no AUTH challenge in time")
+	}
+	return challengeMsg{}
+}
+
+// noChallenge checks that no AUTH challenge is waiting. Messages are received
+// in order, so after a test has read a message, every challenge sent before it
+// has been received.
+func (c *client) noChallenge() {
+	c.t.Helper()
+	select {
+	case ch := <-c.challenges:
+		c.t.Fatalf("unexpected AUTH challenge %q (after %d messages)", ch.challenge, ch.after)
+	default:
+	}
 }
 
 // expect returns the next message and checks its type.

@@ -210,6 +210,9 @@ func TestSlowSubscriberDoesNotDelayOthers(t *testing.T) {
 	require.NoError(t, err)
 	defer slow.Close()
 	require.NoError(t, slow.WriteJSON([]any{"REQ", "s", goFilter()}))
+	_, challenge, err := slow.ReadMessage() // the NIP-42 challenge, sent on connect by default
+	require.NoError(t, err)
+	require.Contains(t, string(challenge), `["AUTH",`)
 	_, eose, err := slow.ReadMessage()
 	require.NoError(t, err)
 	require.Contains(t, string(eose), "EOSE")

@@ -197,8 +197,10 @@ func (c *conn) onAuth(ev *nostr.Event) {
 // checkRead runs the checks shared by REQ and COUNT and returns the filters to run,
 // or "" and the CLOSED reason. A filter that asks for private kinds
 // (protocol.AsksPrivate) from a connection that has not authenticated is
-// answered auth-required, with the challenge sent again (NIP-42); other filters
-// are served minus what the reader may not see (protocol.Viewer).
+// answered auth-required, after the challenge when the connection has not had
+// it yet (NIP-42); other filters are served minus what the reader may not see
+// (protocol.Viewer). A client that authenticates and sends the REQ again gets
+// its whole answer.
 func (c *conn) checkRead(filters []nostr.Filter) ([]nostr.Filter, string) {
 	if c.r.cfg.Auth.RequiredForReads && len(c.authed) == 0 {
 		c.sendChallenge()
@@ -226,8 +228,9 @@ func (c *conn) checkRead(filters []nostr.Filter) ([]nostr.Filter, string) {
 }
 
 // sendChallenge sends the connection's NIP-42 challenge, if AUTH is on and the
-// client has not had it yet, so that a client answered auth-required can
-// authenticate. Reader goroutine only.
+// client has not had it yet (on connect, see AuthConfig.ChallengeOnConnect, or
+// before an auth-required answer), so that the client can authenticate. Each
+// connection is sent it at most once. Reader goroutine only.
 func (c *conn) sendChallenge() {
 	if c.challenge != "" && !c.challenged {
 		c.challenged = true

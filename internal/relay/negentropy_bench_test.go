@@ -72,6 +72,9 @@ func BenchmarkNegentropyRelaySession(b *testing.B) {
 		require.NoError(b, err)
 		ws, _, err := websocket.DefaultDialer.Dial(e.relay.url, nil)
 		require.NoError(b, err)
+		_, challenge, err := ws.ReadMessage() // the NIP-42 challenge, sent on connect by default
+		require.NoError(b, err)
+		require.Contains(b, string(challenge), `["AUTH",`)
 		var before runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)

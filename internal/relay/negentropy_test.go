@@ -265,10 +265,11 @@ func TestNegentropyVisibility(t *testing.T) {
 	require.Len(t, need, 5) // four notes and the deletion
 
 	c.send("NEG-OPEN", "dm", map[string]any{"kinds": []int{4}}, "61")
-	c.expect("AUTH") // the challenge, as for a REQ (NIP-42)
 	msg := c.expect("NEG-ERR")
 	require.Equal(t, "dm", str(t, msg[1]))
 	require.True(t, strings.HasPrefix(str(t, msg[2]), "auth-required:"), join(msg))
+	require.Zero(t, c.challengeAt().after, "the challenge to answer came on connect (NIP-42)")
+	c.noChallenge()
 }
 
 // negErr reads the next message, a NEG-ERR for sub, and returns it.

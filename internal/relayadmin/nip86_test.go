@@ -310,7 +310,10 @@ func dial(t *testing.T, r *testRelay) *wsClient {
 	ws, _, err := websocket.DefaultDialer.Dial(r.url, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { ws.Close() })
-	return &wsClient{t, ws}
+	c := &wsClient{t, ws}
+	msg := c.next() // the NIP-42 challenge, sent on connect by default
+	require.Equal(t, `"AUTH"`, string(msg[0]), "%s", msg)
+	return c
 }
 
 func (c *wsClient) next() []json.RawMessage {

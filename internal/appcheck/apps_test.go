@@ -1,0 +1,140 @@
+//go:build apps
+
+// Package appcheck runs the tests of test/apps, where stock Nostr app
+// libraries (nostr-tools, NDK) talk to the node's relay with node's test
+// runner, against a real relay: bin/relay built from this tree and started
+// with its default flags on a fresh migrated database. `make test-apps`
+// installs the libraries (npm ci in test/apps) and runs it with -tags apps;
+// `make test` needs only Go and never builds it.
+package appcheck
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/daemon/daemontest"
+	"github.com/kukuri/communitynode/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// repoFile is a path under the repository root.
+func repoFile(rel string) string {
+	_, here, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(here), "..", "..", rel)
+}
+
+// syncBuffer is a bytes.Buffer the relay process and the test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startRelay builds cmd/relay and runs it on a fresh database with the
+// default flags (only the addresses are chosen: --listen on a free loopback
+// port, and no metrics listener, whose default address another relay on the
+// machine may hold). It returns the relay's ws:// URL; the relay is stopped
+// with SIGTERM when the test ends, and its log is shown if the test failed.
+func startRelay(t *testing.T) string {
+	t.Helper()
+	db := pgtest.New(t)
+	bin := filepath.Join(t.TempDir(), "relay")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/relay")
+	build.Dir = repoFile(".")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build ./cmd/relay: %s", out)
+
+	addr := daemontest.FreeAddr(t)
+	var logs syncBuffer
+	relay := exec.Command(bin, "--database-url", db.URL, "--listen", addr, "--metrics-listen", "")
+	relay.Stdout, relay.Stderr = &logs, &logs
+	require.NoError(t, relay.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- relay.Wait() }()
+	t.Cleanup(func() {
+		_ = relay.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("relay stopped with %v", err)
+			}
+		case <-time.After(daemontest.StopTimeout):
+			_ = relay.Process.Kill()
+			<-exited
+			t.Errorf("relay did not stop within %s of SIGTERM", daemontest.StopTimeout)
+		}
+		if t.Failed() {
+			t.Logf("relay log:\n%s", logs.String())
+		}
+	})
+	daemontest.WaitOK(t, "http://"+addr+"/healthz")
+	return "ws://" + addr
+}
+
+// tapCount returns the number on the TAP summary line "# <name> N" that node's
+// test runner prints at the end, or fails the test when there is none.
+func tapCount(t *testing.T, tap, name string) int {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^# ` + name + ` (\d+)$`).FindStringSubmatch(tap)
+	require.NotNil(t, m, "no %q line in the test runner's summary", name)
+	n, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	return n
+}
+
+// TestStockApps runs every test of test/apps (node --test) against a relay
+// with default flags, and requires each one to pass: none failed, skipped,
+// cancelled or left to do.
+func TestStockApps(t *testing.T) {
+	node, err := exec.LookPath("node")
+	require.NoError(t, err, "node is not installed: make test-apps needs Node.js 20 or later and npm")
+	dir := repoFile("test/apps")
+	_, err = os.Stat(filepath.Join(dir, "node_modules"))
+	require.NoError(t, err, "test/apps has no node_modules: make test-apps installs them (npm ci)")
+	url := startRelay(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// --test-force-exit: NDK keeps a timer per relay (its validation ratio,
+	// every 30 s) that would keep the test process alive for ever.
+	cmd := exec.CommandContext(ctx, node, "--test", "--test-force-exit", "--test-reporter=tap")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CN_APPS_RELAY_URL="+url)
+	var tap bytes.Buffer
+	cmd.Stdout = &tap
+	cmd.Stderr = os.Stderr
+	runErr := cmd.Run()
+	t.Logf("node --test against %s:\n%s", url, tap.String())
+	require.NoError(t, runErr, "node --test")
+	summary := tap.String()
+	tests := tapCount(t, summary, "tests")
+	require.Positive(t, tests, "node --test found no test")
+	require.Equal(t, tests, tapCount(t, summary, "pass"), "every test passes")
+	for _, name := range []string{"fail", "cancelled", "skipped", "todo"} {
+		require.Zero(t, tapCount(t, summary, name), name)
+	}
+}
