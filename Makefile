@@ -8,7 +8,7 @@ BENCHTIME ?= 1s
 GOTAGS ?= $(shell printf '\043include <secp256k1_schnorrsig.h>\nint main(void){return 0;}\n' | \
 	$${CC:-cc} -x c - -lsecp256k1 -o /dev/null >/dev/null 2>&1 && echo libsecp256k1)
 
-.PHONY: run test test-long fuzz test-race test-ops test-apps bench bench-index bench-trust bench-peers lint build clean-dev
+.PHONY: run test test-long fuzz test-race test-ops test-apps bench bench-index bench-trust bench-peers lint build clean-dev docs
 
 ## run: start the whole node locally (embedded Postgres unless DATABASE_URL is set)
 run:
@@ -25,6 +25,10 @@ test:
 LONG_TESTS ?= ^(TestChaos|TestRemoteIndexerEqualsLocal|TestSoakConcurrentWriters|TestNegentropyDifferential)$$
 test-long:
 	$(GO) test -count=1 -timeout 40m -run '$(LONG_TESTS)' ./internal/chaos ./internal/bridge ./internal/indexer ./pkg/outbox ./internal/relay
+
+## docs: regenerate docs/configuration.md from the binaries' flags (each command's TestConfigurationDoc fails when it is stale)
+docs:
+	CN_UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestConfigurationDoc$$' ./cmd/...
 
 ## fuzz: the network-facing parsers' fuzz targets for a fixed time each (FUZZTIME); make test runs their seed corpora
 FUZZTIME ?= 30s

@@ -97,7 +97,7 @@ type Handler struct {
 // Handle applies rows to the live index inside the consumer's transaction.
 func (h *Handler) Handle(ctx context.Context, tx consumer.Tx, rows []outbox.Row) error {
 	// A row of a kind that is not indexed cannot concern a document (changing the
-	// indexed kinds needs a reindex, see README), so it costs no lookup.
+	// indexed kinds needs a reindex, see docs/operations.md), so it costs no lookup.
 	ids := h.rowIDs(rows)
 	if len(ids) == 0 {
 		return nil

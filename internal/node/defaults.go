@@ -12,7 +12,7 @@ import (
 )
 
 // The node's defaults, each declared once: the daemons' flags (cmd/*), the dev
-// node (cnctl dev) and the README take them from here. A default that a domain
+// node (cnctl dev) and docs/configuration.md take them from here. A default that a domain
 // package's own code or benchmarks need is declared there and named here.
 
 // Where each process listens (loopback: put a reverse proxy in front of the

@@ -206,7 +206,7 @@ func Dev(ctx context.Context, cfg DevOptions) (err error) {
 		RelayMetrics: []string{"http://" + d.relay.Relay.MetricsListen + "/metrics"}})
 	g.Go(func() error { return dashboard.Serve(gctx, dashLn, dash, "") })
 	fmt.Fprintf(cfg.Out, "dashboard: http://%s/ (read-only status page)\n", dashLn.Addr())
-	fmt.Fprintf(cfg.Out, "topic policy: %s (NIP-11 topic_policy; README \"Topic policy\")\n", d.relay.Relay.Limits.TopicRules.Summary())
+	fmt.Fprintf(cfg.Out, "topic policy: %s (NIP-11 topic_policy; docs/clients.md)\n", d.relay.Relay.Limits.TopicRules.Summary())
 	fmt.Fprintln(cfg.Out, "node is up; press Ctrl-C to stop")
 	<-gctx.Done()
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {

@@ -16,7 +16,7 @@
 //     each daemon built exactly as its own entry point builds it.
 //
 // Every default lives in defaults.go, once: the cmd/* flags, the dev node and
-// the README take them from there. The cmd/* packages only map flags (and their
+// docs/configuration.md take them from there. The cmd/* packages only map flags (and their
 // environment variables) onto these options; the domain packages take an open
 // pool and never parse flags.
 package node

@@ -32,7 +32,7 @@ func IsIdentityKind(kind int) bool {
 }
 
 // IdentityKindsText lists the identity kinds (IsIdentityKind) for people: NIP-11
-// and the README print it.
+// and docs/clients.md print it.
 const IdentityKindsText = "0,3,10000-19999,30000,30002-30008,30015,30024,30030,30063,30078,30267,30315,30382-30385,31234,31924,31989,39089,39092,39701"
 
 // identityAddressableKinds are the addressable kinds that hold a person's own

@@ -84,7 +84,7 @@ func (s *Reader) SyncItems(ctx context.Context, f nostr.Filter, v protocol.Viewe
 // part of the visibility rule; the query asks for the index's order, (created_at,
 // id), so Postgres reads the items with an index-only scan and no sort, and
 // reads no heap page for rows on pages the visibility map marks all-visible
-// (see the README on what keeps them so). Other filters (ids, authors, tags,
+// (see docs/negentropy.md on what keeps them so). Other filters (ids, authors, tags,
 // or an authenticated viewer) read in no order, so that the planner picks the
 // most selective index without a sort, and read the heap; the negentropy
 // storage sorts in memory either way.

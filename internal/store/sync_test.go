@@ -76,7 +76,7 @@ func TestSyncItems(t *testing.T) {
 // pinned by syncPlanSQL), and once VACUUM has marked the pages all-visible the
 // scan reads no heap page at all (Heap Fetches: 0). Before any VACUUM every
 // row costs a heap visit: on a live node keeping the visibility map current is
-// autovacuum's job (see README, NIP-77).
+// autovacuum's job (see docs/negentropy.md).
 func TestSyncItemsIndexOnly(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
