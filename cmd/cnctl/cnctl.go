@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
+	"github.com/kukuri/communitynode/internal/configfile"
 	"github.com/kukuri/communitynode/internal/dbpool"
 )
 
@@ -39,7 +40,10 @@ type command[O any] struct {
 	Name, Usage, ArgsUsage, Description string
 	Flags                               []cli.Flag
 	DB                                  bool
-	Subcommands                         []*cli.Command
+	// Config, when set, adds --config and reads that section of the node's
+	// configuration file (package configfile) before anything else.
+	Config      string
+	Subcommands []*cli.Command
 	// Options reads the flags and arguments into the options (nil: the zero O).
 	// An error that is not about the command line, such as an input file that
 	// cannot be opened, is returned as failure{err} and exits 1.
@@ -65,9 +69,24 @@ func (d command[O]) build() *cli.Command {
 	if d.DB {
 		flags = append([]cli.Flag{databaseURLFlag()}, flags...)
 	}
-	required := takeRequired(flags)
+	if d.Config != "" {
+		flags = append(flags, configfile.Flag())
+	}
+	required := configfile.TakeRequired(flags)
+	var before cli.BeforeFunc
+	if d.Config != "" {
+		before = func(c *cli.Context) error {
+			if path := c.String("config"); path != "" {
+				if err := configfile.Apply(c, path, d.Config); err != nil {
+					return usageError{err}
+				}
+			}
+			return nil
+		}
+	}
 	return &cli.Command{
-		Name: d.Name, Usage: d.Usage, ArgsUsage: d.ArgsUsage, Description: d.Description,
+		Before: before,
+		Name:   d.Name, Usage: d.Usage, ArgsUsage: d.ArgsUsage, Description: d.Description,
 		Flags: flags, Subcommands: d.Subcommands, HideHelpCommand: true,
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
@@ -127,30 +146,6 @@ func group(name, usage string, subcommands ...*cli.Command) *cli.Command {
 		},
 	}
 }
-
-// takeRequired clears urfave/cli's Required on flags, which makes it print the
-// whole help page beside its error, marks their usage "(required)" and returns
-// their names for build to check. Only string flags are ever required.
-func takeRequired(flags []cli.Flag) []string {
-	var names []string
-	for _, f := range flags {
-		rf, ok := f.(cli.RequiredFlag)
-		if !ok || !rf.IsRequired() {
-			continue
-		}
-		sf, ok := f.(*cli.StringFlag)
-		if !ok {
-			panic(fmt.Sprintf("cnctl: required flag --%s is a %T; only string flags may be required", f.Names()[0], f))
-		}
-		sf.Required = false
-		sf.Usage += " " + requiredMark
-		names = append(names, sf.Name)
-	}
-	return names
-}
-
-// requiredMark ends the usage of every required flag in the help.
-const requiredMark = "(required)"
 
 // checkArgs refuses arguments to a command whose ArgsUsage is empty, and flags
 // written after the arguments (the parser stops at the first argument) to one

@@ -19,8 +19,9 @@ import (
 // does not.
 func devCommand() *cli.Command {
 	return command[node.DevOptions]{
-		Name:  "dev",
-		Usage: "run the whole node locally (embedded Postgres unless DATABASE_URL is set) until Ctrl-C",
+		Name:   "dev",
+		Config: "dev",
+		Usage:  "run the whole node locally (embedded Postgres unless DATABASE_URL is set) until Ctrl-C",
 		Flags: append([]cli.Flag{
 			databaseURLFlag(),
 			&cli.StringFlag{Name: "data-dir", Value: ".cn/pg", EnvVars: []string{"CN_DEV_DATA_DIR"},

@@ -44,7 +44,10 @@ func TestDevFlagsReachTheNode(t *testing.T) {
 		}
 	}
 	npub := "npub180cvv07tjdrrgpa0j7j7tmnyl2yr6yr7l8j4s3evf6u64th6gkwsyjh6w6"
+	config := filepath.Join(t.TempDir(), "node.yaml")
+	require.NoError(t, os.WriteFile(config, []byte("dev:\n  data-dir: /tmp/from-config\n"), 0o600))
 	samples := map[string]string{
+		"config":               config,
 		"database-url":         "postgres://elsewhere/db",
 		"data-dir":             "/tmp/other",
 		"pg-port":              "6543",

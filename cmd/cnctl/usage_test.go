@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
+
+	"github.com/kukuri/communitynode/internal/configfile"
 )
 
 // TestEveryUsageErrorExits2 walks every command and subcommand of the app and
@@ -122,5 +124,5 @@ func TestEveryUsageErrorExits2(t *testing.T) {
 // usage of such flags.
 func isRequired(f cli.Flag) bool {
 	df, ok := f.(cli.DocGenerationFlag)
-	return ok && strings.HasSuffix(df.GetUsage(), requiredMark)
+	return ok && strings.HasSuffix(df.GetUsage(), configfile.RequiredMark)
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kukuri/communitynode/internal/configfile"
 	"github.com/kukuri/communitynode/internal/debugserver"
 	"github.com/kukuri/communitynode/internal/httpserver"
 	"github.com/kukuri/communitynode/internal/oneline"
@@ -63,12 +64,20 @@ func ExitCode(err error) int {
 	return 1
 }
 
-// App returns a daemon's command line: flags plus --database-url (required),
-// --log-level and --debug-listen. Before action runs it refuses positional
+// App returns a daemon's command line: flags plus --config (the node's
+// configuration file, section name: package configfile), --database-url
+// (required), --log-level and --debug-listen. Before action runs it refuses positional
 // arguments, parses the log level and starts the debug listener if asked; the
 // logger writes JSON lines to stderr.
 func App(name, usage string, stdout, stderr io.Writer, flags []cli.Flag,
 	action func(c *cli.Context, logger *slog.Logger) error) *cli.App {
+	flags = append(flags,
+		configfile.Flag(),
+		&cli.StringFlag{Name: "database-url", EnvVars: []string{"DATABASE_URL"}, Required: true, Usage: "Postgres URL of the node's database"},
+		&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"CN_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
+		&cli.StringFlag{Name: "debug-listen", EnvVars: []string{"CN_DEBUG_LISTEN"}, Usage: "address to serve Go profiles (/debug/pprof/) on; keep it private (default: off)"},
+	)
+	required := configfile.TakeRequired(flags)
 	return &cli.App{
 		Name:            name,
 		Usage:           usage,
@@ -76,14 +85,18 @@ func App(name, usage string, stdout, stderr io.Writer, flags []cli.Flag,
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {}, // Main decides the exit code
-		Flags: append(flags,
-			&cli.StringFlag{Name: "database-url", EnvVars: []string{"DATABASE_URL"}, Required: true, Usage: "Postgres URL of the node's database"},
-			&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"CN_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
-			&cli.StringFlag{Name: "debug-listen", EnvVars: []string{"CN_DEBUG_LISTEN"}, Usage: "address to serve Go profiles (/debug/pprof/) on; keep it private (default: off)"},
-		),
+		// --config's values are applied in Before, after the command line and
+		// the environment and before anything checks what is required.
+		Before: configfile.Before(name),
+		Flags:  flags,
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
 				return fmt.Errorf("unexpected arguments %q (see %s --help)", c.Args().Slice(), name)
+			}
+			for _, name := range required {
+				if c.String(name) == "" {
+					return fmt.Errorf("--%s is required (on the command line, in its environment variable, or in --config)", name)
+				}
 			}
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(strings.ToUpper(c.String("log-level")))); err != nil {
