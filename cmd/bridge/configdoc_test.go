@@ -8,8 +8,10 @@ import (
 )
 
 // TestConfigurationDoc fails when docs/configuration.md does not list the
-// flags this binary accepts (regenerate: make docs).
+// flags this binary accepts (regenerate: make docs), or when the example
+// configuration file does not load into them.
 func TestConfigurationDoc(t *testing.T) {
-	app := newApp(io.Discard, io.Discard)
-	configdoc.Check(t, configdoc.Section{Name: "bridge", Title: "bridge", Intro: "`bridge --help` prints the same.", Flags: app.Flags})
+	configdoc.Check(t, configdoc.Section{Name: "bridge", Title: "bridge", Intro: "`bridge --help` prints the same.", Flags: newApp(io.Discard, io.Discard).Flags})
+	configdoc.CheckExample(t, newApp(io.Discard, io.Discard), map[string]string{
+		"database-url": "postgres://cn@127.0.0.1:5432/node?sslmode=disable", "nats-url": "nats://127.0.0.1:4222"})
 }

@@ -192,3 +192,33 @@ func Command(app *cli.App, path ...string) []cli.Flag {
 	}
 	return c.Flags
 }
+
+// Example is the example configuration file (package configfile), from the module root.
+const Example = "ops/communitynode.yaml"
+
+// CheckExample runs app (a daemon's command line) on the example file with
+// its action replaced, and fails t unless every flag named in want ends with
+// the value given: every key of the app's section is one of its flags, and
+// the values reach them.
+func CheckExample(t testing.TB, app *cli.App, want map[string]string) {
+	t.Helper()
+	dir, err := root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	app.Action = func(c *cli.Context) error {
+		for name := range want {
+			got[name] = c.String(name)
+		}
+		return nil
+	}
+	if err := app.Run([]string{app.Name, "--config", filepath.Join(dir, Example)}); err != nil {
+		t.Fatalf("%s --config %s: %v", app.Name, Example, err)
+	}
+	for name, v := range want {
+		if got[name] != v {
+			t.Errorf("%s --config %s: --%s = %q, want %q", app.Name, Example, name, got[name], v)
+		}
+	}
+}
