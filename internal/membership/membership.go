@@ -43,14 +43,14 @@ const (
 	// Open: anyone may write; a key becomes a member by its first post into a
 	// community (cn_relay.members), as before NIP-43.
 	Open Mode = "open"
-	// Invite: only members write (see docs/membership.md for who is one).
-	Invite Mode = "invite"
+	// InviteOnly: only members write (see docs/membership.md for who is one).
+	InviteOnly Mode = "invite"
 )
 
 // ParseMode reads a --membership value.
 func ParseMode(s string) (Mode, error) {
 	switch Mode(s) {
-	case Open, Invite:
+	case Open, InviteOnly:
 		return Mode(s), nil
 	case "":
 		return Open, nil

@@ -23,7 +23,7 @@ type Membership struct {
 	// Self is the node's pubkey (NIP-11 self); Sign signs with its key.
 	Self string
 	Sign func(*nostr.Event) error
-	// Mode: in membership.Invite only members' events are stored.
+	// Mode: in membership.InviteOnly only members' events are stored.
 	Mode membership.Mode
 	// Admins are members from the start.
 	Admins map[string]bool
@@ -104,7 +104,7 @@ func (p *plan) membershipLoad(keys, people map[string]bool) {
 
 // queueMembershipLoad queues the reads (after the locks).
 func (p *plan) queueMembershipLoad(b *pgx.Batch, people map[string]bool) {
-	if p.mship == nil || (p.mship.Mode != membership.Invite && len(p.mchanges) == 0) {
+	if p.mship == nil || (p.mship.Mode != membership.InviteOnly && len(p.mchanges) == 0) {
 		return
 	}
 	b.Queue(`SELECT pubkey, member, at, event_id, via FROM cn_relay.nip43_members WHERE pubkey = ANY($1)`, setSlice(people)).
@@ -141,7 +141,7 @@ func (p *plan) membershipRefuses(ev *nostr.Event) (protocol.Verdict, bool) {
 	if membership.IsNodeKind(ev.Kind) && !p.mgenerated[ev.ID] {
 		return protocol.Verdict{Message: membership.ReasonNodeKind}, true
 	}
-	if p.mship != nil && p.mship.Mode == membership.Invite && !p.trusted && !p.mgenerated[ev.ID] && !p.relayMember(ev.PubKey) {
+	if p.mship != nil && p.mship.Mode == membership.InviteOnly && !p.trusted && !p.mgenerated[ev.ID] && !p.relayMember(ev.PubKey) {
 		return protocol.Verdict{Message: membership.ReasonInviteOnly}, true
 	}
 	return protocol.Verdict{}, false
