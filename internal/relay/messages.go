@@ -104,6 +104,10 @@ func (c *conn) onEvent(ev *nostr.Event) {
 		c.answer(ev.ID, false, reason)
 		return
 	}
+	if ok, reason, done := c.membershipEvent(ev); done {
+		c.answer(ev.ID, ok, reason)
+		return
+	}
 	if protocol.ClassOf(ev.Kind) == protocol.Ephemeral {
 		ok, reason := c.publishEphemeral(ev)
 		c.answer(ev.ID, ok, reason)
@@ -265,9 +269,21 @@ func (c *conn) onReq(subID string, filters []nostr.Filter) {
 		c.enqueue(closedMsg(subID, reasonTooManySubs))
 		return
 	}
+	var invite []byte
+	if asksInvite(filters) {
+		c.mu.Unlock()
+		if invite, reason = c.inviteFor(); reason != "" {
+			c.enqueue(closedMsg(subID, reason))
+			return
+		}
+		c.mu.Lock()
+	}
 	s := newSubscription(c, subID, filters, c.viewer())
 	c.subs[subID] = s
 	c.mu.Unlock()
+	if invite != nil { // before the query starts: before EOSE
+		c.enqueueMsg(s.event(invite))
+	}
 	c.r.index.add(s)
 	c.r.m.subscriptions.Inc()
 	if !c.startQuery(func() { c.runQuery(s) }) {
