@@ -36,6 +36,19 @@ func (c *conn) membershipEvent(ev *nostr.Event) (ok bool, reason string, done bo
 	return ok, reason, true
 }
 
+// nodeKindReason refuses, before the topic and policy rules can give a
+// vaguer answer, a validly signed event of a NIP-43 kind only the node makes
+// (membership.IsNodeKind); a forged one goes on to be answered invalid.
+func nodeKindReason(ev *nostr.Event) string {
+	if !membership.IsNodeKind(ev.Kind) || !ev.CheckID() {
+		return ""
+	}
+	if ok, err := ev.CheckSignature(); err != nil || !ok {
+		return ""
+	}
+	return membership.ReasonNodeKind
+}
+
 // asksInvite reports whether a REQ asks for invites (kind 28935, NIP-43).
 func asksInvite(filters []nostr.Filter) bool {
 	return slices.ContainsFunc(filters, func(f nostr.Filter) bool { return slices.Contains(f.Kinds, membership.KindInvite) })

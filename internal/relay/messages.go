@@ -100,6 +100,10 @@ func (c *conn) answer(id string, ok bool, reason string) {
 // process's subscribers and answers OK; hands any other to the batcher, whose
 // answer (after the commit) becomes the OK.
 func (c *conn) onEvent(ev *nostr.Event) {
+	if reason := nodeKindReason(ev); reason != "" {
+		c.answer(ev.ID, false, reason)
+		return
+	}
 	if reason := c.admit(ev); reason != "" {
 		c.answer(ev.ID, false, reason)
 		return
