@@ -51,6 +51,7 @@ type opts struct {
 	admin  string     // nil: a new key
 	ranked func(string) bool
 	rank   int
+	node   nodekey.Key // zero: a new key
 }
 
 func start(t *testing.T, o opts) *env {
@@ -63,15 +64,10 @@ func start(t *testing.T, o opts) *env {
 	if admin == "" {
 		admin = nostr.GeneratePrivateKey()
 	}
-	var nodeKey nodekey.Key
-	var err error
-	// One node key per database: the second relay of a database reads it back.
-	if o.db != nil {
-		nodeKey = sharedNode[o.db]
-	} else {
+	nodeKey, err := o.node, error(nil)
+	if nodeKey.PubKey == "" {
 		nodeKey, err = nodekey.FromSecret(nostr.GeneratePrivateKey())
 		require.NoError(t, err)
-		sharedNode[db] = nodeKey
 	}
 	w := outbox.NewWriter(db.Pool, outbox.WriterConfig{})
 	wctx, wcancel := context.WithCancel(context.Background())
@@ -107,8 +103,6 @@ func start(t *testing.T, o opts) *env {
 	addr := ln.Addr().String()
 	return &env{db: db, st: st, svc: svc, node: nodeKey, admin: admin, url: "ws://" + addr, api: "http://" + addr, reg: reg}
 }
-
-var sharedNode = map[*pgtest.DB]nodekey.Key{}
 
 func pub(sk string) string { pk, _ := nostr.GetPublicKey(sk); return pk }
 
@@ -315,3 +309,5 @@ func (e *env) memberList(t *testing.T, c *client) []string {
 	}
 	return out
 }
+
+func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
