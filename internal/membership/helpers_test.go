@@ -311,3 +311,27 @@ func (e *env) memberList(t *testing.T, c *client) []string {
 }
 
 func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
+
+// metric reads a gauge, or a counter's outcome label, from the relay's registry.
+func metric(t *testing.T, e *env, name, outcome string) float64 {
+	t.Helper()
+	mfs, err := e.reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if outcome == "" {
+				return m.GetGauge().GetValue()
+			}
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" && l.GetValue() == outcome {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no metric %s %s", name, outcome)
+	return 0
+}

@@ -153,6 +153,11 @@ func TestInviteOnlyFlow(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, membership.ReasonNodeKind, res[0].Message, "the node key over the store path")
 
+	// Metrics: one join by claim, one leave, the admin left listed.
+	require.Equal(t, 1.0, metric(t, e, "cn_relay_member_joins_total", "claim"))
+	require.Equal(t, 1.0, metric(t, e, "cn_relay_member_joins_total", "left"))
+	require.Equal(t, 1.0, metric(t, e, "cn_relay_members", ""))
+
 	// Claims are secrets: none is stored in clear, and no 28934/28935 is stored.
 	var n int
 	require.NoError(t, e.db.Pool.QueryRow(ctx, `SELECT count(*) FROM cn_relay.events WHERE kind IN (28934, 28935, 28936)

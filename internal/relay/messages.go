@@ -267,20 +267,18 @@ func (c *conn) onReq(subID string, filters []nostr.Filter) {
 		c.enqueue(closedMsg(subID, reason))
 		return
 	}
+	var invite []byte // a NIP-43 invite made for this REQ (membership.go)
+	if asksInvite(filters) {
+		if invite, reason = c.inviteFor(); reason != "" {
+			c.enqueue(closedMsg(subID, reason))
+			return
+		}
+	}
 	c.mu.Lock()
 	if len(c.subs)+len(c.negs) >= c.r.cfg.MaxSubscriptions {
 		c.mu.Unlock()
 		c.enqueue(closedMsg(subID, reasonTooManySubs))
 		return
-	}
-	var invite []byte
-	if asksInvite(filters) {
-		c.mu.Unlock()
-		if invite, reason = c.inviteFor(); reason != "" {
-			c.enqueue(closedMsg(subID, reason))
-			return
-		}
-		c.mu.Lock()
 	}
 	s := newSubscription(c, subID, filters, c.viewer())
 	c.subs[subID] = s
