@@ -69,6 +69,9 @@ func TestInviteOnlyFlow(t *testing.T) {
 	e.verifyNodeEvent(t, evs[0])
 	claim := membership.Claim(evs[0])
 	require.Len(t, claim, 48)
+	evs, reason = ac.req("other", map[string]any{"kinds": []int{membership.KindInvite}, "authors": []string{pub(bob)}})
+	require.Empty(t, reason)
+	require.Empty(t, evs, "a filter for another author's 28935 gets no claim")
 	// An authenticated non-member gets none.
 	_, _ = bc.publish(note(t, bob, "x")) // (the challenge arrived on connect)
 	bc.auth(bob)

@@ -49,9 +49,12 @@ func nodeKindReason(ev *nostr.Event) string {
 	return membership.ReasonNodeKind
 }
 
-// asksInvite reports whether a REQ asks for invites (kind 28935, NIP-43).
-func asksInvite(filters []nostr.Filter) bool {
-	return slices.ContainsFunc(filters, func(f nostr.Filter) bool { return slices.Contains(f.Kinds, membership.KindInvite) })
+// asksInvite reports whether a REQ asks for invites (kind 28935, NIP-43)
+// signed by self (a filter naming other authors only does not).
+func asksInvite(filters []nostr.Filter, self string) bool {
+	return slices.ContainsFunc(filters, func(f nostr.Filter) bool {
+		return slices.Contains(f.Kinds, membership.KindInvite) && (len(f.Authors) == 0 || slices.Contains(f.Authors, self))
+	})
 }
 
 // inviteFor makes a claim for this connection's authenticated member and

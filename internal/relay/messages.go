@@ -268,7 +268,7 @@ func (c *conn) onReq(subID string, filters []nostr.Filter) {
 		return
 	}
 	var invite []byte // a NIP-43 invite made for this REQ (membership.go)
-	if asksInvite(filters) {
+	if asksInvite(filters, c.r.cfg.Info.Self) {
 		if invite, reason = c.inviteFor(); reason != "" {
 			c.enqueue(closedMsg(subID, reason))
 			return
