@@ -127,7 +127,11 @@ func TestInviteOnlyFlow(t *testing.T) {
 	require.False(t, ok)
 	require.Equal(t, membership.ReasonBadTime, reason)
 
-	// Leave: 8001, a new 13534, and later posts are refused.
+	// Leave: 8001, a new 13534, and later posts are refused. Without the
+	// NIP-70 tag anyone could replay it: refused.
+	ok, reason = bc.publish(signed(t, bob, membership.KindLeave, nil, ""))
+	require.False(t, ok)
+	require.Equal(t, membership.ReasonLeaveTag, reason)
 	ok, reason = bc.publish(signed(t, bob, membership.KindLeave, nostr.Tags{{"-"}}, ""))
 	require.True(t, ok, reason)
 	require.Equal(t, membership.MsgLeft, reason)

@@ -40,6 +40,7 @@ const (
 	ReasonUsed       = "restricted: that invite code was used already (invite codes are single-use)"
 	ReasonRevoked    = "restricted: that invite code was revoked"
 	ReasonBadTime    = "invalid: a join or leave request's created_at must be within 10 minutes of now (NIP-43)"
+	ReasonLeaveTag   = "invalid: a leave request (kind 28936) must carry the NIP-70 - tag (NIP-43)"
 	ReasonInviteAuth = "auth-required: invite codes (kind 28935) are given to authenticated members: authenticate (NIP-42)"
 	ReasonInviteNon  = "restricted: only members of this relay may request invite codes (kind 28935)"
 	ReasonFailed     = "error: could not process the membership request, try again later"
@@ -283,6 +284,10 @@ func deletePending(ctx context.Context, pk string) func(pgx.Tx) error {
 
 // Leave answers a 28936: the member is removed (8001, a new 13534).
 func (s *Service) Leave(ctx context.Context, ev *nostr.Event) (bool, string) {
+	if !protectedTag(ev) { // (so no one else can replay it here: NIP-70 needs its author's AUTH)
+		s.count("refused")
+		return false, ReasonLeaveTag
+	}
 	if !s.timely(ev) {
 		s.count("refused")
 		return false, ReasonBadTime
@@ -384,4 +389,13 @@ func useClaim(ctx context.Context, tx pgx.Tx, claim, pk string, now time.Time) (
 		return ReasonUsed, nil
 	}
 	return ReasonExpired, nil
+}
+
+func protectedTag(ev *nostr.Event) bool {
+	for _, t := range ev.Tags {
+		if len(t) >= 1 && t[0] == "-" {
+			return true
+		}
+	}
+	return false
 }
