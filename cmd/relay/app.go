@@ -13,6 +13,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/daemon"
 	"github.com/kukuri/communitynode/internal/groups"
+	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/protocol"
@@ -77,6 +78,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.BoolFlag{Name: "groups", Value: true, EnvVars: []string{"CN_RELAY_GROUPS"}, Usage: "host NIP-29 relay-based groups when --node-key-file is given (the relay then holds the node key); --groups=false refuses group events"},
 			&cli.StringFlag{Name: "group-creators", Value: string(groups.CreatorsMembers), EnvVars: []string{"CN_RELAY_GROUP_CREATORS"}, Usage: "who may create a NIP-29 group (kind 9007): members (of the community: authors who have posted in a topic here, or were admitted), admins (--admin-pubkeys) or any"},
 			&cli.DurationFlag{Name: "group-invite-ttl", Value: groups.DefaultInviteTTL, EnvVars: []string{"CN_RELAY_GROUP_INVITE_TTL"}, Usage: "how long a NIP-29 invite code (kind 9009) opens a closed group after its created_at; codes are not used up"},
+			&cli.StringFlag{Name: "membership", Value: string(membership.Open), EnvVars: []string{"CN_RELAY_MEMBERSHIP"}, Usage: "NIP-43 relay membership (needs --node-key-file): open (anyone writes; a key becomes a member by its first post) or invite (only members write; see docs/membership.md)"},
+			&cli.IntFlag{Name: "admit-min-rank", EnvVars: []string{"CN_RELAY_ADMIT_MIN_RANK"}, Usage: "admit a NIP-43 join request without an invite code at once when its key's trust-v1 rank is at least this, 1-100 (default 0: every such request waits for an admin)"},
+			&cli.DurationFlag{Name: "invite-ttl", Value: membership.DefaultInviteTTL, EnvVars: []string{"CN_RELAY_INVITE_TTL"}, Usage: "how long a NIP-43 invite code (claim) made for a member's kind 28935 REQ stays valid; codes are single-use"},
 			&cli.IntFlag{Name: "min-rank", EnvVars: []string{"CN_RELAY_MIN_RANK"}, Usage: "refuse posts from authors whose trust-v1 rank (cmd/trust) is below this, 0-100 (profiles, lists, deletions, seeds, admins and the node exempt; default 0: off)"},
 			&cli.StringSliceFlag{Name: "admin-pubkeys", EnvVars: []string{"CN_RELAY_ADMIN_PUBKEYS"}, Usage: "pubkeys (hex or npub, comma separated) that may manage the relay through NIP-86 (default: none, NIP-86 answers 401)"},
 
@@ -164,13 +168,14 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 			*o.into = c.String(o.flag)
 		}
 	}
-	var nodeKey nodekey.Key
+	var nodeKey, memberKey nodekey.Key
 	if f := c.String("node-key-file"); f != "" {
 		k, err := nodekey.Load(f)
 		if err != nil {
 			return node.RelayOptions{}, err
 		}
 		cfg.Info.Self = k.PubKey
+		memberKey = k
 		if c.Bool("groups") {
 			nodeKey = k
 		}
@@ -199,6 +204,19 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 	}
 	if s.GroupInviteTTL <= 0 {
 		return node.RelayOptions{}, fmt.Errorf("--group-invite-ttl must be positive, got %s", s.GroupInviteTTL)
+	}
+	s.MembershipKey, s.AdmitMinRank, s.InviteTTL = memberKey, c.Int("admit-min-rank"), c.Duration("invite-ttl")
+	if s.Membership, err = membership.ParseMode(c.String("membership")); err != nil {
+		return node.RelayOptions{}, err
+	}
+	if s.Membership == membership.InviteOnly && memberKey.PubKey == "" {
+		return node.RelayOptions{}, errors.New("--membership invite needs --node-key-file: the relay signs its member list (NIP-43) with the node key")
+	}
+	if s.AdmitMinRank < 0 || s.AdmitMinRank > 100 {
+		return node.RelayOptions{}, fmt.Errorf("--admit-min-rank: want 0-100, got %d", s.AdmitMinRank)
+	}
+	if s.InviteTTL <= 0 || s.InviteTTL > membership.MaxInviteTTL {
+		return node.RelayOptions{}, fmt.Errorf("--invite-ttl: want a positive duration of at most 720h, got %s", s.InviteTTL)
 	}
 	if s.MinRank < 0 || s.MinRank > 100 {
 		return node.RelayOptions{}, fmt.Errorf("--min-rank: want 0-100, got %d", s.MinRank)

@@ -22,9 +22,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/daemon/daemontest"
+	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
 )
 
@@ -59,7 +61,7 @@ func (s *syncBuffer) String() string {
 // port, and no metrics listener, whose default address another relay on the
 // machine may hold). It returns the relay's ws:// URL; the relay is stopped
 // with SIGTERM when the test ends, and its log is shown if the test failed.
-func startRelay(t *testing.T) string {
+func startRelay(t *testing.T, extra ...string) string {
 	t.Helper()
 	db := pgtest.New(t)
 	bin := filepath.Join(t.TempDir(), "relay")
@@ -70,7 +72,7 @@ func startRelay(t *testing.T) string {
 
 	addr := daemontest.FreeAddr(t)
 	var logs syncBuffer
-	relay := exec.Command(bin, "--database-url", db.URL, "--listen", addr, "--metrics-listen", "")
+	relay := exec.Command(bin, append([]string{"--database-url", db.URL, "--listen", addr, "--metrics-listen", ""}, extra...)...)
 	relay.Stdout, relay.Stderr = &logs, &logs
 	require.NoError(t, relay.Start())
 	exited := make(chan error, 1)
@@ -136,5 +138,38 @@ func TestStockApps(t *testing.T) {
 	require.Equal(t, tests, tapCount(t, summary, "pass"), "every test passes")
 	for _, name := range []string{"fail", "cancelled", "skipped", "todo"} {
 		require.Zero(t, tapCount(t, summary, name), name)
+	}
+}
+
+// TestNIP43App runs test/apps/nip43-join.app.mjs (a nostr-tools app that
+// follows only NIP-43) against a relay with --membership invite, a node key
+// and one admin, whose secret key the app gets to request an invite.
+func TestNIP43App(t *testing.T) {
+	node, err := exec.LookPath("node")
+	require.NoError(t, err, "node is not installed: make test-apps needs Node.js 20 or later and npm")
+	dir := repoFile("test/apps")
+	_, err = os.Stat(filepath.Join(dir, "node_modules"))
+	require.NoError(t, err, "test/apps has no node_modules: make test-apps installs them (npm ci)")
+	keyFile := filepath.Join(t.TempDir(), "node.key")
+	_, err = nodekey.Generate(keyFile)
+	require.NoError(t, err)
+	admin := nostr.GeneratePrivateKey()
+	adminPK, _ := nostr.GetPublicKey(admin)
+	url := startRelay(t, "--node-key-file", keyFile, "--membership", "invite", "--admin-pubkeys", adminPK)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "--test", "--test-force-exit", "--test-reporter=tap", "nip43-join.app.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CN_APPS_NIP43_URL="+url, "CN_APPS_NIP43_ADMIN="+admin)
+	var tap bytes.Buffer
+	cmd.Stdout = &tap
+	cmd.Stderr = os.Stderr
+	runErr := cmd.Run()
+	t.Logf("node --test nip43-join.app.mjs against %s:\n%s", url, tap.String())
+	require.NoError(t, runErr, "node --test")
+	require.Equal(t, 1, tapCount(t, tap.String(), "pass"))
+	for _, name := range []string{"fail", "cancelled", "skipped", "todo"} {
+		require.Zero(t, tapCount(t, tap.String(), name), name)
 	}
 }

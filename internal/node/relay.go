@@ -17,6 +17,7 @@ import (
 	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/ephemeral"
 	"github.com/kukuri/communitynode/internal/groups"
+	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/relayadmin"
@@ -61,7 +62,17 @@ type RelayOptions struct {
 	// GroupInviteTTL is how long an invite code is valid (zero:
 	// groups.DefaultInviteTTL).
 	GroupInviteTTL time.Duration
-	Logger         *slog.Logger
+	// MembershipKey, when set, makes the relay keep NIP-43 membership
+	// (package membership) in mode Membership (zero: open), signing the
+	// member list with it. Zero: no NIP-43 (join and leave requests refused).
+	MembershipKey nodekey.Key
+	Membership    membership.Mode
+	// AdmitMinRank > 0 admits claimless join requests from keys ranked at
+	// least this (trust-v1) at once; InviteTTL is how long a claim lives
+	// (zero: membership.DefaultInviteTTL).
+	AdmitMinRank int
+	InviteTTL    time.Duration
+	Logger       *slog.Logger
 }
 
 // Relay runs one relay process: it opens the database pool and wires the outbox
@@ -113,6 +124,16 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		return err
 	}
 	st.SetMemberGate(ranks.Ranked)
+	var members *membership.Service
+	var admitRanks *gate.Gate
+	if key := s.MembershipKey; key.PubKey != "" {
+		if members, admitRanks, err = openMembership(ctx, st, pool, s, admins, logger); err != nil {
+			return err
+		}
+		reg.MustRegister(members.Collectors()...)
+		api.Admin.Extensions = append(api.Admin.Extensions, members)
+		s.Relay.Info.Self, s.Relay.Membership = key.PubKey, string(cmp.Or(s.Membership, membership.Open))
+	}
 	reg.MustRegister(pendingGauges(st)...)
 	var reads relay.Store = st
 	var replicas *replica.Set
@@ -134,6 +155,9 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		Management: api,
 		Ephemeral:  ephemeral.New(pool, logger),
 	}
+	if members != nil {
+		deps.Members = members
+	}
 	r, err := relay.New(s.Relay, deps)
 	if err != nil {
 		return err
@@ -150,6 +174,9 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	g.Go(func() error { return r.Run(gctx) })
 	g.Go(func() error { return policy.Run(gctx) })
 	g.Go(func() error { return ranks.Run(gctx) })
+	if admitRanks != nil {
+		g.Go(func() error { return admitRanks.Run(gctx) })
+	}
 	if replicas != nil {
 		g.Go(func() error { return replicas.Run(gctx) })
 	}

@@ -198,6 +198,13 @@ type Config struct {
 	// treats group events like any other; the store decides them.
 	Groups bool
 
+	// Membership is the NIP-43 mode ("open" or "invite"; "" when the relay
+	// has no node key and offers no NIP-43): NIP-11 lists 43 when set, and
+	// "invite" sets restricted_writes. The store refuses non-members' events
+	// in invite mode; the relay routes 28934/28936 and invite REQs to
+	// Deps.Members.
+	Membership string
+
 	// CacheBytes bounds the event cache (package eventcache): the newest
 	// visible public events, kept in memory by the outbox follower, from which
 	// a REQ whose whole answer it provably holds is answered without the

@@ -100,8 +100,16 @@ func (c *conn) answer(id string, ok bool, reason string) {
 // process's subscribers and answers OK; hands any other to the batcher, whose
 // answer (after the commit) becomes the OK.
 func (c *conn) onEvent(ev *nostr.Event) {
+	if reason := nodeKindReason(ev); reason != "" {
+		c.answer(ev.ID, false, reason)
+		return
+	}
 	if reason := c.admit(ev); reason != "" {
 		c.answer(ev.ID, false, reason)
+		return
+	}
+	if ok, reason, done := c.membershipEvent(ev); done {
+		c.answer(ev.ID, ok, reason)
 		return
 	}
 	if protocol.ClassOf(ev.Kind) == protocol.Ephemeral {
@@ -259,6 +267,13 @@ func (c *conn) onReq(subID string, filters []nostr.Filter) {
 		c.enqueue(closedMsg(subID, reason))
 		return
 	}
+	var invite []byte // a NIP-43 invite made for this REQ (membership.go)
+	if asksInvite(filters, c.r.cfg.Info.Self) {
+		if invite, reason = c.inviteFor(); reason != "" {
+			c.enqueue(closedMsg(subID, reason))
+			return
+		}
+	}
 	c.mu.Lock()
 	if len(c.subs)+len(c.negs) >= c.r.cfg.MaxSubscriptions {
 		c.mu.Unlock()
@@ -268,6 +283,9 @@ func (c *conn) onReq(subID string, filters []nostr.Filter) {
 	s := newSubscription(c, subID, filters, c.viewer())
 	c.subs[subID] = s
 	c.mu.Unlock()
+	if invite != nil { // before the query starts: before EOSE
+		c.enqueueMsg(s.event(invite))
+	}
 	c.r.index.add(s)
 	c.r.m.subscriptions.Inc()
 	if !c.startQuery(func() { c.runQuery(s) }) {

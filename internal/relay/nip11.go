@@ -116,6 +116,9 @@ func (c Config) supportedNIPs(management, negentropy bool) []int {
 	if c.Groups {
 		nips = append(nips, 29)
 	}
+	if c.Membership != "" {
+		nips = append(nips, 43)
+	}
 	if negentropy {
 		nips = append(nips, 77)
 	}
@@ -192,7 +195,7 @@ func (r *Relay) info() infoDocument {
 			MaxContentLength: base.MaxContentLength,
 			// NIP-11: auth_required means nothing at all works without AUTH.
 			AuthRequired:        r.cfg.Auth.RequiredForReads && r.cfg.Auth.RequiredForWrites,
-			RestrictedWrites:    base.RestrictedWrites || r.cfg.Auth.RequiredForWrites,
+			RestrictedWrites:    base.RestrictedWrites || r.cfg.Auth.RequiredForWrites || r.cfg.Membership == "invite",
 			CreatedAtLowerLimit: int64(l.MaxPastAge.Seconds()),
 			CreatedAtUpperLimit: int64(l.MaxFutureSkew.Seconds()),
 		},

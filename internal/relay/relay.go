@@ -48,6 +48,21 @@ type Deps struct {
 	// shares the database (package ephemeral), this one included. Nil delivers
 	// them to this process's subscribers only.
 	Ephemeral EphemeralBus
+	// Members, if set, answers NIP-43 requests (package membership): join
+	// (28934) and leave (28936) events, and REQs for invites (28935). Nil
+	// refuses them (membership.ReasonNoNIP43).
+	Members Members
+}
+
+// Members answers NIP-43 requests (membership.Service).
+type Members interface {
+	// Join and Leave answer a verified 28934 / 28936 that passed admission:
+	// the OK flag and message.
+	Join(ctx context.Context, ev *nostr.Event) (bool, string)
+	Leave(ctx context.Context, ev *nostr.Event) (bool, string)
+	// Invite makes a claim for the first member among authed and returns the
+	// node's signed 28935, or the CLOSED reason.
+	Invite(ctx context.Context, authed []string) (*nostr.Event, string)
 }
 
 // EphemeralBus carries ephemeral events between relay processes (ephemeral.Bus).
@@ -88,6 +103,7 @@ type Relay struct {
 	ranks      RankGate
 	admission  admission.Chain // every EVENT's checks after the connection's own
 	ephemeral  EphemeralBus
+	members    Members
 	management http.Handler
 	log        *slog.Logger
 	m          *metrics
@@ -134,6 +150,7 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 		policy:          deps.Policy,
 		ranks:           deps.Ranks,
 		ephemeral:       deps.Ephemeral,
+		members:         deps.Members,
 		management:      deps.Management,
 		log:             deps.Logger,
 		m:               newMetrics(deps.Registerer),

@@ -39,6 +39,16 @@ type Admin struct {
 	// identity events under them. protocol.DefaultTopicRules when unset.
 	TopicRules protocol.TopicRules
 	Now        func() time.Time
+	// Extensions add methods (package membership: the NIP-43 methods).
+	Extensions []Extension
+}
+
+// Extension is a set of NIP-86 methods served by another package. Its Do
+// logs and commits its own changes; an error with a BadRequest() true method
+// is a bad request (HTTP 400, cnctl exit code 2).
+type Extension interface {
+	Methods() []string
+	Do(ctx context.Context, actor, source, method string, params []json.RawMessage) (any, error)
 }
 
 // Methods are the NIP-86 methods this relay supports, in NIP-86 order.
@@ -56,6 +66,16 @@ var Methods = []string{
 // Do runs one method with its NIP-86 parameters and returns its NIP-86 result.
 // Every change commits in one transaction with its effects and its log row.
 func (a *Admin) Do(ctx context.Context, actor Actor, method string, params []json.RawMessage) (any, error) {
+	for _, x := range a.Extensions {
+		if slices.Contains(x.Methods(), method) {
+			res, err := x.Do(ctx, actor.Name, actor.Source, method, params)
+			var bad interface{ BadRequest() bool }
+			if errors.As(err, &bad) && bad.BadRequest() {
+				return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+			}
+			return res, err
+		}
+	}
 	if !slices.Contains(Methods, method) {
 		return nil, fmt.Errorf("%w: unsupported method %q", ErrBadRequest, method)
 	}
@@ -65,7 +85,11 @@ func (a *Admin) Do(ctx context.Context, actor Actor, method string, params []jso
 	p := paramReader{params: params}
 	switch method {
 	case "supportedmethods":
-		return Methods, nil
+		all := slices.Clone(Methods)
+		for _, x := range a.Extensions {
+			all = append(all, x.Methods()...)
+		}
+		return all, nil
 	case "listbannedpubkeys", "listallowedpubkeys":
 		return a.list(ctx, "SELECT pubkey, reason FROM cn_admin.pubkeys WHERE status = $1 ORDER BY pubkey", "pubkey",
 			strings.TrimSuffix(strings.TrimPrefix(method, "list"), "pubkeys"))

@@ -185,6 +185,7 @@ func (pub *Publisher) newPlan(evs []*nostr.Event, rules protocol.TopicRules) *pl
 	p.limits = pub.pending
 	p.pendingN = pub.pendingRows.Load()
 	p.groups = pub.groups
+	p.mship = pub.membership
 	return p
 }
 

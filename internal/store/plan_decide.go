@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kukuri/communitynode/internal/groups"
+	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/pkg/outbox"
 	"github.com/nbd-wtf/go-nostr"
@@ -32,6 +33,7 @@ type plan struct {
 	pendingN   int64        // pending rows in all (Publisher.pendingRows) when the plan began
 	cache      *memberCache // members known before the batch (load skips them); may be nil
 	groups     *Groups      // NIP-29 groups (groups.go); nil: group events are refused
+	mship      *Membership  // NIP-43 membership (membership.go); nil: open, no changes
 
 	// Loaded (plan_load.go), then changed by the decisions.
 	byID      map[string]*stored         // stored rows for incoming ids and deletion targets
@@ -69,8 +71,16 @@ type plan struct {
 	records          []outbox.Record    // the outbox rows, in order
 	groupsTouched    map[string]bool    // groups whose state this batch changed
 	generated        map[string]string  // id of a state event or its deletion made by this plan -> its group
-	withheld         []*nostr.Event     // group events this batch withholds
-	groupErr         error              // the group path failed (the batch fails)
+
+	// Membership (membership.go).
+	mchanges   []membership.Change            // changes to make (MembershipTx)
+	mregs      map[string]membership.Register // loaded NIP-43 registers, then changed
+	mlist      map[string]bool                // the NIP-43 members (loaded when changing), then changed
+	mgenerated map[string]bool                // ids of the node's NIP-43 events made by this plan
+	mtouched   []string                       // keys whose register changed
+	moutcomes  []membership.Outcome           // one per change
+	withheld   []*nostr.Event                 // group events this batch withholds
+	groupErr   error                          // the group path failed (the batch fails)
 }
 
 // tombstone is one NIP-09 target (an event id or an 'a' address) that a
@@ -103,6 +113,7 @@ func newPlan(evs []*nostr.Event, now time.Time, rules protocol.TopicRules) *plan
 		limits:   DefaultPendingLimits(),
 		groupIDs: map[string]bool{}, gstate: map[string]*groups.State{}, gbefore: map[string]*groups.State{},
 		withheldSeen: map[string]bool{}, groupsTouched: map[string]bool{}, generated: map[string]string{},
+		mregs: map[string]membership.Register{}, mlist: map[string]bool{}, mgenerated: map[string]bool{},
 	}
 }
 
@@ -136,6 +147,9 @@ type waiting struct {
 // decide walks the batch in order and settles each event against the stored state
 // and the events before it.
 func (p *plan) decide() {
+	if p.mship != nil {
+		p.decideMembership()
+	}
 	for _, pk := range p.admitting {
 		p.admit(pk, "")
 	}
@@ -165,6 +179,9 @@ func (p *plan) decideEvent(i int, ev *nostr.Event) protocol.Verdict {
 			return protocol.Verdict{OK: false, Message: msgDeletedByAuth}
 		}
 	}
+	if v, stop := p.membershipRefuses(ev); stop {
+		return v
+	}
 	verdict := protocol.Verdict{OK: true, Message: ""}
 	var group *groups.Decision
 	if protocol.IsGroupEvent(ev) {
@@ -175,7 +192,7 @@ func (p *plan) decideEvent(i int, ev *nostr.Event) protocol.Verdict {
 		group, verdict = d, v
 	}
 	identity := protocol.IsIdentityKind(ev.Kind)
-	if identity && !p.isMember(ev.PubKey, ev.ID) {
+	if identity && !p.mgenerated[ev.ID] && !p.isMember(ev.PubKey, ev.ID) { // (the node's 13534 never waits)
 		return p.keep(i, ev, key)
 	}
 	topics, reason := p.topicsOf(ev)
@@ -214,6 +231,9 @@ func (p *plan) decideEvent(i int, ev *nostr.Event) protocol.Verdict {
 func (p *plan) finish() {
 	if p.groups != nil {
 		p.finishGroups()
+	}
+	if p.mship != nil {
+		p.finishMembership()
 	}
 	p.applyModeration()
 	p.settleKeys()
@@ -330,7 +350,7 @@ func (p *plan) promote(due []*waiting) {
 // topicsOf returns the topics a non-identity event (or a member's identity
 // event) is stored under, or the reason it is refused (see Ingest).
 func (p *plan) topicsOf(ev *nostr.Event) ([]string, string) {
-	if protocol.IsIdentityKind(ev.Kind) {
+	if protocol.IsIdentityKind(ev.Kind) || p.membershipScope(ev) {
 		return []string{protocol.NodeTopic}, ""
 	}
 	if g := p.groupScope(ev); g != "" {

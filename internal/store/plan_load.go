@@ -69,12 +69,14 @@ func (p *plan) load(ctx context.Context, tx outbox.Batcher) error {
 			}
 		}
 	}
+	p.membershipLoad(keys, people)
 	var b pgx.Batch
 	queueGenericPlans(&b)
 	p.queueGroupLocks(&b)
 	queueLocks(&b, keys)
 	maps.Copy(p.locked, keys)
 	p.queueGroupsLoad(&b)
+	p.queueMembershipLoad(&b, people)
 	b.Queue(`SELECT id, pubkey, kind, created_at, coalesce(effective_key, ''), is_effective, coalesce(deleted_reason, '')
 		FROM cn_relay.events WHERE id = ANY($1)`, setSlice(ids)).
 		Query(func(rows pgx.Rows) error { return p.scanStored(rows, nil) })

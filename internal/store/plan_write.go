@@ -76,6 +76,7 @@ func (p *plan) queueWrites(b *pgx.Batch) {
 	if len(ins) > 0 {
 		queueInsert(b, ins, p.ingestedAt)
 	}
+	p.queueMembershipWrites(b)
 	if len(p.newMembers) > 0 {
 		slices.SortFunc(p.newMembers, func(x, y newMember) int { return strings.Compare(x.pubkey, y.pubkey) })
 		pubkeys, firsts := make([]string, len(p.newMembers)), make([]string, len(p.newMembers))

@@ -75,6 +75,8 @@ type Publisher struct {
 	gate func(pubkey string) bool
 	// groups, when set, hosts NIP-29 groups (Store.SetGroups).
 	groups *Groups
+	// membership, when set, keeps NIP-43 membership (SetMembership).
+	membership *Membership
 	// pendingRows is the number of pending identity events as last counted
 	// (SweepPending) plus those kept since; the global cap reads it.
 	pendingRows atomic.Int64

@@ -1,0 +1,186 @@
+package membership_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/membership"
+	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/trust"
+	"github.com/kukuri/communitynode/internal/trust/gate"
+	"github.com/kukuri/communitynode/pkg/consumer"
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+// TestAdmissionByTrust: with a real trust-v1 computation (the trust
+// consumer folds the stored follow lists, Recompute ranks from a seed), a
+// claimless join from a key ranked at or above --admit-min-rank is admitted at
+// once and the OK says so; one from an unranked key waits for an admin.
+func TestAdmissionByTrust(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	g := &gate.Gate{Pool: db.Pool, MinRank: 10, Refresh: time.Hour}
+	require.NoError(t, g.Load(ctx))
+	e := start(t, opts{mode: membership.InviteOnly, db: db, ranked: g.Ranked, rank: 10})
+	seed, alice, bob := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
+
+	// The seed is a member (an admin adds it) and follows alice.
+	status, _ := e.nip86(t, e.admin, "addmember", pub(seed))
+	require.Equal(t, 200, status)
+	sc := dial(t, e.url)
+	ok, reason := sc.publish(signed(t, seed, 3, nostr.Tags{{"p", pub(alice)}}, ""))
+	require.True(t, ok, reason)
+
+	// trust-v1: fold the graph from the outbox, rank from the seed.
+	graph := &trust.Graph{NodePubKey: e.node.PubKey}
+	cctx, cancel := context.WithCancel(ctx)
+	c, err := consumer.New(db.Pool, graph, consumer.Config{Name: trust.ConsumerName, LeaseTTL: time.Second, RetryBase: 10 * time.Millisecond})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(cctx) }()
+	head, err := outbox.Head(ctx, db.Pool)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		var last int64
+		err := db.Pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1", trust.ConsumerName).Scan(&last)
+		return err == nil && last >= head
+	}, 30*time.Second, 5*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+	_, err = trust.Fold(ctx, db.Pool)
+	require.NoError(t, err)
+	_, err = trust.Recompute(ctx, db.Pool, trust.Seeds{Pubkeys: []string{pub(seed)}, Source: "flag"}, trust.DefaultParams(), time.Now().Unix(), 0)
+	require.NoError(t, err)
+	require.NoError(t, g.Load(ctx))
+	var rank int
+	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT rank FROM cn_trust.scores WHERE pubkey = $1", pub(alice)).Scan(&rank))
+	require.GreaterOrEqual(t, rank, 10, "alice is ranked by the seed's follow")
+
+	ac := dial(t, e.url)
+	ac.auth(alice)
+	ok, reason = ac.publish(signed(t, alice, membership.KindJoin, nostr.Tags{{"-"}}, ""))
+	require.True(t, ok, reason)
+	require.Equal(t, "info: welcome: admitted at once, your web-of-trust rank (trust-v1) is at least 10", reason)
+	ok, reason = ac.publish(note(t, alice, "ranked and in"))
+	require.True(t, ok, reason)
+
+	bc := dial(t, e.url)
+	bc.auth(bob)
+	ok, reason = bc.publish(signed(t, bob, membership.KindJoin, nostr.Tags{{"-"}}, ""))
+	require.False(t, ok)
+	require.True(t, strings.HasPrefix(reason, "restricted: pending review: no invite code and a web-of-trust rank below 10"), reason)
+	pending, err := e.svc.ListPending(ctx)
+	require.NoError(t, err)
+	require.Len(t, pending, 1)
+	require.Equal(t, pub(bob), pending[0].Pubkey)
+	members, err := e.svc.ListMembers(ctx)
+	require.NoError(t, err)
+	vias := map[string]string{}
+	for _, m := range members {
+		vias[m.Pubkey] = m.Via
+	}
+	require.Equal(t, membership.ViaTrust, vias[pub(alice)])
+}
+
+// TestOpenToInvite: a node that ran open (keys became members by posting)
+// and restarts invite-only keeps every such member; a key that never posted
+// is refused.
+func TestOpenToInvite(t *testing.T) {
+	t.Parallel()
+	admin := nostr.GeneratePrivateKey()
+	open := start(t, opts{mode: membership.Open, admin: admin})
+	dave, erin := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
+	c := dial(t, open.url)
+	ok, reason := c.publish(note(t, dave, "early"))
+	require.True(t, ok, reason)
+	ok, reason = c.publish(note(t, erin, "early too"))
+	require.True(t, ok, reason)
+	// Open mode: a 13534 lists the NIP-43 members only (the admin), not posters.
+	require.Equal(t, []string{pub(admin)}, open.memberList(t, c))
+	// erin leaves under NIP-43 while open: that overrides her posting.
+	ok, reason = c.publish(signed(t, erin, membership.KindLeave, nostr.Tags{{"-"}}, ""))
+	require.False(t, ok, "a leave is protected: needs AUTH")
+	c.auth(erin)
+	ok, reason = c.publish(signed(t, erin, membership.KindLeave, nostr.Tags{{"-"}}, ""))
+	require.True(t, ok, reason)
+	require.Equal(t, membership.MsgLeft, reason)
+
+	inv := start(t, opts{mode: membership.InviteOnly, db: open.db, admin: admin, node: open.node})
+	ic := dial(t, inv.url)
+	ok, reason = ic.publish(note(t, dave, "still a member"))
+	require.True(t, ok, reason)
+	ok, reason = ic.publish(note(t, erin, "left"))
+	require.False(t, ok)
+	require.Equal(t, membership.ReasonInviteOnly, reason)
+	ok, reason = ic.publish(note(t, nostr.GeneratePrivateKey(), "never posted"))
+	require.False(t, ok)
+	require.Equal(t, membership.ReasonInviteOnly, reason)
+	ok, reason = ic.publish(note(t, admin, "admin"))
+	require.True(t, ok, reason)
+}
+
+// TestRebuildEqualsLive: after a random history of joins with claims,
+// leaves, admin adds and removes (several in the same second, so created_at
+// ties are stamped apart), the registers the relay kept live equal the
+// projection of the stored 8000/8001 events, and the 13534 lists exactly the
+// projected members.
+func TestRebuildEqualsLive(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := start(t, opts{mode: membership.InviteOnly})
+	rng := rand.New(rand.NewPCG(34, 43))
+	keys := make([]string, 8)
+	for i := range keys {
+		keys[i] = nostr.GeneratePrivateKey()
+	}
+	conns := map[string]*client{}
+	conn := func(sk string) *client {
+		if conns[sk] == nil {
+			conns[sk] = dial(t, e.url)
+			conns[sk].auth(sk)
+		}
+		return conns[sk]
+	}
+	for step := 0; step < 60; step++ {
+		sk := keys[rng.IntN(len(keys))]
+		switch rng.IntN(4) {
+		case 0: // join with a fresh claim
+			status, out := e.nip86(t, e.admin, "mintinvite")
+			require.Equal(t, 200, status)
+			var m membership.Minted
+			require.NoError(t, jsonUnmarshal(out["result"], &m))
+			ok, reason := conn(sk).publish(signed(t, sk, membership.KindJoin, nostr.Tags{{"-"}, {"claim", m.Claim}}, ""))
+			require.True(t, ok, reason)
+		case 1:
+			ok, reason := conn(sk).publish(signed(t, sk, membership.KindLeave, nostr.Tags{{"-"}}, ""))
+			require.True(t, ok, reason)
+		case 2:
+			status, _ := e.nip86(t, e.admin, "addmember", pub(sk))
+			require.Equal(t, 200, status)
+		case 3:
+			status, _ := e.nip86(t, e.admin, "removemember", pub(sk))
+			require.Equal(t, 200, status)
+		}
+	}
+	live, err := membership.Live(ctx, e.db.Pool)
+	require.NoError(t, err)
+	stored, err := membership.Stored(ctx, e.db.Pool, e.node.PubKey)
+	require.NoError(t, err)
+	rng.Shuffle(len(stored), func(i, j int) { stored[i], stored[j] = stored[j], stored[i] })
+	projected := membership.Project(e.node.PubKey, stored)
+	require.Empty(t, membership.Diff(live, projected))
+	var want []string
+	for pk, r := range projected {
+		if r.Member {
+			want = append(want, pk)
+		}
+	}
+	require.ElementsMatch(t, want, e.memberList(t, dial(t, e.url)))
+}

@@ -1,0 +1,337 @@
+package membership_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/membership"
+	"github.com/kukuri/communitynode/internal/node"
+	"github.com/kukuri/communitynode/internal/nodekey"
+	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/relay"
+	"github.com/kukuri/communitynode/internal/relayadmin"
+	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const waitTimeout = 20 * time.Second
+
+// env is a real relay (relay.New, a WebSocket listener, the store on a
+// pgtest database) with NIP-43 membership and NIP-86 management.
+type env struct {
+	db       *pgtest.DB
+	st       *store.Store
+	svc      *membership.Service
+	node     nodekey.Key
+	admin    string // secret key
+	url, api string
+	reg      *prometheus.Registry
+}
+
+type opts struct {
+	mode   membership.Mode
+	db     *pgtest.DB // nil: a new database
+	admin  string     // nil: a new key
+	ranked func(string) bool
+	rank   int
+	node   nodekey.Key // zero: a new key
+}
+
+func start(t *testing.T, o opts) *env {
+	t.Helper()
+	db := o.db
+	if db == nil {
+		db = pgtest.New(t)
+	}
+	admin := o.admin
+	if admin == "" {
+		admin = nostr.GeneratePrivateKey()
+	}
+	nodeKey, err := o.node, error(nil)
+	if nodeKey.PubKey == "" {
+		nodeKey, err = nodekey.FromSecret(nostr.GeneratePrivateKey())
+		require.NoError(t, err)
+	}
+	w := outbox.NewWriter(db.Pool, outbox.WriterConfig{})
+	wctx, wcancel := context.WithCancel(context.Background())
+	wdone := make(chan struct{})
+	go func() { _ = w.Run(wctx); close(wdone) }()
+	t.Cleanup(func() { wcancel(); <-wdone })
+
+	cfg := relay.DefaultConfig()
+	cfg.Listen = ""
+	cfg.EventRatePerIP, cfg.EventRatePerPubkey, cfg.ReqRatePerIP = relay.Rate{}, relay.Rate{}, relay.Rate{}
+	cfg.IngestTimeout, cfg.QueryTimeout = time.Minute, time.Minute
+	cfg.Info.Self, cfg.Membership = nodeKey.PubKey, string(o.mode)
+	st := store.New(db.Pool, w, cfg.Limits.TopicRules)
+	adminPK := pub(admin)
+	admins := map[string]bool{adminPK: true}
+	require.NoError(t, st.SetMembership(store.Membership{Self: nodeKey.PubKey, Sign: nodeKey.Sign, Mode: o.mode, Admins: admins}))
+	svc := node.NewMembershipService(db.Pool, st.Publisher(), st.Rules(), nodeKey.PubKey, nodeKey.Sign, admins)
+	svc.Ranked, svc.AdmitMinRank = o.ranked, o.rank
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(svc.Collectors()...)
+	require.NoError(t, svc.EnsureAdmins(context.Background()))
+	api := &relayadmin.API{Admin: &relayadmin.Admin{Pool: db.Pool, Store: st.Publisher(), TopicRules: st.Rules(),
+		Extensions: []relayadmin.Extension{svc}}, Admins: admins}
+	r, err := relay.New(cfg, relay.Deps{Store: st, Feed: relay.NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg,
+		Management: api, Members: svc})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	addr := ln.Addr().String()
+	return &env{db: db, st: st, svc: svc, node: nodeKey, admin: admin, url: "ws://" + addr, api: "http://" + addr, reg: reg}
+}
+
+func pub(sk string) string { pk, _ := nostr.GetPublicKey(sk); return pk }
+
+func signed(t *testing.T, sk string, kind int, tags nostr.Tags, content string) *nostr.Event {
+	t.Helper()
+	ev := &nostr.Event{Kind: kind, CreatedAt: nostr.Now(), Tags: tags, Content: content}
+	require.NoError(t, ev.Sign(sk))
+	return ev
+}
+
+// note is a kind 1 in topic "go".
+func note(t *testing.T, sk, content string) *nostr.Event {
+	return signed(t, sk, 1, nostr.Tags{{"t", "go"}}, content)
+}
+
+// client is a raw WebSocket client; AUTH challenges are kept apart.
+type client struct {
+	t         *testing.T
+	ws        *websocket.Conn
+	url       string
+	msgs      chan []json.RawMessage
+	challenge chan string
+}
+
+func dial(t *testing.T, url string) *client {
+	t.Helper()
+	ws, _, err := websocket.DefaultDialer.Dial(url, nil)
+	require.NoError(t, err)
+	c := &client{t: t, ws: ws, url: url, msgs: make(chan []json.RawMessage, 1000), challenge: make(chan string, 4)}
+	go func() {
+		for {
+			_, data, err := ws.ReadMessage()
+			if err != nil {
+				close(c.msgs)
+				return
+			}
+			var msg []json.RawMessage
+			if json.Unmarshal(data, &msg) != nil || len(msg) == 0 {
+				continue
+			}
+			var label, ch string
+			if json.Unmarshal(msg[0], &label) == nil && label == "AUTH" && len(msg) == 2 && json.Unmarshal(msg[1], &ch) == nil {
+				c.challenge <- ch
+				continue
+			}
+			c.msgs <- msg
+		}
+	}()
+	t.Cleanup(func() { _ = ws.Close() })
+	return c
+}
+
+func (c *client) send(parts ...any) {
+	c.t.Helper()
+	require.NoError(c.t, c.ws.WriteJSON(parts))
+}
+
+func (c *client) next() []json.RawMessage {
+	c.t.Helper()
+	select {
+	case msg, ok := <-c.msgs:
+		require.True(c.t, ok, "connection closed")
+		return msg
+	case <-time.After(waitTimeout):
+		c.t.Fatal("no message")
+		return nil
+	}
+}
+
+func label(msg []json.RawMessage) string {
+	var s string
+	_ = json.Unmarshal(msg[0], &s)
+	return s
+}
+
+// publish sends ev and returns its OK.
+func (c *client) publish(ev *nostr.Event) (bool, string) {
+	c.t.Helper()
+	c.send("EVENT", ev)
+	for {
+		msg := c.next()
+		if label(msg) != "OK" {
+			continue
+		}
+		var id, reason string
+		var ok bool
+		require.NoError(c.t, json.Unmarshal(msg[1], &id))
+		if id != ev.ID {
+			continue
+		}
+		require.NoError(c.t, json.Unmarshal(msg[2], &ok))
+		require.NoError(c.t, json.Unmarshal(msg[3], &reason))
+		return ok, reason
+	}
+}
+
+// auth answers the connection's challenge as sk.
+func (c *client) auth(sk string) {
+	c.t.Helper()
+	var ch string
+	select {
+	case ch = <-c.challenge:
+	case <-time.After(waitTimeout):
+		c.t.Fatal("no challenge")
+	}
+	ev := signed(c.t, sk, 22242, nostr.Tags{{"relay", c.url}, {"challenge", ch}}, "")
+	c.send("AUTH", ev)
+	ok, reason := c.ok(ev.ID)
+	require.True(c.t, ok, reason)
+}
+
+func (c *client) ok(id string) (bool, string) {
+	c.t.Helper()
+	for {
+		msg := c.next()
+		var got string
+		if label(msg) != "OK" || json.Unmarshal(msg[1], &got) != nil || got != id {
+			continue
+		}
+		var ok bool
+		var reason string
+		require.NoError(c.t, json.Unmarshal(msg[2], &ok))
+		require.NoError(c.t, json.Unmarshal(msg[3], &reason))
+		return ok, reason
+	}
+}
+
+// req runs a REQ to EOSE (or CLOSED: its reason).
+func (c *client) req(sub string, filter map[string]any) ([]*nostr.Event, string) {
+	c.t.Helper()
+	c.send("REQ", sub, filter)
+	var out []*nostr.Event
+	for {
+		msg := c.next()
+		var s string
+		if len(msg) > 1 {
+			_ = json.Unmarshal(msg[1], &s)
+		}
+		if s != sub {
+			continue
+		}
+		switch label(msg) {
+		case "EVENT":
+			ev := &nostr.Event{}
+			require.NoError(c.t, json.Unmarshal(msg[2], ev))
+			out = append(out, ev)
+		case "EOSE":
+			c.send("CLOSE", sub)
+			return out, ""
+		case "CLOSED":
+			var reason string
+			require.NoError(c.t, json.Unmarshal(msg[2], &reason))
+			return out, reason
+		}
+	}
+}
+
+// nip86 calls a NIP-86 method as sk and returns the HTTP status and body.
+func (e *env) nip86(t *testing.T, sk, method string, params ...any) (int, map[string]json.RawMessage) {
+	t.Helper()
+	if params == nil {
+		params = []any{}
+	}
+	body, _ := json.Marshal(map[string]any{"method": method, "params": params})
+	sum := sha256.Sum256(body)
+	auth := signed(t, sk, 27235, nostr.Tags{{"u", e.api}, {"method", "POST"}, {"payload", hex.EncodeToString(sum[:])}, {"nonce", nostr.GeneratePrivateKey()}}, "")
+	raw, _ := json.Marshal(auth)
+	req, err := http.NewRequest("POST", e.api, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", relayadmin.ContentType)
+	req.Header.Set("Authorization", "Nostr "+base64.StdEncoding.EncodeToString(raw))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var out map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(b, &out), string(b))
+	return resp.StatusCode, out
+}
+
+// verifyNodeEvent checks that ev is the node's, validly signed, with the NIP-70 `-` tag.
+func (e *env) verifyNodeEvent(t *testing.T, ev *nostr.Event) {
+	t.Helper()
+	require.Equal(t, e.node.PubKey, ev.PubKey)
+	ok, err := ev.CheckSignature()
+	require.NoError(t, err)
+	require.True(t, ok, "kind %d signature", ev.Kind)
+	require.True(t, ev.CheckID())
+	require.True(t, protocol.Protected(ev), "kind %d lacks the - tag", ev.Kind)
+}
+
+// memberList returns the member tags of the node's current 13534, verified.
+func (e *env) memberList(t *testing.T, c *client) []string {
+	t.Helper()
+	evs, reason := c.req("list", map[string]any{"kinds": []int{membership.KindMembers}, "authors": []string{e.node.PubKey}})
+	require.Empty(t, reason)
+	require.Len(t, evs, 1)
+	e.verifyNodeEvent(t, evs[0])
+	var out []string
+	for _, tag := range evs[0].Tags {
+		if len(tag) >= 2 && tag[0] == "member" {
+			out = append(out, tag[1])
+		}
+	}
+	return out
+}
+
+func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
+
+// metric reads a gauge, or a counter's outcome label, from the relay's registry.
+func metric(t *testing.T, e *env, name, outcome string) float64 {
+	t.Helper()
+	mfs, err := e.reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if outcome == "" {
+				return m.GetGauge().GetValue()
+			}
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" && l.GetValue() == outcome {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no metric %s %s", name, outcome)
+	return 0
+}

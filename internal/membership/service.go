@@ -1,0 +1,401 @@
+package membership
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+// DefaultInviteTTL is how long a claim is valid after it is made.
+const DefaultInviteTTL = 24 * time.Hour
+
+// MaxInviteTTL bounds an admin's mintinvite ttl.
+const MaxInviteTTL = 30 * 24 * time.Hour
+
+// RequestWindow is how far a 28934 or 28936's created_at may be from now (NIP-43: "now, plus or minus a few minutes").
+const RequestWindow = 10 * time.Minute
+
+// Answers to join and leave requests (NIP-01 OK messages; NIP-43's examples).
+const (
+	MsgWelcome       = "info: welcome: you are a member of this relay now"
+	MsgAlready       = "duplicate: you are already a member of this relay"
+	MsgLeft          = "info: you are no longer a member of this relay"
+	MsgNotMember     = "duplicate: you are not a member of this relay"
+	ReasonBadClaim   = "restricted: that is an invalid invite code"
+	ReasonExpired    = "restricted: that invite code is expired"
+	ReasonUsed       = "restricted: that invite code was used already (invite codes are single-use)"
+	ReasonRevoked    = "restricted: that invite code was revoked"
+	ReasonBadTime    = "invalid: a join or leave request's created_at must be within 10 minutes of now (NIP-43)"
+	ReasonLeaveTag   = "invalid: a leave request (kind 28936) must carry the NIP-70 - tag (NIP-43)"
+	ReasonInviteAuth = "auth-required: invite codes (kind 28935) are given to authenticated members: authenticate (NIP-42)"
+	ReasonInviteNon  = "restricted: only members of this relay may request invite codes (kind 28935)"
+	ReasonFailed     = "error: could not process the membership request, try again later"
+)
+
+// Apply makes membership changes inside tx (store.Publisher.MembershipTx): the
+// node's 8000/8001/13534 and the registers, with the outbox append last.
+type Apply func(ctx context.Context, tx pgx.Tx, changes []Change) ([]Outcome, outbox.Range, error)
+
+// Service answers NIP-43 requests (join 28934, leave 28936, invite 28935) and
+// the admins' membership methods (NIP-86, cnctl members). Every change commits
+// through Apply in one transaction with what it uses up (a claim, a pending
+// request) and, for an admin's change, its cn_admin.log row.
+type Service struct {
+	Pool   *pgxpool.Pool
+	Apply  Apply
+	Self   string                   // the node's pubkey
+	Sign   func(*nostr.Event) error // signs with the node key (28935)
+	Admins map[string]bool          // members from the start (EnsureAdmins)
+	// Ranked admits a claimless join at once (a trust-v1 rank at or above
+	// AdmitMinRank: gate.Gate.Ranked); nil: every claimless join waits.
+	Ranked       func(pubkey string) bool
+	AdmitMinRank int
+	InviteTTL    time.Duration // DefaultInviteTTL when 0
+	Now          func() time.Time
+	Logger       *slog.Logger
+
+	joins *prometheus.CounterVec
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *Service) ttl() time.Duration {
+	if s.InviteTTL > 0 {
+		return s.InviteTTL
+	}
+	return DefaultInviteTTL
+}
+
+func (s *Service) count(outcome string) {
+	if s.joins != nil {
+		s.joins.WithLabelValues(outcome).Inc()
+	}
+}
+
+// Collectors are the service's metrics: cn_relay_members and
+// cn_relay_members_pending (read from the database at each scrape) and
+// cn_relay_member_joins_total by outcome.
+func (s *Service) Collectors() []prometheus.Collector {
+	s.joins = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cn_relay_member_joins_total",
+		Help: "NIP-43 join and leave requests answered by this relay process, by outcome."}, []string{"outcome"})
+	gauge := func(name, help, sql string) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			var n int64
+			if err := s.Pool.QueryRow(ctx, sql).Scan(&n); err != nil {
+				return -1
+			}
+			return float64(n)
+		})
+	}
+	return []prometheus.Collector{s.joins,
+		gauge("cn_relay_members", "NIP-43 members (listed in the node's kind 13534); -1 when unreadable.",
+			"SELECT count(*) FROM cn_relay.nip43_members WHERE member"),
+		gauge("cn_relay_members_pending", "NIP-43 join requests waiting for an admin; -1 when unreadable.",
+			"SELECT count(*) FROM cn_relay.membership_pending"),
+	}
+}
+
+// IsMember reports whether pk is a relay member (docs/membership.md): the
+// node, an admin, a NIP-43 member, or, with no NIP-43 register, a member by
+// posting or by an operator (cn_relay.members).
+func (s *Service) IsMember(ctx context.Context, q pgxQuerier, pk string) (bool, error) {
+	if pk == s.Self || s.Admins[pk] {
+		return true, nil
+	}
+	var member bool
+	err := q.QueryRow(ctx, `SELECT coalesce((SELECT member FROM cn_relay.nip43_members WHERE pubkey = $1),
+		EXISTS (SELECT 1 FROM cn_relay.members WHERE pubkey = $1))`, pk).Scan(&member)
+	return member, err
+}
+
+type pgxQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// change runs pre (may be nil) and the changes in one transaction, with a
+// cn_admin.log row when method is set, then commits and announces.
+func (s *Service) change(ctx context.Context, log *logRow, pre func(pgx.Tx) error, changes []Change) ([]Outcome, error) {
+	tx, err := s.Pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if log != nil {
+		params, _ := json.Marshal(log.params)
+		if _, err := tx.Exec(ctx, `INSERT INTO cn_admin.log (method, params, actor, source, at) VALUES ($1, $2, $3, $4, $5)`,
+			log.method, params, log.actor, log.source, s.now()); err != nil {
+			return nil, fmt.Errorf("log: %w", err)
+		}
+	}
+	if pre != nil {
+		if err := pre(tx); err != nil {
+			return nil, err
+		}
+	}
+	var outs []Outcome
+	var r outbox.Range
+	if len(changes) > 0 {
+		if outs, r, err = s.Apply(ctx, tx, changes); err != nil {
+			return nil, err
+		}
+	}
+	if err := outbox.Commit(ctx, tx); err != nil {
+		return nil, err
+	}
+	if r.Last > 0 {
+		_, _ = s.Pool.Exec(ctx, "SELECT pg_notify($1, $2)", outbox.Channel, fmt.Sprint(r.Last))
+	}
+	return outs, nil
+}
+
+type logRow struct {
+	method, actor, source string
+	params                []any
+}
+
+// EnsureAdmins makes every admin without a NIP-43 register a member (8000
+// via operator), so that they are listed and can invite. An admin who left
+// (an 8001) stays out of the list (an admin still writes).
+func (s *Service) EnsureAdmins(ctx context.Context) error {
+	var changes []Change
+	for pk := range s.Admins {
+		var known bool
+		if err := s.Pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM cn_relay.nip43_members WHERE pubkey = $1)", pk).Scan(&known); err != nil {
+			return err
+		}
+		if !known {
+			changes = append(changes, Change{Pubkey: pk, Add: true, Via: ViaOperator})
+		}
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	_, err := s.change(ctx, nil, nil, changes)
+	return err
+}
+
+func (s *Service) timely(ev *nostr.Event) bool {
+	d := s.now().Sub(ev.CreatedAt.Time())
+	return d <= RequestWindow && d >= -RequestWindow
+}
+
+// Join answers a 28934 (verified, and past the admission chain): a member
+// gets OK true MsgAlready; a valid claim makes the author a member (the claim
+// is used up); a bad one is refused restricted; without a claim, a key the
+// trust gate ranks is admitted at once, any other waits for an admin
+// (restricted: pending ...).
+func (s *Service) Join(ctx context.Context, ev *nostr.Event) (bool, string) {
+	if !s.timely(ev) {
+		s.count("refused")
+		return false, ReasonBadTime
+	}
+	member, err := s.IsMember(ctx, s.Pool, ev.PubKey)
+	if err != nil {
+		return s.failed("join", err)
+	}
+	if member {
+		s.count("already")
+		return true, MsgAlready
+	}
+	if claim := Claim(ev); claim != "" {
+		var why string
+		_, err := s.change(ctx, nil, func(tx pgx.Tx) error {
+			var err error
+			why, err = useClaim(ctx, tx, claim, ev.PubKey, s.now())
+			if err == nil && why != "" {
+				return errRefused
+			}
+			return err
+		}, []Change{{Pubkey: ev.PubKey, Add: true, Via: ViaClaim}})
+		switch {
+		case errors.Is(err, errRefused):
+			if why == ReasonExpired {
+				s.count("expired_claim")
+			} else {
+				s.count("bad_claim")
+			}
+			return false, why
+		case err != nil:
+			return s.failed("join", err)
+		}
+		s.count("claim")
+		return true, MsgWelcome
+	}
+	if s.Ranked != nil && s.Ranked(ev.PubKey) {
+		if _, err := s.change(ctx, nil, deletePending(ctx, ev.PubKey), []Change{{Pubkey: ev.PubKey, Add: true, Via: ViaTrust}}); err != nil {
+			return s.failed("join", err)
+		}
+		s.count("trust")
+		return true, fmt.Sprintf("info: welcome: admitted at once, your web-of-trust rank (trust-v1) is at least %d", s.AdmitMinRank)
+	}
+	raw, _ := json.Marshal(ev)
+	if _, err := s.Pool.Exec(ctx, `INSERT INTO cn_relay.membership_pending (pubkey, event_id, event, requested_at) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (pubkey) DO UPDATE SET event_id = excluded.event_id, event = excluded.event, requested_at = excluded.requested_at`,
+		ev.PubKey, ev.ID, raw, s.now()); err != nil {
+		return s.failed("join", err)
+	}
+	s.count("pending")
+	return false, s.pendingReason()
+}
+
+func (s *Service) pendingReason() string {
+	if s.Ranked != nil && s.AdmitMinRank > 0 {
+		return fmt.Sprintf("restricted: pending review: no invite code and a web-of-trust rank below %d; your join request is kept for the relay's admins", s.AdmitMinRank)
+	}
+	return "restricted: pending review: no invite code; your join request is kept for the relay's admins"
+}
+
+var errRefused = errors.New("refused")
+
+func (s *Service) failed(what string, err error) (bool, string) {
+	if s.Logger != nil {
+		s.Logger.Error("NIP-43 "+what+" failed", "err", err)
+	}
+	return false, ReasonFailed
+}
+
+func deletePending(ctx context.Context, pk string) func(pgx.Tx) error {
+	return func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "DELETE FROM cn_relay.membership_pending WHERE pubkey = $1", pk)
+		return err
+	}
+}
+
+// Leave answers a 28936: the member is removed (8001, a new 13534).
+func (s *Service) Leave(ctx context.Context, ev *nostr.Event) (bool, string) {
+	if !protectedTag(ev) { // (so no one else can replay it here: NIP-70 needs its author's AUTH)
+		s.count("refused")
+		return false, ReasonLeaveTag
+	}
+	if !s.timely(ev) {
+		s.count("refused")
+		return false, ReasonBadTime
+	}
+	outs, err := s.change(ctx, nil, deletePending(ctx, ev.PubKey), []Change{{Pubkey: ev.PubKey, Via: ViaRequest}})
+	if err != nil {
+		return s.failed("leave", err)
+	}
+	if outs[0] == Already {
+		return true, MsgNotMember
+	}
+	s.count("left")
+	return true, MsgLeft
+}
+
+// Invite makes a claim for the first member among authed (the connection's
+// authenticated keys) and returns the signed 28935 carrying it, or the
+// CLOSED reason.
+func (s *Service) Invite(ctx context.Context, authed []string) (*nostr.Event, string) {
+	if len(authed) == 0 {
+		return nil, ReasonInviteAuth
+	}
+	issuer := ""
+	for _, pk := range authed {
+		ok, err := s.IsMember(ctx, s.Pool, pk)
+		if err != nil {
+			_, why := s.failed("invite", err)
+			return nil, why
+		}
+		if ok {
+			issuer = pk
+			break
+		}
+	}
+	if issuer == "" {
+		return nil, ReasonInviteNon
+	}
+	claim, _, _, err := s.mint(ctx, s.Pool, issuer, s.ttl())
+	if err != nil {
+		_, why := s.failed("invite", err)
+		return nil, why
+	}
+	ev := InviteEvent(claim, s.now().Unix())
+	if err := s.Sign(ev); err != nil {
+		_, why := s.failed("invite", err)
+		return nil, why
+	}
+	return ev, ""
+}
+
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// mint stores a new claim's hash and returns the claim, its id and expiry.
+func (s *Service) mint(ctx context.Context, db execer, issuer string, ttl time.Duration) (claim, id string, expires time.Time, err error) {
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", "", time.Time{}, err
+	}
+	claim = hex.EncodeToString(b[:])
+	hash := HashClaim(claim)
+	now := s.now()
+	expires = now.Add(ttl)
+	_, err = db.Exec(ctx, `INSERT INTO cn_relay.membership_claims (id, hash, issuer, issued_at, expires_at) VALUES ($1, $2, $3, $4, $5)`,
+		hash[:16], hash, issuer, now, expires)
+	return claim, hash[:16], expires, err
+}
+
+// HashClaim is what is stored of a claim: its SHA-256, hex.
+func HashClaim(claim string) string {
+	sum := sha256.Sum256([]byte(claim))
+	return hex.EncodeToString(sum[:])
+}
+
+// useClaim uses up claim for pk, or returns why it cannot be used.
+func useClaim(ctx context.Context, tx pgx.Tx, claim, pk string, now time.Time) (string, error) {
+	hash := HashClaim(claim)
+	tag, err := tx.Exec(ctx, `UPDATE cn_relay.membership_claims SET used_by = $2, used_at = $3
+		WHERE hash = $1 AND used_by IS NULL AND revoked_at IS NULL AND expires_at > $3`, hash, pk, now)
+	if err != nil {
+		return "", err
+	}
+	if tag.RowsAffected() == 1 {
+		return "", nil
+	}
+	var used, revoked bool
+	var expires time.Time
+	err = tx.QueryRow(ctx, `SELECT used_by IS NOT NULL, revoked_at IS NOT NULL, expires_at FROM cn_relay.membership_claims WHERE hash = $1`, hash).
+		Scan(&used, &revoked, &expires)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return ReasonBadClaim, nil
+	case err != nil:
+		return "", err
+	case revoked:
+		return ReasonRevoked, nil
+	case used:
+		return ReasonUsed, nil
+	}
+	return ReasonExpired, nil
+}
+
+func protectedTag(ev *nostr.Event) bool {
+	for _, t := range ev.Tags {
+		if len(t) >= 1 && t[0] == "-" {
+			return true
+		}
+	}
+	return false
+}
