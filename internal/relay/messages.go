@@ -101,6 +101,7 @@ func (c *conn) answer(id string, ok bool, reason string) {
 // answer (after the commit) becomes the OK.
 func (c *conn) onEvent(ev *nostr.Event) {
 	if reason := c.admit(ev); reason != "" {
+		c.r.m.countGroupEvent(ev, false, reason)
 		c.answer(ev.ID, false, reason)
 		return
 	}
@@ -109,7 +110,10 @@ func (c *conn) onEvent(ev *nostr.Event) {
 		c.answer(ev.ID, ok, reason)
 		return
 	}
-	if !c.r.batcher.submit(ev, func(res IngestResult) { c.answer(ev.ID, res.OK, res.Message) }) {
+	if !c.r.batcher.submit(ev, func(res IngestResult) {
+		c.r.m.countGroupEvent(ev, res.OK, res.Message)
+		c.answer(ev.ID, res.OK, res.Message)
+	}) {
 		c.answer(ev.ID, false, reasonShuttingDown)
 	}
 }
