@@ -51,6 +51,7 @@ var Methods = []string{
 	"changerelayname", "changerelaydescription", "changerelayicon",
 	"allowkind", "disallowkind", "listallowedkinds", "listdisallowedkinds",
 	"blockip", "unblockip", "listblockedips",
+	"listgroups", "listgroupmembers", // NIP-29, this relay's own (groups.go)
 }
 
 // Do runs one method with its NIP-86 parameters and returns its NIP-86 result.
@@ -58,6 +59,9 @@ var Methods = []string{
 func (a *Admin) Do(ctx context.Context, actor Actor, method string, params []json.RawMessage) (any, error) {
 	if !slices.Contains(Methods, method) {
 		return nil, fmt.Errorf("%w: unsupported method %q", ErrBadRequest, method)
+	}
+	if result, ok, err := a.groupRead(ctx, method, params); ok {
+		return result, err
 	}
 	if err := checkArity(method, len(params)); err != nil {
 		return nil, err
