@@ -15,7 +15,6 @@ import (
 // groups with signed moderation events (9000-9009), which the relay decides
 // with the group's roles; there is no second permission system here.
 
-
 // groupSummary is one row of listgroups.
 type groupSummary struct {
 	ID        string `json:"id"`
