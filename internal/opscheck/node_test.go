@@ -239,6 +239,9 @@ func promQuery(t *testing.T, prom, expr string) (status string, errMsg string, r
 		return "", err.Error(), 0 // not listening yet
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		return "", "prometheus is starting (HTTP 503)", 0 // not ready yet: its answer is plain text
+	}
 	var body struct {
 		Status string `json:"status"`
 		Error  string `json:"error"`
