@@ -17,7 +17,7 @@ import (
 )
 
 func benchCommand() *cli.Command {
-	return group("bench", "load any NIP-01 relay: publish signed events or time REQs", benchIngestCommand(), benchReqCommand())
+	return group("bench", "load any NIP-01 relay: publish signed events or time REQs", benchIngestCommand(), benchReqCommand(), benchJoinCommand())
 }
 
 func benchCommonFlags(connections int) []cli.Flag {
@@ -75,6 +75,7 @@ func benchIngestCommand() *cli.Command {
 			&cli.IntFlag{Name: "authors", Value: 500, Usage: "distinct author keys"},
 			&cli.IntFlag{Name: "warmup", Usage: "extra events published before the clock starts"},
 			&cli.IntFlag{Name: "pipeline", Value: 1, Usage: "EVENTs in flight per connection (1: wait for each OK)"},
+			&cli.StringFlag{Name: "group", Usage: "NIP-29 group id: every event gets an h tag with it (use --kind 9 for chat), and the group is created first (a fresh key posts a note in --topic, then a 9007) unless it exists"},
 		),
 		Options: func(c *cli.Context) (ingestOpts, error) {
 			url, err := benchURL(c, cmd)
@@ -83,7 +84,7 @@ func benchIngestCommand() *cli.Command {
 			}
 			cfg := loadgen.IngestConfig{
 				URL: url, Connections: c.Int("connections"), Events: c.Int("events"), Authors: c.Int("authors"),
-				Topic: c.String("topic"), Kind: c.Int("kind"), Warmup: c.Int("warmup"), Pipeline: c.Int("pipeline"),
+				Topic: c.String("topic"), Kind: c.Int("kind"), Group: c.String("group"), Warmup: c.Int("warmup"), Pipeline: c.Int("pipeline"),
 				Timeout: c.Duration("timeout"), Logf: benchLogf(c.App.ErrWriter, cmd),
 			}
 			if err := cfg.Validate(); err != nil {
@@ -104,6 +105,61 @@ func benchIngestCommand() *cli.Command {
 			}
 			if n := rep.Failed(); n > 0 {
 				return fmt.Errorf("%s: %d of %d events got no OK (%s)", cmd, n, rep.Events, rep.Errors)
+			}
+			return nil
+		},
+	}.build()
+}
+
+// joinOpts are bench join's options.
+type joinOpts struct {
+	loadgen.JoinConfig
+	json bool
+}
+
+func benchJoinCommand() *cli.Command {
+	const cmd = "bench join"
+	return command[joinOpts]{
+		Name:  "join",
+		Usage: "time NIP-29 joins: 9021 sent -> OK, -> the node's 9000 and -> the 39002 listing the joiner on a live subscription",
+		Description: "Creates --group (a fresh key posts a note in --topic, then a 9007; an existing open group is used as it is),\n" +
+			"subscribes to its 9000s and 39002 on one connection, then sends --warmup + --joins join requests from fresh\n" +
+			"keys on another, one at a time, each waiting for its OK and for the subscriber to read the node's 9000 and\n" +
+			"a 39002 naming the joiner. Exits 1 if a timed join did not complete.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "url", EnvVars: []string{"CN_BENCH_URL"}, Usage: "relay WebSocket URL (ws:// or wss://)"},
+			&cli.StringFlag{Name: "group", Value: "bench-joins", Usage: "NIP-29 group id"},
+			&cli.StringFlag{Name: "topic", Value: "bench", Usage: "t tag of the note that makes the group's creator a community member"},
+			&cli.IntFlag{Name: "joins", Value: 500, Usage: "timed joins"},
+			&cli.IntFlag{Name: "warmup", Value: 20, Usage: "joins before the clock starts"},
+			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "give up on an answer or a connection after this long"},
+			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
+		},
+		Options: func(c *cli.Context) (joinOpts, error) {
+			url, err := benchURL(c, cmd)
+			if err != nil {
+				return joinOpts{}, err
+			}
+			cfg := loadgen.JoinConfig{URL: url, Joins: c.Int("joins"), Warmup: c.Int("warmup"), Group: c.String("group"),
+				Topic: c.String("topic"), Timeout: c.Duration("timeout"), Logf: benchLogf(c.App.ErrWriter, cmd)}
+			if err := cfg.Validate(); err != nil {
+				return joinOpts{}, fmt.Errorf("%s: %w", cmd, err)
+			}
+			return joinOpts{JoinConfig: cfg, json: c.Bool("json")}, nil
+		},
+		Run: func(ctx context.Context, e env, o joinOpts) error {
+			rep, err := loadgen.Joins(ctx, o.JoinConfig)
+			if rep == nil {
+				return fmt.Errorf("%s: %w", cmd, err)
+			}
+			if perr := printBenchReport(e, o.json, rep); perr != nil {
+				return perr
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", cmd, err)
+			}
+			if n := rep.Failed(); n > 0 {
+				return fmt.Errorf("%s: %d of %d joins did not complete (refused %s, errors %s)", cmd, n, rep.Joins, rep.Refused, rep.Errors)
 			}
 			return nil
 		},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -72,4 +73,54 @@ func TestGroupsCommands(t *testing.T) {
 	out, err = cnctl(t, "groups", "rebuild", "--database-url", db.URL)
 	require.NoError(t, err, out)
 	require.Contains(t, out, "0 differ")
+}
+
+// TestGroupsMembersCommand: members lists each member with their roles and
+// each pending join request, counts the invite codes without showing them,
+// and answers an unknown group and a missing id with one line and exit 1 / 2.
+func TestGroupsMembersCommand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
+	require.NoError(t, err)
+	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	require.NoError(t, st.SetGroups(store.Groups{Sign: node.Sign, Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsAny}}))
+	alice, bob, carol := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
+	alicePK, _ := nostr.GetPublicKey(alice)
+	bobPK, _ := nostr.GetPublicKey(bob)
+	carolPK, _ := nostr.GetPublicKey(carol)
+	at := nostr.Now()
+	sign := func(sk string, kind int, tags ...nostr.Tag) *nostr.Event {
+		ev := &nostr.Event{Kind: kind, CreatedAt: at, Tags: append(nostr.Tags{{"h", "tea"}}, tags...)}
+		require.NoError(t, ev.Sign(sk))
+		return ev
+	}
+	res, err := st.Ingest(ctx, []*nostr.Event{
+		sign(alice, groups.KindCreateGroup),
+		sign(alice, groups.KindEditMetadata, nostr.Tag{"name", "Tea"}, nostr.Tag{"closed"}),
+		sign(alice, groups.KindCreateInvite, nostr.Tag{"code", "oolong"}),
+		sign(alice, groups.KindCreateInvite, nostr.Tag{"code", "sencha"}),
+		sign(alice, groups.KindPutUser, nostr.Tag{"p", bobPK, "moderator"}),
+		sign(carol, groups.KindJoinRequest),
+	})
+	require.NoError(t, err)
+	for i, v := range res[:5] {
+		require.True(t, v.OK, "%d: %s", i, v.Message)
+	}
+	require.False(t, res[5].OK, "closed group: carol waits")
+
+	out, err := cnctl(t, "groups", "members", "--database-url", db.URL, "tea")
+	require.NoError(t, err, out)
+	require.Regexp(t, alicePK+`\s+member\s+admin\s+\d+`, out)
+	require.Regexp(t, bobPK+`\s+member\s+moderator\s+`+strconv.FormatInt(int64(at), 10), out)
+	require.Regexp(t, carolPK+`\s+pending\s+-\s+`+strconv.FormatInt(int64(at), 10), out)
+	require.Contains(t, out, "group tea: 2 members, 1 pending join requests, 2 invite codes\n")
+	require.NotContains(t, out, "oolong", "codes are secrets: counted, not shown")
+
+	out, err = cnctl(t, "groups", "members", "--database-url", db.URL, "coffee")
+	require.Equal(t, 1, exitCode(err), out)
+	require.Equal(t, `no group "coffee"`, oneLine(err))
+	_, err = cnctl(t, "groups", "members", "--database-url", db.URL)
+	require.Equal(t, 2, exitCode(err))
 }

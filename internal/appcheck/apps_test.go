@@ -59,7 +59,8 @@ func (s *syncBuffer) String() string {
 // startRelay builds cmd/relay and runs it on a fresh database with the
 // default flags (only the addresses are chosen: --listen on a free loopback
 // port, and no metrics listener, whose default address another relay on the
-// machine may hold). It returns the relay's ws:// URL; the relay is stopped
+// machine may hold) and a fresh node key (--node-key-file, so that it hosts
+// NIP-29 groups). It returns the relay's ws:// URL; the relay is stopped
 // with SIGTERM when the test ends, and its log is shown if the test failed.
 func startRelay(t *testing.T, extra ...string) string {
 	t.Helper()
@@ -70,9 +71,17 @@ func startRelay(t *testing.T, extra ...string) string {
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "go build ./cmd/relay: %s", out)
 
+	// A node key, as every deployment (and make run) has: the relay then hosts
+	// NIP-29 groups (nip29.test.mjs).
+	keyFile := filepath.Join(t.TempDir(), "node.key")
+	_, _, err = nodekey.LoadOrGenerate(keyFile)
+	require.NoError(t, err)
+
 	addr := daemontest.FreeAddr(t)
 	var logs syncBuffer
-	relay := exec.Command(bin, append([]string{"--database-url", db.URL, "--listen", addr, "--metrics-listen", ""}, extra...)...)
+	// extra comes last: a flag given twice takes its last value (TestNIP43App
+	// names a key it knows).
+	relay := exec.Command(bin, append([]string{"--database-url", db.URL, "--listen", addr, "--metrics-listen", "", "--node-key-file", keyFile}, extra...)...)
 	relay.Stdout, relay.Stderr = &logs, &logs
 	require.NoError(t, relay.Start())
 	exited := make(chan error, 1)

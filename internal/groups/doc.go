@@ -62,6 +62,14 @@
 // reads), never in cn_relay.events, the outbox, the index or any answer to a
 // client.
 //
+// # Metrics
+//
+// CountLive counts the live groups in the database (by FlagsOf, their
+// members, their pending join requests) exactly as CountsOf counts States;
+// Collector reports it as the relay's cn_relay_groups* gauges, and
+// ResultLabel names an answer to a group event for the relay's
+// cn_relay_group_events_total (one label per refusal, never the message).
+//
 // # Not supported yet (refused, never half done)
 //
 // `private` and `hidden` groups (9002 with those flags: "restricted: private

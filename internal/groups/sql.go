@@ -232,6 +232,30 @@ func Live(ctx context.Context, q Querier) (map[string]*State, error) {
 	return out, nil
 }
 
+// LiveOne reads one group's state as the relay keeps it, nil when the relay
+// has no group id.
+func LiveOne(ctx context.Context, q Querier, id string) (*State, error) {
+	rows, err := q.Query(ctx, `SELECT state FROM cn_relay.groups WHERE id = $1`, id)
+	if err != nil {
+		return nil, fmt.Errorf("read group %s: %w", id, err)
+	}
+	defer rows.Close()
+	var s *State
+	for rows.Next() {
+		var raw []byte
+		if err := rows.Scan(&raw); err != nil {
+			return nil, fmt.Errorf("read group %s: %w", id, err)
+		}
+		if s, err = Load(raw); err != nil {
+			return nil, fmt.Errorf("read group %s: unreadable state: %w", id, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read group %s: %w", id, err)
+	}
+	return s, nil
+}
+
 // Diff returns the ids of the groups whose states differ between a and b
 // (canonical dumps compared; a group missing on one side differs), sorted.
 func Diff(a, b map[string]*State) []string {

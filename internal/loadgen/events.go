@@ -19,6 +19,8 @@ type GenerateConfig struct {
 	Authors int    // how many author keys (at least 2: p tags point to other authors)
 	Topic   string // value of every event's t tag
 	Kind    int    // kind of every event
+	// Group, when set, adds an h tag with this NIP-29 group id to every event.
+	Group string
 	// MaxAge bounds how far before Now an event's created_at may lie (default 60s).
 	MaxAge time.Duration
 	// Now is the reference time (default time.Now()).
@@ -102,6 +104,9 @@ func Generate(cfg GenerateConfig) (*EventSet, error) {
 	err := parallel(workers, cfg.Events, func(rng *rand.Rand, i int) error {
 		a := rng.IntN(cfg.Authors)
 		tags := nostr.Tags{{"t", cfg.Topic}}
+		if cfg.Group != "" {
+			tags = append(tags, nostr.Tag{"h", cfg.Group})
+		}
 		for _, p := range pickOthers(rng, cfg.Authors, a, 1+rng.IntN(3)) {
 			tags = append(tags, nostr.Tag{"p", set.Authors[p]})
 		}

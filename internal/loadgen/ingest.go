@@ -17,9 +17,13 @@ type IngestConfig struct {
 	Authors     int
 	Topic       string
 	Kind        int
-	Warmup      int // events published (on the same connections) before the clock starts
-	Pipeline    int // EVENTs in flight per connection; 1 waits for each OK
-	Timeout     time.Duration
+	// Group, when set, makes a NIP-29 group workload: every event gets an h
+	// tag with this id, and the group is created first (createGroup), or used
+	// as it is if it exists (it must be open and not restricted).
+	Group    string
+	Warmup   int // events published (on the same connections) before the clock starts
+	Pipeline int // EVENTs in flight per connection; 1 waits for each OK
+	Timeout  time.Duration
 	// Set, if not nil, is the pre-generated workload (its first Warmup events are
 	// the warm-up); else Ingest generates one from Authors, Topic and Kind.
 	Set *EventSet
@@ -50,7 +54,7 @@ func (c IngestConfig) Validate() error {
 		}
 		return nil
 	}
-	return GenerateConfig{Events: c.Events + c.Warmup, Authors: c.Authors, Topic: c.Topic, Kind: c.Kind}.validate()
+	return GenerateConfig{Events: c.Events + c.Warmup, Authors: c.Authors, Topic: c.Topic, Kind: c.Kind, Group: c.Group}.validate()
 }
 
 // IngestReport is the outcome of an ingest run.
@@ -62,6 +66,7 @@ type IngestReport struct {
 	Authors         int           `json:"authors"`
 	Topic           string        `json:"topic"`
 	Kind            int           `json:"kind"`
+	Group           string        `json:"group,omitempty"`
 	Warmup          int           `json:"warmup"`
 	WarmupAccepted  int           `json:"warmup_accepted"`
 	Generate        time.Duration `json:"-"`
@@ -98,12 +103,12 @@ func Ingest(ctx context.Context, cfg IngestConfig) (*IngestReport, error) {
 		logf = func(string, ...any) {}
 	}
 	rep := &IngestReport{URL: cfg.URL, Connections: cfg.Connections, Pipeline: cfg.Pipeline, Events: cfg.Events,
-		Authors: cfg.Authors, Topic: cfg.Topic, Kind: cfg.Kind, Warmup: cfg.Warmup}
+		Authors: cfg.Authors, Topic: cfg.Topic, Kind: cfg.Kind, Group: cfg.Group, Warmup: cfg.Warmup}
 	set := cfg.Set
 	if set == nil {
 		start := time.Now()
 		var err error
-		set, err = Generate(GenerateConfig{Events: cfg.Warmup + cfg.Events, Authors: cfg.Authors, Topic: cfg.Topic, Kind: cfg.Kind})
+		set, err = Generate(GenerateConfig{Events: cfg.Warmup + cfg.Events, Authors: cfg.Authors, Topic: cfg.Topic, Kind: cfg.Kind, Group: cfg.Group})
 		if err != nil {
 			return nil, err
 		}
@@ -120,6 +125,12 @@ func Ingest(ctx context.Context, cfg IngestConfig) (*IngestReport, error) {
 	}
 	defer closeAll(conns)
 	defer closeOnCancel(ctx, conns)()
+	if cfg.Group != "" {
+		if err := createGroup(conns[0], cfg.Topic, cfg.Group); err != nil {
+			return nil, err
+		}
+		logf("group %s ready", cfg.Group)
+	}
 
 	if cfg.Warmup > 0 {
 		w := publishAll(ctx, live(conns), set, 0, cfg.Warmup, cfg.Pipeline)

@@ -160,10 +160,15 @@ func Dev(ctx context.Context, cfg DevOptions) (err error) {
 	if err != nil {
 		return err
 	}
+	demo, err := ensureDemoGroup(ctx, dbURL, key, d.relay.Relay.Limits.TopicRules, cmp.Or(d.relay.Relay.PublicURL, "ws://"+d.relay.Relay.Listen))
+	if err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return Relay(gctx, d.relay) })
 	fmt.Fprintf(cfg.Out, "relay: ws://%s (NIP-11, NIP-86 and /healthz on the same address; /metrics on http://%s/metrics)\n",
 		d.relay.Relay.Listen, d.relay.Relay.MetricsListen)
+	printDemoGroup(cfg.Out, demo)
 	g.Go(func() error { return Indexer(gctx, d.indexer) })
 	fmt.Fprintf(cfg.Out, "indexer: http://%s/v1/search?q=... (consumer %s; /healthz and /metrics on the same address)\n", d.indexer.Listen, indexer.ConsumerName)
 	g.Go(func() error { return Moderator(gctx, d.moderator) })

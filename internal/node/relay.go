@@ -112,6 +112,7 @@ func Relay(ctx context.Context, s RelayOptions) error {
 			return err
 		}
 		s.Relay.Info.Self, s.Relay.Groups = key.PubKey, true
+		reg.MustRegister(&groups.Collector{Q: pool, Logger: logger})
 	}
 	api := &relayadmin.API{Admin: &relayadmin.Admin{Pool: pool, Store: st.Publisher(), TopicRules: st.Rules()}, Admins: admins,
 		PublicURL: s.Relay.PublicURL, Logger: logger}

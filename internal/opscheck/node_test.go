@@ -27,7 +27,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kukuri/communitynode/internal/groups"
 	cnnode "github.com/kukuri/communitynode/internal/node"
+	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgembed"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/relay"
@@ -125,7 +127,15 @@ func startNode(t *testing.T) *node {
 	reg.MustRegister(collectors.NewGoCollector())
 	cfg := relay.DefaultConfig()
 	cfg.EventRatePerIP, cfg.EventRatePerPubkey, cfg.ReqRatePerIP = relay.Rate{}, relay.Rate{}, relay.Rate{}
-	reads := replica.New(store.New(db.Pool, w, protocol.DefaultTopicRules()), db.Pool,
+	// The relay hosts NIP-29 groups (a node key), so that the group panels
+	// have data: traffic posts to one.
+	nodeKey, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
+	require.NoError(t, err)
+	st := store.New(db.Pool, w, protocol.DefaultTopicRules())
+	require.NoError(t, st.SetGroups(store.Groups{Sign: nodeKey.Sign, Policy: groups.Policy{Node: nodeKey.PubKey, Creators: groups.CreatorsAny}}))
+	reg.MustRegister(&groups.Collector{Q: db.Pool})
+	cfg.Info.Self, cfg.Groups = nodeKey.PubKey, true
+	reads := replica.New(st, db.Pool,
 		[]replica.Replica{{Name: replica.Name(replicaURL), Pool: rpool}},
 		replica.Config{MaxLag: cnnode.DefaultMaxReplicaLag, CheckInterval: cnnode.DefaultReplicaCheckInterval, Registerer: reg})
 	sdone := make(chan error, 1)
@@ -173,17 +183,24 @@ func (n *node) traffic(t *testing.T, i int) {
 	ev := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "ops"}}, Content: "hello operators " + time.Now().String()}
 	require.NoError(t, ev.Sign(n.sk))
 	require.NoError(t, n.ws.WriteJSON([]any{"EVENT", ev}))
+	// A group event: the first creates the group "ops", the others post to it.
+	gev := &nostr.Event{Kind: 9, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"h", "ops"}}, Content: "hello group " + time.Now().String()}
+	if i == 0 {
+		gev.Kind, gev.Content = 9007, ""
+	}
+	require.NoError(t, gev.Sign(n.sk))
+	require.NoError(t, n.ws.WriteJSON([]any{"EVENT", gev}))
 	// The event cache answers the REQ; the COUNT (NIP-45), which the cache
 	// never answers, reads the database, where the replica serves it.
 	require.NoError(t, n.ws.WriteJSON([]any{"REQ", "s", map[string]any{"#t": []string{"ops"}, "limit": 5}}))
 	require.NoError(t, n.ws.WriteJSON([]any{"COUNT", "c", map[string]any{"#t": []string{"ops"}}}))
 	require.NoError(t, n.ws.SetReadDeadline(time.Now().Add(10*time.Second)))
-	for gotOK, gotEOSE, gotCount := false, false, false; !gotOK || !gotEOSE || !gotCount; {
+	for oks, gotEOSE, gotCount := 0, false, false; oks < 2 || !gotEOSE || !gotCount; {
 		var msg []json.RawMessage
 		require.NoError(t, n.ws.ReadJSON(&msg))
 		switch string(msg[0]) {
 		case `"OK"`:
-			gotOK = true
+			oks++
 		case `"EOSE"`:
 			gotEOSE = true
 		case `"COUNT"`:
@@ -222,6 +239,9 @@ func promQuery(t *testing.T, prom, expr string) (status string, errMsg string, r
 		return "", err.Error(), 0 // not listening yet
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		return "", "prometheus is starting (HTTP 503)", 0 // not ready yet: its answer is plain text
+	}
 	var body struct {
 		Status string `json:"status"`
 		Error  string `json:"error"`

@@ -7,6 +7,7 @@ package relay
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -31,6 +32,8 @@ func TestGroupGoNostrClient(t *testing.T) {
 	require.NoError(t, rl.Publish(ctx, *alice.signed(t, nostr.KindSimpleGroupEditMetadata, nostr.Tags{{"h", "gophers"},
 		{"name", "Gophers"}, {"about", "Go people"}, {"picture", "https://example.com/g.png"}}, "")))
 	require.NoError(t, rl.Publish(ctx, *bob.signed(t, nostr.KindSimpleGroupJoinRequest, nostr.Tags{{"h", "gophers"}}, "hi")))
+	carol := newKey(t) // two roles: 39001 lists them in one p tag
+	require.NoError(t, rl.Publish(ctx, *alice.signed(t, groups.KindPutUser, nostr.Tags{{"h", "gophers"}, {"p", carol.pk, "moderator", "greeter"}}, "")))
 	err = rl.Publish(ctx, *bob.signed(t, nostr.KindSimpleGroupJoinRequest, nostr.Tags{{"h", "gophers"}}, "hi again"))
 	require.ErrorContains(t, err, "duplicate: already a member")
 
@@ -57,9 +60,15 @@ func TestGroupGoNostrClient(t *testing.T) {
 			require.NoError(t, group.MergeInMembersEvent(evs[0]))
 		}
 	}
-	require.Len(t, group.Members, 2)
+	require.Len(t, group.Members, 3)
 	require.NotNil(t, group.Members[alice.pk])
 	require.Equal(t, "admin", group.Members[alice.pk].Name)
+	require.NotNil(t, group.Members[carol.pk])
+	require.Equal(t, "greeter", group.Members[carol.pk].Name, "go-nostr names a member's role by the first of the p tag (roles sorted)")
+	require.Contains(t, group.Members[carol.pk].Permissions, nip29.Permission("moderator"))
+	addr, err := nip29.ParseGroupAddress(strings.TrimPrefix(g.url, "ws://") + "'gophers")
+	require.NoError(t, err)
+	require.Equal(t, group.Address.ID, addr.ID)
 	require.Contains(t, group.Members, bob.pk)
 	require.Nil(t, group.Members[bob.pk], "bob is a plain member")
 

@@ -105,6 +105,7 @@ func (c *conn) onEvent(ev *nostr.Event) {
 		return
 	}
 	if reason := c.admit(ev); reason != "" {
+		c.r.m.countGroupEvent(ev, false, reason)
 		c.answer(ev.ID, false, reason)
 		return
 	}
@@ -117,7 +118,10 @@ func (c *conn) onEvent(ev *nostr.Event) {
 		c.answer(ev.ID, ok, reason)
 		return
 	}
-	if !c.r.batcher.submit(ev, func(res IngestResult) { c.answer(ev.ID, res.OK, res.Message) }) {
+	if !c.r.batcher.submit(ev, func(res IngestResult) {
+		c.r.m.countGroupEvent(ev, res.OK, res.Message)
+		c.answer(ev.ID, res.OK, res.Message)
+	}) {
 		c.answer(ev.ID, false, reasonShuttingDown)
 	}
 }

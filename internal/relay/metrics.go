@@ -3,9 +3,12 @@ package relay
 import (
 	"strings"
 
+	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kukuri/communitynode/internal/eventcache"
+	"github.com/kukuri/communitynode/internal/groups"
+	"github.com/kukuri/communitynode/internal/protocol"
 )
 
 // metrics are the relay's instruments, registered on the injected Registerer.
@@ -30,6 +33,7 @@ type metrics struct {
 	handoffRefills   prometheus.Counter
 	cacheAnswers     *prometheus.CounterVec // by result: hit (the event cache answered) or miss
 	cacheLearns      *prometheus.CounterVec // database answers offered to the cache's author ranges, by result
+	groupEvents      *prometheus.CounterVec // answers to NIP-29 group events, by kind class and result (groups.ResultLabel)
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -68,6 +72,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "cn_relay_cache_learns_total",
 			Help: "Database answers to author filters offered to the event cache's author ranges, by result: taken, left (the cache could not prove them current, or did not need them), busy (the learner's queue was full).",
 		}, []string{"result"}),
+		groupEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cn_relay_group_events_total",
+			Help: "Answers to NIP-29 group events (an h tag, or kinds 9000-9022 and 39000-39005), by class (moderation: 9000-9020, join: 9021, leave: 9022, state: 39000-39005, message: any other kind with h) and result: accepted, pending (a join request kept for review), or the refusal (unknown_group, not_member, members_only, role, stale, ...; rate-limited and the other checks before the group's by their NIP-01 prefix).",
+		}, []string{"class", "result"}),
 		querySeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "cn_relay_query_seconds",
 			Help:    "Duration of Store.Query (op=req) and Store.Count (op=count) calls.",
@@ -121,9 +129,28 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	if reg != nil {
 		reg.MustRegister(m.ingestWaiting, m.connections, m.subscriptions, m.messages, m.events, m.batchSize,
 			m.ingestSeconds, m.querySeconds, m.slowDisconnects, m.liveDeliveries, m.refusedConns,
-			m.followerSeq, m.followerFailures, m.badRealIP, m.queryBudgetStops, m.handoffCaught, m.handoffDropped, m.handoffRefills, m.cacheAnswers, m.cacheLearns)
+			m.followerSeq, m.followerFailures, m.badRealIP, m.queryBudgetStops, m.handoffCaught, m.handoffDropped, m.handoffRefills, m.cacheAnswers, m.cacheLearns, m.groupEvents)
 	}
 	return m
+}
+
+// countGroupEvent counts the answer to ev when it is a group event.
+func (m *metrics) countGroupEvent(ev *nostr.Event, ok bool, reason string) {
+	if !protocol.IsGroupEvent(ev) {
+		return
+	}
+	class := "message"
+	switch {
+	case ev.Kind == groups.KindJoinRequest:
+		class = "join"
+	case ev.Kind == groups.KindLeaveRequest:
+		class = "leave"
+	case groups.IsModerationKind(ev.Kind):
+		class = "moderation"
+	case groups.IsStateKind(ev.Kind):
+		class = "state"
+	}
+	m.groupEvents.WithLabelValues(class, groups.ResultLabel(ok, reason)).Inc()
 }
 
 // knownPrefixes are the NIP-01 machine-readable prefixes, used as metric labels.

@@ -61,6 +61,7 @@ var Methods = []string{
 	"changerelayname", "changerelaydescription", "changerelayicon",
 	"allowkind", "disallowkind", "listallowedkinds", "listdisallowedkinds",
 	"blockip", "unblockip", "listblockedips",
+	"listgroups", "listgroupmembers", // NIP-29, this relay's own (groups.go)
 }
 
 // Do runs one method with its NIP-86 parameters and returns its NIP-86 result.
@@ -78,6 +79,9 @@ func (a *Admin) Do(ctx context.Context, actor Actor, method string, params []jso
 	}
 	if !slices.Contains(Methods, method) {
 		return nil, fmt.Errorf("%w: unsupported method %q", ErrBadRequest, method)
+	}
+	if result, ok, err := a.groupRead(ctx, method, params); ok {
+		return result, err
 	}
 	if err := checkArity(method, len(params)); err != nil {
 		return nil, err

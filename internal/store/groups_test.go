@@ -137,6 +137,11 @@ func randomGroupHistory(t *testing.T, seed uint64) {
 		t.Errorf("group %s:\nlive    %s\nrebuilt %s", id, dump(live[id]), dump(rebuilt[id]))
 	}
 
+	// The metrics' counts, made in the database, are the live states' (groups.CountsOf).
+	counts, err := groups.CountLive(ctx, db.Pool)
+	require.NoError(t, err)
+	require.Equal(t, groups.CountsOf(live), counts)
+
 	// The visible state events are the rendering of the live state.
 	for id, s := range live {
 		for i, want := range groups.Render(s) {
