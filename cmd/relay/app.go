@@ -68,7 +68,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 
 			&cli.StringFlag{Name: "name", EnvVars: []string{"CN_RELAY_NAME"}, Usage: "NIP-11 name"},
 			&cli.StringFlag{Name: "description", EnvVars: []string{"CN_RELAY_DESCRIPTION"}, Usage: "NIP-11 description"},
-			&cli.StringFlag{Name: "pubkey", EnvVars: []string{"CN_RELAY_PUBKEY"}, Usage: "NIP-11 operator pubkey (hex)"},
+			&cli.StringFlag{Name: "pubkey", EnvVars: []string{"CN_RELAY_PUBKEY"}, Usage: "NIP-11 operator pubkey (hex); default: the node key (self), which NIP-29 apps on nostr-tools look groups up by"},
 			&cli.StringFlag{Name: "contact", EnvVars: []string{"CN_RELAY_CONTACT"}, Usage: "NIP-11 contact URI"},
 			&cli.StringFlag{Name: "icon", EnvVars: []string{"CN_RELAY_ICON"}, Usage: "NIP-11 icon URL"},
 			&cli.StringFlag{Name: "banner", EnvVars: []string{"CN_RELAY_BANNER"}, Usage: "NIP-11 banner URL"},

@@ -165,13 +165,21 @@ func (r *Relay) info() infoDocument {
 			ti.Providers = []trustedProvider{{Kind: 30382, Algorithm: "trust-v1", Pubkey: pk}}
 		}
 	}
+	// pubkey defaults to the node key: NIP-29 apps on nostr-tools (loadGroup,
+	// fetchGroup*Event) look the group's state up by NIP-11 pubkey, where the
+	// NIP says self; an operator who sets --pubkey for contact gets that
+	// instead (docs/groups.md, "Apps").
+	pubkey := r.cfg.Info.PubKey
+	if pubkey == "" {
+		pubkey = r.cfg.Info.Self
+	}
 	return infoDocument{
 		Trust:          ti,
 		Name:           name,
 		Description:    description,
 		Icon:           icon,
 		Banner:         r.cfg.Info.Banner,
-		PubKey:         r.cfg.Info.PubKey,
+		PubKey:         pubkey,
 		Self:           r.cfg.Info.Self,
 		Contact:        r.cfg.Info.Contact,
 		Retention:      r.cfg.Info.Retention,
