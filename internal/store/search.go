@@ -88,8 +88,12 @@ func groupDocCond(ids []string, ph func(any) string) string {
 	for _, id := range ids {
 		scopes = append(scopes, groups.Scope(id))
 	}
-	return "(d.tsv @@ " + ph(textsearch.TopicQuery(scopes)) + "::tsquery OR d.kind IN (0, 3) OR d.kind BETWEEN 10000 AND 19999 OR d.kind = ANY(" +
-		ph(identityAddressableKinds) + "))"
+	return "(d.tsv @@ " + ph(textsearch.TopicQuery(scopes)) + "::tsquery OR " + identityKindSQL("d.kind", ph) + ")"
+}
+
+// identityKindSQL is protocol.IsIdentityKind of the kind column col, in SQL.
+func identityKindSQL(col string, ph func(any) string) string {
+	return col + " IN (0, 3) OR " + col + " BETWEEN 10000 AND 19999 OR " + col + " = ANY(" + ph(identityAddressableKinds) + ")"
 }
 
 // identityAddressableKinds are the addressable kinds protocol.IsIdentityKind
