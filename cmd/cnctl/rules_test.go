@@ -22,6 +22,7 @@ var notStoreRules = map[string]string{
 	"groups":                    "NIP-29 groups need the node key to sign their state; import and sync refuse group events (importing a moved or forked group is still to do)",
 	"group-creators":            "NIP-29 groups (see groups)",
 	"group-invite-ttl":          "NIP-29 groups (see groups)",
+	"group-admit-min-rank":      "NIP-29 groups (see groups)",
 	"metrics-listen":            "where the relay serves",
 	"public-url":                "the relay's URL for AUTH",
 	"auth-challenge-on-connect": "when the relay asks a client to sign in",

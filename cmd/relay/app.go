@@ -77,6 +77,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.BoolFlag{Name: "groups", Value: true, EnvVars: []string{"CN_RELAY_GROUPS"}, Usage: "host NIP-29 relay-based groups when --node-key-file is given (the relay then holds the node key); --groups=false refuses group events"},
 			&cli.StringFlag{Name: "group-creators", Value: string(groups.CreatorsMembers), EnvVars: []string{"CN_RELAY_GROUP_CREATORS"}, Usage: "who may create a NIP-29 group (kind 9007): members (of the community: authors who have posted in a topic here, or were admitted), admins (--admin-pubkeys) or any"},
 			&cli.DurationFlag{Name: "group-invite-ttl", Value: groups.DefaultInviteTTL, EnvVars: []string{"CN_RELAY_GROUP_INVITE_TTL"}, Usage: "how long a NIP-29 invite code (kind 9009) opens a closed group after its created_at; codes are not used up"},
+			&cli.IntFlag{Name: "group-admit-min-rank", EnvVars: []string{"CN_RELAY_GROUP_ADMIT_MIN_RANK"}, Usage: "honour a NIP-29 join request (kind 9021) to an open group at once only from keys whose trust-v1 rank is at least this, 0-100 (seeds, admins and the node too); others wait for the group's admins (default 0: off; closed groups need an invite code either way)"},
 			&cli.IntFlag{Name: "min-rank", EnvVars: []string{"CN_RELAY_MIN_RANK"}, Usage: "refuse posts from authors whose trust-v1 rank (cmd/trust) is below this, 0-100 (profiles, lists, deletions, seeds, admins and the node exempt; default 0: off)"},
 			&cli.StringSliceFlag{Name: "admin-pubkeys", EnvVars: []string{"CN_RELAY_ADMIN_PUBKEYS"}, Usage: "pubkeys (hex or npub, comma separated) that may manage the relay through NIP-86 (default: none, NIP-86 answers 401)"},
 
@@ -199,6 +200,9 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 	}
 	if s.GroupInviteTTL <= 0 {
 		return node.RelayOptions{}, fmt.Errorf("--group-invite-ttl must be positive, got %s", s.GroupInviteTTL)
+	}
+	if s.GroupAdmitMinRank = c.Int("group-admit-min-rank"); s.GroupAdmitMinRank < 0 || s.GroupAdmitMinRank > 100 {
+		return node.RelayOptions{}, fmt.Errorf("--group-admit-min-rank: want 0-100, got %d", s.GroupAdmitMinRank)
 	}
 	if s.MinRank < 0 || s.MinRank > 100 {
 		return node.RelayOptions{}, fmt.Errorf("--min-rank: want 0-100, got %d", s.MinRank)
