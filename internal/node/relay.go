@@ -66,7 +66,7 @@ type RelayOptions struct {
 	// seed, an admin, the node); others wait for the group's admins
 	// (groups.Policy.AdmitMinRank). Read through a second gate.Gate.
 	GroupAdmitMinRank int
-	Logger         *slog.Logger
+	Logger            *slog.Logger
 }
 
 // Relay runs one relay process: it opens the database pool and wires the outbox
