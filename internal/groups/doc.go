@@ -62,6 +62,15 @@
 // reads), never in cn_relay.events, the outbox, the index or any answer to a
 // client.
 //
+// # Joins by rank
+//
+// With Policy.AdmitMinRank (relay --group-admit-min-rank), Decide honours a
+// join request to an open group at once only when Facts.Admission says the
+// author is ranked (AdmitRanked, and the OK message says so) or the ranks are
+// not known yet (AdmitOpen); an unranked author's request is kept for the
+// admins (AdmitReview: "restricted: pending review: ..."). Closed groups are
+// not changed. The store asks its Groups.Admission, an in-memory rank gate.
+//
 // # Not supported yet (refused, never half done)
 //
 // `private` and `hidden` groups (9002 with those flags: "restricted: private

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/indexer"
+	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/internal/textsearch"
 	"github.com/kukuri/communitynode/internal/trust"
@@ -141,12 +142,13 @@ func TestGroupPipeline(t *testing.T) {
 	var labelScopes []string
 	require.NoError(t, n.db.Pool.QueryRow(ctx, `SELECT array_agg(DISTINCT tt.topic_id) FROM cn_moderation.labels l
 		JOIN cn_relay.event_topics tt ON tt.event_id = l.label_id WHERE l.target_id = $1`, p2.ID).Scan(&labelScopes))
-	require.Equal(t, []string{"NODE"}, labelScopes, "the node's labels are not group events: the person scope (see docs/groups.md)")
+	require.Equal(t, []string{protocol.NodeTopic}, labelScopes, "the node's labels are not group events: the person scope (see docs/groups.md)")
 	carol := newAuthor(t)
 	// A report without h is not in the group (nothing inherits a group), yet
 	// it reaches the group's queue: the queue goes by the reported event.
-	must(carol.event(t, 1984, nostr.Tags{{"e", p2.ID, "spam"}, {"p", bob.pk}}, ""))
+	outside := must(carol.event(t, 1984, nostr.Tags{{"e", p2.ID, "spam"}, {"p", bob.pk}}, ""))
 	n.sync(t, ConsumerName)
+	require.Equal(t, []string{protocol.NodeTopic}, scope(outside.ID), "the reported person's scope (bob is a member of the community)")
 	require.Equal(t, sorted(p2.ID, p1.ID), sorted(queue("g1")...))
 	require.Empty(t, queue("g2"))
 	items, err := GroupQueue(ctx, n.db.Pool, 50, "g1")
