@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/moderation"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
@@ -140,6 +141,7 @@ func rulesListCommand() *cli.Command {
 
 type queueOpts struct {
 	limit int
+	group string
 	json  bool
 }
 
@@ -150,16 +152,20 @@ func queueCommand() *cli.Command {
 		DB:    true,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most this many events"},
+			&cli.StringFlag{Name: "group", Usage: "only events sent to this NIP-29 group (its id)"},
 			&cli.BoolFlag{Name: "json", Usage: "one JSON object per event"},
 		},
 		Options: func(c *cli.Context) (queueOpts, error) {
 			if c.Int("limit") < 1 {
 				return queueOpts{}, errors.New("--limit must be at least 1")
 			}
-			return queueOpts{limit: c.Int("limit"), json: c.Bool("json")}, nil
+			if g := c.String("group"); g != "" && !groups.ValidID(g) {
+				return queueOpts{}, fmt.Errorf("--group: %q is not a group id (1 to 64 of a-z, A-Z, 0-9, - and _)", g)
+			}
+			return queueOpts{limit: c.Int("limit"), group: c.String("group"), json: c.Bool("json")}, nil
 		},
 		Run: func(ctx context.Context, e env, o queueOpts) error {
-			items, err := moderation.Queue(ctx, e.Pool, o.limit)
+			items, err := moderation.GroupQueue(ctx, e.Pool, o.limit, o.group)
 			if err != nil {
 				return err
 			}

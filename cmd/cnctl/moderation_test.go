@@ -120,6 +120,15 @@ func TestModerationRulesCommands(t *testing.T) {
 	out, err = cnctl(t, "moderation", "queue", "--json", "--database-url", db.URL)
 	require.NoError(t, err)
 	require.Empty(t, strings.TrimSpace(out))
+	out, err = cnctl(t, "moderation", "queue", "--group", "g1", "--database-url", db.URL)
+	require.NoError(t, err)
+	require.Equal(t, "EVENT  REPORTERS  TYPES  HELD BY  HIDDEN", strings.TrimSpace(out))
+	_, err = cnctl(t, "moderation", "queue", "--group", "not a group", "--database-url", db.URL)
+	require.ErrorContains(t, err, "--group")
+	require.Equal(t, 2, exitCode(err))
+	_, err = cnctl(t, "moderation", "rules", "apply", "--database-url", db.URL,
+		write("bad-group.yml", "rules:\n  - {name: g, groups: ['no spaces'], label: x, action: label}\n"))
+	require.ErrorContains(t, err, "not a NIP-29 group id")
 }
 
 func TestAdminCommands(t *testing.T) {

@@ -25,6 +25,7 @@ var notStoreRules = map[string]string{
 	"membership":                "NIP-43 invite mode is a rule on live writers (who may post now); an import or a sync stores what the operator chose to move, and membership events are the node's own (docs/membership.md)",
 	"admit-min-rank":            "NIP-43 admission by trust answers live join requests; nothing is imported through it",
 	"invite-ttl":                "NIP-43 invite codes are made for live requests only",
+	"group-admit-min-rank":      "NIP-29 groups (see groups)",
 	"metrics-listen":            "where the relay serves",
 	"public-url":                "the relay's URL for AUTH",
 	"auth-challenge-on-connect": "when the relay asks a client to sign in",

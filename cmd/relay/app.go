@@ -81,6 +81,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "membership", Value: string(membership.Open), EnvVars: []string{"CN_RELAY_MEMBERSHIP"}, Usage: "NIP-43 relay membership (needs --node-key-file): open (anyone writes; a key becomes a member by its first post) or invite (only members write; see docs/membership.md)"},
 			&cli.IntFlag{Name: "admit-min-rank", EnvVars: []string{"CN_RELAY_ADMIT_MIN_RANK"}, Usage: "admit a NIP-43 join request without an invite code at once when its key's trust-v1 rank is at least this, 1-100 (default 0: every such request waits for an admin)"},
 			&cli.DurationFlag{Name: "invite-ttl", Value: membership.DefaultInviteTTL, EnvVars: []string{"CN_RELAY_INVITE_TTL"}, Usage: "how long a NIP-43 invite code (claim) made for a member's kind 28935 REQ stays valid; codes are single-use"},
+			&cli.IntFlag{Name: "group-admit-min-rank", EnvVars: []string{"CN_RELAY_GROUP_ADMIT_MIN_RANK"}, Usage: "honour a NIP-29 join request (kind 9021) to an open group at once only from keys whose trust-v1 rank is at least this, 0-100 (seeds, admins and the node too); others wait for the group's admins (default 0: off; closed groups need an invite code either way)"},
 			&cli.IntFlag{Name: "min-rank", EnvVars: []string{"CN_RELAY_MIN_RANK"}, Usage: "refuse posts from authors whose trust-v1 rank (cmd/trust) is below this, 0-100 (profiles, lists, deletions, seeds, admins and the node exempt; default 0: off)"},
 			&cli.StringSliceFlag{Name: "admin-pubkeys", EnvVars: []string{"CN_RELAY_ADMIN_PUBKEYS"}, Usage: "pubkeys (hex or npub, comma separated) that may manage the relay through NIP-86 (default: none, NIP-86 answers 401)"},
 
@@ -217,6 +218,9 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 	}
 	if s.InviteTTL <= 0 || s.InviteTTL > membership.MaxInviteTTL {
 		return node.RelayOptions{}, fmt.Errorf("--invite-ttl: want a positive duration of at most 720h, got %s", s.InviteTTL)
+	}
+	if s.GroupAdmitMinRank = c.Int("group-admit-min-rank"); s.GroupAdmitMinRank < 0 || s.GroupAdmitMinRank > 100 {
+		return node.RelayOptions{}, fmt.Errorf("--group-admit-min-rank: want 0-100, got %d", s.GroupAdmitMinRank)
 	}
 	if s.MinRank < 0 || s.MinRank > 100 {
 		return node.RelayOptions{}, fmt.Errorf("--min-rank: want 0-100, got %d", s.MinRank)

@@ -71,7 +71,7 @@ func TestChaos(t *testing.T) {
 	require.NoError(t, err)
 	provider, err := nodeKey.Derive(trust.ProviderPurpose)
 	require.NoError(t, err)
-	rules, err := moderation.ParseFile([]byte(chaosRules))
+	rules, err := moderation.ParseFile([]byte(chaosRules + groupRule))
 	require.NoError(t, err)
 	_, err = moderation.ApplyRules(ctx, db.Pool, rules, "chaos", true)
 	require.NoError(t, err)
@@ -84,6 +84,7 @@ func TestChaos(t *testing.T) {
 	relayAddr, indexerAddr, moderatorAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	relay := &daemon{name: "relay", bin: filepath.Join(bin, "relay"), log: filepath.Join(logs, "relay.log"),
 		args: []string{"--listen", relayAddr, "--metrics-listen", "", "--database-url", relayURL, "--identity-writers", "any",
+			"--node-key-file", keyFile, "--group-creators", "any",
 			"--event-rate-ip", "0", "--event-rate-pubkey", "0", "--req-rate-ip", "0", "--max-conns-per-ip", "1000"}}
 	indexer := &daemon{name: "indexer", bin: filepath.Join(bin, "indexer"), log: filepath.Join(logs, "indexer.log"),
 		args: []string{"--listen", indexerAddr, "--database-url", indexerURL}}
@@ -141,6 +142,15 @@ func TestChaos(t *testing.T) {
 			c.runCommunity(cm, own, i == 0, stopClients, hardDeadline)
 		}()
 	}
+
+	// The group client.
+	gw := newGroupWork("ws://"+relayAddr, rng, clients+communityClientsN)
+	results = append(results, gw.c)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		gw.run(stopClients, hardDeadline)
+	}()
 
 	// The chaos: each kind of fault once in a random order, then at random.
 	actions := map[string]int{}
@@ -337,6 +347,7 @@ func TestChaos(t *testing.T) {
 	// The moderator's and trust's results.
 	checkCommunity(t, db, cm, nodeKey.PubKey, before)
 	t.Logf("trust: %d keys with followers, %d ranked, %d assertions", len(before.followers), len(before.ranks), len(before.assertions))
+	checkGroups(t, db, gw)
 
 	// A trust replay from 0 (what cnctl reset-offset --consumer trust-v1
 	// --to-earliest does, with trust stopped) ends in the same graph, the same
@@ -354,6 +365,7 @@ func TestChaos(t *testing.T) {
 	require.Equal(t, before.graph, replayed.graph, "trust's tables after a replay from 0")
 	require.Equal(t, before.assertions, replayed.assertions, "the assertions after a replay from 0")
 	checkCommunity(t, db, cm, nodeKey.PubKey, replayed)
+	checkGroups(t, db, gw)
 	for _, d := range daemons {
 		d.stop(t)
 	}

@@ -6,7 +6,9 @@
 // effective again: `A upsert, B upsert, B delete, A upsert` in the outbox),
 // marker notes for a label rule (some deleted by their authors), reactions,
 // reports reaching and not reaching a hide threshold, and a Sybil ring's follow
-// lists, each message retried until it is answered. The test SIGKILLs and
+// lists, and one group client (NIP-29: two groups created, joins, leaves,
+// posts with h, the admin's 9005 deletes), each message retried until it is
+// answered. The test SIGKILLs and
 // restarts the four processes and terminates their Postgres connections on a
 // seeded random schedule. Afterwards it checks what the node promises:
 //
@@ -27,6 +29,12 @@
 //   - each key's trust `followers` equals the number of current follow lists
 //     naming it, in the graph and in the NIP-85 assertions; the Sybil ring and its
 //     target are unranked, the community ranked;
+//   - the groups' live state equals the projection of their stored events;
+//     group posts' outbox rows are in their group's scope only; each
+//     acknowledged 9005 hid its target and no other group post is hidden;
+//     each group's search holds exactly its live posts, a rule scoped to one
+//     group labels exactly its matching posts, and trust's graph holds
+//     exactly the live group posts;
 //   - a trust replay from offset 0 (what `cnctl reset-offset --consumer trust-v1
 //     --to-earliest` does) ends in the same graph, ranks and assertions, and
 //     passes the same checks.

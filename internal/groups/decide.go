@@ -39,6 +39,36 @@ const (
 	ReasonPendingCode = "restricted: pending review: this invite code is unknown or expired; your join request is kept for the group's admins"
 )
 
+// ReasonPendingRank is the answer to a join request to an open group from a
+// key ranked below the relay's admission rank (Policy.AdmitMinRank): kept
+// for the group's admins, like a request to a closed group.
+func ReasonPendingRank(min int) string {
+	return fmt.Sprintf("restricted: pending review: this relay admits keys its web of trust ranks at %d or above at once; your join request is kept for the group's admins (a valid invite code in a code tag joins at once)", min)
+}
+
+// MessageAdmittedRank is the OK true message of a join admitted at once on
+// the strength of its author's rank.
+func MessageAdmittedRank(min int) string {
+	return fmt.Sprintf("admitted: ranked %d or above by this relay's web of trust", min)
+}
+
+// Admission is what the relay's web of trust says of the author of a join
+// request (Facts.Admission; relay --group-admit-min-rank).
+type Admission int
+
+const (
+	// AdmitOpen: no admission rank (or no trust run yet, when ranks cannot
+	// tell a newcomer from spam): an open group honours a join at once.
+	AdmitOpen Admission = iota
+	// AdmitRanked: ranked at or above Policy.AdmitMinRank (or a trust seed,
+	// a relay admin, the node): an open group honours a join at once, and
+	// the OK message says why.
+	AdmitRanked
+	// AdmitReview: ranked below it: the join request to an open group is
+	// kept for the group's admins (ReasonPendingRank), as in a closed group.
+	AdmitReview
+)
+
 // ReasonUnsupportedKind is the refusal of a moderation kind this relay does
 // not handle (9003, 9004, 9006, 9010-9020).
 func ReasonUnsupportedKind(kind int) string {
@@ -94,6 +124,12 @@ type Policy struct {
 	Admins map[string]bool
 	// Creators says who may create a group.
 	Creators Creators
+	// AdmitMinRank, when > 0, is the trust rank (internal/trust, 0-100) at
+	// or above which a join request to an open group is honoured at once;
+	// below it the request waits for the group's admins (Facts.Admission
+	// says which). Closed groups are not changed: NIP-29 honours a join
+	// request to a closed group only with an invite code.
+	AdmitMinRank int
 	// InviteTTL is how long an invite code is valid (zero: DefaultInviteTTL).
 	// Codes are not used up: a code opens a closed group to whoever has it
 	// until it expires, as a group link (naddr...?invite=code) is shared.
@@ -129,6 +165,9 @@ type Facts struct {
 	CommunityMember bool
 	// Target returns a stored (or earlier in the batch) event by id.
 	Target func(id string) (Target, bool)
+	// Admission is what the web of trust says of the author (read for join
+	// requests only; nil: AdmitOpen).
+	Admission func(pubkey string) Admission
 }
 
 // Decision is what the relay does with one group event.
@@ -252,8 +291,8 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 		}
 		codes := Codes(ev)
 		withhold := len(codes) > 0
-		open := !s.Meta.Closed || slices.ContainsFunc(codes, func(c string) bool { return p.ValidInvite(s, c, f.Now) })
-		if !open {
+		invited := slices.ContainsFunc(codes, func(c string) bool { return p.ValidInvite(s, c, f.Now) })
+		if s.Meta.Closed && !invited {
 			msg := ReasonPending
 			if withhold {
 				msg = ReasonPendingCode
@@ -261,6 +300,14 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 			return Decision{Message: msg, Keep: true, Withhold: withhold}
 		}
 		d := accept
+		if !invited && !master && p.AdmitMinRank > 0 && f.Admission != nil {
+			switch f.Admission(ev.PubKey) {
+			case AdmitReview:
+				return Decision{Message: ReasonPendingRank(p.AdmitMinRank), Keep: true, Withhold: withhold}
+			case AdmitRanked:
+				d.Message = MessageAdmittedRank(p.AdmitMinRank)
+			}
+		}
 		d.Withhold = withhold
 		d.Emit = []*nostr.Event{p.nodeEvent(s, id, KindPutUser, ev.PubKey, nil, ev, f.Now)}
 		return d

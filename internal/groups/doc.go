@@ -69,6 +69,14 @@
 // Collector reports it as the relay's cn_relay_groups* gauges, and
 // ResultLabel names an answer to a group event for the relay's
 // cn_relay_group_events_total (one label per refusal, never the message).
+// # Joins by rank
+//
+// With Policy.AdmitMinRank (relay --group-admit-min-rank), Decide honours a
+// join request to an open group at once only when Facts.Admission says the
+// author is ranked (AdmitRanked, and the OK message says so) or the ranks are
+// not known yet (AdmitOpen); an unranked author's request is kept for the
+// admins (AdmitReview: "restricted: pending review: ..."). Closed groups are
+// not changed. The store asks its Groups.Admission, an in-memory rank gate.
 //
 // # Not supported yet (refused, never half done)
 //

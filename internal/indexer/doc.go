@@ -17,6 +17,11 @@
 //     collapsed; here any may, because no row's op is applied: the outbox shape
 //     `A upsert, B upsert, B delete, A upsert` (version A replaced by B, B
 //     deleted, A effective again) in one batch leaves A's document (tested).
+//   - A document's topics are its event's scope rows: topics, or the scope
+//     GROUP:<id> of a NIP-29 group event (groups.Scope), so /v1/search?group=
+//     and NIP-50 REQs with #h find a group's events through the same GIN index
+//     as the text. A group's 9005 is a hide (a `delete` row, reason
+//     moderation): the document goes like any hidden event's.
 //   - The index writes of a batch commit in the consumer's transaction, together
 //     with the offset (pkg/consumer).
 //   - A rebuild (Rebuild, `cnctl reindex`) fills a second table while searches keep

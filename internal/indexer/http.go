@@ -14,14 +14,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/textsearch"
 )
 
 // API serves the search index over HTTP:
 //
-//	GET /v1/search?q=&topic=&author=&kind=&since=&until=&limit=&cursor=
+//	GET /v1/search?q=&topic=|group=&author=&kind=&since=&until=&limit=&cursor=
 //	    200 {"items":[{event_id, topic_id, kind, pubkey, created_at, snippet, score}], "next_cursor": string|null}
+//	    group=<id> searches one NIP-29 group (its scope, groups.Scope; topic_id
+//	    of its hits is "GROUP:<id>"); it excludes topic=, since a group's
+//	    events are in no topic
 //	    400 {"error": "..."} for a missing or malformed parameter
 //	GET /healthz   200 "ok" when the database answers, else 503 with the reason
 //	GET /metrics   the injected Gatherer, if any
@@ -122,7 +126,7 @@ func parseSearchParams(r *http.Request) (SearchParams, error) {
 	v := r.URL.Query()
 	for name, values := range v {
 		switch name {
-		case "q", "topic", "author", "kind", "since", "until", "limit", "cursor":
+		case "q", "topic", "group", "author", "kind", "since", "until", "limit", "cursor":
 			if len(values) > 1 {
 				return SearchParams{}, fmt.Errorf("%s: given %d times", name, len(values))
 			}
@@ -147,6 +151,15 @@ func parseSearchParams(r *http.Request) (SearchParams, error) {
 		if p.Topic = protocol.NormalizeTopic(t); p.Topic == "" {
 			return p, errors.New("topic: empty after normalisation")
 		}
+	}
+	if g := v.Get("group"); g != "" {
+		switch {
+		case !groups.ValidID(g):
+			return p, errors.New("group: a group id is 1 to 64 of a-z, A-Z, 0-9, - and _")
+		case p.Topic != "":
+			return p, errors.New("group: a group's events are in no topic; give topic or group, not both")
+		}
+		p.Group = g
 	}
 	if a := v.Get("author"); a != "" {
 		if !protocol.IsHex64(a) {

@@ -13,6 +13,10 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/groups"
+	"github.com/kukuri/communitynode/internal/nodekey"
+	"github.com/kukuri/communitynode/internal/store"
 )
 
 func getJSON(t *testing.T, srv *httptest.Server, query url.Values) (int, map[string]any) {
@@ -150,4 +154,39 @@ func TestSearchAPI(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(metrics), `cn_index_search_invalid_total 14`)
 	require.Regexp(t, `cn_index_search_seconds_count\{result="ok"\} [1-9]`, string(metrics))
+}
+
+// TestSearchAPIGroup: group= searches one NIP-29 group's events only.
+func TestSearchAPIGroup(t *testing.T) {
+	n := newNode(t)
+	key, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
+	require.NoError(t, err)
+	require.NoError(t, n.store.SetGroups(store.Groups{Sign: key.Sign, Policy: groups.Policy{Node: key.PubKey, Creators: groups.CreatorsAny}}))
+	now := nostr.Now()
+	n.publish(t, n.event(t, 0, groups.KindCreateGroup, now, nostr.Tags{{"h", "g1"}}, ""), n.event(t, 0, groups.KindCreateGroup, now, nostr.Tags{{"h", "g2"}}, ""))
+	in1 := n.event(t, 1, 1, now, nostr.Tags{{"h", "g1"}}, "ramen in one")
+	in2 := n.event(t, 1, 1, now, nostr.Tags{{"h", "g2"}}, "ramen in two")
+	n.publish(t, in1, in2, n.event(t, 1, 1, now, nostr.Tags{{"t", "food"}}, "ramen in a topic"))
+	n.sync(t)
+	srv := httptest.NewServer((&API{Pool: n.db.Pool}).Handler())
+	defer srv.Close()
+	for g, want := range map[string]string{"g1": in1.ID, "g2": in2.ID} {
+		status, body := getJSON(t, srv, url.Values{"q": {"ramen"}, "group": {g}})
+		require.Equal(t, http.StatusOK, status, "%v", body)
+		items := body["items"].([]any)
+		require.Len(t, items, 1, g)
+		require.Equal(t, want, items[0].(map[string]any)["event_id"])
+		require.Equal(t, "GROUP:"+g, items[0].(map[string]any)["topic_id"])
+	}
+	_, body := getJSON(t, srv, url.Values{"q": {"ramen"}, "group": {"g3"}})
+	require.Empty(t, body["items"])
+	for _, tc := range []url.Values{
+		{"q": {"x"}, "group": {"no spaces"}},
+		{"q": {"x"}, "group": {"g1"}, "topic": {"food"}},
+		{"q": {"x"}, "group": {"g1", "g2"}},
+	} {
+		status, body := getJSON(t, srv, tc)
+		require.Equal(t, http.StatusBadRequest, status, "%v", tc)
+		require.Contains(t, body["error"], "group", "%v", tc)
+	}
 }

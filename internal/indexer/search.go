@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/textsearch"
 	"github.com/kukuri/communitynode/schema"
@@ -19,8 +20,12 @@ import (
 
 // SearchParams is one search request. Zero values mean "no filter".
 type SearchParams struct {
-	Query  textsearch.Query
-	Topic  string // a normalised topic id
+	Query textsearch.Query
+	Topic string // a normalised topic id
+	// Group is a NIP-29 group id: only the events sent to it (its scope,
+	// groups.Scope). A reader's right to read the group is the caller's
+	// rule, applied like any other condition on the documents.
+	Group  string
 	Author string // 64 hex
 	Kind   *int
 	Since  *int64
@@ -90,8 +95,12 @@ func Search(ctx context.Context, db querier, p SearchParams, now time.Time) ([]H
 		return "$" + strconv.Itoa(len(args))
 	}
 	df := textsearch.DocFilter{Since: p.Since, Until: p.Until}
-	if p.Topic != "" {
-		df.Topics = []string{p.Topic}
+	scope := p.Topic
+	if p.Group != "" {
+		scope = groups.Scope(p.Group)
+	}
+	if scope != "" {
+		df.Topics = []string{scope}
 	}
 	if p.Author != "" {
 		df.Authors = []string{p.Author}
@@ -148,7 +157,7 @@ ORDER BY p.score DESC, p.created_at DESC, p.event_id`
 		if !x.visible {
 			continue
 		}
-		x.hit.TopicID = p.Topic
+		x.hit.TopicID = scope
 		if x.hit.TopicID == "" && len(x.topics) > 0 {
 			x.hit.TopicID = x.topics[0]
 		}

@@ -15,6 +15,10 @@
 //     store's own path (store.PublishTx), so they inherit the target's topics,
 //     reach the outbox and are read with a plain REQ. A label is taken back
 //     (NIP-09, signed by the node) when its target is deleted or expires.
+//   - NIP-29 groups are scopes (GROUP:<id>): a rule's `groups` match the
+//     events sent to those groups, and GroupQueue (`cnctl moderation queue
+//     --group`) lists the reported or held events of one group, whatever the
+//     scope of the reports (tallied by the reported event).
 //   - `hide` rules hide an event from every reader at once (store.PublishTx, a
 //     `delete` outbox row with reason moderation), `hold` rules queue it for the
 //     operator (Queue); an operator's decision (Decide: hide, unhide or dismiss)

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/pkg/outbox"
 	"github.com/kukuri/communitynode/schema"
@@ -79,10 +80,25 @@ type QueueItem struct {
 	LastAt    int64          `json:"last_report_at"` // created_at of the newest report (0: none)
 }
 
-// Queue lists the events waiting for an operator, newest report first.
-func Queue(ctx context.Context, q interface {
+type queryer interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
-}, limit int) ([]QueueItem, error) {
+}
+
+// Queue lists the events waiting for an operator, newest report first.
+func Queue(ctx context.Context, q queryer, limit int) ([]QueueItem, error) {
+	return GroupQueue(ctx, q, limit, "")
+}
+
+// GroupQueue is Queue for the events sent to one NIP-29 group (scope
+// groups.Scope(group); "" for every event): the reported or held event is in
+// the group, wherever its reports are stored (a report with the group's h tag
+// is in the group too; one without it is in the reported person's scope, or
+// was refused: see docs/groups.md "Pipeline").
+func GroupQueue(ctx context.Context, q queryer, limit int, group string) ([]QueueItem, error) {
+	scope := ""
+	if group != "" {
+		scope = groups.Scope(group)
+	}
 	rows, err := q.Query(ctx, `
 		WITH open AS (
 			SELECT target AS event_id, count(DISTINCT reporter) AS reporters, max(created_at) AS last_at
@@ -103,8 +119,10 @@ func Queue(ctx context.Context, q interface {
 		FROM open o FULL JOIN held h ON h.event_id = o.event_id
 		WHERE NOT EXISTS (SELECT 1 FROM cn_moderation.actions a
 		                  WHERE a.event_id = coalesce(o.event_id, h.event_id) AND a.source = 'operator')
+		  AND ($2 = '' OR EXISTS (SELECT 1 FROM cn_relay.event_topics tt
+		                          WHERE tt.event_id = coalesce(o.event_id, h.event_id) AND tt.topic_id = $2))
 		ORDER BY coalesce(o.last_at, 0) DESC, 1
-		LIMIT $1`, limit)
+		LIMIT $1`, limit, scope)
 	if err != nil {
 		return nil, fmt.Errorf("moderation queue: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/protocol"
 )
 
@@ -34,8 +35,12 @@ var ReportTypes = []string{"nudity", "malware", "profanity", "illegal", "spam", 
 type Rule struct {
 	Name string `yaml:"name" json:"name"`
 
-	Kinds   []int    `yaml:"kinds,omitempty" json:"kinds,omitempty"`
-	Topics  []string `yaml:"topics,omitempty" json:"topics,omitempty"`   // any of; normalised on load
+	Kinds  []int    `yaml:"kinds,omitempty" json:"kinds,omitempty"`
+	Topics []string `yaml:"topics,omitempty" json:"topics,omitempty"` // any of; normalised on load
+	// Groups are NIP-29 group ids: the event was sent to one of them (its
+	// scope is groups.Scope(id)). With Topics, the event is in one of the
+	// topics or one of the groups: a group's events are in no topic.
+	Groups  []string `yaml:"groups,omitempty" json:"groups,omitempty"`
 	Authors []string `yaml:"authors,omitempty" json:"authors,omitempty"` // hex pubkeys, any of
 	// ContentRegex is an RE2 expression (Go regexp syntax) searched in the content.
 	ContentRegex string `yaml:"content_regex,omitempty" json:"content_regex,omitempty"`
@@ -156,6 +161,7 @@ func (r *Rule) normalise() {
 		r.Topics[i] = protocol.NormalizeTopic(t)
 	}
 	slices.Sort(r.Topics)
+	slices.Sort(r.Groups)
 	slices.Sort(r.Kinds)
 	slices.Sort(r.Authors)
 	slices.Sort(r.ReportTypes)
@@ -185,6 +191,11 @@ func (r Rule) Validate() error {
 	for _, t := range r.Topics {
 		if t == "" {
 			bad("empty topic")
+		}
+	}
+	for _, g := range r.Groups {
+		if !groups.ValidID(g) {
+			bad("group %q is not a NIP-29 group id (1 to 64 of a-z, A-Z, 0-9, - and _)", g)
 		}
 	}
 	for _, a := range r.Authors {
@@ -302,6 +313,15 @@ func (t *text) derive() {
 	}
 }
 
+// inScope reports whether the scope t (a topic, or a group's groups.Scope)
+// is one the rule names.
+func (c *compiled) inScope(t string) bool {
+	if id, ok := groups.IDOfScope(t); ok {
+		return slices.Contains(c.Groups, id)
+	}
+	return slices.Contains(c.Topics, t)
+}
+
 // matchesEvent checks every condition except the report threshold, cheapest
 // first; txt is the event's content.
 func (c *compiled) matchesEvent(ev *target, txt *text) bool {
@@ -311,7 +331,7 @@ func (c *compiled) matchesEvent(ev *target, txt *text) bool {
 	if len(c.Authors) > 0 && !slices.Contains(c.Authors, ev.PubKey) {
 		return false
 	}
-	if len(c.Topics) > 0 && !slices.ContainsFunc(ev.topics, func(t string) bool { return slices.Contains(c.Topics, t) }) {
+	if (len(c.Topics) > 0 || len(c.Groups) > 0) && !slices.ContainsFunc(ev.topics, c.inScope) {
 		return false
 	}
 	if c.ContentWarning != nil && hasTag(ev, "content-warning", nil) != *c.ContentWarning {

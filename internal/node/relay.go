@@ -72,7 +72,12 @@ type RelayOptions struct {
 	// (zero: membership.DefaultInviteTTL).
 	AdmitMinRank int
 	InviteTTL    time.Duration
-	Logger       *slog.Logger
+	// GroupAdmitMinRank, when > 0, honours a join request to an open group
+	// at once only from a key the trust daemon ranks at least this (or a
+	// seed, an admin, the node); others wait for the group's admins
+	// (groups.Policy.AdmitMinRank). Read through a second gate.Gate.
+	GroupAdmitMinRank int
+	Logger            *slog.Logger
 }
 
 // Relay runs one relay process: it opens the database pool and wires the outbox
@@ -105,10 +110,19 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	for _, pk := range s.AdminPubkeys {
 		admins[pk] = true
 	}
+	var joinRanks *gate.Gate
 	if key := s.NodeKey; key.PubKey != "" {
-		err := st.SetGroups(store.Groups{Sign: key.Sign, Policy: groups.Policy{Node: key.PubKey, Admins: admins,
-			Creators: cmp.Or(s.GroupCreators, groups.CreatorsMembers), InviteTTL: s.GroupInviteTTL}})
-		if err != nil {
+		g := store.Groups{Sign: key.Sign, Policy: groups.Policy{Node: key.PubKey, Admins: admins,
+			Creators: cmp.Or(s.GroupCreators, groups.CreatorsMembers), InviteTTL: s.GroupInviteTTL,
+			AdmitMinRank: s.GroupAdmitMinRank}}
+		if s.GroupAdmitMinRank > 0 {
+			joinRanks = &gate.Gate{Pool: pool, MinRank: s.GroupAdmitMinRank, Exempt: append(slices.Clone(s.AdminPubkeys), key.PubKey), Logger: logger}
+			if err := joinRanks.Load(ctx); err != nil {
+				return err
+			}
+			g.Admission = JoinAdmission(joinRanks)
+		}
+		if err := st.SetGroups(g); err != nil {
 			return err
 		}
 		s.Relay.Info.Self, s.Relay.Groups = key.PubKey, true
@@ -177,6 +191,9 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	g.Go(func() error { return ranks.Run(gctx) })
 	if admitRanks != nil {
 		g.Go(func() error { return admitRanks.Run(gctx) })
+	}
+	if joinRanks != nil {
+		g.Go(func() error { return joinRanks.Run(gctx) })
 	}
 	if replicas != nil {
 		g.Go(func() error { return replicas.Run(gctx) })
@@ -317,5 +334,21 @@ func keepStatistics(ctx context.Context, st *store.Store, interval time.Duration
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// JoinAdmission is what a rank gate (gate.Gate at --group-admit-min-rank)
+// says of a join request's author: AdmitOpen until a trust run exists (ranks
+// cannot tell a newcomer from spam yet, as for --min-rank), then AdmitRanked
+// or AdmitReview.
+func JoinAdmission(g *gate.Gate) func(pubkey string) groups.Admission {
+	return func(pubkey string) groups.Admission {
+		switch {
+		case !g.Ready():
+			return groups.AdmitOpen
+		case g.Ranked(pubkey):
+			return groups.AdmitRanked
+		}
+		return groups.AdmitReview
 	}
 }

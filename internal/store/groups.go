@@ -23,6 +23,10 @@ type Groups struct {
 	// Sign signs an event with the node key (whose pubkey is Policy.Node):
 	// the state events and the node's own moderation events.
 	Sign func(*nostr.Event) error
+	// Admission says what the web of trust says of a join request's author
+	// when Policy.AdmitMinRank > 0 (the relay's second rank gate, gate.Gate
+	// at --group-admit-min-rank, read in memory); nil: groups.AdmitOpen.
+	Admission func(pubkey string) groups.Admission
 }
 
 // Validate reports a configuration that cannot work.
@@ -32,6 +36,8 @@ func (g Groups) Validate() error {
 		return errors.New("groups: the node's pubkey is missing")
 	case g.Sign == nil:
 		return errors.New("groups: no signer")
+	case g.Policy.AdmitMinRank < 0 || g.Policy.AdmitMinRank > 100:
+		return fmt.Errorf("groups: admission rank must be 0-100, got %d", g.Policy.AdmitMinRank)
 	}
 	_, err := groups.ParseCreators(string(g.Policy.Creators))
 	return err
@@ -130,6 +136,8 @@ func (p *plan) groupDuplicate(ev *nostr.Event) (protocol.Verdict, bool) {
 	switch {
 	case s.IsMember(ev.PubKey):
 		return protocol.Verdict{Message: groups.ReasonMember}, true
+	case s != nil && s.Pending(ev.PubKey) && !s.Meta.Closed && p.groups.Policy.AdmitMinRank > 0:
+		return protocol.Verdict{Message: groups.ReasonPendingRank(p.groups.Policy.AdmitMinRank)}, true
 	case s != nil && s.Pending(ev.PubKey):
 		return protocol.Verdict{Message: groups.ReasonPending}, true
 	}
@@ -169,6 +177,7 @@ func (p *plan) decideGroup(ev *nostr.Event) (d *groups.Decision, v protocol.Verd
 			}
 			return groups.Target{Kind: st.kind, Scope: st.topics}, true
 		},
+		Admission: p.groups.Admission,
 	})
 	v = protocol.Verdict{OK: dec.OK, Message: dec.Message}
 	switch {
