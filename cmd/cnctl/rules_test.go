@@ -26,6 +26,7 @@ var notStoreRules = map[string]string{
 	"admit-min-rank":            "NIP-43 admission by trust answers live join requests; nothing is imported through it",
 	"invite-ttl":                "NIP-43 invite codes are made for live requests only",
 	"group-admit-min-rank":      "NIP-29 groups (see groups)",
+	"config":                    "the configuration file names values, it is not a rule (its relay section holds the relay's rules)",
 	"metrics-listen":            "where the relay serves",
 	"public-url":                "the relay's URL for AUTH",
 	"auth-challenge-on-connect": "when the relay asks a client to sign in",
