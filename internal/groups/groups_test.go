@@ -95,7 +95,7 @@ func TestGroupDecide(t *testing.T) {
 		{"moderator edits", s, mod.ev(t, KindEditMetadata, now, h, nostr.Tag{"name", "G"}), nil, "restricted: your roles", 0},
 		{"private", s, admin.ev(t, KindEditMetadata, now, h, nostr.Tag{"private"}), nil, "restricted: private groups are not supported yet", 0},
 		{"hidden", s, admin.ev(t, KindEditMetadata, now, h, nostr.Tag{"hidden"}), nil, "restricted: hidden groups are not supported yet", 0},
-		{"parent", s, admin.ev(t, KindEditMetadata, now, h, nostr.Tag{"parent", "x"}), nil, "restricted: subgroups", 0},
+		{"parent unknown", s, admin.ev(t, KindEditMetadata, now, h, nostr.Tag{"parent", "x"}), nil, "invalid: parent group \"x\" does not exist", 0},
 		{"bad kinds", s, admin.ev(t, KindEditMetadata, now, h, nostr.Tag{"supported_kinds", "nine"}), nil, "invalid: supported_kinds", 0},
 		{"moderator deletes", s, mod.ev(t, KindDeleteEvent, now, h, nostr.Tag{"e", target.ID}), nil, "", 0},
 		{"delete history", s, admin.ev(t, KindDeleteEvent, now, h, nostr.Tag{"e", history.ID}), nil, "invalid: group moderation", 0},

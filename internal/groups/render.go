@@ -16,7 +16,8 @@ import (
 // `closed` when set, `public` always and `open` unless closed (the older
 // spelling of the defaults, for clients that still look for them; the current
 // text reads their absence the same way), and supported_kinds when the group
-// limits its kinds. 39001 lists each member holding a role this relay gives
+// limits its kinds, and the group's place in the tree (State.Tree: NIP-29
+// Subgroups): `parent` unless a root, a `child` per subgroup in order. 39001 lists each member holding a role this relay gives
 // privileges to, with all their roles. 39002 lists every member.
 func Render(s *State) []*nostr.Event {
 	meta := nostr.Tags{{"d", s.ID}}
@@ -33,6 +34,12 @@ func Render(s *State) []*nostr.Event {
 		meta = append(meta, nostr.Tag{"closed"})
 	} else {
 		meta = append(meta, nostr.Tag{"open"})
+	}
+	if s.Tree.Parent != "" {
+		meta = append(meta, nostr.Tag{"parent", s.Tree.Parent})
+	}
+	for _, c := range s.Tree.Children {
+		meta = append(meta, nostr.Tag{"child", c})
 	}
 	if !s.Meta.AllKinds {
 		kinds := nostr.Tag{"supported_kinds"}

@@ -61,7 +61,11 @@ type RelayOptions struct {
 	// GroupInviteTTL is how long an invite code is valid (zero:
 	// groups.DefaultInviteTTL).
 	GroupInviteTTL time.Duration
-	Logger         *slog.Logger
+	// GroupLateWindow and GroupMinPrevious are groups.Policy's LateWindow and
+	// MinPrevious.
+	GroupLateWindow  time.Duration
+	GroupMinPrevious int
+	Logger           *slog.Logger
 }
 
 // Relay runs one relay process: it opens the database pool and wires the outbox
@@ -96,7 +100,8 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	}
 	if key := s.NodeKey; key.PubKey != "" {
 		err := st.SetGroups(store.Groups{Sign: key.Sign, Policy: groups.Policy{Node: key.PubKey, Admins: admins,
-			Creators: cmp.Or(s.GroupCreators, groups.CreatorsMembers), InviteTTL: s.GroupInviteTTL}})
+			Creators: cmp.Or(s.GroupCreators, groups.CreatorsMembers), InviteTTL: s.GroupInviteTTL,
+			LateWindow: s.GroupLateWindow, MinPrevious: s.GroupMinPrevious}})
 		if err != nil {
 			return err
 		}
