@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -62,8 +63,10 @@ func TestGroupSubgroups(t *testing.T) {
 	})
 	c := dial(t, g.url)
 	alice, bob, carol := newKey(t), newKey(t), newKey(t)
+	n := 0
 	meta := func(k key, id string, tags ...nostr.Tag) *nostr.Event {
-		return k.signed(t, groups.KindEditMetadata, append(nostr.Tags{h(id), {"name", id}}, tags...), "")
+		n++ // never the same event twice in one second (it would be a duplicate)
+		return k.signed(t, groups.KindEditMetadata, append(nostr.Tags{h(id), {"name", id}}, tags...), fmt.Sprint(n))
 	}
 	parent := func(id string) nostr.Tag { return nostr.Tag{"parent", id} }
 	child := func(id string) nostr.Tag { return nostr.Tag{"child", id} }
