@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -24,15 +25,32 @@ import (
 // visible state events are the rendering of that state.
 func TestGroupRebuildEqualsLive(t *testing.T) {
 	t.Parallel()
-	for seed := uint64(1); seed <= 3; seed++ {
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			t.Parallel()
-			randomGroupHistory(t, seed)
-		})
+	var mu sync.Mutex
+	total := map[string]int{}
+	t.Run("seeds", func(t *testing.T) {
+		for seed := uint64(1); seed <= 4; seed++ {
+			t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+				t.Parallel()
+				tally := randomGroupHistory(t, seed)
+				mu.Lock()
+				defer mu.Unlock()
+				for k, v := range tally {
+					total[k] += v
+				}
+			})
+		}
+	})
+	// The histories made every subgroup move (ids and signatures are random,
+	// so one seed alone may miss one).
+	for _, what := range []string{"parent set", "detached", "reordered", "parent deleted"} {
+		require.Positive(t, total[what], "the histories never %s: %v", what, total)
 	}
 }
 
-func randomGroupHistory(t *testing.T, seed uint64) {
+// randomGroupHistory ingests a random history of groups and checks that
+// Project over the stored events equals the live states and that the visible
+// state events render them; it returns how many subgroup moves it made.
+func randomGroupHistory(t *testing.T, seed uint64) map[string]int {
 	ctx := context.Background()
 	db := pgtest.New(t)
 	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
@@ -46,11 +64,14 @@ func randomGroupHistory(t *testing.T, seed uint64) {
 		pk, _ := nostr.GetPublicKey(sk)
 		sks, pks = append(sks, sk), append(pks, pk)
 	}
-	ids := []string{"alpha", "beta", "gamma"}
+	ids := []string{"alpha", "beta", "gamma", "delta", "eps"}
+	tally := map[string]int{} // subgroup moves the history made
 	base := nostr.Now() - 600
 	var posts []string // group messages stored, for 9005
 	accepted := map[int]int{}
-	for step := 0; step < 120; step++ {
+	for step := 0; step < 240; step++ {
+		live, err := groups.Live(ctx, db.Pool) // what clients read (39000) before they edit
+		require.NoError(t, err)
 		var batch []*nostr.Event
 		for range 1 + rng.IntN(6) {
 			author := rng.IntN(len(sks))
@@ -65,7 +86,7 @@ func randomGroupHistory(t *testing.T, seed uint64) {
 			switch r := rng.IntN(100); {
 			case r < 6:
 				kind = groups.KindCreateGroup
-			case r < 16:
+			case r < 28:
 				kind = groups.KindEditMetadata
 				tags = append(tags, nostr.Tag{"name", fmt.Sprint("name-", rng.IntN(5))})
 				if rng.IntN(2) == 0 {
@@ -74,31 +95,57 @@ func randomGroupHistory(t *testing.T, seed uint64) {
 				if rng.IntN(3) == 0 {
 					tags = append(tags, nostr.Tag{"restricted"})
 				}
-			case r < 30:
+				// Subgroups: a parent half the time (any group, itself
+				// included: cycles are refused), and the group's children
+				// as its 39000 lists them, shuffled (a reorder), mostly.
+				if r := rng.IntN(10); r < 7 {
+					tags = append(tags, nostr.Tag{"parent", ids[r%3]}) // mostly under the first three
+				} else if r == 7 {
+					tags = append(tags, nostr.Tag{"parent", id})
+				}
+				if s := live[id]; s != nil && rng.IntN(6) > 0 {
+					kids := slices.Clone(s.Tree.Children)
+					rng.Shuffle(len(kids), func(i, j int) { kids[i], kids[j] = kids[j], kids[i] })
+					for _, k := range kids {
+						tags = append(tags, nostr.Tag{"child", k})
+					}
+				}
+			case r < 40:
 				kind = groups.KindPutUser
 				tags = append(tags, append(nostr.Tag{"p", p}, [][]string{nil, {"admin"}, {"moderator"}, {"x"}}[rng.IntN(4)]...))
-			case r < 38:
+			case r < 46:
 				kind = groups.KindRemoveUser
 				tags = append(tags, nostr.Tag{"p", p})
-			case r < 55:
+			case r < 60:
 				kind = groups.KindJoinRequest
 				if rng.IntN(2) == 0 {
 					tags = append(tags, nostr.Tag{"code", fmt.Sprint("code-", rng.IntN(3))})
 				}
-			case r < 63:
+			case r < 66:
 				kind = groups.KindLeaveRequest
-			case r < 71:
+			case r < 72:
 				kind = groups.KindCreateInvite
 				tags = append(tags, nostr.Tag{"code", fmt.Sprint("code-", rng.IntN(3))})
-			case r < 76 && len(posts) > 0:
+			case r < 77 && len(posts) > 0:
 				kind = groups.KindDeleteEvent
 				tags = append(tags, nostr.Tag{"e", posts[rng.IntN(len(posts))]})
-			case r < 78 && step > 100:
+			case r < 83 && step > 170:
 				kind = groups.KindDeleteGroup
 			default:
 				kind = 9
 			}
-			if kind == groups.KindCreateGroup || groups.IsModerationKind(kind) && rng.IntN(3) > 0 {
+			if kind == groups.KindDeleteGroup && rng.IntN(2) == 0 {
+				for _, pid := range ids { // a parent, when there is one
+					if s := live[pid]; s != nil && len(s.Tree.Children) > 0 {
+						id, tags = pid, nostr.Tags{{"h", pid}}
+						break
+					}
+				}
+			}
+			if step < len(ids) { // every group exists early, created by the owner
+				kind, id, tags = groups.KindCreateGroup, ids[step], nostr.Tags{{"h", ids[step]}}
+			}
+			if kind == groups.KindCreateGroup || groups.IsModerationKind(kind) && rng.IntN(5) > 0 {
 				author = 0 // the owner, who creates most groups: most moderation is authorised
 			}
 			// created_at: mostly rising, often equal, sometimes late.
@@ -114,7 +161,21 @@ func randomGroupHistory(t *testing.T, seed uint64) {
 		require.NoError(t, err)
 		for i, v := range res {
 			if v.OK {
-				accepted[batch[i].Kind]++
+				ev := batch[i]
+				accepted[ev.Kind]++
+				id, _ := protocol.GroupTag(ev)
+				before := live[id]
+				switch {
+				case ev.Kind == groups.KindEditMetadata && ev.Tags.GetFirst([]string{"parent"}) != nil:
+					tally["parent set"]++
+				case ev.Kind == groups.KindEditMetadata && before != nil && before.Meta.Parent != "":
+					tally["detached"]++
+				case ev.Kind == groups.KindDeleteGroup && before != nil && len(before.Tree.Children) > 0:
+					tally["parent deleted"]++
+				}
+				if ev.Kind == groups.KindEditMetadata && len(ev.Tags.GetAll([]string{"child"})) > 1 {
+					tally["reordered"]++
+				}
 				if batch[i].Kind == 9 {
 					posts = append(posts, batch[i].ID)
 				}
@@ -126,6 +187,7 @@ func randomGroupHistory(t *testing.T, seed uint64) {
 		groups.KindJoinRequest, groups.KindLeaveRequest, groups.KindCreateInvite, groups.KindDeleteEvent, 9} {
 		require.Positive(t, accepted[k], "no kind %d accepted: %v", k, accepted)
 	}
+	t.Logf("accepted %v, subgroups %v", accepted, tally)
 
 	live, err := groups.Live(ctx, db.Pool)
 	require.NoError(t, err)
@@ -152,6 +214,7 @@ func randomGroupHistory(t *testing.T, seed uint64) {
 				"group %s state event %d:\nwant %v\ngot  %v", id, i, want.Tags, evs[0].Tags)
 		}
 	}
+	return tally
 }
 
 func dump(s *groups.State) string {
