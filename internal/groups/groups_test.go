@@ -3,6 +3,7 @@ package groups
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -286,4 +287,68 @@ func TestGroupSameSecondArrivalWins(t *testing.T) {
 	third := admin.ev(t, KindRemoveUser, now, nostr.Tag{"h", "g"}, nostr.Tag{"p", u.pk})
 	want := third.ID < second.ID
 	require.Equal(t, want, pol.Decide(s, third, Facts{Now: now, Seq: 3}).OK)
+}
+
+// TestGroupForestCommutes: the tree (parents, ordered children) that Project
+// derives from random 9002s with parent and child tags, creations, deletions,
+// equal timestamps and arrivals, is the same whatever order the events are
+// applied in, and whatever order the groups are settled in.
+func TestGroupForestCommutes(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	u := newUser(t)
+	ids := []string{"a", "b", "c", "d", "e", "f"}
+	var evs []Accepted
+	for _, id := range ids {
+		evs = append(evs, Accepted{Event: u.ev(t, KindCreateGroup, now, nostr.Tag{"h", id}), Seq: 0})
+	}
+	for i := 0; i < 200; i++ {
+		id := ids[rng.IntN(len(ids))]
+		at := now + int64(rng.IntN(8))
+		seq := int64(rng.IntN(3))
+		tags := nostr.Tags{{"h", id}}
+		if rng.IntN(20) == 0 && id >= "d" { // a, b and c live
+			evs = append(evs, Accepted{Event: u.ev(t, KindDeleteGroup, at, tags...), Seq: seq})
+			continue
+		}
+		if r := rng.IntN(5); r < 4 {
+			tags = append(tags, nostr.Tag{"parent", ids[r]}) // d may be deleted: a parent deleted
+		}
+		for _, k := range rng.Perm(len(ids))[:rng.IntN(4)] {
+			tags = append(tags, nostr.Tag{"child", ids[k]})
+		}
+		evs = append(evs, Accepted{Event: u.ev(t, KindEditMetadata, at, tags...), Seq: seq})
+	}
+	canon := func(f map[string]*State) string {
+		var b strings.Builder
+		for _, id := range ids {
+			if s := f[id]; s != nil {
+				b.Write(s.Dump())
+			}
+		}
+		return b.String()
+	}
+	projected := Project(evs)
+	want := canon(projected)
+	withKids := 0
+	for _, s := range projected {
+		if len(s.Tree.Children) > 1 {
+			withKids++
+		}
+	}
+	require.Positive(t, withKids, "no group has two children: the test orders nothing")
+	for range 20 {
+		f := Forest{}
+		for _, i := range rng.Perm(len(evs)) {
+			id := evs[i].Event.Tags.GetFirst([]string{"h"}).Value()
+			if f[id] == nil {
+				f[id] = New(id)
+			}
+			f[id].Apply(evs[i].Event, evs[i].Seq)
+		}
+		order := slices.Clone(ids)
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		f.Settle(order, nil)
+		require.Equal(t, want, canon(f))
+	}
 }
