@@ -46,9 +46,9 @@ func TestImportGroupHistory(t *testing.T) {
 	add(former, groups.KindPutUser, h("moved"), nostr.Tag{"p", pk(alice), "admin"})
 	add(former, groups.KindMetadata, nostr.Tag{"d", "moved"}, nostr.Tag{"name", "Moved"})
 	add(alice, groups.KindEditMetadata, h("moved"), nostr.Tag{"name", "Moved"}, nostr.Tag{"closed"})
-	add(bob, groups.KindJoinRequest, h("moved"))                                  // pending: closed
-	add(former, groups.KindPutUser, h("moved"), nostr.Tag{"p", pk(bob)})          // the former relay admitted bob
-	msg := add(bob, 9, h("moved"), nostr.Tag{"previous", "0badf00d"})             // a reference never exported
+	add(bob, groups.KindJoinRequest, h("moved"))                         // pending: closed
+	add(former, groups.KindPutUser, h("moved"), nostr.Tag{"p", pk(bob)}) // the former relay admitted bob
+	msg := add(bob, 9, h("moved"), nostr.Tag{"previous", "0badf00d"})    // a reference never exported
 	add(alice, groups.KindPutUser, h("moved"), nostr.Tag{"p", pk(carol), "moderator"})
 	add(carol, 9, h("moved"), nostr.Tag{"previous", msg.ID[:8]})
 	add(carol, groups.KindRemoveUser, h("moved"), nostr.Tag{"p", pk(bob)})
