@@ -33,6 +33,8 @@ const (
 	ReasonDupChild    = "invalid: a child tag names the same subgroup twice"
 	ReasonSelfParent  = "invalid: a group cannot be its own parent"
 	ReasonCycle       = "invalid: this parent would make a cycle: the parent is this group or one of its subgroups"
+	ReasonNoPinTarget = "invalid: a pinned event must be an event of this group this relay has (e tag: its id; a tag: its address)"
+	ReasonPinKind     = "invalid: group moderation, join/leave and state events cannot be pinned"
 	ReasonBadPrevious = "invalid: a previous tag names events by the first 8 characters of their ids (lowercase hex)"
 	ReasonLivekit     = "restricted: live audio/video (livekit) is not supported by this relay"
 	ReasonBadKinds    = "invalid: supported_kinds must list kind numbers"
@@ -195,6 +197,9 @@ type Facts struct {
 	CommunityMember bool
 	// Target returns a stored (or earlier in the batch) event by id.
 	Target func(id string) (Target, bool)
+	// Address returns the current version of an addressable event by its
+	// address (kind:pubkey:d), stored or earlier in the batch.
+	Address func(addr string) (Target, bool)
 	// Known reports whether an event of the group whose id starts with
 	// prefix (8 hex characters) is stored, or earlier in the batch; nil:
 	// none is.
@@ -238,6 +243,7 @@ const (
 	DeleteEvent  Privilege = "delete-event"  // 9005
 	DeleteGroup  Privilege = "delete-group"  // 9008
 	CreateInvite Privilege = "create-invite" // 9009
+	PinEvents    Privilege = "pin-events"    // 9010
 )
 
 // Role is a role this relay gives privileges to (kind 39003). A 9000 may give
@@ -250,10 +256,10 @@ type Role struct {
 
 // Roles are the roles this relay supports, in the order 39003 lists them.
 var Roles = []Role{
-	{Name: "admin", Description: "may add and remove users and give roles, edit the metadata, delete events, create invites and delete the group",
-		May: []Privilege{PutUser, RemoveUser, ManageRoles, EditMetadata, DeleteEvent, DeleteGroup, CreateInvite}},
-	{Name: "moderator", Description: "may add and remove users without roles, delete events and create invites",
-		May: []Privilege{PutUser, RemoveUser, DeleteEvent, CreateInvite}},
+	{Name: "admin", Description: "may add and remove users and give roles, edit the metadata, delete events, create invites, pin events and delete the group",
+		May: []Privilege{PutUser, RemoveUser, ManageRoles, EditMetadata, DeleteEvent, DeleteGroup, CreateInvite, PinEvents}},
+	{Name: "moderator", Description: "may add and remove users without roles, delete events, create invites and pin events",
+		May: []Privilege{PutUser, RemoveUser, DeleteEvent, CreateInvite, PinEvents}},
 }
 
 // RoleAdmin is the role the creator of a group gets.
@@ -414,6 +420,33 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 	case KindDeleteGroup:
 		if !allowed(DeleteGroup) {
 			return refuse(reasonRole("deleting the group"))
+		}
+		return accept
+	case KindPins:
+		if !allowed(PinEvents) {
+			return refuse(reasonRole("pinning events"))
+		}
+		pins := Pins(ev)
+		if len(pins) > MaxPins {
+			return refuse(fmt.Sprintf("invalid: at most %d pinned events", MaxPins))
+		}
+		for _, pin := range pins {
+			var t Target
+			ok := false
+			if pin[0] == "e" {
+				t, ok = f.Target(pin[1])
+			} else if f.Address != nil {
+				t, ok = f.Address(pin[1])
+			}
+			switch {
+			case !ok || !slices.Contains(t.Scope, Scope(id)):
+				return refuse(ReasonNoPinTarget)
+			case IsModerationKind(t.Kind) || t.Kind == KindJoinRequest || t.Kind == KindLeaveRequest || IsStateKind(t.Kind):
+				return refuse(ReasonPinKind)
+			}
+		}
+		if !StampOf(ev, f.Seq).Newer(s.PinsAt) {
+			return refuse(ReasonStale)
 		}
 		return accept
 	case KindCreateInvite:

@@ -189,7 +189,7 @@ func QueueWithhold(b *pgx.Batch, evs []*nostr.Event, at time.Time) {
 }
 
 // ProjectedKinds are the kinds Apply uses: what Stored reads.
-var ProjectedKinds = []int{KindPutUser, KindRemoveUser, KindEditMetadata, KindCreateGroup, KindDeleteGroup, KindCreateInvite, KindJoinRequest}
+var ProjectedKinds = []int{KindPutUser, KindRemoveUser, KindEditMetadata, KindCreateGroup, KindDeleteGroup, KindCreateInvite, KindJoinRequest, KindPins}
 
 // Accepted is a group event the relay accepted, with when it was ingested
 // (unix microseconds: Stamp.Seq).

@@ -27,11 +27,12 @@ const (
 	KindAdmins       = 39001
 	KindMembers      = 39002
 	KindRoles        = 39003
+	KindPinned       = 39005
 )
 
 // StateKinds are the kinds of the node-signed state events of a group, in the
 // order Render returns them.
-var StateKinds = []int{KindMetadata, KindAdmins, KindMembers, KindRoles}
+var StateKinds = []int{KindMetadata, KindAdmins, KindMembers, KindRoles, KindPinned}
 
 // IsModerationKind reports whether kind is one of NIP-29's moderation kinds
 // (9000-9020), supported or not.
@@ -189,6 +190,9 @@ type State struct {
 	Invites map[string]Invite `json:"invites"`
 	// Parents holds every accepted 9002 (stamp and parent named), oldest first.
 	Parents []ParentLink `json:"parents,omitempty"`
+	// Pins is the newest 9010's list, in order: "e" or "a" tags (39005).
+	Pins   []nostr.Tag `json:"pins,omitempty"`
+	PinsAt Stamp       `json:"pins_at"`
 	// Tree is derived from the forest (Forest.Settle).
 	Tree Tree `json:"tree"`
 }
@@ -254,6 +258,7 @@ func (s *State) Clone() *State {
 	c.Meta.Children = slices.Clone(s.Meta.Children)
 	c.Parents = slices.Clone(s.Parents)
 	c.Tree.Children = slices.Clone(s.Tree.Children)
+	c.Pins = slices.Clone(s.Pins) // tags are never changed in place
 	c.Members = make(map[string]Membership, len(s.Members))
 	for k, m := range s.Members {
 		m.Roles = slices.Clone(m.Roles)
@@ -338,6 +343,11 @@ func (s *State) Apply(ev *nostr.Event, seq int64) bool {
 			changed = true
 		}
 		return changed
+	case KindPins:
+		if st.Newer(s.PinsAt) {
+			s.Pins, s.PinsAt = Pins(ev), st
+			return true
+		}
 	case KindJoinRequest:
 		if st.Newer(s.Requests[ev.PubKey]) {
 			s.Requests[ev.PubKey] = st
@@ -420,6 +430,35 @@ func Users(ev *nostr.Event) []User {
 		out = append(out, u)
 	}
 	return out
+}
+
+// MaxPins bounds a group's pinned events (NIP-29: the relay may limit them).
+const MaxPins = 50
+
+// Pins returns the well-formed `e` (an event id) and `a` (an address) tags
+// of a 9010, in order, each once, as ["e", id] or ["a", address].
+func Pins(ev *nostr.Event) []nostr.Tag {
+	var out []nostr.Tag
+	for _, tag := range ev.Tags {
+		if len(tag) < 2 || (tag[0] != "e" || !protocol.IsHex64(tag[1])) && (tag[0] != "a" || !validAddress(tag[1])) {
+			continue
+		}
+		t := nostr.Tag{tag[0], tag[1]}
+		if !slices.ContainsFunc(out, func(o nostr.Tag) bool { return slices.Equal(o, t) }) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// validAddress reports whether a is kind:pubkey:d with an addressable kind.
+func validAddress(a string) bool {
+	parts := strings.SplitN(a, ":", 3)
+	if len(parts) != 3 || !protocol.IsHex64(parts[1]) {
+		return false
+	}
+	k, err := strconv.Atoi(parts[0])
+	return err == nil && k >= 30000 && k < 40000
 }
 
 // MaxCodeBytes bounds an invite code.

@@ -236,3 +236,44 @@ func TestGroupTimelineAndLate(t *testing.T) {
 	c3.refused(bob.signed(t, 9, nostr.Tags{h("a"), prev(refs[0], refs[0], refs[1])}, "repeated"), "restricted: this relay asks")
 	c3.accepted(bob.signed(t, 9, nostr.Tags{h("a"), prev(refs[:3]...)}, "three"))
 }
+
+// TestGroupPins: 9010 sets the group's pinned events (39005, signed by the
+// node, in the order given); only events of the group, no history, not by
+// a member without a role, at most groups.MaxPins.
+func TestGroupPins(t *testing.T) {
+	t.Parallel()
+	g := startGroupRelay(t, func(p *groups.Policy) { p.Creators = groups.CreatorsAny })
+	c := dial(t, g.url)
+	alice, bob := newKey(t), newKey(t)
+	c.accepted(alice.signed(t, groups.KindCreateGroup, nostr.Tags{h("pins")}, ""))
+	c.accepted(alice.signed(t, groups.KindCreateGroup, nostr.Tags{h("other")}, ""))
+	require.Equal(t, nostr.Tags{{"d", "pins"}}, g.stateOf(t, c, groups.KindPinned, "pins").Tags, "no pins yet")
+	one, two := bob.signed(t, 9, nostr.Tags{h("pins")}, "one"), bob.signed(t, 9, nostr.Tags{h("pins")}, "two")
+	c.accepted(one)
+	c.accepted(two)
+	article := bob.signed(t, 30023, nostr.Tags{h("pins"), {"d", "guide"}}, "a guide")
+	c.accepted(article)
+	elsewhere := bob.signed(t, 9, nostr.Tags{h("other")}, "elsewhere")
+	c.accepted(elsewhere)
+	addr := "30023:" + bob.pk + ":guide"
+
+	c.accepted(alice.signed(t, groups.KindPins, nostr.Tags{h("pins"), {"e", two.ID}, {"a", addr}, {"e", one.ID}}, ""))
+	require.Equal(t, nostr.Tags{{"d", "pins"}, {"e", two.ID}, {"a", addr}, {"e", one.ID}}, g.stateOf(t, c, groups.KindPinned, "pins").Tags)
+	c.refused(alice.signed(t, groups.KindPins, nostr.Tags{h("pins"), {"e", elsewhere.ID}}, ""), "invalid: a pinned event must be an event of this group")
+	c.refused(alice.signed(t, groups.KindPins, nostr.Tags{h("pins"), {"a", "30023:" + bob.pk + ":nothing"}}, ""), "invalid: a pinned event must be an event of this group")
+	put := g.query(t, c, map[string]any{"kinds": []int{groups.KindPutUser}, "#h": []string{"pins"}})
+	require.NotEmpty(t, put)
+	c.refused(alice.signed(t, groups.KindPins, nostr.Tags{h("pins"), {"e", put[0].ID}}, ""), "invalid: group moderation, join/leave and state events cannot be pinned")
+	c.refused(bob.signed(t, groups.KindPins, nostr.Tags{h("pins"), {"e", one.ID}}, ""), "restricted: your roles in this group do not allow pinning events")
+	many := nostr.Tags{h("pins")}
+	for range groups.MaxPins + 1 {
+		ev := bob.signed(t, 9, nostr.Tags{h("pins")}, fmt.Sprint("msg ", len(many)))
+		c.accepted(ev)
+		many = append(many, nostr.Tag{"e", ev.ID})
+	}
+	c.refused(alice.signed(t, groups.KindPins, many, ""), fmt.Sprintf("invalid: at most %d pinned events", groups.MaxPins))
+	// An empty list clears the pins.
+	c.accepted(alice.signed(t, groups.KindPins, nostr.Tags{h("pins")}, "clear"))
+	require.Equal(t, nostr.Tags{{"d", "pins"}}, g.stateOf(t, c, groups.KindPinned, "pins").Tags)
+	g.requireRebuildEqualsLive(t, c)
+}

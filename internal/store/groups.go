@@ -104,6 +104,14 @@ func (p *plan) groupsLoad(ev *nostr.Event, ids, targetIDs, keys map[string]bool)
 		}
 	case groups.KindDeleteGroup:
 		p.gx.lock = treeExclusive
+	case groups.KindPins:
+		for _, pin := range groups.Pins(ev) {
+			if pin[0] == "e" {
+				ids[pin[1]], targetIDs[pin[1]] = true, true
+			} else if k, _, _, ok := keyOfAddress(pin[1]); ok {
+				keys[k] = true
+			}
+		}
 	case groups.KindDeleteEvent:
 		for _, t := range ev.Tags {
 			if len(t) >= 2 && t[0] == "e" && protocol.IsHex64(t[1]) {
@@ -285,6 +293,18 @@ func (p *plan) decideGroup(ev *nostr.Event) (d *groups.Decision, v protocol.Verd
 				return groups.Target{}, false
 			}
 			return groups.Target{Kind: st.kind, Scope: st.topics}, true
+		},
+		Address: func(addr string) (groups.Target, bool) {
+			k, _, _, ok := keyOfAddress(addr)
+			if !ok {
+				return groups.Target{}, false
+			}
+			for _, v := range p.versions[k] {
+				if v.effective && !v.deleted {
+					return groups.Target{Kind: v.kind, Scope: v.topics}, true
+				}
+			}
+			return groups.Target{}, false
 		},
 		Known:  func(prefix string) bool { return p.knownRef(id, prefix) },
 		Forest: groups.Forest(p.gstate),

@@ -131,6 +131,11 @@ func randomGroupHistory(t *testing.T, seed uint64) map[string]int {
 				tags = append(tags, nostr.Tag{"e", posts[rng.IntN(len(posts))]})
 			case r < 83 && step > 170:
 				kind = groups.KindDeleteGroup
+			case r < 87 && len(posts) > 0:
+				kind = groups.KindPins
+				for range rng.IntN(4) {
+					tags = append(tags, nostr.Tag{"e", posts[rng.IntN(len(posts))]})
+				}
 			default:
 				kind = 9
 			}
@@ -156,6 +161,16 @@ func randomGroupHistory(t *testing.T, seed uint64) map[string]int {
 			ev := &nostr.Event{Kind: kind, CreatedAt: at, Tags: tags, Content: fmt.Sprint(step, rng.Int())}
 			require.NoError(t, ev.Sign(sks[author]))
 			batch = append(batch, ev)
+		}
+		if step == 200 || step == 220 { // the node (master of every group) deletes a parent, if there is one
+			for _, pid := range ids {
+				if s := live[pid]; s != nil && len(s.Tree.Children) > 0 {
+					ev := &nostr.Event{Kind: groups.KindDeleteGroup, CreatedAt: base + nostr.Timestamp(step*2), Tags: nostr.Tags{{"h", pid}}}
+					require.NoError(t, node.Sign(ev))
+					batch = append(batch, ev)
+					break
+				}
+			}
 		}
 		res, err := st.Ingest(ctx, batch)
 		require.NoError(t, err)
@@ -187,7 +202,7 @@ func randomGroupHistory(t *testing.T, seed uint64) map[string]int {
 	}
 	// The history did something of every kind.
 	for _, k := range []int{groups.KindCreateGroup, groups.KindEditMetadata, groups.KindPutUser, groups.KindRemoveUser,
-		groups.KindJoinRequest, groups.KindLeaveRequest, groups.KindCreateInvite, groups.KindDeleteEvent, 9} {
+		groups.KindJoinRequest, groups.KindLeaveRequest, groups.KindCreateInvite, groups.KindDeleteEvent, groups.KindPins, 9} {
 		require.Positive(t, accepted[k], "no kind %d accepted: %v", k, accepted)
 	}
 	t.Logf("accepted %v, subgroups %v", accepted, tally)
