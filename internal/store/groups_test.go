@@ -255,3 +255,89 @@ func dump(s *groups.State) string {
 	}
 	return string(s.Dump())
 }
+
+// TestGroupTreeConcurrent: concurrent batches that move groups under each
+// other (each one alone would be fine, together some would make a cycle),
+// delete them, and post and add members meanwhile, neither deadlock nor
+// fail, never make a cycle, and leave states a rebuild equals
+// (schema.GroupTreeLock).
+func TestGroupTreeConcurrent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
+	require.NoError(t, err)
+	w := outbox.NewWriter(db.Pool, outbox.WriterConfig{})
+	st := New(db.Pool, w, protocol.DefaultTopicRules())
+	require.NoError(t, st.SetGroups(Groups{Sign: node.Sign, Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsAny}}))
+	ids := []string{"g0", "g1", "g2", "g3", "g4", "g5", "g6", "g7"}
+	sign := func(kind int, tags ...nostr.Tag) *nostr.Event {
+		ev := &nostr.Event{Kind: kind, CreatedAt: nostr.Now(), Tags: tags, Content: fmt.Sprint(rand.Int())}
+		require.NoError(t, node.Sign(ev))
+		return ev
+	}
+	for _, id := range ids {
+		res, err := st.Ingest(ctx, []*nostr.Event{sign(groups.KindCreateGroup, nostr.Tag{"h", id})})
+		require.NoError(t, err)
+		require.True(t, res[0].OK, res[0].Message)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	moved := 0
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for range 25 {
+				live, err := groups.Live(ctx, db.Pool)
+				if !assert(t, err == nil, "live: %v", err) {
+					return
+				}
+				id, parent := ids[rng.IntN(len(ids))], ids[rng.IntN(len(ids))]
+				tags := nostr.Tags{{"h", id}, {"parent", parent}}
+				for _, k := range live[id].Tree.Children {
+					tags = append(tags, nostr.Tag{"child", k})
+				}
+				batch := []*nostr.Event{sign(groups.KindEditMetadata, tags...),
+					sign(9, nostr.Tag{"h", ids[rng.IntN(len(ids))]}),
+					sign(groups.KindPutUser, nostr.Tag{"h", ids[rng.IntN(len(ids))]}, nostr.Tag{"p", node.PubKey})}
+				if rng.IntN(40) == 0 {
+					batch = append(batch, sign(groups.KindDeleteGroup, nostr.Tag{"h", ids[rng.IntN(len(ids))]}))
+				}
+				res, err := st.ingestOnce(ctx, batch) // not Ingest: it would retry a deadlock
+				if !assert(t, err == nil, "ingest: %v", err) {
+					return
+				}
+				if res[0].OK {
+					mu.Lock()
+					moved++
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.Positive(t, moved)
+	live, err := groups.Live(ctx, db.Pool)
+	require.NoError(t, err)
+	f := groups.Forest(live)
+	for id := range live {
+		seen := map[string]bool{}
+		for p := id; p != ""; p = f.Parent(p) {
+			require.False(t, seen[p], "cycle through %s", id)
+			seen[p] = true
+		}
+	}
+	requireProjectEqualsLive(t, db)
+	t.Logf("%d moves accepted", moved)
+}
+
+// assert reports a failure from a goroutine (no FailNow there) and returns ok.
+func assert(t *testing.T, ok bool, format string, args ...any) bool {
+	t.Helper()
+	if !ok {
+		t.Errorf(format, args...)
+	}
+	return ok
+}
