@@ -35,15 +35,32 @@ func (f Forest) Parent(id string) string {
 
 // Children returns id's children in order (see Forest).
 func (f Forest) Children(id string) []string {
-	p := f[id]
-	if !p.Exists() {
-		return nil
-	}
 	var kids []string
 	for cid, c := range f {
 		if c.Exists() && c.Meta.Parent == id {
 			kids = append(kids, cid)
 		}
+	}
+	return f.order(id, kids)
+}
+
+// byParent indexes the existing groups of f by their Meta.Parent.
+func (f Forest) byParent() map[string][]string {
+	out := map[string][]string{}
+	for cid, c := range f {
+		if c.Exists() && c.Meta.Parent != "" {
+			out[c.Meta.Parent] = append(out[c.Meta.Parent], cid)
+		}
+	}
+	return out
+}
+
+// order returns kids, the existing groups whose Meta.Parent is id, as id's
+// children in order (see Forest); none if id does not exist.
+func (f Forest) order(id string, kids []string) []string {
+	p := f[id]
+	if !p.Exists() {
+		return nil
 	}
 	var out []string
 	for _, cid := range p.Meta.Children {
@@ -101,8 +118,9 @@ func (f Forest) Settle(ids, parentOnly []string) []string {
 			changed = append(changed, id)
 		}
 	}
+	kids := f.byParent()
 	for _, id := range ids {
-		set(id, Tree{Parent: f.Parent(id), Children: f.Children(id)})
+		set(id, Tree{Parent: f.Parent(id), Children: f.order(id, kids[id])})
 	}
 	for _, id := range parentOnly {
 		if s := f[id]; s != nil && !slices.Contains(ids, id) {
