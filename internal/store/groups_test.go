@@ -16,6 +16,7 @@ import (
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/schema"
 )
 
 // TestGroupRebuildEqualsLive drives random group histories through Ingest
@@ -340,4 +341,50 @@ func assert(t *testing.T, ok bool, format string, args ...any) bool {
 		t.Errorf(format, args...)
 	}
 	return ok
+}
+
+// TestGroupMigrationParents: migration 0025 gives the states of groups made
+// before it (no 9002 log) the log a rebuild computes.
+func TestGroupMigrationParents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
+	require.NoError(t, err)
+	st := New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	require.NoError(t, st.SetGroups(Groups{Sign: node.Sign, Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsAny}}))
+	at := nostr.Now()
+	for i, tags := range []nostr.Tags{{{"h", "a"}}, {{"h", "b"}}, {{"h", "a"}, {"name", "A"}}, {{"h", "a"}, {"name", "A2"}}, {{"h", "b"}, {"name", "B"}}} {
+		kind := groups.KindEditMetadata
+		if len(tags) == 1 {
+			kind = groups.KindCreateGroup
+		}
+		evs := []*nostr.Event{{Kind: kind, CreatedAt: at, Tags: tags, Content: fmt.Sprint(i)}}
+		require.NoError(t, node.Sign(evs[0]))
+		if i == 3 { // two in one batch at one second: the tie of ids
+			evs = append(evs, &nostr.Event{Kind: kind, CreatedAt: at, Tags: nostr.Tags{{"h", "a"}, {"name", "A3"}}})
+			require.NoError(t, node.Sign(evs[1]))
+		}
+		_, err := st.Ingest(ctx, evs)
+		require.NoError(t, err)
+	}
+	_, err = db.Pool.Exec(ctx, `UPDATE cn_relay.groups SET state = state - 'parents'`) // as before 0025
+	require.NoError(t, err)
+	migrations, err := schema.Migrations()
+	require.NoError(t, err)
+	var sql string
+	for _, m := range migrations {
+		if m.Version == 25 {
+			sql = m.SQL
+		}
+	}
+	require.NotEmpty(t, sql)
+	_, err = db.Pool.Exec(ctx, `DROP INDEX cn_relay.groups_parent`)
+	require.NoError(t, err)
+	_, err = db.Pool.Exec(ctx, sql)
+	require.NoError(t, err)
+	live, err := groups.Live(ctx, db.Pool)
+	require.NoError(t, err)
+	require.Len(t, live["a"].Parents, 3)
+	requireProjectEqualsLive(t, db)
 }
