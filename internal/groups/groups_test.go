@@ -356,3 +356,30 @@ func TestGroupForestCommutes(t *testing.T) {
 		require.Equal(t, want, canon(f))
 	}
 }
+
+// TestGroupLateAndHistory: the late-publication window spares the node's own
+// events and a history import (Policy.History), which also dates the node's
+// moderation events at their cause, not at the ingest time.
+func TestGroupLateAndHistory(t *testing.T) {
+	t.Parallel()
+	node, admin, u := newUser(t), newUser(t), newUser(t)
+	pol := Policy{Node: node.pk, Creators: CreatorsAny, LateWindow: DefaultLateWindow}
+	s := New("g")
+	s.Apply(admin.ev(t, KindCreateGroup, now-86400, nostr.Tag{"h", "g"}), 0)
+	s.Apply(node.ev(t, KindPutUser, now-86400, nostr.Tag{"h", "g"}, nostr.Tag{"p", admin.pk, "admin"}), 0)
+	f := Facts{Now: now, Seq: 1}
+	old := u.ev(t, KindJoinRequest, now-3600, nostr.Tag{"h", "g"})
+	require.Equal(t, ReasonLate(DefaultLateWindow), pol.Decide(s, old, f).Message)
+	edge := u.ev(t, 9, now-int64(DefaultLateWindow.Seconds()), nostr.Tag{"h", "g"})
+	require.True(t, pol.Decide(s, edge, f).OK, "exactly the window is not late")
+	require.True(t, pol.Decide(s, node.ev(t, KindPutUser, now-3600, nostr.Tag{"h", "g"}, nostr.Tag{"p", u.pk}), f).OK, "the node's own")
+	require.True(t, pol.Decide(s, u.ev(t, 9, now, nostr.Tag{"h", "g"}, nostr.Tag{"previous", "0badf00d"}), Facts{Now: now, Seq: 1,
+		Known: func(p string) bool { return p == "0badf00d" }}).OK)
+
+	pol.History = true
+	d := pol.Decide(s, old, f)
+	require.True(t, d.OK, d.Message)
+	require.EqualValues(t, now-3600, d.Emit[0].CreatedAt, "dated at the join request, not now")
+	require.True(t, pol.Decide(s, u.ev(t, 9, now-3600, nostr.Tag{"h", "g"}, nostr.Tag{"previous", "0badf00d"}), f).OK, "references not checked")
+	require.Equal(t, ReasonBadPrevious, pol.Decide(s, u.ev(t, 9, now, nostr.Tag{"h", "g"}, nostr.Tag{"previous", "xyz"}), f).Message, "still well-formed")
+}
