@@ -385,6 +385,8 @@ func TestGroupMigrationParents(t *testing.T) {
 	require.NoError(t, err)
 	live, err := groups.Live(ctx, db.Pool)
 	require.NoError(t, err)
-	require.Len(t, live["a"].Parents, 3)
+	// A, A2, and A3 if its id is the lower of the two in its batch (else it
+	// was refused as stale).
+	require.GreaterOrEqual(t, len(live["a"].Parents), 2)
 	requireProjectEqualsLive(t, db)
 }
