@@ -42,6 +42,13 @@ const (
 	// ModerationRulesLock serialises rule-set changes (transaction level,
 	// internal/moderation). It was 0x636e6d6f64 ("cnmod") before issue 21.
 	ModerationRulesLock int64 = 0x636e5f72756c6573 // "cn_rules"
+	// GroupTreeLock guards the NIP-29 subgroup tree (transaction level,
+	// internal/groups): every store batch with a group event holds it shared,
+	// one with a 9002 or 9008 (which may change the tree) and
+	// internal/groups.Replace exclusively, before any GroupLockSQL. So while a
+	// batch holds it exclusively no other holds any group's lock, and it may
+	// read any group and lock more groups without deadlock.
+	GroupTreeLock int64 = 0x636e5f6774726565 // "cn_gtree"
 )
 
 // Keys that Postgres derives from text, as the SQL expressions that compute
@@ -58,9 +65,9 @@ const (
 	EffectiveKeyLockSQL = "hashtextextended($1, 0)"
 	// GroupLockSQL is the transaction-level lock of one NIP-29 group ($1, its
 	// id), taken by every store batch that decides an event of that group and
-	// by internal/groups.Replace, in sorted id order, before any
-	// EffectiveKeyLockSQL: whoever holds it may read and write the group's
-	// row of cn_relay.groups.
+	// by internal/groups.Replace, in sorted id order, after GroupTreeLock and
+	// before any EffectiveKeyLockSQL: whoever holds it may read and write the
+	// group's row of cn_relay.groups.
 	GroupLockSQL = "hashtextextended('group:' || $1, 0)"
 	// TemplateLockSQL serialises test binaries that build the migrated
 	// template database (internal/pgtest, session level).
@@ -73,5 +80,5 @@ var FixedLocks = map[string]int64{
 	"OutboxLock": OutboxLock, "PruneLock": PruneLock, "MigrateLock": MigrateLock, "RolesLock": RolesLock,
 	"SweepLock": SweepLock, "StatsLock": StatsLock, "IndexSwitchLock": IndexSwitchLock,
 	"IndexRebuildLock": IndexRebuildLock, "TrustPublisherLock": TrustPublisherLock,
-	"ModerationRulesLock": ModerationRulesLock,
+	"ModerationRulesLock": ModerationRulesLock, "GroupTreeLock": GroupTreeLock,
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kukuri/communitynode/internal/bulk"
+	"github.com/kukuri/communitynode/internal/groups"
+	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/relayadmin"
 	"github.com/kukuri/communitynode/internal/store"
@@ -31,6 +33,9 @@ type importOpts struct {
 	batchSize int
 	workers   int
 	progress  time.Duration
+	// groups, when set, makes the import host NIP-29 groups moved or forked
+	// from another relay (--group-history): see groupHistory.
+	groups *store.Groups
 }
 
 func (o importOpts) Close() error { return o.close() }
@@ -55,6 +60,10 @@ func importCommand() *cli.Command {
 			&cli.IntFlag{Name: "batch-size", Value: bulk.DefaultBatchSize, Usage: "events per transaction"},
 			&cli.IntFlag{Name: "workers", Usage: "goroutines parsing and verifying signatures (default: one per CPU)"},
 			&cli.DurationFlag{Name: "progress", Value: time.Second, Usage: "how often to print a progress line on stderr (0: never)"},
+			&cli.BoolFlag{Name: "group-history", Usage: "the file holds NIP-29 groups moved or forked from another relay: store their events (no late-publication window, timeline references not checked) and sign their state with --node-key-file; see docs/groups.md"},
+			&cli.StringFlag{Name: "node-key-file", EnvVars: []string{"CN_NODE_KEY_FILE"}, Usage: "with --group-history: the relay's node key (the key that signs group state)"},
+			&cli.StringSliceFlag{Name: "group-former-relay", Usage: "with --group-history: the pubkey (NIP-11 self) of the relay the groups come from; its 9000 and 9001 (the joins it admitted, the leaves it answered) count as this node's own"},
+			&cli.StringSliceFlag{Name: "admin-pubkeys", EnvVars: []string{"CN_RELAY_ADMIN_PUBKEYS"}, Usage: "with --group-history: the relay's admins, who may do everything in every group (as in the relay)"},
 		}, storerules.Flags()...),
 		Options: importOptions,
 		Run:     runImport,
@@ -75,6 +84,9 @@ func importOptions(c *cli.Context) (importOpts, error) {
 		batchSize: c.Int("batch-size"), workers: c.Int("workers"), progress: c.Duration("progress")}
 	if o.batchSize < 1 || o.workers < 0 || o.progress < 0 {
 		return importOpts{}, errors.New("--batch-size must be positive, --workers and --progress not negative")
+	}
+	if o.groups, err = groupHistory(c); err != nil {
+		return importOpts{}, err
 	}
 	o.in, o.close = c.App.Reader, func() error { return nil }
 	if name := c.Args().First(); name != "" && name != "-" {
@@ -108,6 +120,11 @@ func runImport(ctx context.Context, e env, o importOpts) error {
 	limits := o.rules.Limits(protocol.DefaultLimits())
 	events := store.New(pool, writer, limits.TopicRules)
 	events.SetPendingLimits(o.rules.Pending)
+	if o.groups != nil {
+		if err := events.SetGroups(*o.groups); err != nil {
+			return err
+		}
+	}
 	stderr := e.Err
 	warned := map[string]bool{}
 	im := &bulk.Importer{
@@ -210,4 +227,46 @@ func writeImportSummary(w io.Writer, s bulk.Stats) error {
 		fmt.Fprintf(w, "outbox head %d announced on %s\n", s.HeadSeq, outbox.Channel)
 	}
 	return nil
+}
+
+// groupHistory reads --group-history and its options. A moved or forked
+// group's history is replayed through the relay's own group path
+// (store.Groups, groups.Decide), with groups.Policy.History: no
+// late-publication window (the events are old), timeline references not
+// checked (they name events of the former relay, some never exported), and
+// the node's own moderation events (the creator made admin, joins admitted,
+// leaves answered) dated at their cause's created_at, so that the history's
+// later events still take effect after them. Anyone may create a group here
+// (the history's 9007), the former relay's key counts as the node, the
+// relay's admins as admins. The imported moderation events are the state:
+// a moved group keeps its admins; a forked one is then re-administered by the
+// relay's admins with 9000/9001 (docs/groups.md).
+func groupHistory(c *cli.Context) (*store.Groups, error) {
+	if !c.Bool("group-history") {
+		for _, f := range []string{"node-key-file", "group-former-relay"} {
+			if c.IsSet(f) {
+				return nil, fmt.Errorf("--%s goes with --group-history", f)
+			}
+		}
+		return nil, nil
+	}
+	if c.String("node-key-file") == "" {
+		return nil, errors.New("--group-history needs --node-key-file: the node key signs the groups' state")
+	}
+	key, err := nodekey.Load(c.String("node-key-file"))
+	if err != nil {
+		return nil, failure{err}
+	}
+	admins := map[string]bool{}
+	for _, flag := range []string{"group-former-relay", "admin-pubkeys"} {
+		pks, err := pubkeyList(c.StringSlice(flag), "--"+flag)
+		if err != nil {
+			return nil, err
+		}
+		for _, pk := range pks {
+			admins[pk] = true
+		}
+	}
+	return &store.Groups{Sign: key.Sign, Policy: groups.Policy{Node: key.PubKey, Admins: admins,
+		Creators: groups.CreatorsAny, History: true}}, nil
 }

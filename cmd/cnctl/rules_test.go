@@ -19,7 +19,7 @@ import (
 // environment variables): see TestStoringCommandsTakeEveryRelayRuleFlag.
 var notStoreRules = map[string]string{
 	"listen":                    "where the relay serves",
-	"groups":                    "NIP-29 groups need the node key to sign their state; import and sync refuse group events (importing a moved or forked group is still to do)",
+	"groups":                    "NIP-29 groups need the node key to sign their state; import and sync refuse group events, except cnctl import --group-history --node-key-file (a moved or forked group)",
 	"group-creators":            "NIP-29 groups (see groups)",
 	"group-invite-ttl":          "NIP-29 groups (see groups)",
 	"membership":                "NIP-43 invite mode is a rule on live writers (who may post now); an import or a sync stores what the operator chose to move, and membership events are the node's own (docs/membership.md)",
@@ -27,6 +27,8 @@ var notStoreRules = map[string]string{
 	"invite-ttl":                "NIP-43 invite codes are made for live requests only",
 	"group-admit-min-rank":      "NIP-29 groups (see groups)",
 	"config":                    "the configuration file names values, it is not a rule (its relay section holds the relay's rules)",
+	"group-late-window":         "NIP-29 groups (see groups); cnctl import --group-history has no window",
+	"group-min-previous":        "NIP-29 groups (see groups); cnctl import --group-history does not check references",
 	"metrics-listen":            "where the relay serves",
 	"public-url":                "the relay's URL for AUTH",
 	"auth-challenge-on-connect": "when the relay asks a client to sign in",

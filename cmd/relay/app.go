@@ -77,6 +77,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "node-key-file", EnvVars: []string{"CN_NODE_KEY_FILE"}, Usage: "the node's key (cnctl node-key generate): NIP-11 `self` names its pubkey; with --groups the relay signs NIP-29 group state with it"},
 			&cli.BoolFlag{Name: "groups", Value: true, EnvVars: []string{"CN_RELAY_GROUPS"}, Usage: "host NIP-29 relay-based groups when --node-key-file is given (the relay then holds the node key); --groups=false refuses group events"},
 			&cli.StringFlag{Name: "group-creators", Value: string(groups.CreatorsMembers), EnvVars: []string{"CN_RELAY_GROUP_CREATORS"}, Usage: "who may create a NIP-29 group (kind 9007): members (of the community: authors who have posted in a topic here, or were admitted), admins (--admin-pubkeys) or any"},
+			&cli.DurationFlag{Name: "group-late-window", Value: groups.DefaultLateWindow, EnvVars: []string{"CN_RELAY_GROUP_LATE_WINDOW"}, Usage: "a NIP-29 group event whose created_at is further than this in the past is refused (late publication); 0 disables; moved groups are imported with cnctl import --group-history"},
+			&cli.IntFlag{Name: "group-min-previous", Value: 0, EnvVars: []string{"CN_RELAY_GROUP_MIN_PREVIOUS"}, Usage: "NIP-29 timeline references a group event needs at least (previous tags; 9007, 9021, 9022 exempt); references given are always checked"},
 			&cli.DurationFlag{Name: "group-invite-ttl", Value: groups.DefaultInviteTTL, EnvVars: []string{"CN_RELAY_GROUP_INVITE_TTL"}, Usage: "how long a NIP-29 invite code (kind 9009) opens a closed group after its created_at; codes are not used up"},
 			&cli.StringFlag{Name: "membership", Value: string(membership.Open), EnvVars: []string{"CN_RELAY_MEMBERSHIP"}, Usage: "NIP-43 relay membership (needs --node-key-file): open (anyone writes; a key becomes a member by its first post) or invite (only members write; see docs/membership.md)"},
 			&cli.IntFlag{Name: "admit-min-rank", EnvVars: []string{"CN_RELAY_ADMIT_MIN_RANK"}, Usage: "admit a NIP-43 join request without an invite code at once when its key's trust-v1 rank is at least this, 1-100 (default 0: every such request waits for an admin)"},
@@ -202,6 +204,10 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 	s.NodeKey, s.GroupInviteTTL = nodeKey, c.Duration("group-invite-ttl")
 	if s.GroupCreators, err = groups.ParseCreators(c.String("group-creators")); err != nil {
 		return node.RelayOptions{}, fmt.Errorf("--group-creators: %w", err)
+	}
+	s.GroupLateWindow, s.GroupMinPrevious = c.Duration("group-late-window"), c.Int("group-min-previous")
+	if s.GroupLateWindow < 0 || s.GroupMinPrevious < 0 || s.GroupMinPrevious > 50 {
+		return node.RelayOptions{}, fmt.Errorf("--group-late-window must not be negative and --group-min-previous must be 0 to 50 (NIP-29: references name the last 50 events seen), got %s and %d", s.GroupLateWindow, s.GroupMinPrevious)
 	}
 	if s.GroupInviteTTL <= 0 {
 		return node.RelayOptions{}, fmt.Errorf("--group-invite-ttl must be positive, got %s", s.GroupInviteTTL)

@@ -27,7 +27,15 @@ const (
 	ReasonRestricted  = "restricted: only members of this group may write to it (send a join request, kind 9021)"
 	ReasonPrivate     = "restricted: private groups are not supported yet"
 	ReasonHidden      = "restricted: hidden groups are not supported yet"
-	ReasonSubgroups   = "restricted: subgroups (parent, child) are not supported yet"
+	ReasonManyParents = "invalid: a group has at most one parent: more than one parent tag"
+	ReasonBadParent   = "invalid: the parent tag must name a group id (1 to 64 of a-z, A-Z, 0-9, - and _)"
+	ReasonBadChild    = "invalid: a child tag must name a group id (1 to 64 of a-z, A-Z, 0-9, - and _)"
+	ReasonDupChild    = "invalid: a child tag names the same subgroup twice"
+	ReasonSelfParent  = "invalid: a group cannot be its own parent"
+	ReasonCycle       = "invalid: this parent would make a cycle: the parent is this group or one of its subgroups"
+	ReasonNoPinTarget = "invalid: a pinned event must be an event of this group this relay has (e tag: its id; a tag: its address)"
+	ReasonPinKind     = "invalid: group moderation, join/leave and state events cannot be pinned"
+	ReasonBadPrevious = "invalid: a previous tag names events by the first 8 characters of their ids (lowercase hex)"
 	ReasonLivekit     = "restricted: live audio/video (livekit) is not supported by this relay"
 	ReasonBadKinds    = "invalid: supported_kinds must list kind numbers"
 	ReasonNoUsers     = "invalid: name the user with a p tag (64 hex characters)"
@@ -81,6 +89,42 @@ func ReasonKindNotSupported(kind int) string {
 	return fmt.Sprintf("restricted: this group does not accept kind %d (see supported_kinds in its metadata, kind 39000)", kind)
 }
 
+// ReasonNoParent is the refusal of a 9002 whose parent is not a group here.
+func ReasonNoParent(id string) string {
+	return fmt.Sprintf("invalid: parent group %q does not exist on this relay", id)
+}
+
+// ReasonParentAdmin is the refusal of a 9002 naming a parent its author is not an admin of.
+func ReasonParentAdmin(id string) string {
+	return fmt.Sprintf("restricted: only an admin of group %q (role admin in its kind 39001) may make it the parent of a group", id)
+}
+
+// ReasonMissingChild is the refusal of a 9002 that does not list one of the group's subgroups.
+func ReasonMissingChild(id string) string {
+	return fmt.Sprintf("invalid: this group has subgroups: its metadata edits list every one as a child tag, in the order wanted (missing %q)", id)
+}
+
+// ReasonNotChild is the refusal of a 9002 listing a group that is not its subgroup.
+func ReasonNotChild(id string) string {
+	return fmt.Sprintf("invalid: child %q is not a subgroup of this group (a group becomes one with its own parent tag)", id)
+}
+
+// ReasonLate is the refusal of a group event older than the late-publication window.
+func ReasonLate(window time.Duration) string {
+	return fmt.Sprintf("invalid: created_at is more than %s in the past: this relay refuses late publication to groups (NIP-29); check the clock, or have the operator import a moved group (cnctl import --group-history)", window)
+}
+
+// ReasonUnknownPrevious is the refusal of an event whose timeline references
+// name events this relay does not have in the group.
+func ReasonUnknownPrevious(prefixes []string) string {
+	return fmt.Sprintf("invalid: previous names events this relay does not have in this group: %s (NIP-29 timeline references)", strings.Join(prefixes, ", "))
+}
+
+// ReasonFewPrevious is the refusal of an event with fewer timeline references than the relay asks.
+func ReasonFewPrevious(n int) string {
+	return fmt.Sprintf("restricted: this relay asks group events to reference at least %d recent events of the group in previous tags, by the first 8 characters of their ids (NIP-29 timeline references)", n)
+}
+
 // reasonRole is the refusal of a moderation event the author's roles do not allow.
 func reasonRole(what string) string {
 	return "restricted: your roles in this group do not allow " + what + " (see kind 39003)"
@@ -113,6 +157,14 @@ func ParseCreators(s string) (Creators, error) {
 // created_at, unless the 9009's own NIP-40 expiration ends it sooner.
 const DefaultInviteTTL = 7 * 24 * time.Hour
 
+// DefaultLateWindow is how far in the past a group event's created_at may
+// be: as far as the relay lets it be in the future (protocol.Limits
+// MaxFutureSkew, 15 minutes), so a client whose clock is off either way by
+// less than that is served, and a message sent late by a client that kept it
+// while offline for a few minutes still passes; what NIP-29 calls late
+// publication (hours or days) does not.
+const DefaultLateWindow = 15 * time.Minute
+
 // Policy is the relay's group policy.
 type Policy struct {
 	// Node is the node's pubkey (NIP-11 self), the relay master key: it may do
@@ -134,6 +186,22 @@ type Policy struct {
 	// Codes are not used up: a code opens a closed group to whoever has it
 	// until it expires, as a group link (naddr...?invite=code) is shared.
 	InviteTTL time.Duration
+	// LateWindow: a group event whose created_at is further than this before
+	// the ingest time is refused (ReasonLate), except the node's own; zero
+	// disables the check. History disables it too.
+	LateWindow time.Duration
+	// MinPrevious: group events other than 9007, 9021 and 9022 (and the
+	// node's) need at least this many distinct timeline references
+	// (`previous`); zero asks for none. Whatever it is, every reference given
+	// must name an event of the group this relay has (Facts.Known), unless
+	// History.
+	MinPrevious int
+	// History: the events come from the history of groups moved or forked
+	// from another relay (cnctl import --group-history): no late-publication
+	// window, references are not checked, and the node's own moderation
+	// events are dated at their cause's created_at (not the ingest time), so
+	// that the history's later events still take effect after them.
+	History bool
 }
 
 func (p Policy) inviteTTL() int64 {
@@ -168,6 +236,16 @@ type Facts struct {
 	// Admission is what the web of trust says of the author (read for join
 	// requests only; nil: AdmitOpen).
 	Admission func(pubkey string) Admission
+	// Address returns the current version of an addressable event by its
+	// address (kind:pubkey:d), stored or earlier in the batch.
+	Address func(addr string) (Target, bool)
+	// Known reports whether an event of the group whose id starts with
+	// prefix (8 hex characters) is stored, or earlier in the batch; nil:
+	// none is.
+	Known func(prefix string) bool
+	// Forest holds the group's state and, for a 9002, its parent's and its
+	// subgroups' and its parent's ancestors' (nil: only the group's).
+	Forest Forest
 }
 
 // Decision is what the relay does with one group event.
@@ -204,6 +282,7 @@ const (
 	DeleteEvent  Privilege = "delete-event"  // 9005
 	DeleteGroup  Privilege = "delete-group"  // 9008
 	CreateInvite Privilege = "create-invite" // 9009
+	PinEvents    Privilege = "pin-events"    // 9010
 )
 
 // Role is a role this relay gives privileges to (kind 39003). A 9000 may give
@@ -216,10 +295,10 @@ type Role struct {
 
 // Roles are the roles this relay supports, in the order 39003 lists them.
 var Roles = []Role{
-	{Name: "admin", Description: "may add and remove users and give roles, edit the metadata, delete events, create invites and delete the group",
-		May: []Privilege{PutUser, RemoveUser, ManageRoles, EditMetadata, DeleteEvent, DeleteGroup, CreateInvite}},
-	{Name: "moderator", Description: "may add and remove users without roles, delete events and create invites",
-		May: []Privilege{PutUser, RemoveUser, DeleteEvent, CreateInvite}},
+	{Name: "admin", Description: "may add and remove users and give roles, edit the metadata, delete events, create invites, pin events and delete the group",
+		May: []Privilege{PutUser, RemoveUser, ManageRoles, EditMetadata, DeleteEvent, DeleteGroup, CreateInvite, PinEvents}},
+	{Name: "moderator", Description: "may add and remove users without roles, delete events, create invites and pin events",
+		May: []Privilege{PutUser, RemoveUser, DeleteEvent, CreateInvite, PinEvents}},
 }
 
 // RoleAdmin is the role the creator of a group gets.
@@ -261,6 +340,9 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 		return refuse(ReasonBadID)
 	}
 	master := ev.PubKey == p.Node || p.Admins[ev.PubKey]
+	if reason := p.timeline(ev, f); reason != "" {
+		return refuse(reason)
+	}
 	if ev.Kind == KindCreateGroup {
 		switch {
 		case s != nil && !s.Deleted.IsZero():
@@ -275,6 +357,9 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 		d := accept
 		d.Emit = []*nostr.Event{p.nodeEvent(s, id, KindPutUser, ev.PubKey, []string{RoleAdmin}, ev, f.Now)}
 		return d
+	}
+	if f.Forest == nil {
+		f.Forest = Forest{id: s}
 	}
 	switch {
 	case s != nil && !s.Deleted.IsZero():
@@ -344,11 +429,15 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 		if !allowed(EditMetadata) {
 			return refuse(reasonRole("editing the metadata"))
 		}
-		if _, reason := ParseMetadata(ev); reason != "" {
+		m, reason := ParseMetadata(ev)
+		if reason != "" {
 			return refuse(reason)
 		}
 		if !StampOf(ev, f.Seq).Newer(s.MetaAt) {
 			return refuse(ReasonStale)
+		}
+		if reason := p.checkTree(s, ev.PubKey, m, f.Forest); reason != "" {
+			return refuse(reason)
 		}
 		return accept
 	case KindDeleteEvent:
@@ -380,6 +469,33 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 			return refuse(reasonRole("deleting the group"))
 		}
 		return accept
+	case KindPins:
+		if !allowed(PinEvents) {
+			return refuse(reasonRole("pinning events"))
+		}
+		pins := Pins(ev)
+		if len(pins) > MaxPins {
+			return refuse(fmt.Sprintf("invalid: at most %d pinned events", MaxPins))
+		}
+		for _, pin := range pins {
+			var t Target
+			ok := false
+			if pin[0] == "e" {
+				t, ok = f.Target(pin[1])
+			} else if f.Address != nil {
+				t, ok = f.Address(pin[1])
+			}
+			switch {
+			case !ok || !slices.Contains(t.Scope, Scope(id)):
+				return refuse(ReasonNoPinTarget)
+			case IsModerationKind(t.Kind) || t.Kind == KindJoinRequest || t.Kind == KindLeaveRequest || IsStateKind(t.Kind):
+				return refuse(ReasonPinKind)
+			}
+		}
+		if !StampOf(ev, f.Seq).Newer(s.PinsAt) {
+			return refuse(ReasonStale)
+		}
+		return accept
 	case KindCreateInvite:
 		if !allowed(CreateInvite) {
 			return refuse(reasonRole("creating invites"))
@@ -404,6 +520,116 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 	return accept
 }
 
+// timeline checks the late-publication window and the timeline references
+// (`previous` tags: one value each, or several in one tag as nostr-tools
+// sends them) of ev, and returns why it is refused, or "".
+func (p Policy) timeline(ev *nostr.Event, f Facts) string {
+	if ev.PubKey == p.Node {
+		return ""
+	}
+	if !p.History && p.LateWindow > 0 && int64(ev.CreatedAt) < f.Now-int64(p.LateWindow/time.Second) {
+		return ReasonLate(p.LateWindow)
+	}
+	var refs []string
+	for _, tag := range ev.Tags {
+		if len(tag) == 0 || tag[0] != "previous" {
+			continue
+		}
+		for _, v := range tag[1:] {
+			if !isPrefix(v) {
+				return ReasonBadPrevious
+			}
+			if !slices.Contains(refs, v) {
+				refs = append(refs, v)
+			}
+		}
+	}
+	if p.History {
+		return ""
+	}
+	var missing []string
+	for _, r := range refs {
+		if f.Known == nil || !f.Known(r) {
+			missing = append(missing, r)
+		}
+	}
+	switch {
+	case len(missing) > 0:
+		return ReasonUnknownPrevious(missing)
+	case len(refs) < p.MinPrevious && ev.Kind != KindCreateGroup && ev.Kind != KindJoinRequest && ev.Kind != KindLeaveRequest:
+		return ReasonFewPrevious(p.MinPrevious)
+	}
+	return ""
+}
+
+// PrefixLen is the length of a timeline reference: the first 8 hex
+// characters (4 bytes) of an event id.
+const PrefixLen = 8
+
+func isPrefix(v string) bool {
+	if len(v) != PrefixLen {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Previous returns ev's well-formed timeline references, distinct.
+func Previous(ev *nostr.Event) []string {
+	var out []string
+	for _, tag := range ev.Tags {
+		if len(tag) == 0 || tag[0] != "previous" {
+			continue
+		}
+		for _, v := range tag[1:] {
+			if isPrefix(v) && !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// checkTree checks what a 9002 of group s with metadata m by author says of
+// the tree (NIP-29 Subgroups, Rules): at most one parent (ParseMetadata), an
+// existing one, not the group itself nor one of its subgroups, of which the
+// author is an admin (or this relay's admin, or the node); and `child` tags
+// that list exactly the group's subgroups.
+func (p Policy) checkTree(s *State, author string, m Metadata, f Forest) string {
+	if f == nil {
+		f = Forest{s.ID: s}
+	}
+	if m.Parent != "" {
+		x := f[m.Parent]
+		switch {
+		case m.Parent == s.ID:
+			return ReasonSelfParent
+		case !x.Exists():
+			return ReasonNoParent(m.Parent)
+		case author != p.Node && !p.Admins[author] && !may(x.RolesOf(author), EditMetadata):
+			return ReasonParentAdmin(m.Parent)
+		case f.Ancestor(s.ID, m.Parent):
+			return ReasonCycle
+		}
+	}
+	kids := f.Children(s.ID)
+	for _, k := range kids {
+		if !slices.Contains(m.Children, k) {
+			return ReasonMissingChild(k)
+		}
+	}
+	for _, k := range m.Children {
+		if !slices.Contains(kids, k) {
+			return ReasonNotChild(k)
+		}
+	}
+	return ""
+}
+
 // nodeEvent returns the node's moderation event (unsigned: the store signs it)
 // that puts (9000, with roles) or removes (9001) pubkey in group id because of
 // cause. Its created_at is now, or later when needed so that it sets the
@@ -411,6 +637,9 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 // (s may be nil for a group being created).
 func (p Policy) nodeEvent(s *State, id string, kind int, pubkey string, roles []string, cause *nostr.Event, now int64) *nostr.Event {
 	at := max(now, int64(cause.CreatedAt))
+	if p.History {
+		at = int64(cause.CreatedAt)
+	}
 	if s != nil {
 		if cur := s.Members[pubkey].Stamp; !cur.IsZero() && cur.At >= at {
 			at = cur.At + 1

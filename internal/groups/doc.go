@@ -23,13 +23,39 @@
 // the current NIP-29 text says), each user's membership and roles (the newest
 // 9000 or 9001 naming them), each user's newest join request (9021), each
 // invite code (the newest 9009 naming it), the group's creation (the first
-// 9007) and deletion (the first 9008). "Newest" is NIP-01's order for
-// replaceable events: the later created_at, ties to the lower id. Apply folds
+// 9007) and deletion (the first 9008), the pins (the newest 9010), and the
+// stamp and parent of every accepted 9002 (so that when a group was adopted
+// by its parent is a function of its events). "Newest" is the later
+// created_at, then the later arrival (Stamp), then the lower id. Apply folds
 // one event into a State and is commutative: the same set of events gives the
 // same State whatever the order they are applied in, so Project, which folds
 // every accepted moderation event the node holds, gives exactly the State the
-// relay kept live (TestGroupRebuildEqualsLive checks it after random
-// histories with equal timestamps and late arrivals).
+// relay kept live (TestGroupRebuildEqualsLive checks it after every batch of
+// random histories with equal timestamps and late arrivals).
+//
+// # Subgroups: a tree derived from the states
+//
+// A group's parent is its newest 9002's `parent` while that group exists; its
+// children, in order, are the groups whose parent it is: first those its own
+// newest 9002 listed as `child` tags (if they were its children already
+// then), then the others in the order they were adopted. State.Tree holds
+// this, derived from every group's state (Forest.Settle), never from the
+// order events arrived in, so Project, which settles the whole forest, equals
+// what the store settled batch by batch (TestGroupForestCommutes,
+// TestGroupRebuildEqualsLive). Decide applies NIP-29's Rules to a 9002 (one
+// parent, existing, not a cycle, the author an admin of it, every child
+// listed) from the Forest the store loaded; the store re-signs the 39000 of
+// every group whose place changed (the child, its old and new parents, the
+// children of a deleted group) in the batch's transaction, holding the tree
+// lock (schema.GroupTreeLock) exclusively.
+//
+// # Timeline references and late publication
+//
+// Decide refuses a group event whose `previous` tags name events the relay
+// does not have in the group (Facts.Known), one with fewer references than
+// Policy.MinPrevious, and one older than Policy.LateWindow, except the node's;
+// Policy.History (cnctl import --group-history, a moved or forked group)
+// checks neither and dates the node's moderation events at their cause.
 //
 // Decide refuses an event that would not take effect (an edit older than the
 // register it sets: "invalid: ... older ..."), so an accepted moderation event
@@ -44,8 +70,9 @@
 //
 // # Who signs what
 //
-// The node key (NIP-11 `self`) signs: 39000 (metadata), 39001 (admins with
-// their roles), 39002 (members), 39003 (the roles this relay supports), one
+// The node key (NIP-11 `self`) signs: 39000 (metadata, with parent and child
+// tags), 39001 (admins with their roles), 39002 (members), 39003 (the roles
+// this relay supports), 39005 (pinned events), one
 // version per group and batch that changed it, with a created_at above the
 // previous version's (a group changed more than once a second sees its state
 // events run ahead of the clock by that much); the 9000 that admits a join or
@@ -81,7 +108,6 @@
 // # Not supported yet (refused, never half done)
 //
 // `private` and `hidden` groups (9002 with those flags: "restricted: private
-// groups are not supported yet"), subgroups (`parent`/`child`), `livekit`,
-// moderation kinds other than 9000, 9001, 9002, 9005, 9007, 9008 and 9009,
-// `previous` timeline references and late-publication checks.
+// groups are not supported yet"), `livekit`, moderation kinds other than
+// 9000, 9001, 9002, 9005, 9007, 9008, 9009 and 9010.
 package groups

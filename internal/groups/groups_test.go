@@ -3,6 +3,7 @@ package groups
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,7 +96,7 @@ func TestGroupDecide(t *testing.T) {
 		{"moderator edits", s, mod.ev(t, KindEditMetadata, now, h, nostr.Tag{"name", "G"}), nil, "restricted: your roles", 0},
 		{"private", s, admin.ev(t, KindEditMetadata, now, h, nostr.Tag{"private"}), nil, "restricted: private groups are not supported yet", 0},
 		{"hidden", s, admin.ev(t, KindEditMetadata, now, h, nostr.Tag{"hidden"}), nil, "restricted: hidden groups are not supported yet", 0},
-		{"parent", s, admin.ev(t, KindEditMetadata, now, h, nostr.Tag{"parent", "x"}), nil, "restricted: subgroups", 0},
+		{"parent unknown", s, admin.ev(t, KindEditMetadata, now, h, nostr.Tag{"parent", "x"}), nil, "invalid: parent group \"x\" does not exist", 0},
 		{"bad kinds", s, admin.ev(t, KindEditMetadata, now, h, nostr.Tag{"supported_kinds", "nine"}), nil, "invalid: supported_kinds", 0},
 		{"moderator deletes", s, mod.ev(t, KindDeleteEvent, now, h, nostr.Tag{"e", target.ID}), nil, "", 0},
 		{"delete history", s, admin.ev(t, KindDeleteEvent, now, h, nostr.Tag{"e", history.ID}), nil, "invalid: group moderation", 0},
@@ -105,7 +106,11 @@ func TestGroupDecide(t *testing.T) {
 		{"moderator invites", s, mod.ev(t, KindCreateInvite, now, h, nostr.Tag{"code", "c"}), nil, "", 0},
 		{"invite without code", s, admin.ev(t, KindCreateInvite, now, h), nil, "invalid: a create-invite", 0},
 		{"admin deletes group", s, admin.ev(t, KindDeleteGroup, now, h), nil, "", 0},
-		{"unsupported 9010", s, admin.ev(t, 9010, now, h), nil, "restricted: moderation kind 9010", 0},
+		{"unsupported 9011", s, admin.ev(t, 9011, now, h), nil, "restricted: moderation kind 9011", 0},
+		{"pin", s, mod.ev(t, KindPins, now, h, nostr.Tag{"e", target.ID}), nil, "", 0},
+		{"pin history", s, admin.ev(t, KindPins, now, h, nostr.Tag{"e", history.ID}), nil, "invalid: group moderation, join/leave and state events cannot be pinned", 0},
+		{"pin outside", s, admin.ev(t, KindPins, now, h, nostr.Tag{"e", topicPost.ID}), nil, "invalid: a pinned event", 0},
+		{"member pins", s, member.ev(t, KindPins, now, h, nostr.Tag{"e", target.ID}), nil, "restricted: your roles", 0},
 		{"join open", s, other.ev(t, KindJoinRequest, now, h), nil, "", 1},
 		{"join as member", s, member.ev(t, KindJoinRequest, now, h), nil, "duplicate: already a member", 0},
 		{"join closed", closed, other.ev(t, KindJoinRequest, now, h), nil, "restricted: pending review: this group is closed", 0},
@@ -286,4 +291,95 @@ func TestGroupSameSecondArrivalWins(t *testing.T) {
 	third := admin.ev(t, KindRemoveUser, now, nostr.Tag{"h", "g"}, nostr.Tag{"p", u.pk})
 	want := third.ID < second.ID
 	require.Equal(t, want, pol.Decide(s, third, Facts{Now: now, Seq: 3}).OK)
+}
+
+// TestGroupForestCommutes: the tree (parents, ordered children) that Project
+// derives from random 9002s with parent and child tags, creations, deletions,
+// equal timestamps and arrivals, is the same whatever order the events are
+// applied in, and whatever order the groups are settled in.
+func TestGroupForestCommutes(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	u := newUser(t)
+	ids := []string{"a", "b", "c", "d", "e", "f"}
+	var evs []Accepted
+	for _, id := range ids {
+		evs = append(evs, Accepted{Event: u.ev(t, KindCreateGroup, now, nostr.Tag{"h", id}), Seq: 0})
+	}
+	for i := 0; i < 200; i++ {
+		id := ids[rng.IntN(len(ids))]
+		at := now + int64(rng.IntN(8))
+		seq := int64(rng.IntN(3))
+		tags := nostr.Tags{{"h", id}}
+		if rng.IntN(20) == 0 && id >= "d" { // a, b and c live
+			evs = append(evs, Accepted{Event: u.ev(t, KindDeleteGroup, at, tags...), Seq: seq})
+			continue
+		}
+		if r := rng.IntN(5); r < 4 {
+			tags = append(tags, nostr.Tag{"parent", ids[r]}) // d may be deleted: a parent deleted
+		}
+		for _, k := range rng.Perm(len(ids))[:rng.IntN(4)] {
+			tags = append(tags, nostr.Tag{"child", ids[k]})
+		}
+		evs = append(evs, Accepted{Event: u.ev(t, KindEditMetadata, at, tags...), Seq: seq})
+	}
+	canon := func(f map[string]*State) string {
+		var b strings.Builder
+		for _, id := range ids {
+			if s := f[id]; s != nil {
+				b.Write(s.Dump())
+			}
+		}
+		return b.String()
+	}
+	projected := Project(evs)
+	want := canon(projected)
+	withKids := 0
+	for _, s := range projected {
+		if len(s.Tree.Children) > 1 {
+			withKids++
+		}
+	}
+	require.Positive(t, withKids, "no group has two children: the test orders nothing")
+	for range 20 {
+		f := Forest{}
+		for _, i := range rng.Perm(len(evs)) {
+			id := evs[i].Event.Tags.GetFirst([]string{"h"}).Value()
+			if f[id] == nil {
+				f[id] = New(id)
+			}
+			f[id].Apply(evs[i].Event, evs[i].Seq)
+		}
+		order := slices.Clone(ids)
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		f.Settle(order, nil)
+		require.Equal(t, want, canon(f))
+	}
+}
+
+// TestGroupLateAndHistory: the late-publication window spares the node's own
+// events and a history import (Policy.History), which also dates the node's
+// moderation events at their cause, not at the ingest time.
+func TestGroupLateAndHistory(t *testing.T) {
+	t.Parallel()
+	node, admin, u := newUser(t), newUser(t), newUser(t)
+	pol := Policy{Node: node.pk, Creators: CreatorsAny, LateWindow: DefaultLateWindow}
+	s := New("g")
+	s.Apply(admin.ev(t, KindCreateGroup, now-86400, nostr.Tag{"h", "g"}), 0)
+	s.Apply(node.ev(t, KindPutUser, now-86400, nostr.Tag{"h", "g"}, nostr.Tag{"p", admin.pk, "admin"}), 0)
+	f := Facts{Now: now, Seq: 1}
+	old := u.ev(t, KindJoinRequest, now-3600, nostr.Tag{"h", "g"})
+	require.Equal(t, ReasonLate(DefaultLateWindow), pol.Decide(s, old, f).Message)
+	edge := u.ev(t, 9, now-int64(DefaultLateWindow.Seconds()), nostr.Tag{"h", "g"})
+	require.True(t, pol.Decide(s, edge, f).OK, "exactly the window is not late")
+	require.True(t, pol.Decide(s, node.ev(t, KindPutUser, now-3600, nostr.Tag{"h", "g"}, nostr.Tag{"p", u.pk}), f).OK, "the node's own")
+	require.True(t, pol.Decide(s, u.ev(t, 9, now, nostr.Tag{"h", "g"}, nostr.Tag{"previous", "0badf00d"}), Facts{Now: now, Seq: 1,
+		Known: func(p string) bool { return p == "0badf00d" }}).OK)
+
+	pol.History = true
+	d := pol.Decide(s, old, f)
+	require.True(t, d.OK, d.Message)
+	require.EqualValues(t, now-3600, d.Emit[0].CreatedAt, "dated at the join request, not now")
+	require.True(t, pol.Decide(s, u.ev(t, 9, now-3600, nostr.Tag{"h", "g"}, nostr.Tag{"previous", "0badf00d"}), f).OK, "references not checked")
+	require.Equal(t, ReasonBadPrevious, pol.Decide(s, u.ev(t, 9, now, nostr.Tag{"h", "g"}, nostr.Tag{"previous", "xyz"}), f).Message, "still well-formed")
 }

@@ -16,8 +16,10 @@ import (
 // `closed` when set, `public` always and `open` unless closed (the older
 // spelling of the defaults, for clients that still look for them; the current
 // text reads their absence the same way), and supported_kinds when the group
-// limits its kinds. 39001 lists each member holding a role this relay gives
-// privileges to, with all their roles. 39002 lists every member.
+// limits its kinds, and the group's place in the tree (State.Tree: NIP-29
+// Subgroups): `parent` unless a root, a `child` per subgroup in order. 39001 lists each member holding a role this relay gives
+// privileges to, with all their roles. 39002 lists every member. 39005 lists
+// the pinned events (the newest 9010's e and a tags, in order).
 func Render(s *State) []*nostr.Event {
 	meta := nostr.Tags{{"d", s.ID}}
 	for _, f := range [][2]string{{"name", s.Meta.Name}, {"picture", s.Meta.Picture}, {"banner", s.Meta.Banner}, {"about", s.Meta.About}} {
@@ -33,6 +35,12 @@ func Render(s *State) []*nostr.Event {
 		meta = append(meta, nostr.Tag{"closed"})
 	} else {
 		meta = append(meta, nostr.Tag{"open"})
+	}
+	if s.Tree.Parent != "" {
+		meta = append(meta, nostr.Tag{"parent", s.Tree.Parent})
+	}
+	for _, c := range s.Tree.Children {
+		meta = append(meta, nostr.Tag{"child", c})
 	}
 	if !s.Meta.AllKinds {
 		kinds := nostr.Tag{"supported_kinds"}
@@ -60,11 +68,12 @@ func Render(s *State) []*nostr.Event {
 		{Kind: KindAdmins, Tags: admins, Content: "admins of this group and their roles"},
 		{Kind: KindMembers, Tags: members, Content: "members of this group"},
 		{Kind: KindRoles, Tags: roles, Content: "roles this relay supports"},
+		{Kind: KindPinned, Tags: append(nostr.Tags{{"d", s.ID}}, s.Pins...)},
 	}
 }
 
 // Changed returns the state events of after that differ from those of
-// before (nil before: a new group, all four), in StateKinds order.
+// before (nil before: a new group, all of them), in StateKinds order.
 func Changed(before, after *State) []*nostr.Event {
 	now := Render(after)
 	if before == nil || before.Created.IsZero() {

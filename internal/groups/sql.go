@@ -27,6 +27,94 @@ type Querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
+// QueueTreeLock queues the tree lock (schema.GroupTreeLock): exclusive for a
+// batch that may change the tree (a 9002 or a 9008), shared for any other
+// batch with a group event. It goes before the group locks.
+func QueueTreeLock(b *pgx.Batch, exclusive bool) {
+	if exclusive {
+		b.Queue("SELECT pg_advisory_xact_lock($1)", schema.GroupTreeLock)
+		return
+	}
+	b.Queue("SELECT pg_advisory_xact_lock_shared($1)", schema.GroupTreeLock)
+}
+
+// QueueAncestors queues the read, into into, of the states of ids and of all
+// their ancestors (parents by meta.parent, up to the roots). Run it holding
+// the tree lock exclusively: nobody changes a parent meanwhile.
+func QueueAncestors(b *pgx.Batch, ids []string, into map[string]*State) {
+	b.Queue(`WITH RECURSIVE up(id, state) AS (
+			SELECT id, state FROM cn_relay.groups WHERE id = ANY($1)
+			UNION
+			SELECT g.id, g.state FROM up JOIN cn_relay.groups g ON g.id = up.state -> 'meta' ->> 'parent')
+		SELECT state FROM up`, ids).Query(scanStates(into, "load group ancestors"))
+}
+
+// QueueChildren queues the read, into into, of the states of every group
+// whose meta.parent is one of ids (index groups_parent, migration 0025); it
+// reports their ids in kids.
+func QueueChildren(b *pgx.Batch, ids []string, into map[string]*State, kids map[string]bool) {
+	b.Queue(`SELECT state FROM cn_relay.groups WHERE state -> 'meta' ->> 'parent' = ANY($1)`, ids).Query(func(rows pgx.Rows) error {
+		seen := map[string]*State{}
+		if err := scanStates(seen, "load subgroups")(rows); err != nil {
+			return err
+		}
+		for id, s := range seen {
+			kids[id] = true
+			if into[id] == nil {
+				into[id] = s
+			}
+		}
+		return nil
+	})
+}
+
+// scanStates reads rows of states into into (a state already there is kept:
+// it may have changed in the batch).
+func scanStates(into map[string]*State, what string) func(pgx.Rows) error {
+	return func(rows pgx.Rows) error {
+		for rows.Next() {
+			var raw []byte
+			if err := rows.Scan(&raw); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+			s, err := Load(raw)
+			if err != nil {
+				return fmt.Errorf("%s: unreadable state: %w", what, err)
+			}
+			if into[s.ID] == nil {
+				into[s.ID] = s
+			}
+		}
+		return rows.Err()
+	}
+}
+
+// QueueKnown queues the lookup of timeline references: for each i, whether
+// an event whose id starts with prefixes[i] is in scope scopes[i]; the found
+// pairs go to found as scope + " " + prefix. It probes the primary key of
+// cn_relay.event_topics (event_id, topic_id) by the id range of the prefix
+// (every lowercase hex id starting with p sorts in [p, p || 'g') in any
+// collation), so it reads about one index entry per reference, whatever the
+// table's size and statistics.
+func QueueKnown(b *pgx.Batch, scopes, prefixes []string, found map[string]bool) {
+	if len(prefixes) == 0 {
+		return
+	}
+	b.Queue(`SELECT u.g, u.p FROM unnest($1::text[], $2::text[]) AS u(g, p)
+		WHERE EXISTS (SELECT 1 FROM cn_relay.event_topics t
+			WHERE t.event_id >= u.p AND t.event_id < u.p || 'g' AND starts_with(t.event_id, u.p) AND t.topic_id = u.g)`,
+		scopes, prefixes).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var g, p string
+			if err := rows.Scan(&g, &p); err != nil {
+				return fmt.Errorf("load timeline references: %w", err)
+			}
+			found[g+" "+p] = true
+		}
+		return rows.Err()
+	})
+}
+
 // QueueLocks queues the group lock of each id, in sorted order.
 func QueueLocks(b *pgx.Batch, ids []string) {
 	for _, id := range slices.Sorted(slices.Values(ids)) {
@@ -101,7 +189,7 @@ func QueueWithhold(b *pgx.Batch, evs []*nostr.Event, at time.Time) {
 }
 
 // ProjectedKinds are the kinds Apply uses: what Stored reads.
-var ProjectedKinds = []int{KindPutUser, KindRemoveUser, KindEditMetadata, KindCreateGroup, KindDeleteGroup, KindCreateInvite, KindJoinRequest}
+var ProjectedKinds = []int{KindPutUser, KindRemoveUser, KindEditMetadata, KindCreateGroup, KindDeleteGroup, KindCreateInvite, KindJoinRequest, KindPins}
 
 // Accepted is a group event the relay accepted, with when it was ingested
 // (unix microseconds: Stamp.Seq).
@@ -111,7 +199,8 @@ type Accepted struct {
 }
 
 // Project folds evs, group events the relay accepted, into the states of
-// their groups (State.Apply; the order of evs does not matter).
+// their groups (State.Apply; the order of evs does not matter), then settles
+// every group's place in the tree (Forest.SettleAll).
 func Project(evs []Accepted) map[string]*State {
 	sorted := slices.Clone(evs)
 	slices.SortFunc(sorted, func(a, b Accepted) int {
@@ -134,6 +223,7 @@ func Project(evs []Accepted) map[string]*State {
 		}
 		s.Apply(ev, a.Seq)
 	}
+	Forest(out).SettleAll()
 	return out
 }
 
@@ -275,12 +365,14 @@ func Diff(a, b map[string]*State) []string {
 }
 
 // Replace writes states over the live ones of their groups in tx, holding
-// each group's lock (taken in sorted order) until tx ends. It does not
+// the tree lock exclusively and each group's lock (taken in sorted order)
+// until tx ends. It does not
 // republish the groups' state events: they change with the group's next
 // accepted event.
 func Replace(ctx context.Context, tx pgx.Tx, states map[string]*State) error {
 	var b pgx.Batch
 	ids := slices.Sorted(maps.Keys(states))
+	QueueTreeLock(&b, true)
 	QueueLocks(&b, ids)
 	list := make([]*State, 0, len(ids))
 	for _, id := range ids {

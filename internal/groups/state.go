@@ -20,17 +20,19 @@ const (
 	KindCreateGroup  = 9007
 	KindDeleteGroup  = 9008
 	KindCreateInvite = 9009
+	KindPins         = 9010
 	KindJoinRequest  = 9021
 	KindLeaveRequest = 9022
 	KindMetadata     = 39000
 	KindAdmins       = 39001
 	KindMembers      = 39002
 	KindRoles        = 39003
+	KindPinned       = 39005
 )
 
 // StateKinds are the kinds of the node-signed state events of a group, in the
 // order Render returns them.
-var StateKinds = []int{KindMetadata, KindAdmins, KindMembers, KindRoles}
+var StateKinds = []int{KindMetadata, KindAdmins, KindMembers, KindRoles, KindPinned}
 
 // IsModerationKind reports whether kind is one of NIP-29's moderation kinds
 // (9000-9020), supported or not.
@@ -125,6 +127,32 @@ type Metadata struct {
 	Kinds []int `json:"kinds,omitempty"`
 	// AllKinds is true when no supported_kinds tag was given (Kinds nil).
 	AllKinds bool `json:"all_kinds"`
+	// Parent is the group this one asks to be a subgroup of (its `parent`
+	// tag), "" for a root. Decide accepted it (the parent existed, the author
+	// was its admin, no cycle); whether it still is the parent is the
+	// State's Tree (a deleted parent makes its children roots).
+	Parent string `json:"parent,omitempty"`
+	// Children is the order of this group's subgroups its `child` tags gave
+	// (every subgroup it had then, Decide checks), nil when it had none.
+	Children []string `json:"children,omitempty"`
+}
+
+// ParentLink is one accepted 9002 of a group: when, and the parent it named
+// ("" for none). State.Parents keeps all of them, so that when a group
+// became the child of its current parent (Adopted) is a function of the set
+// of its 9002s, whatever order they are applied in.
+type ParentLink struct {
+	Stamp  Stamp  `json:"stamp"`
+	Parent string `json:"parent,omitempty"`
+}
+
+// Tree is where a group sits among the groups of this relay, derived from
+// every group's State (Forest.Settle), never set by Apply: its parent (its
+// Meta.Parent while that group exists, else "": a root) and its children in
+// order (see Forest.Children). It is what 39000's parent and child tags say.
+type Tree struct {
+	Parent   string   `json:"parent,omitempty"`
+	Children []string `json:"children,omitempty"`
 }
 
 // Membership is one user's register: the newest 9000 (In, with its roles) or
@@ -160,6 +188,13 @@ type State struct {
 	Requests map[string]Stamp `json:"requests"`
 	// Invites holds each code's newest 9009.
 	Invites map[string]Invite `json:"invites"`
+	// Parents holds every accepted 9002 (stamp and parent named), oldest first.
+	Parents []ParentLink `json:"parents,omitempty"`
+	// Pins is the newest 9010's list, in order: "e" or "a" tags (39005).
+	Pins   []nostr.Tag `json:"pins,omitempty"`
+	PinsAt Stamp       `json:"pins_at"`
+	// Tree is derived from the forest (Forest.Settle).
+	Tree Tree `json:"tree"`
 }
 
 // New returns the state of a group nobody created.
@@ -220,6 +255,10 @@ func (s *State) MemberList() []string {
 func (s *State) Clone() *State {
 	c := *s
 	c.Meta.Kinds = slices.Clone(s.Meta.Kinds)
+	c.Meta.Children = slices.Clone(s.Meta.Children)
+	c.Parents = slices.Clone(s.Parents)
+	c.Tree.Children = slices.Clone(s.Tree.Children)
+	c.Pins = slices.Clone(s.Pins) // tags are never changed in place
 	c.Members = make(map[string]Membership, len(s.Members))
 	for k, m := range s.Members {
 		m.Roles = slices.Clone(m.Roles)
@@ -283,11 +322,13 @@ func (s *State) Apply(ev *nostr.Event, seq int64) bool {
 			return true
 		}
 	case KindEditMetadata:
+		m, _ := ParseMetadata(ev) // accepted events parse
+		changed := s.logParent(ParentLink{Stamp: st, Parent: m.Parent})
 		if st.Newer(s.MetaAt) {
-			m, _ := ParseMetadata(ev) // accepted events parse
 			s.Meta, s.MetaAt = m, st
-			return true
+			changed = true
 		}
+		return changed
 	case KindPutUser, KindRemoveUser:
 		changed := false
 		for _, u := range Users(ev) {
@@ -302,6 +343,11 @@ func (s *State) Apply(ev *nostr.Event, seq int64) bool {
 			changed = true
 		}
 		return changed
+	case KindPins:
+		if st.Newer(s.PinsAt) {
+			s.Pins, s.PinsAt = Pins(ev), st
+			return true
+		}
 	case KindJoinRequest:
 		if st.Newer(s.Requests[ev.PubKey]) {
 			s.Requests[ev.PubKey] = st
@@ -319,6 +365,38 @@ func (s *State) Apply(ev *nostr.Event, seq int64) bool {
 		return changed
 	}
 	return false
+}
+
+// logParent inserts l into s.Parents in stamp order (oldest first), once.
+func (s *State) logParent(l ParentLink) bool {
+	i, found := slices.BinarySearchFunc(s.Parents, l, func(a, b ParentLink) int {
+		switch {
+		case a.Stamp == b.Stamp:
+			return 0
+		case b.Stamp.Newer(a.Stamp):
+			return -1
+		}
+		return 1
+	})
+	if found {
+		return false
+	}
+	s.Parents = slices.Insert(s.Parents, i, l)
+	return true
+}
+
+// Adopted returns the stamp of the 9002 that made s the child of its current
+// parent: the oldest of the newest run of 9002s naming that parent (zero for
+// a root).
+func (s *State) Adopted() Stamp {
+	if s.Meta.Parent == "" || len(s.Parents) == 0 {
+		return Stamp{}
+	}
+	var at Stamp
+	for i := len(s.Parents) - 1; i >= 0 && s.Parents[i].Parent == s.Meta.Parent; i-- {
+		at = s.Parents[i].Stamp
+	}
+	return at
 }
 
 // User is one `p` tag of a 9000 or 9001: a pubkey and, for a 9000, its roles
@@ -354,6 +432,35 @@ func Users(ev *nostr.Event) []User {
 	return out
 }
 
+// MaxPins bounds a group's pinned events (NIP-29: the relay may limit them).
+const MaxPins = 50
+
+// Pins returns the well-formed `e` (an event id) and `a` (an address) tags
+// of a 9010, in order, each once, as ["e", id] or ["a", address].
+func Pins(ev *nostr.Event) []nostr.Tag {
+	var out []nostr.Tag
+	for _, tag := range ev.Tags {
+		if len(tag) < 2 || (tag[0] != "e" || !protocol.IsHex64(tag[1])) && (tag[0] != "a" || !validAddress(tag[1])) {
+			continue
+		}
+		t := nostr.Tag{tag[0], tag[1]}
+		if !slices.ContainsFunc(out, func(o nostr.Tag) bool { return slices.Equal(o, t) }) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// validAddress reports whether a is kind:pubkey:d with an addressable kind.
+func validAddress(a string) bool {
+	parts := strings.SplitN(a, ":", 3)
+	if len(parts) != 3 || !protocol.IsHex64(parts[1]) {
+		return false
+	}
+	k, err := strconv.Atoi(parts[0])
+	return err == nil && k >= 30000 && k < 40000
+}
+
 // MaxCodeBytes bounds an invite code.
 const MaxCodeBytes = 128
 
@@ -375,8 +482,10 @@ func hasTag(ev *nostr.Event, name string) bool {
 }
 
 // ParseMetadata reads a 9002's fields, or says why the relay refuses it: the
-// flags and features this relay does not support (private, hidden, subgroups,
-// livekit), and malformed supported_kinds.
+// flags and features this relay does not support (private, hidden, livekit),
+// malformed supported_kinds, more than one parent, a malformed or repeated
+// parent or child id. (Whether the parent exists and the children are all
+// the group's is Decide's.)
 func ParseMetadata(ev *nostr.Event) (Metadata, string) {
 	m := Metadata{AllKinds: true}
 	for _, tag := range ev.Tags {
@@ -404,8 +513,22 @@ func ParseMetadata(ev *nostr.Event) (Metadata, string) {
 			return Metadata{}, ReasonPrivate
 		case "hidden":
 			return Metadata{}, ReasonHidden
-		case "parent", "child", "closed-children":
-			return Metadata{}, ReasonSubgroups
+		case "parent":
+			if m.Parent != "" {
+				return Metadata{}, ReasonManyParents
+			}
+			if !ValidID(val) {
+				return Metadata{}, ReasonBadParent
+			}
+			m.Parent = val
+		case "child":
+			if !ValidID(val) {
+				return Metadata{}, ReasonBadChild
+			}
+			if slices.Contains(m.Children, val) {
+				return Metadata{}, ReasonDupChild
+			}
+			m.Children = append(m.Children, val)
 		case "livekit":
 			return Metadata{}, ReasonLivekit
 		case "supported_kinds":

@@ -77,7 +77,11 @@ type RelayOptions struct {
 	// seed, an admin, the node); others wait for the group's admins
 	// (groups.Policy.AdmitMinRank). Read through a second gate.Gate.
 	GroupAdmitMinRank int
-	Logger            *slog.Logger
+	// GroupLateWindow and GroupMinPrevious are groups.Policy's LateWindow and
+	// MinPrevious.
+	GroupLateWindow  time.Duration
+	GroupMinPrevious int
+	Logger           *slog.Logger
 }
 
 // Relay runs one relay process: it opens the database pool and wires the outbox
@@ -114,7 +118,7 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	if key := s.NodeKey; key.PubKey != "" {
 		g := store.Groups{Sign: key.Sign, Policy: groups.Policy{Node: key.PubKey, Admins: admins,
 			Creators: cmp.Or(s.GroupCreators, groups.CreatorsMembers), InviteTTL: s.GroupInviteTTL,
-			AdmitMinRank: s.GroupAdmitMinRank}}
+			AdmitMinRank: s.GroupAdmitMinRank, LateWindow: s.GroupLateWindow, MinPrevious: s.GroupMinPrevious}}
 		if s.GroupAdmitMinRank > 0 {
 			joinRanks = &gate.Gate{Pool: pool, MinRank: s.GroupAdmitMinRank, Exempt: append(slices.Clone(s.AdminPubkeys), key.PubKey), Logger: logger}
 			if err := joinRanks.Load(ctx); err != nil {

@@ -38,6 +38,13 @@ type infoDocument struct {
 	TopicPolicy topicPolicy `json:"topic_policy"`
 	// Trust is this node's own field: its NIP-85 provider and spam gate.
 	Trust *trustInfo `json:"trust,omitempty"`
+	// NIP29 is NIP-29's support detection (present when the relay hosts groups).
+	NIP29 *nip29Info `json:"nip29,omitempty"`
+}
+
+// nip29Info is NIP-29's `nip29` object: this relay hosts subgroups.
+type nip29Info struct {
+	Subgroups bool `json:"subgroups"`
 }
 
 // trustInfo names the node's NIP-85 provider (one key per algorithm) and the
@@ -173,7 +180,12 @@ func (r *Relay) info() infoDocument {
 	if pubkey == "" {
 		pubkey = r.cfg.Info.Self
 	}
+	var n29 *nip29Info
+	if r.cfg.Groups {
+		n29 = &nip29Info{Subgroups: true}
+	}
 	return infoDocument{
+		NIP29:          n29,
 		Trust:          ti,
 		Name:           name,
 		Description:    description,

@@ -1,16 +1,19 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
 // Groups is how the store hosts NIP-29 groups (package groups). Without it
@@ -86,10 +89,35 @@ func (p *plan) groupsLoad(ev *nostr.Event, ids, targetIDs, keys map[string]bool)
 		return
 	}
 	p.groupIDs[id] = true
+	p.gx.lock = max(p.gx.lock, treeShared)
 	for _, k := range groups.StateKinds {
 		keys[groups.Address(k, p.groups.Policy.Node, id)] = true
 	}
+	for _, ref := range groups.Previous(ev) {
+		p.gx.prevScopes = append(p.gx.prevScopes, groups.Scope(id))
+		p.gx.prevRefs = append(p.gx.prevRefs, ref)
+	}
 	switch ev.Kind {
+	case groups.KindEditMetadata:
+		p.gx.lock = treeExclusive
+		for _, t := range ev.Tags {
+			if len(t) >= 2 && t[0] == "parent" && groups.ValidID(t[1]) {
+				p.groupIDs[t[1]] = true
+				for _, k := range groups.StateKinds {
+					keys[groups.Address(k, p.groups.Policy.Node, t[1])] = true
+				}
+			}
+		}
+	case groups.KindDeleteGroup:
+		p.gx.lock = treeExclusive
+	case groups.KindPins:
+		for _, pin := range groups.Pins(ev) {
+			if pin[0] == "e" {
+				ids[pin[1]], targetIDs[pin[1]] = true, true
+			} else if k, _, _, ok := keyOfAddress(pin[1]); ok {
+				keys[k] = true
+			}
+		}
 	case groups.KindDeleteEvent:
 		for _, t := range ev.Tags {
 			if len(t) >= 2 && t[0] == "e" && protocol.IsHex64(t[1]) {
@@ -104,6 +132,7 @@ func (p *plan) groupsLoad(ev *nostr.Event, ids, targetIDs, keys map[string]bool)
 // queueGroupsLoad queues the group locks (before any effective-key lock) ...
 func (p *plan) queueGroupLocks(b *pgx.Batch) {
 	if len(p.groupIDs) > 0 {
+		groups.QueueTreeLock(b, p.gx.lock == treeExclusive)
 		groups.QueueLocks(b, setSlice(p.groupIDs))
 	}
 }
@@ -116,6 +145,102 @@ func (p *plan) queueGroupsLoad(b *pgx.Batch) {
 	if len(p.withheldLookup) > 0 {
 		groups.QueueWithheldIDs(b, p.withheldLookup, p.withheldSeen)
 	}
+	p.gx.known = map[string]bool{}
+	groups.QueueKnown(b, p.gx.prevScopes, p.gx.prevRefs, p.gx.known)
+}
+
+// Tree lock modes of a batch (schema.GroupTreeLock).
+const (
+	treeNone = iota
+	treeShared
+	treeExclusive
+)
+
+// groupExtra is what the plan knows of the subgroup tree and of timeline
+// references.
+type groupExtra struct {
+	lock       int             // treeNone, treeShared or treeExclusive
+	prevScopes []string        // timeline references to look up: scope ...
+	prevRefs   []string        // ... and prefix
+	known      map[string]bool // references found: scope + " " + prefix
+	// Under the exclusive tree lock: the groups whose Tree the batch settles
+	// whole (full: the groups it names, their parents), and those whose
+	// parent only (the subgroups of those).
+	full, parentOnly []string
+}
+
+// loadTree, for a batch holding the tree lock exclusively (it has a 9002 or
+// a 9008), reads what its decisions and the tree need besides the groups it
+// names (which load locked and read): their parents' and named parents'
+// ancestors up to the roots (the cycle check), the subgroups of the groups
+// it names and of their parents (the child-tag check, the parents' child
+// lists, the roots a deletion makes); and it locks and reads the state
+// events of those whose 39000 it may re-sign (parents and subgroups). No
+// other batch holds a group's lock meanwhile (schema.GroupTreeLock), so
+// taking more of them now cannot deadlock.
+func (p *plan) loadTree(ctx context.Context, tx outbox.Batcher) error {
+	if p.groups == nil || p.gx.lock != treeExclusive {
+		return nil
+	}
+	full := map[string]bool{}
+	for id := range p.groupIDs {
+		full[id] = true
+		if s := p.gstate[id]; s != nil && s.Meta.Parent != "" {
+			full[s.Meta.Parent] = true
+		}
+	}
+	kids := map[string]bool{}
+	var b pgx.Batch
+	groups.QueueAncestors(&b, setSlice(full), p.gstate)
+	groups.QueueChildren(&b, setSlice(full), p.gstate, kids)
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return fmt.Errorf("load the group tree: %w", err)
+	}
+	more, keys := map[string]bool{}, map[string]bool{}
+	for id := range full {
+		if !p.groupIDs[id] {
+			more[id] = true
+		}
+	}
+	for id := range kids {
+		if !p.groupIDs[id] {
+			more[id] = true
+		}
+	}
+	for id := range more {
+		for _, k := range groups.StateKinds {
+			if addr := groups.Address(k, p.groups.Policy.Node, id); !p.locked[addr] {
+				keys[addr] = true
+			}
+		}
+	}
+	if len(more) > 0 {
+		var b pgx.Batch
+		groups.QueueLocks(&b, setSlice(more))
+		queueLocks(&b, keys)
+		maps.Copy(p.locked, keys)
+		p.queueVersions(&b, keys, nil)
+		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+			return fmt.Errorf("load the group tree's state events: %w", err)
+		}
+	}
+	p.gx.full, p.gx.parentOnly = setSlice(full), setSlice(kids)
+	return nil
+}
+
+// knownRef reports whether an event of group id whose id starts with prefix
+// is stored (loaded) or earlier in the batch.
+func (p *plan) knownRef(id, prefix string) bool {
+	scope := groups.Scope(id)
+	if p.gx.known[scope+" "+prefix] {
+		return true
+	}
+	for eid, st := range p.byID {
+		if st.isNew && strings.HasPrefix(eid, prefix) && slices.Contains(st.topics, scope) {
+			return true
+		}
+	}
+	return false
 }
 
 // noteGroups remembers the loaded states, to tell later which state events changed.
@@ -178,6 +303,20 @@ func (p *plan) decideGroup(ev *nostr.Event) (d *groups.Decision, v protocol.Verd
 			return groups.Target{Kind: st.kind, Scope: st.topics}, true
 		},
 		Admission: p.groups.Admission,
+		Address: func(addr string) (groups.Target, bool) {
+			k, _, _, ok := keyOfAddress(addr)
+			if !ok {
+				return groups.Target{}, false
+			}
+			for _, v := range p.versions[k] {
+				if v.effective && !v.deleted {
+					return groups.Target{Kind: v.kind, Scope: v.topics}, true
+				}
+			}
+			return groups.Target{}, false
+		},
+		Known:  func(prefix string) bool { return p.knownRef(id, prefix) },
+		Forest: groups.Forest(p.gstate),
 	})
 	v = protocol.Verdict{OK: dec.OK, Message: dec.Message}
 	switch {
@@ -224,6 +363,11 @@ func (p *plan) applyGroup(ev *nostr.Event, d *groups.Decision) {
 // signed by the node (see the plan's group part).
 func (p *plan) finishGroups() {
 	now := p.ingestedAt.Unix()
+	if p.gx.lock == treeExclusive {
+		for _, id := range groups.Forest(p.gstate).Settle(p.gx.full, p.gx.parentOnly) {
+			p.groupsTouched[id] = true
+		}
+	}
 	for _, id := range slices.Sorted(maps.Keys(p.groupsTouched)) {
 		before, after := p.gbefore[id], p.gstate[id]
 		var evs []*nostr.Event

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -15,6 +16,7 @@ import (
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/schema"
 )
 
 // TestGroupRebuildEqualsLive drives random group histories through Ingest
@@ -24,15 +26,32 @@ import (
 // visible state events are the rendering of that state.
 func TestGroupRebuildEqualsLive(t *testing.T) {
 	t.Parallel()
-	for seed := uint64(1); seed <= 3; seed++ {
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			t.Parallel()
-			randomGroupHistory(t, seed)
-		})
+	var mu sync.Mutex
+	total := map[string]int{}
+	t.Run("seeds", func(t *testing.T) {
+		for seed := uint64(1); seed <= 4; seed++ {
+			t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+				t.Parallel()
+				tally := randomGroupHistory(t, seed)
+				mu.Lock()
+				defer mu.Unlock()
+				for k, v := range tally {
+					total[k] += v
+				}
+			})
+		}
+	})
+	// The histories made every subgroup move (ids and signatures are random,
+	// so one seed alone may miss one).
+	for _, what := range []string{"parent set", "detached", "reordered", "parent deleted"} {
+		require.Positive(t, total[what], "the histories never %s: %v", what, total)
 	}
 }
 
-func randomGroupHistory(t *testing.T, seed uint64) {
+// randomGroupHistory ingests a random history of groups and checks that
+// Project over the stored events equals the live states and that the visible
+// state events render them; it returns how many subgroup moves it made.
+func randomGroupHistory(t *testing.T, seed uint64) map[string]int {
 	ctx := context.Background()
 	db := pgtest.New(t)
 	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
@@ -46,11 +65,14 @@ func randomGroupHistory(t *testing.T, seed uint64) {
 		pk, _ := nostr.GetPublicKey(sk)
 		sks, pks = append(sks, sk), append(pks, pk)
 	}
-	ids := []string{"alpha", "beta", "gamma"}
+	ids := []string{"alpha", "beta", "gamma", "delta", "eps"}
+	tally := map[string]int{} // subgroup moves the history made
 	base := nostr.Now() - 600
 	var posts []string // group messages stored, for 9005
 	accepted := map[int]int{}
-	for step := 0; step < 120; step++ {
+	for step := 0; step < 240; step++ {
+		live, err := groups.Live(ctx, db.Pool) // what clients read (39000) before they edit
+		require.NoError(t, err)
 		var batch []*nostr.Event
 		for range 1 + rng.IntN(6) {
 			author := rng.IntN(len(sks))
@@ -65,7 +87,7 @@ func randomGroupHistory(t *testing.T, seed uint64) {
 			switch r := rng.IntN(100); {
 			case r < 6:
 				kind = groups.KindCreateGroup
-			case r < 16:
+			case r < 28:
 				kind = groups.KindEditMetadata
 				tags = append(tags, nostr.Tag{"name", fmt.Sprint("name-", rng.IntN(5))})
 				if rng.IntN(2) == 0 {
@@ -74,31 +96,62 @@ func randomGroupHistory(t *testing.T, seed uint64) {
 				if rng.IntN(3) == 0 {
 					tags = append(tags, nostr.Tag{"restricted"})
 				}
-			case r < 30:
+				// Subgroups: a parent half the time (any group, itself
+				// included: cycles are refused), and the group's children
+				// as its 39000 lists them, shuffled (a reorder), mostly.
+				if r := rng.IntN(10); r < 7 {
+					tags = append(tags, nostr.Tag{"parent", ids[r%2]}) // mostly under the first two
+				} else if r == 7 {
+					tags = append(tags, nostr.Tag{"parent", id})
+				}
+				if s := live[id]; s != nil && rng.IntN(6) > 0 {
+					kids := slices.Clone(s.Tree.Children)
+					rng.Shuffle(len(kids), func(i, j int) { kids[i], kids[j] = kids[j], kids[i] })
+					for _, k := range kids {
+						tags = append(tags, nostr.Tag{"child", k})
+					}
+				}
+			case r < 40:
 				kind = groups.KindPutUser
 				tags = append(tags, append(nostr.Tag{"p", p}, [][]string{nil, {"admin"}, {"moderator"}, {"x"}}[rng.IntN(4)]...))
-			case r < 38:
+			case r < 46:
 				kind = groups.KindRemoveUser
 				tags = append(tags, nostr.Tag{"p", p})
-			case r < 55:
+			case r < 60:
 				kind = groups.KindJoinRequest
 				if rng.IntN(2) == 0 {
 					tags = append(tags, nostr.Tag{"code", fmt.Sprint("code-", rng.IntN(3))})
 				}
-			case r < 63:
+			case r < 66:
 				kind = groups.KindLeaveRequest
-			case r < 71:
+			case r < 72:
 				kind = groups.KindCreateInvite
 				tags = append(tags, nostr.Tag{"code", fmt.Sprint("code-", rng.IntN(3))})
-			case r < 76 && len(posts) > 0:
+			case r < 77 && len(posts) > 0:
 				kind = groups.KindDeleteEvent
 				tags = append(tags, nostr.Tag{"e", posts[rng.IntN(len(posts))]})
-			case r < 78 && step > 100:
+			case r < 83 && step > 170:
 				kind = groups.KindDeleteGroup
+			case r < 87 && len(posts) > 0:
+				kind = groups.KindPins
+				for range rng.IntN(4) {
+					tags = append(tags, nostr.Tag{"e", posts[rng.IntN(len(posts))]})
+				}
 			default:
 				kind = 9
 			}
-			if kind == groups.KindCreateGroup || groups.IsModerationKind(kind) && rng.IntN(3) > 0 {
+			if kind == groups.KindDeleteGroup && rng.IntN(2) == 0 {
+				for _, pid := range ids { // a parent, when there is one
+					if s := live[pid]; s != nil && len(s.Tree.Children) > 0 {
+						id, tags = pid, nostr.Tags{{"h", pid}}
+						break
+					}
+				}
+			}
+			if step < len(ids) { // every group exists early, created by the owner
+				kind, id, tags = groups.KindCreateGroup, ids[step], nostr.Tags{{"h", ids[step]}}
+			}
+			if kind == groups.KindCreateGroup || groups.IsModerationKind(kind) && rng.IntN(5) > 0 {
 				author = 0 // the owner, who creates most groups: most moderation is authorised
 			}
 			// created_at: mostly rising, often equal, sometimes late.
@@ -110,11 +163,38 @@ func randomGroupHistory(t *testing.T, seed uint64) {
 			require.NoError(t, ev.Sign(sks[author]))
 			batch = append(batch, ev)
 		}
+		if step == 200 || step == 220 { // the node (master of every group) deletes a parent, if there is one
+			for _, pid := range ids {
+				if s := live[pid]; s != nil && len(s.Tree.Children) > 0 {
+					ev := &nostr.Event{Kind: groups.KindDeleteGroup, CreatedAt: base + nostr.Timestamp(step*2), Tags: nostr.Tags{{"h", pid}}}
+					require.NoError(t, node.Sign(ev))
+					batch = append(batch, ev)
+					break
+				}
+			}
+		}
 		res, err := st.Ingest(ctx, batch)
 		require.NoError(t, err)
+		// After every batch, not only at the end: a difference that a later
+		// event happens to undo counts too.
+		requireProjectEqualsLive(t, db)
 		for i, v := range res {
 			if v.OK {
-				accepted[batch[i].Kind]++
+				ev := batch[i]
+				accepted[ev.Kind]++
+				id, _ := protocol.GroupTag(ev)
+				before := live[id]
+				switch {
+				case ev.Kind == groups.KindEditMetadata && ev.Tags.GetFirst([]string{"parent"}) != nil:
+					tally["parent set"]++
+				case ev.Kind == groups.KindEditMetadata && before != nil && before.Meta.Parent != "":
+					tally["detached"]++
+				case ev.Kind == groups.KindDeleteGroup && before != nil && len(before.Tree.Children) > 0:
+					tally["parent deleted"]++
+				}
+				if ev.Kind == groups.KindEditMetadata && len(ev.Tags.GetAll([]string{"child"})) > 1 {
+					tally["reordered"]++
+				}
 				if batch[i].Kind == 9 {
 					posts = append(posts, batch[i].ID)
 				}
@@ -123,9 +203,10 @@ func randomGroupHistory(t *testing.T, seed uint64) {
 	}
 	// The history did something of every kind.
 	for _, k := range []int{groups.KindCreateGroup, groups.KindEditMetadata, groups.KindPutUser, groups.KindRemoveUser,
-		groups.KindJoinRequest, groups.KindLeaveRequest, groups.KindCreateInvite, groups.KindDeleteEvent, 9} {
+		groups.KindJoinRequest, groups.KindLeaveRequest, groups.KindCreateInvite, groups.KindDeleteEvent, groups.KindPins, 9} {
 		require.Positive(t, accepted[k], "no kind %d accepted: %v", k, accepted)
 	}
+	t.Logf("accepted %v, subgroups %v", accepted, tally)
 
 	live, err := groups.Live(ctx, db.Pool)
 	require.NoError(t, err)
@@ -157,6 +238,21 @@ func randomGroupHistory(t *testing.T, seed uint64) {
 				"group %s state event %d:\nwant %v\ngot  %v", id, i, want.Tags, evs[0].Tags)
 		}
 	}
+	return tally
+}
+
+// requireProjectEqualsLive: Project over the stored events gives the live states.
+func requireProjectEqualsLive(t *testing.T, db *pgtest.DB) {
+	t.Helper()
+	ctx := context.Background()
+	live, err := groups.Live(ctx, db.Pool)
+	require.NoError(t, err)
+	stored, err := groups.Stored(ctx, db.Pool)
+	require.NoError(t, err)
+	rebuilt := groups.Project(stored)
+	for _, id := range groups.Diff(live, rebuilt) {
+		require.Failf(t, "rebuild differs from live", "group %s:\nlive    %s\nrebuilt %s", id, dump(live[id]), dump(rebuilt[id]))
+	}
 }
 
 func dump(s *groups.State) string {
@@ -164,4 +260,138 @@ func dump(s *groups.State) string {
 		return "(none)"
 	}
 	return string(s.Dump())
+}
+
+// TestGroupTreeConcurrent: concurrent batches that move groups under each
+// other (each one alone would be fine, together some would make a cycle),
+// delete them, and post and add members meanwhile, neither deadlock nor
+// fail, never make a cycle, and leave states a rebuild equals
+// (schema.GroupTreeLock).
+func TestGroupTreeConcurrent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
+	require.NoError(t, err)
+	w := outbox.NewWriter(db.Pool, outbox.WriterConfig{})
+	st := New(db.Pool, w, protocol.DefaultTopicRules())
+	require.NoError(t, st.SetGroups(Groups{Sign: node.Sign, Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsAny}}))
+	ids := []string{"g0", "g1", "g2", "g3", "g4", "g5", "g6", "g7"}
+	sign := func(kind int, tags ...nostr.Tag) *nostr.Event {
+		ev := &nostr.Event{Kind: kind, CreatedAt: nostr.Now(), Tags: tags, Content: fmt.Sprint(rand.Int())}
+		require.NoError(t, node.Sign(ev))
+		return ev
+	}
+	for _, id := range ids {
+		res, err := st.Ingest(ctx, []*nostr.Event{sign(groups.KindCreateGroup, nostr.Tag{"h", id})})
+		require.NoError(t, err)
+		require.True(t, res[0].OK, res[0].Message)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	moved := 0
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for range 25 {
+				live, err := groups.Live(ctx, db.Pool)
+				if !assert(t, err == nil, "live: %v", err) {
+					return
+				}
+				id, parent := ids[rng.IntN(len(ids))], ids[rng.IntN(len(ids))]
+				tags := nostr.Tags{{"h", id}, {"parent", parent}}
+				for _, k := range live[id].Tree.Children {
+					tags = append(tags, nostr.Tag{"child", k})
+				}
+				batch := []*nostr.Event{sign(groups.KindEditMetadata, tags...),
+					sign(9, nostr.Tag{"h", ids[rng.IntN(len(ids))]}),
+					sign(groups.KindPutUser, nostr.Tag{"h", ids[rng.IntN(len(ids))]}, nostr.Tag{"p", node.PubKey})}
+				if rng.IntN(40) == 0 {
+					batch = append(batch, sign(groups.KindDeleteGroup, nostr.Tag{"h", ids[rng.IntN(len(ids))]}))
+				}
+				res, err := st.ingestOnce(ctx, batch) // not Ingest: it would retry a deadlock
+				if !assert(t, err == nil, "ingest: %v", err) {
+					return
+				}
+				if res[0].OK {
+					mu.Lock()
+					moved++
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.Positive(t, moved)
+	live, err := groups.Live(ctx, db.Pool)
+	require.NoError(t, err)
+	f := groups.Forest(live)
+	for id := range live {
+		seen := map[string]bool{}
+		for p := id; p != ""; p = f.Parent(p) {
+			require.False(t, seen[p], "cycle through %s", id)
+			seen[p] = true
+		}
+	}
+	requireProjectEqualsLive(t, db)
+	t.Logf("%d moves accepted", moved)
+}
+
+// assert reports a failure from a goroutine (no FailNow there) and returns ok.
+func assert(t *testing.T, ok bool, format string, args ...any) bool {
+	t.Helper()
+	if !ok {
+		t.Errorf(format, args...)
+	}
+	return ok
+}
+
+// TestGroupMigrationParents: migration 0025 gives the states of groups made
+// before it (no 9002 log) the log a rebuild computes.
+func TestGroupMigrationParents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
+	require.NoError(t, err)
+	st := New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	require.NoError(t, st.SetGroups(Groups{Sign: node.Sign, Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsAny}}))
+	at := nostr.Now()
+	for i, tags := range []nostr.Tags{{{"h", "a"}}, {{"h", "b"}}, {{"h", "a"}, {"name", "A"}}, {{"h", "a"}, {"name", "A2"}}, {{"h", "b"}, {"name", "B"}}} {
+		kind := groups.KindEditMetadata
+		if len(tags) == 1 {
+			kind = groups.KindCreateGroup
+		}
+		evs := []*nostr.Event{{Kind: kind, CreatedAt: at, Tags: tags, Content: fmt.Sprint(i)}}
+		require.NoError(t, node.Sign(evs[0]))
+		if i == 3 { // two in one batch at one second: the tie of ids
+			evs = append(evs, &nostr.Event{Kind: kind, CreatedAt: at, Tags: nostr.Tags{{"h", "a"}, {"name", "A3"}}})
+			require.NoError(t, node.Sign(evs[1]))
+		}
+		_, err := st.Ingest(ctx, evs)
+		require.NoError(t, err)
+	}
+	_, err = db.Pool.Exec(ctx, `UPDATE cn_relay.groups SET state = state - 'parents'`) // as before 0025
+	require.NoError(t, err)
+	migrations, err := schema.Migrations()
+	require.NoError(t, err)
+	var sql string
+	for _, m := range migrations {
+		if m.Version == 25 {
+			sql = m.SQL
+		}
+	}
+	require.NotEmpty(t, sql)
+	_, err = db.Pool.Exec(ctx, `DROP INDEX cn_relay.groups_parent`)
+	require.NoError(t, err)
+	_, err = db.Pool.Exec(ctx, sql)
+	require.NoError(t, err)
+	live, err := groups.Live(ctx, db.Pool)
+	require.NoError(t, err)
+	// A, A2, and A3 if its id is the lower of the two in its batch (else it
+	// was refused as stale).
+	require.GreaterOrEqual(t, len(live["a"].Parents), 2)
+	requireProjectEqualsLive(t, db)
 }

@@ -55,6 +55,7 @@ type plan struct {
 	gbefore        map[string]*groups.State // group id -> its state as loaded
 	withheldLookup []string                 // ids to look up among the withheld
 	withheldSeen   map[string]bool          // ids withheld already, or by this batch
+	gx             groupExtra               // the tree and timeline references (groups.go)
 
 	// Decided.
 	results          []protocol.Verdict // one per event of evs

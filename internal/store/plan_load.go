@@ -142,6 +142,9 @@ func (p *plan) load(ctx context.Context, tx outbox.Batcher) error {
 			return fmt.Errorf("load more versions: %w", err)
 		}
 	}
+	if err := p.loadTree(ctx, tx); err != nil {
+		return err
+	}
 	p.noteWinners()
 	p.noteGroups()
 	return nil
