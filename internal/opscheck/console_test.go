@@ -22,6 +22,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/gorilla/websocket"
+	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip19"
 	"github.com/stretchr/testify/require"
@@ -33,6 +34,7 @@ import (
 type devNode struct {
 	relay   string // ws://host:port
 	console string // http://host:port/console/
+	db      string // DATABASE_URL, as printed
 }
 
 // startDev builds cnctl and runs `cnctl dev` with admins as --admin-pubkeys;
@@ -81,6 +83,9 @@ func startDev(t *testing.T, admins ...string) devNode {
 		select {
 		case line, ok := <-lines:
 			require.True(t, ok, "cnctl dev exited before it was up")
+			if rest, found := strings.CutPrefix(line, "DATABASE_URL="); found {
+				n.db = rest
+			}
 			if rest, found := strings.CutPrefix(line, "console: "); found {
 				n.console = strings.Fields(rest)[0]
 			}
@@ -479,15 +484,37 @@ func TestConsoleInBrowser(t *testing.T) {
 	require.True(t, exists(fmt.Sprintf(`tr[data-community=%q]`, author.pk)), "the author is a community member")
 	check("members")
 
-	// Backlog: the consumers, live, and a reset preview that states what it replays.
+	// Backlog: the consumers, live, and a replay whose confirmation states
+	// what it replays.
 	open("backlog")
 	waitFor("the consumers", func() bool { return exists(`#consumer-index-v1`) })
-	fill(`form[data-form="plan"] select[name="consumer"]`, "index-v1")
-	fill(`form[data-form="plan"] input[name="seq"]`, "0")
-	click(`form[data-form="plan"] button[type="submit"]`)
-	waitFor("the reset plan", func() bool { return strings.HasPrefix(text("#reset-text"), "Reset index-v1 from seq ") })
-	require.Regexp(t, `will be applied again|nothing changes`, text("#reset-text"))
-	check("backlog")
+	replay := func(want string) string {
+		t.Helper()
+		var got string
+		waitFor("a replay's result", func() bool { // a preview goes stale when the consumer moves on: preview again
+			fill(`form[data-form="plan"] select[name="consumer"]`, "index-v1")
+			fill(`form[data-form="plan"] input[name="seq"]`, "1")
+			click(`form[data-form="plan"] button[type="submit"]`)
+			waitFor("the preview", func() bool { return exists("#reset-confirm") })
+			require.Regexp(t, `^Reset index-v1 from seq \d+ to seq 1: \d+ retained row\(s\), seq 2 to \d+, will be applied again\.( \S+ runs the consumer now: it takes the new offset at its next commit\.)?$`, text("#reset-text"))
+			if want == "" {
+				check("backlog")
+			}
+			click("#reset-confirm")
+			got = result("Replay index-v1")
+			return !strings.Contains(got, "preview again")
+		})
+		return got
+	}
+	require.Regexp(t, `^Replay index-v1: index-v1 moved back from seq \d+ to seq 1: \d+ row\(s\) will be applied again$`, replay(""))
+	db, err := pgx.Connect(context.Background(), n.db)
+	require.NoError(t, err)
+	defer db.Close(context.Background())
+	resets := func() (n int) {
+		require.NoError(t, db.QueryRow(context.Background(), "SELECT count(*) FROM cn_relay.consumer_offset_resets WHERE consumer = 'index-v1' AND requested_by = $1", "nip86:"+admin.pk).Scan(&n))
+		return n
+	}
+	require.Equal(t, 1, resets(), "the relay recorded the admin's replay")
 	require.Equal(t, loads, reloads(), "no page reloaded itself after an action")
 
 	// A key that is no admin: refused on every action, and nothing changes on the relay.
@@ -531,6 +558,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	require.Contains(t, result("banpubkey"), "failed: forbidden:")
 	ok, reason, _ = c.publish(author.sk, nostr.Event{Kind: 1, Tags: nostr.Tags{{"t", "ops"}}, Content: "still here"})
 	require.True(t, ok, "the author is not banned: %s", reason)
+
+	open("backlog")
+	waitFor("the consumers", func() bool { return exists(`#consumer-index-v1`) })
+	require.Contains(t, replay("refused"), "failed: forbidden:")
+	require.Equal(t, 1, resets(), "no replay by the outsider")
 
 	require.Equal(t, []string{"backlog", "groups", "members", "policy", "reports"}, slices.Sorted(maps.Keys(checked)), "every page was checked")
 }

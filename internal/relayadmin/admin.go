@@ -51,6 +51,7 @@ var Methods = []string{
 	"changerelayname", "changerelaydescription", "changerelayicon",
 	"allowkind", "disallowkind", "listallowedkinds", "listdisallowedkinds",
 	"blockip", "unblockip", "listblockedips",
+	ReplayMethod, // not in NIP-86: replay.go
 }
 
 // Do runs one method with its NIP-86 parameters and returns its NIP-86 result.
@@ -66,6 +67,8 @@ func (a *Admin) Do(ctx context.Context, actor Actor, method string, params []jso
 	switch method {
 	case "supportedmethods":
 		return Methods, nil
+	case ReplayMethod:
+		return a.replay(ctx, actor, params)
 	case "listbannedpubkeys", "listallowedpubkeys":
 		return a.list(ctx, "SELECT pubkey, reason FROM cn_admin.pubkeys WHERE status = $1 ORDER BY pubkey", "pubkey",
 			strings.TrimSuffix(strings.TrimPrefix(method, "list"), "pubkeys"))
@@ -401,6 +404,8 @@ func checkArity(method string, n int) error {
 		lo, hi = 1, 2 // the subject, and an optional reason
 	case "allowkind", "disallowkind", "changerelayname", "changerelaydescription", "changerelayicon":
 		lo, hi = 1, 1
+	case ReplayMethod:
+		lo, hi = 3, 3
 	}
 	if n >= lo && n <= hi {
 		return nil

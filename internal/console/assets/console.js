@@ -565,11 +565,23 @@
       const what = plan.Replay > 0 ? `${plan.Replay} retained row(s), seq ${plan.To + 1} to ${plan.From}, will be applied again`
         : plan.Skip > 0 ? `${plan.Skip} row(s), seq ${plan.From + 1} to ${plan.To}, will never be applied` : "nothing changes: the offset is already there";
       const text = `Reset ${plan.Consumer} from seq ${plan.From} to seq ${plan.To}: ${what}.` + (plan.Clamped ? ` The outbox is pruned through seq ${plan.Horizon}, so the reset starts there, not at ${plan.Requested}.` : "")
-        + (plan.Owner ? ` ${plan.Owner} holds the consumer now: stop it first, or force the reset with cnctl.` : "");
+        + (plan.Owner ? ` ${plan.Owner} runs the consumer now: it takes the new offset at its next commit.` : "");
+      const cmd = `cnctl reset-offset --consumer ${plan.Consumer} --seq ${plan.To}`;
+      const replay = plan.Replay > 0 && !plan.Clamped;
       $("reset-plan").outerHTML = `<div id="reset-plan" data-persist class="confirm" role="alert"><p id="reset-text">${esc(text)}</p>
-        <p>To apply it, run on the node: <code class="mono">cnctl reset-offset --consumer ${esc(plan.Consumer)} --seq ${esc(plan.To)}</code></p>
-        <p class="muted">The console does not move offsets itself: reset-offset is an operator's action on the database, not a NIP-86 method, so it stays with cnctl.</p></div>`;
+        ${replay ? `<div class="actions"><button type="button" class="danger" id="reset-confirm" data-act="replay" data-consumer="${esc(plan.Consumer)}" data-to="${esc(plan.To)}" data-from="${esc(plan.From)}">Replay these ${esc(plan.Replay)} row(s)</button></div>
+          <p class="muted">Signed with your key (NIP-86 <code>replayconsumer</code>); the relay refuses it if the offset moved since this preview.</p>`
+          : `<p>The console only replays. To apply this, run on the node: <code class="mono">${esc(cmd)}</code></p>`}</div>`;
       say("Preview: " + text, true);
+    },
+    async click(b) {
+      if (b.dataset.act !== "replay") return;
+      const c = b.dataset.consumer, to = Number(b.dataset.to), from = Number(b.dataset.from);
+      const ok = await act("Replay " + c, async () => {
+        const r = await nip86("replayconsumer", [c, to, from]);
+        return `${r.consumer} moved back from seq ${r.from} to seq ${r.to}: ${r.replayed} row(s) will be applied again`;
+      });
+      if (ok) $("reset-plan").innerHTML = "";
     },
   };
   function renderConsumers(s) {
