@@ -306,11 +306,11 @@
           <h4>Members (${g.members.length})</h4>
           <table><thead><tr><th scope="col">member</th><th scope="col">roles</th><th scope="col" class="num">trust rank</th><th scope="col">since</th><th scope="col">actions</th></tr></thead><tbody>
             ${g.members.map((m) => `<tr data-member="${esc(m.pubkey)}"><td>${who(m.pubkey)}</td><td>${esc((m.roles || []).join(", ")) || '<span class="muted">member</span>'}</td>
-              <td class="num">${rank(m.rank)}</td><td>${when(m.at)}</td><td class="actions">
+              <td class="num">${rank(m.rank)}</td><td>${when(m.at)}</td><td><div class="actions">
               <button type="button" class="secondary" data-act="role" data-role="admin" data-group="${esc(g.id)}" data-pubkey="${esc(m.pubkey)}">Make admin</button>
               <button type="button" class="secondary" data-act="role" data-role="moderator" data-group="${esc(g.id)}" data-pubkey="${esc(m.pubkey)}">Make moderator</button>
               <button type="button" class="secondary" data-act="role" data-role="" data-group="${esc(g.id)}" data-pubkey="${esc(m.pubkey)}">No role</button>
-              <button type="button" class="danger" data-act="remove" data-group="${esc(g.id)}" data-pubkey="${esc(m.pubkey)}">Remove</button></td></tr>`).join("")}
+              <button type="button" class="danger" data-act="remove" data-group="${esc(g.id)}" data-pubkey="${esc(m.pubkey)}">Remove</button></div></td></tr>`).join("")}
           </tbody></table>
           <form data-form="add" data-group="${esc(g.id)}">
             <label>Add a member (npub or hex)<input name="pubkey" ${k(g, "add")} required></label>
@@ -394,8 +394,8 @@
             <h3>Pending admissions (${pending.length})</h3>
             ${pending.length ? `<table><thead><tr><th scope="col">who</th><th scope="col">asked</th><th scope="col" class="num">trust rank</th><th scope="col">actions</th></tr></thead><tbody>
             ${pending.map((p) => `<tr data-nip43-pending="${esc(p.pubkey)}"><td>${who(p.pubkey)}</td><td>${when(p.requested_at)}</td><td class="num">${rank(p.rank)}</td>
-              <td class="actions"><button type="button" data-act="admitmember" data-pubkey="${esc(p.pubkey)}">Admit</button>
-              <button type="button" class="danger" data-act="denymember" data-pubkey="${esc(p.pubkey)}">Deny</button></td></tr>`).join("")}</tbody></table>` : '<p class="muted">None.</p>'}
+              <td><div class="actions"><button type="button" data-act="admitmember" data-pubkey="${esc(p.pubkey)}">Admit</button>
+              <button type="button" class="danger" data-act="denymember" data-pubkey="${esc(p.pubkey)}">Deny</button></div></td></tr>`).join("")}</tbody></table>` : '<p class="muted">None.</p>'}
             <h3>Invites (${invites.length})</h3>
             <table><thead><tr><th scope="col">id</th><th scope="col">state</th><th scope="col">issued</th><th scope="col">expires</th><th scope="col">used by</th><th scope="col">action</th></tr></thead><tbody>
             ${invites.map((i) => `<tr><td class="mono">${esc(i.id)}</td><td>${esc(i.state)}</td><td>${when(i.issued_at)}</td><td>${when(i.expires_at)}</td><td>${i.used_by ? who(i.used_by) : "–"}</td>
@@ -415,9 +415,9 @@
         <table><thead><tr><th scope="col">member</th><th scope="col">since</th><th scope="col" class="num">trust rank</th><th scope="col">status</th><th scope="col">actions</th></tr></thead><tbody>
         ${members.map((m) => `<tr data-community="${esc(m.pubkey)}"><td>${who(m.pubkey)}</td><td>${when(m.at)}</td><td class="num">${rank(m.rank)}</td>
           <td>${m.status ? `<span class="pill ${m.status === "banned" ? "bad" : "ok"}">${esc(m.status)}</span>` : ""}</td>
-          <td class="actions">${m.status === "banned" ? `<button type="button" class="secondary" data-act="nip86" data-method="unbanpubkey" data-arg="${esc(m.pubkey)}">Unban</button>`
+          <td><div class="actions">${m.status === "banned" ? `<button type="button" class="secondary" data-act="nip86" data-method="unbanpubkey" data-arg="${esc(m.pubkey)}">Unban</button>`
             : `<button type="button" class="danger" data-act="nip86" data-method="banpubkey" data-arg="${esc(m.pubkey)}">Ban</button>`}
-          ${m.status === "allowed" ? "" : `<button type="button" class="secondary" data-act="nip86" data-method="allowpubkey" data-arg="${esc(m.pubkey)}">Allow</button>`}</td></tr>`).join("")}
+          ${m.status === "allowed" ? "" : `<button type="button" class="secondary" data-act="nip86" data-method="allowpubkey" data-arg="${esc(m.pubkey)}">Allow</button>`}</div></td></tr>`).join("")}
         </tbody></table></section>`);
     },
     async submit(form, data) {
