@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip19"
+	"github.com/nbd-wtf/go-nostr/nip46"
 	"github.com/stretchr/testify/require"
 )
 
@@ -197,6 +198,42 @@ func (c *client) groupMembers(group string) []string {
 		}
 	}
 	return out
+}
+
+// bunker runs a NIP-46 remote signer for k (go-nostr's StaticKeySigner) on
+// the relay at url until the test ends, and returns its bunker:// URL.
+func bunker(t *testing.T, url string, k key) string {
+	t.Helper()
+	signer := nip46.NewStaticKeySigner(k.sk)
+	c := dial(t, url)
+	require.NoError(t, c.ws.WriteJSON([]any{"REQ", "bunker", nostr.Filter{Kinds: []int{nostr.KindNostrConnect}, Tags: nostr.TagMap{"p": {k.pk}}}}))
+	var mu sync.Mutex // gorilla/websocket: one writer at a time
+	go func() {
+		for {
+			_ = c.ws.SetReadDeadline(time.Time{})
+			var msg []json.RawMessage
+			if err := c.ws.ReadJSON(&msg); err != nil {
+				return // the test ended
+			}
+			var typ string
+			if json.Unmarshal(msg[0], &typ) != nil || typ != "EVENT" || len(msg) < 3 {
+				continue
+			}
+			var ev nostr.Event
+			if json.Unmarshal(msg[2], &ev) != nil {
+				continue
+			}
+			_, _, resp, err := signer.HandleRequest(&ev)
+			if err != nil {
+				t.Logf("bunker: %v", err)
+				continue
+			}
+			mu.Lock()
+			_ = c.ws.WriteJSON([]any{"EVENT", resp})
+			mu.Unlock()
+		}
+	}()
+	return "bunker://" + k.pk + "?relay=" + url + "&secret=ops"
 }
 
 type key struct{ sk, pk string }
@@ -466,6 +503,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	click(`form[data-method="banpubkey"] button[type="submit"]`)
 	require.Contains(t, result("banpubkey"), "done")
 	require.Empty(t, c.query(nostr.Filter{Authors: []string{spammer.pk}}), "the banned key's events are hidden")
+	waitFor("the ban form emptied", func() bool {
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('form[data-method="banpubkey"] input[name="arg"]').value`))
+		require.NoError(t, err)
+		return v == ""
+	})
 	waitFor("the banned key listed", func() bool { return exists(fmt.Sprintf(`tr[data-listed=%q]`, spammer.pk)) })
 	require.Eventually(t, func() bool { // every relay process applies the new state within a second
 		ok, _, _ := c.publish(spammer.sk, nostr.Event{Kind: 1, Tags: nostr.Tags{{"t", "ops"}}, Content: "again"})
@@ -516,6 +558,30 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	require.Equal(t, 1, resets(), "the relay recorded the admin's replay")
 	require.Equal(t, loads, reloads(), "no page reloaded itself after an action")
+
+	// Signing in with a NIP-46 bunker that holds the admin's key works as the
+	// extension does: the admin bans a key.
+	open("policy")
+	click("#signout")
+	signedIn = ""
+	waitFor("signed out", func() bool { return strings.HasPrefix(text("#who"), "Not signed in") })
+	fill("#bunker-url", bunker(t, n.relay, admin))
+	click("#signin-nip46")
+	waitFor("signed in through the bunker", func() bool {
+		who := text("#who")
+		return strings.Contains(who, "(NIP-46)") && strings.Contains(who, "relay admin") && !strings.Contains(who, "group roles only")
+	})
+	signedIn = "(NIP-46)"
+	troll := newKey(t)
+	fill(`form[data-method="banpubkey"] input[name="arg"]`, troll.pk)
+	click(`form[data-method="banpubkey"] button[type="submit"]`)
+	require.Contains(t, result("banpubkey"), "done")
+	require.Eventually(t, func() bool {
+		ok, _, _ := c.publish(troll.sk, nostr.Event{Kind: 1, Tags: nostr.Tags{{"t", "ops"}}, Content: "hi"})
+		return !ok
+	}, 10*time.Second, 200*time.Millisecond, "the key the bunker's admin banned can no longer publish")
+	click("#signout")
+	signedIn = ""
 
 	// A key that is no admin: refused on every action, and nothing changes on the relay.
 	open("groups")

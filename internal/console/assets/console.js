@@ -94,48 +94,118 @@
   const who = (hex) => `<span class="mono" title="${esc(hex)}">${esc(npub(hex).slice(0, 16))}…${esc(npub(hex).slice(-6))}</span>`;
   const rank = (r) => (r === undefined || r === null ? '<span class="muted">unranked</span>' : esc(r));
 
-  // ---- sign-in (NIP-07)
-  let signer = null; // {pubkey, admin: true | false | null}
+  // ---- sign-in: NIP-07 (window.nostr) or a NIP-46 bunker
+  let signer = null; // {pubkey, via: "NIP-07" | "NIP-46", admin: true | false | null, sign(ev)}
   async function signIn() {
     if (!window.nostr) {
-      say("Sign-in: no NIP-07 extension found (window.nostr). Install one (for example nos2x or Alby); the lists stay readable without it.", false);
+      say("Sign-in: no NIP-07 extension found (window.nostr). Install one (for example nos2x or Alby), or use a bunker; the lists stay readable without either.", false);
       return;
     }
     try {
-      const pk = await window.nostr.getPublicKey();
-      signer = { pubkey: parsePubkey(pk), admin: null };
-      sessionStorage.setItem("cn-console-pubkey", signer.pubkey);
+      const pk = parsePubkey(await window.nostr.getPublicKey());
+      signer = { pubkey: pk, via: "NIP-07", admin: null, sign: (ev) => window.nostr.signEvent(ev) };
+      sessionStorage.setItem("cn-console-signin", JSON.stringify({ via: "NIP-07" }));
       renderWho();
       await checkAdmin();
     } catch (e) {
       say("Sign-in failed: " + e.message, false);
     }
   }
+
+  // A NIP-46 remote signer: the page holds a key of its own (kept for this
+  // browser tab's session) and asks the bunker, over its relay with kind 24133
+  // messages encrypted with NIP-44 (NIP-04 answers are read too), to sign.
+  function loadTools() {
+    if (window.NostrTools) return Promise.resolve(window.NostrTools);
+    return new Promise((resolve, reject) => {
+      const s = document.createElement("script");
+      s.src = "assets/vendor/nostr-tools/nostr.bundle.js";
+      s.onload = () => resolve(window.NostrTools);
+      s.onerror = () => reject(new Error("could not load the NIP-46 library"));
+      document.head.append(s);
+    });
+  }
+  async function bunkerSignIn(url, localHex) {
+    const NT = await loadTools();
+    const m = /^bunker:\/\/([0-9a-f]{64})\?(.*)$/i.exec(String(url).trim());
+    if (!m) throw new Error("a bunker URL looks like bunker://<64 hex>?relay=wss://…&secret=…");
+    const remote = m[1].toLowerCase(), params = new URLSearchParams(m[2]);
+    const relays = params.getAll("relay");
+    if (!relays.length) throw new Error("the bunker URL names no relay");
+    const sk = localHex ? hexToBytes(localHex) : NT.generateSecretKey();
+    const me = NT.getPublicKey(sk);
+    const ck = NT.nip44.getConversationKey(sk, remote);
+    const waiting = new Map();
+    const ws = new WebSocket(relays[0]);
+    await new Promise((resolve, reject) => {
+      ws.onopen = resolve;
+      ws.onerror = () => reject(new Error("the bunker's relay " + relays[0] + " could not be reached"));
+    });
+    ws.onmessage = async (msg) => {
+      const [type, , ev] = JSON.parse(msg.data);
+      if (type !== "EVENT" || ev.pubkey !== remote) return;
+      let plain;
+      try { plain = NT.nip44.decrypt(ev.content, ck); } catch { plain = await NT.nip04.decrypt(sk, remote, ev.content); }
+      const r = JSON.parse(plain);
+      if (waiting.has(r.id)) { waiting.get(r.id)(r); waiting.delete(r.id); }
+    };
+    ws.send(JSON.stringify(["REQ", "nip46", { kinds: [24133], "#p": [me], since: now() - 10 }]));
+    const rpc = (method, params) => new Promise((resolve, reject) => {
+      const id = bytesToHex(crypto.getRandomValues(new Uint8Array(8)));
+      const timer = setTimeout(() => { waiting.delete(id); reject(new Error("the bunker did not answer " + method + " within 30 s")); }, 30000);
+      waiting.set(id, (r) => {
+        clearTimeout(timer);
+        if (r.error) reject(new Error("the bunker refused " + method + ": " + r.error)); else resolve(r.result);
+      });
+      const ev = NT.finalizeEvent({ kind: 24133, created_at: now(), tags: [["p", remote]],
+        content: NT.nip44.encrypt(JSON.stringify({ id, method, params }), ck) }, sk);
+      ws.send(JSON.stringify(["EVENT", ev]));
+    });
+    await rpc("connect", [remote, params.get("secret") || ""]);
+    const pk = parsePubkey(await rpc("get_public_key", []));
+    sessionStorage.setItem("cn-console-signin", JSON.stringify({ via: "NIP-46", url, local: bytesToHex(sk) }));
+    signer = { pubkey: pk, via: "NIP-46", admin: null, sign: async (ev) => JSON.parse(await rpc("sign_event", [JSON.stringify(ev)])), close: () => ws.close() };
+    renderWho();
+    await checkAdmin();
+  }
+  $("signin-nip46-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    say("Connecting to the bunker…");
+    bunkerSignIn($("bunker-url").value).catch((err) => say("Sign-in with the bunker failed: " + err.message, false));
+  });
   async function checkAdmin() {
     try {
       await nip86("supportedmethods", []);
       signer.admin = true;
-      say("Signed in as " + npub(signer.pubkey) + ": an admin of this relay.", true);
+      say("Signed in as " + npub(signer.pubkey) + " (" + signer.via + "): an admin of this relay.", true);
     } catch (e) {
       signer.admin = false;
-      say("Signed in as " + npub(signer.pubkey) + ": not an admin of this relay (" + e.message + "). Group roles still apply to group actions.", e.status === 403 ? undefined : false);
+      say("Signed in as " + npub(signer.pubkey) + " (" + signer.via + "): not an admin of this relay (" + e.message + "). Group roles still apply to group actions.", e.status === 403 ? undefined : false);
     }
     renderWho();
     reloadSoon(0);
   }
   function renderWho() {
     $("who").innerHTML = signer
-      ? "Signed in as " + who(signer.pubkey) + (signer.admin === true ? ' <span class="pill ok">relay admin</span>' : signer.admin === false ? ' <span class="pill warn">not a relay admin: group roles only</span>' : "")
+      ? "Signed in (" + signer.via + ") as " + who(signer.pubkey) + (signer.admin === true ? ' <span class="pill ok">relay admin</span>' : signer.admin === false ? ' <span class="pill warn">not a relay admin: group roles only</span>' : "")
       : "Not signed in: read-only view.";
     $("signin-nip07").hidden = !!signer;
+    $("signin-nip46-form").hidden = !!signer;
     $("signout").hidden = !signer;
   }
   $("signin-nip07").addEventListener("click", signIn);
-  $("signout").addEventListener("click", () => { signer = null; sessionStorage.removeItem("cn-console-pubkey"); renderWho(); say("Signed out.", true); reloadSoon(0); });
+  $("signout").addEventListener("click", () => {
+    if (signer && signer.close) signer.close();
+    signer = null;
+    sessionStorage.removeItem("cn-console-signin");
+    renderWho();
+    say("Signed out.", true);
+    reloadSoon(0);
+  });
   async function sign(ev) {
-    if (!signer) throw new Error("sign in first (NIP-07)");
-    const signed = await window.nostr.signEvent(ev);
-    if (!signed || signed.pubkey !== signer.pubkey) throw new Error("the extension signed with another key; sign in again");
+    if (!signer) throw new Error("sign in first (NIP-07 or NIP-46)");
+    const signed = await signer.sign(ev);
+    if (!signed || signed.pubkey !== signer.pubkey) throw new Error("the signer signed with another key; sign in again");
     return signed;
   }
 
@@ -262,6 +332,15 @@
       if (el) el.focus();
     }
   }
+  // resetForm empties a form after its action succeeded: the form in the page
+  // now, which a re-render may have replaced while the action ran.
+  function resetForm(form) {
+    for (const el of form.elements) {
+      if (!el.dataset.keep) continue;
+      const now = $("page").querySelector(`[data-keep="${CSS.escape(el.dataset.keep)}"]`) || el;
+      if (now.type === "checkbox") now.checked = false; else if (now.tagName !== "SELECT") now.value = "";
+    }
+  }
   const signedNote = () => (signer ? "" : '<p class="muted">Sign in to act; the lists below are read-only.</p>');
 
   // ---- groups page
@@ -336,7 +415,7 @@
           return act("Create group " + data.id, async () => {
             await groupEvent(9007, data.id, []);
             await groupEvent(9002, data.id, metaTags(data));
-            form.reset();
+            resetForm(form);
             return "created (9007) with its metadata (9002); you are its admin";
           });
         case "meta":
@@ -345,11 +424,11 @@
           return act("Add member to " + g, async () => {
             const pk = parsePubkey(data.pubkey);
             await groupEvent(9000, g, [["p", pk, ...(data.role ? [data.role] : [])]]);
-            form.reset();
+            resetForm(form);
             return npub(pk) + " added" + (data.role ? " as " + data.role : "") + " (9000)";
           });
         case "delete-event":
-          return act("Delete event from " + g, async () => { await groupEvent(9005, g, [["e", data.id]]); form.reset(); return "deleted (9005)"; });
+          return act("Delete event from " + g, async () => { await groupEvent(9005, g, [["e", data.id]]); resetForm(form); return "deleted (9005)"; });
       }
     },
     async click(b) {
@@ -422,7 +501,7 @@
     },
     async submit(form, data) {
       if (form.dataset.form === "addmember") {
-        return act("Add member", async () => { const pk = parsePubkey(data.pubkey); await nip86("addmember", [pk]); form.reset(); return npub(pk) + " is a member (addmember)"; });
+        return act("Add member", async () => { const pk = parsePubkey(data.pubkey); await nip86("addmember", [pk]); resetForm(form); return npub(pk) + " is a member (addmember)"; });
       }
     },
     async click(b) {
@@ -528,13 +607,13 @@
     async submit(form, data, submitter) {
       if (form.dataset.form === "kind") {
         const method = submitter ? submitter.value : "allowkind";
-        return act(method + " " + data.kind, async () => { await nip86(method, [Number(data.kind)]); form.reset(); return "done (" + method + ")"; });
+        return act(method + " " + data.kind, async () => { await nip86(method, [Number(data.kind)]); resetForm(form); return "done (" + method + ")"; });
       }
       const method = form.dataset.method;
       return act(method, async () => {
         const arg = method.endsWith("pubkey") ? parsePubkey(data.arg) : data.arg.trim();
         await nip86(method, data.reason ? [arg, data.reason] : [arg]);
-        form.reset();
+        resetForm(form);
         return (method.endsWith("pubkey") ? npub(arg) : arg) + ": done (" + method + ")";
       });
     },
@@ -644,10 +723,12 @@
     });
   }
 
-  const saved = sessionStorage.getItem("cn-console-pubkey");
+  let saved = null;
+  try { saved = JSON.parse(sessionStorage.getItem("cn-console-signin")); } catch { /* none */ }
   renderWho();
   reload().then(() => {
     connect();
-    if (saved && window.nostr) signIn();
+    if (saved && saved.via === "NIP-07" && window.nostr) signIn();
+    if (saved && saved.via === "NIP-46") bunkerSignIn(saved.url, saved.local).catch((err) => say("Sign-in with the bunker failed: " + err.message, false));
   });
 })();
