@@ -8,7 +8,7 @@
 //     read-only (the pages, and JSON read from the database), behind the status
 //     page's own protection (its operator token, or loopback with a checked
 //     Host header). Every change is made by the browser, signed by the signed-in
-//     key (NIP-07): NIP-86 calls to the relay with NIP-98 auth, which the relay
+//     key (a NIP-07 extension, or a NIP-46 bunker): NIP-86 calls to the relay with NIP-98 auth, which the relay
 //     checks against its admin list (internal/relayadmin), and NIP-29
 //     moderation events published to the relay over WebSocket, which the
 //     relay's group rules decide (internal/groups) as for any app. There is no
@@ -19,5 +19,6 @@
 //     Server-Sent Events stream, whose snapshots carry change markers
 //     (dashboard.Snapshot.AdminVersion, GroupsChangedAt, HeadSeq), and reads
 //     its list again when one moves.
-//   - No build step: the page is plain HTML, CSS and one script, embedded.
+//   - No build step: the page is plain HTML, CSS and one script, embedded;
+//     nostr-tools' browser bundle (vendored) is loaded only for NIP-46.
 package console

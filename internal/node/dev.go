@@ -208,7 +208,7 @@ func Dev(ctx context.Context, cfg DevOptions) (err error) {
 		RelayMetrics: []string{"http://" + d.relay.Relay.MetricsListen + "/metrics"}, Console: cons.Handler("/console/")})
 	g.Go(func() error { return dashboard.Serve(gctx, dashLn, dash, "") })
 	fmt.Fprintf(cfg.Out, "dashboard: http://%s/ (read-only status page)\n", dashLn.Addr())
-	fmt.Fprintf(cfg.Out, "console: http://%s/console/ (groups, members, reports, bans, backlog; sign in with a NIP-07 extension as an admin: --admin-pubkeys)\n", dashLn.Addr())
+	fmt.Fprintf(cfg.Out, "console: http://%s/console/ (groups, members, reports, bans, backlog; sign in with a NIP-07 extension or a NIP-46 bunker as an admin: --admin-pubkeys)\n", dashLn.Addr())
 	fmt.Fprintf(cfg.Out, "topic policy: %s (NIP-11 topic_policy; README \"Topic policy\")\n", d.relay.Relay.Limits.TopicRules.Summary())
 	fmt.Fprintln(cfg.Out, "node is up; press Ctrl-C to stop")
 	<-gctx.Done()
