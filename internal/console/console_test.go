@@ -82,6 +82,7 @@ func TestConsoleReadViews(t *testing.T) {
 	g := gs[0]
 	require.Equal(t, "Crew", g.Name)
 	require.True(t, g.Closed)
+	require.Nil(t, g.Kinds, "every kind (no supported_kinds)")
 	require.Equal(t, []string{admin, member}, []string{g.Members[0].Pubkey, g.Members[1].Pubkey}, "admins first")
 	require.Len(t, g.Pending, 1)
 	require.Equal(t, asking, g.Pending[0].Pubkey)

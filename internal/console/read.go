@@ -21,9 +21,10 @@ type Group struct {
 	Name       string   `json:"name"`
 	About      string   `json:"about"`
 	Picture    string   `json:"picture"`
+	Banner     string   `json:"banner"`
 	Closed     bool     `json:"closed"`
 	Restricted bool     `json:"restricted"`
-	Kinds      []int    `json:"supported_kinds,omitempty"` // nil: every kind
+	Kinds      []int    `json:"supported_kinds"` // null: every kind; []: none but the group's own kinds
 	Creator    string   `json:"creator"`
 	CreatedAt  int64    `json:"created_at"`
 	Deleted    bool     `json:"deleted"`
@@ -65,7 +66,7 @@ func (c *Console) Groups(ctx context.Context) ([]Group, error) {
 	}
 	out := []Group{}
 	for _, s := range states {
-		g := Group{ID: s.ID, Name: s.Meta.Name, About: s.Meta.About, Picture: s.Meta.Picture, Closed: s.Meta.Closed,
+		g := Group{ID: s.ID, Name: s.Meta.Name, About: s.Meta.About, Picture: s.Meta.Picture, Banner: s.Meta.Banner, Closed: s.Meta.Closed,
 			Restricted: s.Meta.Restricted, Creator: s.Creator, CreatedAt: s.Created.At, Deleted: !s.Deleted.IsZero(),
 			Members: []Person{}, Pending: []Person{}, Invites: []Invite{}}
 		if !s.Meta.AllKinds {

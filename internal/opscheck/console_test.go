@@ -448,6 +448,16 @@ func TestConsoleInBrowser(t *testing.T) {
 	require.NotNil(t, meta[0].Tags.GetFirst([]string{"closed"}), "the group is closed")
 	waitFor("the group on the page", func() bool { return exists("#group-ops-crew") })
 
+	// Edit its metadata: the name changes, the closed flag stays.
+	fill(`form[data-form="meta"][data-group="ops-crew"] input[name="name"]`, "Ops crew (on call)")
+	click(`form[data-form="meta"][data-group="ops-crew"] button[type="submit"]`)
+	require.Contains(t, result("Save metadata of ops-crew"), "saved")
+	var last []nostr.Event
+	require.Eventually(t, func() bool {
+		last = c.query(nostr.Filter{Kinds: []int{39000}, Tags: nostr.TagMap{"d": {"ops-crew"}}})
+		return len(last) == 1 && last[0].Tags.GetFirst([]string{"name"}).Value() == "Ops crew (on call)" && last[0].Tags.GetFirst([]string{"closed"}) != nil
+	}, 10*time.Second, 100*time.Millisecond, "39000 has the new name and is still closed: %v", &last)
+
 	// A join request waits; the admin approves it.
 	joiner := newKey(t)
 	ok, reason, _ := c.publish(joiner.sk, nostr.Event{Kind: 9021, Tags: nostr.Tags{{"h", "ops-crew"}}})

@@ -345,9 +345,11 @@
 
   // ---- groups page
   const pages = {};
+  let groupData = {}; // the groups as last read, by id
   pages.groups = {
     async load() {
       const groups = await getJSON("api/groups");
+      groupData = Object.fromEntries(groups.map((g) => [g.id, g]));
       const flags = (g) => [g.closed ? '<span class="pill warn">closed</span>' : '<span class="pill ok">open</span>',
         g.restricted ? '<span class="pill warn">restricted</span>' : "", g.deleted ? '<span class="pill bad">deleted</span>' : ""].join(" ");
       const k = (g, name) => `data-keep="${esc(g.id)}:${name}"`;
@@ -418,8 +420,13 @@
             resetForm(form);
             return "created (9007) with its metadata (9002); you are its admin";
           });
-        case "meta":
-          return act("Save metadata of " + g, async () => { await groupEvent(9002, g, metaTags(data)); return "saved (9002)"; });
+        case "meta": {
+          // A 9002 replaces every field: keep what this form does not edit.
+          const cur = groupData[g] || {};
+          const keep = [...(cur.banner ? [["banner", cur.banner]] : []),
+            ...(Array.isArray(cur.supported_kinds) ? [["supported_kinds", ...cur.supported_kinds.map(String)]] : [])];
+          return act("Save metadata of " + g, async () => { await groupEvent(9002, g, [...metaTags(data), ...keep]); return "saved (9002)"; });
+        }
         case "add":
           return act("Add member to " + g, async () => {
             const pk = parsePubkey(data.pubkey);
