@@ -219,7 +219,9 @@
   async function nip86(method, params) {
     const body = JSON.stringify({ method, params });
     const auth = await sign({ kind: 27235, created_at: now(), content: "",
-      tags: [["u", relayHTTP], ["method", "POST"], ["payload", await sha256hex(body)]] });
+      // A fresh nonce: the relay accepts a NIP-98 event once, and the same
+      // call twice within a second would otherwise be the same event.
+      tags: [["u", relayHTTP], ["method", "POST"], ["payload", await sha256hex(body)], ["nonce", bytesToHex(crypto.getRandomValues(new Uint8Array(16)))]] });
     let resp;
     try {
       resp = await fetch(relayHTTP, { method: "POST", body,
@@ -297,6 +299,9 @@
     const ev = await sign({ kind, created_at: now(), content: content || "", tags: [["h", group], ...tags] });
     const [ok, message] = await relay.publish(ev);
     if (!ok) throw new Error("the relay refused it: " + message);
+    // OK true with "duplicate:" changes nothing: the same event (same content,
+    // same second) was sent before.
+    if (message.startsWith("duplicate:")) throw new Error("nothing changed, the relay already had this event (" + message + "); try again in a second");
     return ev;
   }
 
