@@ -45,7 +45,7 @@ RACE_SKIP ?= ^(TestNeverReadingClient|TestRelayWideBudget|TestSlowSubscriberDoes
 test-race:
 	$(GO) test -race -count=1 -timeout 30m -skip '$(RACE_SKIP)' $(RACE_PKGS)
 
-## test-ops: alert rules (promtool), every dashboard and alert expression against a live Prometheus, the status page in headless Chromium; installs Debian's prometheus and chromium when missing (as root)
+## test-ops: alert rules (promtool), every dashboard and alert expression against a live Prometheus, the status page and the console in headless Chromium (axe-core checks); installs Debian's prometheus and chromium when missing (as root)
 test-ops:
 	bash ops/test-ops.sh
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -65,7 +66,7 @@ func TestOperatorAndDashboardRoles(t *testing.T) {
 	dctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		_, err := cnctlCtx(dctx, "dashboard", "--database-url", dash, "--listen", addr)
+		_, err := cnctlCtx(dctx, "dashboard", "--database-url", dash, "--listen", addr, "--relay-url", "ws://127.0.0.1:7777")
 		done <- err
 	}()
 	var snap struct {
@@ -83,6 +84,14 @@ func TestOperatorAndDashboardRoles(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond)
 	require.Empty(t, snap.Error)
 	require.Len(t, snap.Consumers, 1)
+	// The console's read views work under the dashboard's role.
+	for _, api := range []string{"groups", "members", "reports", "policy", "backlog"} {
+		resp, err := http.Get("http://" + addr + "/console/api/" + api)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", api, body)
+	}
 	cancel()
 	require.NoError(t, <-done)
 }

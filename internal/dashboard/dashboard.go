@@ -38,6 +38,9 @@ type Config struct {
 	Listen string
 	// Heartbeat is the event streams' comment interval (HeartbeatInterval).
 	Heartbeat time.Duration
+	// Console, when set, is served under /console/ behind the page's own
+	// protection (internal/console).
+	Console http.Handler
 }
 
 // Snapshot is one sample: `cnctl status --json`'s head_seq and consumers, with
@@ -50,6 +53,12 @@ type Snapshot struct {
 	Outbox    OutboxStatus     `json:"outbox"`
 	Relays    []RelayStatus    `json:"relays"`
 	Error     string           `json:"error,omitempty"` // the database could not be read
+	// AdminVersion (cn_admin.state) and GroupsChangedAt (the newest change of
+	// cn_relay.groups, unix microseconds) are change markers: with HeadSeq, a
+	// page knows that a list it shows may have changed. Read only when the
+	// console is served (Config.Console); 0 otherwise.
+	AdminVersion    int64 `json:"admin_version"`
+	GroupsChangedAt int64 `json:"groups_changed_at"`
 }
 
 // ConsumerStatus is a consumer's row of `cnctl status --json` plus what the
@@ -207,6 +216,12 @@ func (d *Dashboard) readDatabase(ctx context.Context, s *Snapshot) error {
 		s.Consumers = append(s.Consumers, ConsumerStatus{Consumer: c.Consumer, LastSeq: c.LastSeq, Backlog: c.Backlog,
 			LagSeconds: c.LagSeconds, Owner: c.Owner, DeadLetters: c.DeadLetters, Halted: c.Halted,
 			HaltedReason: c.HaltedReason, LeaseExpires: c.LeaseExpires})
+	}
+	if d.cfg.Console != nil {
+		if err := d.cfg.Pool.QueryRow(ctx, `SELECT (SELECT version FROM cn_admin.state),
+			coalesce((SELECT (extract(epoch FROM max(updated_at)) * 1e6)::bigint FROM cn_relay.groups), 0)`).Scan(&s.AdminVersion, &s.GroupsChangedAt); err != nil {
+			return fmt.Errorf("read change markers: %w", err)
+		}
 	}
 	if err := d.cfg.Pool.QueryRow(ctx, "SELECT pruned_through FROM cn_relay.outbox_retention").Scan(&s.Outbox.RetentionHorizon); err != nil {
 		return fmt.Errorf("read retention horizon: %w", err)

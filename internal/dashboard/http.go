@@ -32,6 +32,7 @@ const HeartbeatInterval = 15 * time.Second
 //	                   ?lastEventId=) resends the kept snapshots after it; a
 //	                   comment line every HeartbeatInterval
 //	GET /healthz       200 once a sample exists
+//	GET /console/...   the console (Config.Console), when given
 //
 // Without a token, a request whose Host header is not the listen address (or
 // localhost on its port) gets 421: see allowedHosts.
@@ -69,6 +70,9 @@ func (d *Dashboard) Handler(token string) http.Handler {
 		writeJSON(w, http.StatusOK, h)
 	})
 	mux.HandleFunc("GET /api/events", d.serveEvents)
+	if d.cfg.Console != nil {
+		mux.Handle("/console/", d.cfg.Console)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := d.Latest(); !ok {
 			http.Error(w, "no sample yet", http.StatusServiceUnavailable)

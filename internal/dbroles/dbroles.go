@@ -25,7 +25,9 @@
 //   - cn_role_moderator, cn_role_trust: consumers that write their own schema and
 //     also publish the node's events and hides through the store path, so they are
 //     publishers too (below); the moderator reads cn_admin and records ban hides.
-//   - cn_role_dashboard: reads cn_relay.
+//   - cn_role_dashboard: reads cn_relay, and for its console the NIP-86 lists
+//     of cn_admin, cn_moderation and cn_trust.scores (never the NIP-98 replay
+//     record or the change log).
 //   - cn_role_consumer (granted to the four consumers): reads cn_relay, and may
 //     insert and update only its own row of cn_relay.consumer_offsets and of
 //     cn_relay.consumer_stream_positions (a stream consumer's position, schema
@@ -424,6 +426,21 @@ func grant(ctx context.Context, tx pgx.Tx, cfg Config) error {
 	schemaWide("cn_admin", "SELECT", false, Moderator)
 	if has("cn_admin") {
 		on("INSERT", "cn_admin.ban_hides", Moderator)
+	}
+
+	// The dashboard's console (internal/console) shows what admins decide on:
+	// the NIP-86 lists, the moderation queue, reports and labels, trust ranks.
+	// Not the NIP-98 replay record, the change log or the ban hides.
+	if has("cn_admin") {
+		sql = append(sql, "GRANT USAGE ON SCHEMA cn_admin TO "+role(Dashboard))
+		for _, t := range []string{"state", "pubkeys", "events", "kinds", "ips", "info"} {
+			on("SELECT", "cn_admin."+t, Dashboard)
+		}
+	}
+	schemaWide("cn_moderation", "SELECT", false, Dashboard)
+	if has("cn_trust") {
+		sql = append(sql, "GRANT USAGE ON SCHEMA cn_trust TO "+role(Dashboard))
+		on("SELECT", "cn_trust.scores", Dashboard)
 	}
 
 	// 5. Row-level security on the consumers' rows. The owner (the operator) and

@@ -113,7 +113,12 @@ func TestConsumerRolesKeepToTheirOwn(t *testing.T) {
 	require.Equal(t, 3, n)
 	denied(t, dash, "UPDATE cn_relay.consumer_offsets SET last_seq = 0 WHERE consumer = 'index-v1'")
 	denied(t, dash, insertEvent)
-	denied(t, dash, "SELECT count(*) FROM cn_admin.pubkeys")
+	denied(t, dash, "SELECT count(*) FROM cn_admin.log")
+	denied(t, dash, "SELECT count(*) FROM cn_admin.nip98_seen")
+	denied(t, dash, "UPDATE cn_admin.state SET version = version + 1")
+	require.NoError(t, dash.QueryRow(ctx, "SELECT count(*) FROM cn_admin.pubkeys").Scan(&n), "the console reads the NIP-86 lists")
+	require.NoError(t, dash.QueryRow(ctx, "SELECT count(*) FROM cn_moderation.reports").Scan(&n), "the console reads the reports")
+	require.NoError(t, dash.QueryRow(ctx, "SELECT count(*) FROM cn_trust.scores").Scan(&n), "the console reads trust ranks")
 
 	relay := connect(t, db.LoginAs(t, cfg.Role(dbroles.Relay), false))
 	denied(t, relay, "UPDATE cn_relay.consumer_offsets SET last_seq = 0 WHERE consumer = 'index-v1'")

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kukuri/communitynode/internal/bridge"
+	"github.com/kukuri/communitynode/internal/console"
 	"github.com/kukuri/communitynode/internal/dashboard"
 	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/indexer"
@@ -207,10 +208,12 @@ func Dev(ctx context.Context, cfg DevOptions) (err error) {
 	if err != nil {
 		return fmt.Errorf("dashboard listener: %w", err)
 	}
+	cons := console.New(console.Config{Pool: dashPool, RelayURL: console.LocalRelayURL(d.relay.Relay.Listen), Logger: cfg.Logger.With("daemon", "console")})
 	dash := dashboard.New(dashboard.Config{Pool: dashPool, Listen: dashLn.Addr().String(),
-		RelayMetrics: []string{"http://" + d.relay.Relay.MetricsListen + "/metrics"}})
+		RelayMetrics: []string{"http://" + d.relay.Relay.MetricsListen + "/metrics"}, Console: cons.Handler("/console/")})
 	g.Go(func() error { return dashboard.Serve(gctx, dashLn, dash, "") })
 	fmt.Fprintf(cfg.Out, "dashboard: http://%s/ (read-only status page)\n", dashLn.Addr())
+	fmt.Fprintf(cfg.Out, "console: http://%s/console/ (groups, members, reports, bans, backlog; sign in with a NIP-07 extension or a NIP-46 bunker as an admin: --admin-pubkeys)\n", dashLn.Addr())
 	fmt.Fprintf(cfg.Out, "topic policy: %s (NIP-11 topic_policy; docs/clients.md)\n", d.relay.Relay.Limits.TopicRules.Summary())
 	fmt.Fprintln(cfg.Out, "node is up; press Ctrl-C to stop")
 	<-gctx.Done()

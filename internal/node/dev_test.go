@@ -68,6 +68,7 @@ func TestRunMigratesAndStopsOnCancel(t *testing.T) {
 	require.Contains(t, out.String(), "trust: http://")
 	require.Contains(t, out.String(), "dashboard: http://")
 	require.Regexp(t, `group: "Community" community \(created; NIP-29 id 127\.0\.0\.1:0'community\) naddr1`, out.String())
+	require.Contains(t, out.String(), "console: http://", "make run prints the console's URL")
 	require.Contains(t, out.String(), "topic policy: posts need a t tag", "the URLs are followed by the topic policy a client author must know")
 
 	conn, err := pgx.Connect(context.Background(), url)

@@ -2,8 +2,9 @@
 
 // Package opscheck holds the checks that need tools other than Go: a real
 // Prometheus evaluating every expression of ops/, and a headless Chromium
-// watching the status page. `make test-ops` installs the tools (Debian's
-// prometheus and chromium) and runs them with -tags ops.
+// watching the status page and driving the console (with axe-core). `make
+// test-ops` installs the tools (Debian's prometheus and chromium) and runs
+// them with -tags ops.
 package opscheck
 
 import (

@@ -67,6 +67,9 @@ func (r *Relay) serveRoot(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if r.management != nil && isManagementRequest(req) {
+		// Web admin pages (the node's console, any NIP-86 web client) read
+		// the answer cross-origin; the NIP-98 header, not a cookie, authorises.
+		setCORS(w.Header())
 		r.management.ServeHTTP(w, req)
 		return
 	}
@@ -89,7 +92,8 @@ func (r *Relay) serveRoot(w http.ResponseWriter, req *http.Request) {
 
 func setCORS(h http.Header) {
 	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Allow-Headers", "*")
+	// "*" does not cover Authorization (Fetch standard): NIP-98 needs it named.
+	h.Set("Access-Control-Allow-Headers", "Authorization, *")
 	h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS, POST")
 }
 

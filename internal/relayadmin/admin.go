@@ -62,6 +62,7 @@ var Methods = []string{
 	"allowkind", "disallowkind", "listallowedkinds", "listdisallowedkinds",
 	"blockip", "unblockip", "listblockedips",
 	"listgroups", "listgroupmembers", // NIP-29, this relay's own (groups.go)
+	ReplayMethod, // not in NIP-86: replay.go
 }
 
 // Do runs one method with its NIP-86 parameters and returns its NIP-86 result.
@@ -94,6 +95,8 @@ func (a *Admin) Do(ctx context.Context, actor Actor, method string, params []jso
 			all = append(all, x.Methods()...)
 		}
 		return all, nil
+	case ReplayMethod:
+		return a.replay(ctx, actor, params)
 	case "listbannedpubkeys", "listallowedpubkeys":
 		return a.list(ctx, "SELECT pubkey, reason FROM cn_admin.pubkeys WHERE status = $1 ORDER BY pubkey", "pubkey",
 			strings.TrimSuffix(strings.TrimPrefix(method, "list"), "pubkeys"))
@@ -429,6 +432,8 @@ func checkArity(method string, n int) error {
 		lo, hi = 1, 2 // the subject, and an optional reason
 	case "allowkind", "disallowkind", "changerelayname", "changerelaydescription", "changerelayicon":
 		lo, hi = 1, 1
+	case ReplayMethod:
+		lo, hi = 3, 3
 	}
 	if n >= lo && n <= hi {
 		return nil

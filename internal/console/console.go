@@ -1,0 +1,150 @@
+package console
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/kukuri/communitynode/pkg/consumer"
+)
+
+//go:embed assets
+var assets embed.FS
+
+var page = template.Must(template.ParseFS(assets, "assets/console.html"))
+
+// Pages are the console's pages, in the order of its navigation.
+var Pages = []struct{ Path, Title string }{
+	{"groups", "Groups"},
+	{"members", "Members"},
+	{"reports", "Reports"},
+	{"policy", "Bans and policy"},
+	{"backlog", "Backlog"},
+}
+
+// Config configures a Console.
+type Config struct {
+	Pool *pgxpool.Pool
+	// RelayURL is the relay's URL as the browser reaches it (ws:// or wss://):
+	// the page publishes group events there and POSTs NIP-86 calls to its
+	// http(s) form.
+	RelayURL string
+	Logger   *slog.Logger
+}
+
+// Console serves the console. Its methods are safe for concurrent use.
+type Console struct{ cfg Config }
+
+// New returns a Console.
+func New(cfg Config) *Console {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Console{cfg: cfg}
+}
+
+// Handler serves, under prefix (e.g. "/console/"), read-only:
+//
+//	GET {prefix}                 redirects to the groups page
+//	GET {prefix}{page}           a page: groups, members, reports, policy, backlog
+//	GET {prefix}assets/...       its script and styles
+//	GET {prefix}api/groups       every group: metadata, flags, members and roles, pending joins, invites (codes masked)
+//	GET {prefix}api/members      the community's members (cn_relay.members) with trust ranks and admin status
+//	GET {prefix}api/reports      the moderation queue (?group=ID: that group's; ?group=node: outside groups),
+//	                             each with its event, reporters and their ranks, and the node's labels
+//	GET {prefix}api/policy       the NIP-86 lists: banned and allowed pubkeys and events, kinds, blocked addresses
+//	GET {prefix}api/backlog      consumers and their dead letters
+//	GET {prefix}api/reset-plan   ?consumer=NAME&seq=N: what reset-offset would replay or skip (changes nothing)
+//
+// The caller protects it as it protects the status page.
+func (c *Console) Handler(prefix string) http.Handler {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(assets, "assets")
+	mux.Handle("GET "+prefix+"assets/", http.StripPrefix(prefix+"assets/", http.FileServerFS(static)))
+	mux.HandleFunc("GET "+prefix+"{$}", func(w http.ResponseWriter, r *http.Request) {
+		target := "groups"
+		if r.URL.RawQuery != "" {
+			target += "?" + r.URL.RawQuery
+		}
+		http.Redirect(w, r, target, http.StatusSeeOther)
+	})
+	for _, p := range Pages {
+		mux.HandleFunc("GET "+prefix+p.Path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-store")
+			_ = page.Execute(w, map[string]any{"Page": p.Path, "Title": p.Title, "Pages": Pages, "Relay": c.cfg.RelayURL})
+		})
+	}
+	api := func(name string, read func(ctx context.Context, r *http.Request) (any, error)) {
+		mux.HandleFunc("GET "+prefix+"api/"+name, func(w http.ResponseWriter, r *http.Request) {
+			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+			defer cancel()
+			v, err := read(ctx, r)
+			var bad badRequest
+			switch {
+			case errors.As(err, &bad):
+				writeJSON(w, http.StatusBadRequest, map[string]string{"error": bad.Error()})
+			case err != nil:
+				c.cfg.Logger.Error("console read failed", "api", name, "err", err)
+				writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "error: " + name + " could not be read: " + err.Error()})
+			default:
+				writeJSON(w, http.StatusOK, v)
+			}
+		})
+	}
+	api("groups", func(ctx context.Context, r *http.Request) (any, error) { return c.Groups(ctx) })
+	api("members", func(ctx context.Context, r *http.Request) (any, error) { return c.Members(ctx) })
+	api("reports", func(ctx context.Context, r *http.Request) (any, error) {
+		return c.Reports(ctx, r.URL.Query().Get("group"))
+	})
+	api("policy", func(ctx context.Context, r *http.Request) (any, error) { return c.Policy(ctx) })
+	api("backlog", func(ctx context.Context, r *http.Request) (any, error) { return c.Backlog(ctx) })
+	api("reset-plan", func(ctx context.Context, r *http.Request) (any, error) {
+		seq, err := strconv.ParseInt(r.URL.Query().Get("seq"), 10, 64)
+		if err != nil || seq < 0 {
+			return nil, badRequest("seq must be a non-negative outbox seq")
+		}
+		plan, err := consumer.PlanReset(ctx, c.cfg.Pool, r.URL.Query().Get("consumer"), consumer.ResetTarget{Seq: &seq})
+		if errors.Is(err, consumer.ErrUnknownConsumer) {
+			return nil, badRequest(err.Error())
+		}
+		return plan, err
+	})
+	return mux
+}
+
+// LocalRelayURL is the ws:// URL of a relay listening on listen, as a browser
+// on the same machine reaches it: an unspecified host (":7777", "0.0.0.0",
+// "[::]") becomes 127.0.0.1.
+func LocalRelayURL(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "ws://" + listen
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "ws://" + net.JoinHostPort(host, port)
+}
+
+// badRequest is a read refused for its parameters (HTTP 400).
+type badRequest string
+
+func (b badRequest) Error() string { return string(b) }
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

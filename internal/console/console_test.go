@@ -1,0 +1,155 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/console"
+	"github.com/kukuri/communitynode/internal/dashboard"
+	"github.com/kukuri/communitynode/internal/groups"
+	"github.com/kukuri/communitynode/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const token = "0123456789abcdef-console"
+
+func hex64(c byte) string { return strings.Repeat(string(c), 64) }
+
+// serve runs the console on the dashboard's handler with a token, on db.
+func serve(t *testing.T, db *pgtest.DB) string {
+	t.Helper()
+	c := console.New(console.Config{Pool: db.Pool, RelayURL: "ws://127.0.0.1:7777"})
+	d := dashboard.New(dashboard.Config{Pool: db.Pool, Listen: "127.0.0.1:0", Console: c.Handler("/console/")})
+	srv := httptest.NewServer(d.Handler(token))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func get(t *testing.T, url string, out any) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	if out != nil && resp.StatusCode == http.StatusOK {
+		require.NoError(t, json.Unmarshal(body, out), "%s", body)
+	}
+	return resp.StatusCode
+}
+
+// TestConsoleReadViews: the read views need the status page's token, show a
+// group's members, pending joins and invites (codes masked), and the
+// moderation queue with the reported event, its reporters and a group filter.
+func TestConsoleReadViews(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	ctx := context.Background()
+	base := serve(t, db)
+	q := "?token=" + token
+
+	require.Equal(t, http.StatusUnauthorized, get(t, base+"/console/groups", nil), "the console needs the token")
+	require.Equal(t, http.StatusUnauthorized, get(t, base+"/console/api/groups", nil))
+	require.Equal(t, http.StatusOK, get(t, base+"/console/groups"+q, nil))
+	require.Equal(t, http.StatusNotFound, get(t, base+"/console/nothing"+q, nil))
+
+	// A group with an admin, a member, a pending request and an invite.
+	admin, member, asking := hex64('a'), hex64('b'), hex64('c')
+	s := groups.New("crew")
+	s.Created, s.Creator = groups.Stamp{At: 100, ID: hex64('1')}, admin
+	s.Meta = groups.Metadata{Name: "Crew", Closed: true, AllKinds: true}
+	s.Members[admin] = groups.Membership{In: true, Roles: []string{"admin"}, Stamp: groups.Stamp{At: 100, ID: hex64('2')}}
+	s.Members[member] = groups.Membership{In: true, Stamp: groups.Stamp{At: 110, ID: hex64('3')}}
+	s.Requests[asking] = groups.Stamp{At: 120, ID: hex64('4')}
+	s.Invites["supersecretcode"] = groups.Invite{Stamp: groups.Stamp{At: 130, ID: hex64('5')}}
+	_, err := db.Pool.Exec(ctx, "INSERT INTO cn_relay.groups (id, state, updated_at) VALUES ('crew', $1, now())", s.Dump())
+	require.NoError(t, err)
+	_, err = db.Pool.Exec(ctx, "INSERT INTO cn_trust.scores (pubkey, rank, score, risk, run_id) VALUES ($1, 42, 0.1, 0, 1)", asking)
+	require.NoError(t, err)
+	var gs []console.Group
+	require.Equal(t, http.StatusOK, get(t, base+"/console/api/groups"+q, &gs))
+	require.Len(t, gs, 1)
+	g := gs[0]
+	require.Equal(t, "Crew", g.Name)
+	require.True(t, g.Closed)
+	require.Nil(t, g.Kinds, "every kind (no supported_kinds)")
+	require.Equal(t, []string{admin, member}, []string{g.Members[0].Pubkey, g.Members[1].Pubkey}, "admins first")
+	require.Len(t, g.Pending, 1)
+	require.Equal(t, asking, g.Pending[0].Pubkey)
+	require.Equal(t, 42, *g.Pending[0].Rank)
+	require.Equal(t, []console.Invite{{Masked: "supe…", CreatedAt: 130}}, g.Invites)
+	raw, err := http.Get(base + "/console/api/groups" + q)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(raw.Body)
+	raw.Body.Close()
+	require.NotContains(t, string(body), "secretcode", "an invite code never leaves the server whole")
+
+	// A reported event in the group and one outside groups.
+	for _, e := range []struct{ id, tags string }{{hex64('e'), `[["h","crew"]]`}, {hex64('f'), `[["t","x"]]`}} {
+		_, err = db.Pool.Exec(ctx, `INSERT INTO cn_relay.events (id, pubkey, kind, created_at, tags, content, sig)
+			VALUES ($1, $2, 1, 200, $3, 'bad words', $4)`, e.id, member, e.tags, strings.Repeat("0", 128))
+		require.NoError(t, err)
+		_, err = db.Pool.Exec(ctx, `INSERT INTO cn_moderation.reports (report_id, target, target_kind, target_pubkey, reporter, report_type, created_at, seq, reporter_rank)
+			VALUES ($1, $2, 'event', $3, $4, 'spam', 210, 1, 7)`, hex64('9')[:63]+string(e.id[0]), e.id, member, asking)
+		require.NoError(t, err)
+	}
+	var reports []console.Report
+	require.Equal(t, http.StatusOK, get(t, base+"/console/api/reports"+q, &reports))
+	require.Len(t, reports, 2)
+	require.Equal(t, http.StatusOK, get(t, base+"/console/api/reports"+q+"&group=crew", &reports))
+	require.Len(t, reports, 1)
+	r := reports[0]
+	require.Equal(t, hex64('e'), r.EventID)
+	require.Equal(t, "crew", r.Group)
+	require.Equal(t, "bad words", r.Event.Content)
+	require.Len(t, r.Reporters, 1)
+	require.Equal(t, console.Reporter{Pubkey: asking, Type: "spam", At: 210, RankThen: 7, RankNow: r.Reporters[0].RankNow, ReportID: r.Reporters[0].ReportID}, r.Reporters[0])
+	require.Equal(t, 42, *r.Reporters[0].RankNow)
+	require.Equal(t, http.StatusOK, get(t, base+"/console/api/reports"+q+"&group=node", &reports))
+	require.Len(t, reports, 1)
+	require.Equal(t, hex64('f'), reports[0].EventID)
+	require.Equal(t, http.StatusBadRequest, get(t, base+"/console/api/reports"+q+"&group=no%20such", nil))
+
+	var pol console.PolicyView
+	require.Equal(t, http.StatusOK, get(t, base+"/console/api/policy"+q, &pol))
+	require.Empty(t, pol.BannedPubkeys)
+	require.Equal(t, http.StatusBadRequest, get(t, base+"/console/api/reset-plan"+q+"&consumer=nobody&seq=0", nil))
+	require.Equal(t, http.StatusBadRequest, get(t, base+"/console/api/reset-plan"+q+"&consumer=index-v1&seq=-1", nil))
+}
+
+// TestConsoleChangeMarkers: with the console served, every snapshot carries
+// the change markers that tell its pages to read a list again.
+func TestConsoleChangeMarkers(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	c := console.New(console.Config{Pool: db.Pool, RelayURL: "ws://127.0.0.1:7777"})
+	d := dashboard.New(dashboard.Config{Pool: db.Pool, Listen: "127.0.0.1:0", Interval: 20 * time.Millisecond, Console: c.Handler("/console/")})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- dashboard.Serve(ctx, ln, d, "") }()
+	latest := func() dashboard.Snapshot { s, _ := d.Latest(); return s }
+	require.Eventually(t, func() bool { _, ok := d.Latest(); return ok }, 10*time.Second, 10*time.Millisecond)
+	v := latest().AdminVersion
+	_, err = db.Pool.Exec(ctx, "UPDATE cn_admin.state SET version = version + 1")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return latest().AdminVersion == v+1 }, 10*time.Second, 10*time.Millisecond)
+	require.Zero(t, latest().GroupsChangedAt)
+	_, err = db.Pool.Exec(ctx, "INSERT INTO cn_relay.groups (id, state, updated_at) VALUES ('g', $1, now())", groups.New("g").Dump())
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return latest().GroupsChangedAt > 0 }, 10*time.Second, 10*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+}

@@ -1,0 +1,24 @@
+// Package console is the web console for the people who run a community
+// (issue 35): groups, members, reports, bans and policy, and the backlog, on
+// the status page's server (internal/dashboard mounts it under /console/).
+//
+// Promises:
+//
+//   - The console holds no power of its own. What it serves itself is
+//     read-only (the pages, and JSON read from the database), behind the status
+//     page's own protection (its operator token, or loopback with a checked
+//     Host header). Every change is made by the browser, signed by the signed-in
+//     key (a NIP-07 extension, or a NIP-46 bunker): NIP-86 calls to the relay with NIP-98 auth, which the relay
+//     checks against its admin list (internal/relayadmin), and NIP-29
+//     moderation events published to the relay over WebSocket, which the
+//     relay's group rules decide (internal/groups) as for any app. There is no
+//     second permission system to drift.
+//   - Secrets stay secret: invite codes are shown masked in the read views
+//     (the whole code is shown once, to the admin who minted it).
+//   - Lists update without a reload: the page follows the status page's
+//     Server-Sent Events stream, whose snapshots carry change markers
+//     (dashboard.Snapshot.AdminVersion, GroupsChangedAt, HeadSeq), and reads
+//     its list again when one moves.
+//   - No build step: the page is plain HTML, CSS and one script, embedded;
+//     nostr-tools' browser bundle (vendored) is loaded only for NIP-46.
+package console
