@@ -25,8 +25,7 @@ const (
 	ReasonMember      = "duplicate: already a member of this group"
 	ReasonNotMember   = "restricted: not a member of this group"
 	ReasonRestricted  = "restricted: only members of this group may write to it (send a join request, kind 9021)"
-	ReasonPrivate     = "restricted: private groups are not supported yet"
-	ReasonHidden      = "restricted: hidden groups are not supported yet"
+	ReasonPrivate     = "restricted: only members of this private group may write to it (send a join request, kind 9021)"
 	ReasonSubgroups   = "restricted: subgroups (parent, child) are not supported yet"
 	ReasonLivekit     = "restricted: live audio/video (livekit) is not supported by this relay"
 	ReasonBadKinds    = "invalid: supported_kinds must list kind numbers"
@@ -353,6 +352,13 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 	}
 	if s.Meta.Restricted && !s.IsMember(ev.PubKey) && !master {
 		return refuse(ReasonRestricted)
+	}
+	// A private group is written by its members only, restricted or not:
+	// an outsider could not read the conversation it writes into, and its
+	// OK answers (duplicate:) would tell it which of the group's events it
+	// holds.
+	if s.Meta.Private && !s.IsMember(ev.PubKey) && !master {
+		return refuse(ReasonPrivate)
 	}
 	return accept
 }

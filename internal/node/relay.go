@@ -101,6 +101,7 @@ func Relay(ctx context.Context, s RelayOptions) error {
 			return err
 		}
 		s.Relay.Info.Self, s.Relay.Groups = key.PubKey, true
+		s.Relay.GroupAdmins = slices.Clone(s.AdminPubkeys)
 	}
 	api := &relayadmin.API{Admin: &relayadmin.Admin{Pool: pool, Store: st.Publisher(), TopicRules: st.Rules()}, Admins: admins,
 		PublicURL: s.Relay.PublicURL, Logger: logger}

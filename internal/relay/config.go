@@ -197,6 +197,10 @@ type Config struct {
 	// with the node key named by Info.Self): NIP-11 lists 29. The relay itself
 	// treats group events like any other; the store decides them.
 	Groups bool
+	// GroupAdmins read every NIP-29 group, private and hidden ones included,
+	// once authenticated (NIP-42): the relay's admins (--admin-pubkeys).
+	// The node key (Info.Self) always does.
+	GroupAdmins []string
 
 	// CacheBytes bounds the event cache (package eventcache): the newest
 	// visible public events, kept in memory by the outbox follower, from which

@@ -474,6 +474,16 @@ func (s *Reader) filterSQLFrom(f nostr.Filter, offset int, viewer protocol.Viewe
 			")) OR EXISTS (SELECT 1 FROM cn_relay.event_tags g WHERE g.name = 'p' AND g.value = ANY("+a+
 			") AND g.created_at = e.created_at AND g.event_id = e.id))")
 	}
+	// protocol.Viewer.MayReadGroup: a private group's events, and a hidden
+	// group's state, to its members only (schema.GroupReadableSQL), read from
+	// cn_relay.group_access in this statement's snapshot.
+	if !viewer.Operator && !viewer.AllGroups {
+		readers := "'{}'::text[]"
+		if len(viewer.Authed) > 0 {
+			readers = ph(viewer.Authed) + "::text[]"
+		}
+		conds = append(conds, schema.GroupReadableSQL(readers))
+	}
 	// One value is an equality, not = ANY of a one-element array: Postgres 15
 	// reads an index in order only under equalities, so "the newest 20 of one
 	// author" walks (pubkey, created_at DESC, id) and stops after 20 rows
