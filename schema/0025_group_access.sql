@@ -2,9 +2,10 @@
 --
 -- cn_relay.group_access holds one row per group that not everyone may read,
 -- and none for any other: a `private` group (every event of its scope,
--- GROUP:<id>, is read by its members only) or a `hidden` one (its state
--- events 39000-39005, and the node's deletion of them, are read by its
--- members only). readers are its members' pubkeys. It is derived from
+-- GROUP:<id>, but its state events, is read by its members only) or a
+-- `hidden` one (its state events 39000-39005, and the node's deletion of
+-- them, are read by its members only): protocol.GroupKeepsFrom. readers are
+-- its members' pubkeys. It is derived from
 -- cn_relay.groups (groups.QueueSave writes both, in the transaction of the
 -- batch that changed the group, holding the group's lock), so it changes in
 -- the same commit as the group's state and the outbox rows of the events

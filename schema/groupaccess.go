@@ -4,8 +4,8 @@ package schema
 // reader authenticated as the pubkeys of readers (a text[] expression; an
 // empty array for an anonymous reader): false only when e's scope row
 // (ScopeSQL) is a group of cn_relay.group_access (migration 0025) that does
-// not list one of them as a reader, and the group is private, or hidden and
-// e is of a state kind (protocol.IsGroupStateKind).
+// not list one of them as a reader, and that keeps e's kind from non-members
+// (protocol.GroupKeepsFrom).
 //
 // Cost: the first part is uncorrelated (Postgres evaluates it once per
 // statement, an InitPlan) and the OR stops there while no group is private
@@ -15,7 +15,7 @@ package schema
 func GroupReadableSQL(readers string) string {
 	return "(NOT EXISTS (SELECT 1 FROM cn_relay.group_access) OR NOT EXISTS (SELECT 1 FROM cn_relay.event_topics gt" +
 		" JOIN cn_relay.group_access ga ON ga.scope = gt.topic_id WHERE gt.event_id = e.id AND gt.scope" +
-		" AND NOT (ga.readers && " + readers + ") AND (ga.private OR " + groupStateKindSQL("e.kind") + ")))"
+		" AND NOT (ga.readers && " + readers + ") AND " + groupKeepsFromSQL("e.kind") + "))"
 }
 
 // GroupReadableDocSQL is GroupReadableSQL for an anonymous reader of a row
@@ -23,10 +23,11 @@ func GroupReadableSQL(readers string) string {
 // the search index's documents do.
 func GroupReadableDocSQL(topics, kind string) string {
 	return "(NOT EXISTS (SELECT 1 FROM cn_relay.group_access) OR NOT EXISTS (SELECT 1 FROM cn_relay.group_access ga" +
-		" WHERE ga.scope = ANY(" + topics + ") AND (ga.private OR " + groupStateKindSQL(kind) + ")))"
+		" WHERE ga.scope = ANY(" + topics + ") AND " + groupKeepsFromSQL(kind) + "))"
 }
 
-// groupStateKindSQL is protocol.IsGroupStateKind.
-func groupStateKindSQL(kind string) string {
-	return "(" + kind + " BETWEEN 39000 AND 39005 OR " + kind + " = 5)"
+// groupKeepsFromSQL is protocol.GroupKeepsFrom for the group ga.
+func groupKeepsFromSQL(kind string) string {
+	state := kind + " BETWEEN 39000 AND 39005"
+	return "(ga.private AND NOT " + state + " OR ga.hidden AND (" + state + " OR " + kind + " = 5))"
 }

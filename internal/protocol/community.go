@@ -118,9 +118,8 @@ type Viewer struct {
 }
 
 // GroupGate is the current rule of the NIP-29 groups that not everyone may
-// read. A private group's events (every event of its scope) and a hidden
-// group's state events (GroupStateKind: 39000-39005, and the node's deletion
-// of them) are read by its members only.
+// read (GroupKeepsFrom): a private group's events but its state, and a hidden
+// group's state, are read by its members only.
 type GroupGate interface {
 	// Any reports whether any group is private or hidden.
 	Any() bool
@@ -136,12 +135,20 @@ type GroupRule struct {
 	Readers []string
 }
 
-// IsGroupStateKind reports whether a kind is a group's state as a hidden
-// group keeps it from non-members: the node's state events (39000-39005)
-// and kind 5, by which the node deletes them (a hidden group's kind 5 of
-// any author is kept from non-members too).
-func IsGroupStateKind(kind int) bool {
-	return (kind >= 39000 && kind <= 39005) || kind == 5
+// IsGroupStateKind reports whether a kind is a group's state, signed by the
+// node: 39000-39005.
+func IsGroupStateKind(kind int) bool { return kind >= 39000 && kind <= 39005 }
+
+// GroupKeepsFrom reports whether a group whose flags are private and hidden
+// keeps an event of kind from non-members: a private group every event of
+// its scope but its state (NIP-29: only members read its messages; anyone
+// may read its metadata, to find it and ask to join); a hidden group its
+// state, and the kind 5 by which the node deletes that state with the group
+// (NIP-29: its metadata is hidden from non-members). A kind 5 of a private
+// group is kept back as any of its events is.
+func GroupKeepsFrom(private, hidden bool, kind int) bool {
+	state := IsGroupStateKind(kind)
+	return private && !state || hidden && (state || kind == nostr.KindDeletion)
 }
 
 // GroupOf returns the NIP-29 group whose scope (GROUP:<id>) ev is stored in,
@@ -214,10 +221,9 @@ func (v Viewer) party(ev *nostr.Event) bool {
 	return false
 }
 
-// MayReadGroup is MayRead's group part: false only for an event of a
-// private group (GroupOf), or a hidden group's state (IsGroupStateKind),
-// when v is no member of it (nor an operator, a relay admin or the node:
-// AllGroups).
+// MayReadGroup is MayRead's group part: false only for an event that its
+// group (GroupOf) keeps from non-members (GroupKeepsFrom) when v is no
+// member of it (nor an operator, a relay admin or the node: AllGroups).
 func (v Viewer) MayReadGroup(ev *nostr.Event) bool {
 	if v.Operator || v.AllGroups || v.Groups == nil || !v.Groups.Any() {
 		return true
@@ -227,7 +233,7 @@ func (v Viewer) MayReadGroup(ev *nostr.Event) bool {
 		return true
 	}
 	private, hidden, member := v.Groups.Rule(id, v.Authed)
-	return member || !(private || hidden && IsGroupStateKind(ev.Kind))
+	return member || !GroupKeepsFrom(private, hidden, ev.Kind)
 }
 
 // GroupsNamed returns the group ids a filter names in #h.

@@ -155,7 +155,7 @@ func mayWrite(v protocol.Viewer, ev *nostr.Event, js []byte) bool {
 	if v.Operator || v.AllGroups || v.Groups == nil || !v.Groups.Any() {
 		return true
 	}
-	groupKind := (ev.Kind >= 9000 && ev.Kind <= 9022) || protocol.IsGroupStateKind(ev.Kind)
+	groupKind := (ev.Kind >= 9000 && ev.Kind <= 9022) || protocol.IsGroupStateKind(ev.Kind) || ev.Kind == nostr.KindDeletion
 	if !groupKind && !bytes.Contains(js, []byte(`"h"`)) {
 		return true
 	}

@@ -274,12 +274,20 @@ func (c *conn) viewer() protocol.Viewer {
 // events are not there for them): nothing to say. "" for everything else;
 // the query keeps out what the reader may not see either way.
 func (c *conn) groupReadReason(filters []nostr.Filter, v protocol.Viewer) string {
-	if v.AllGroups || !c.r.groups.Any() {
+	if v.AllGroups {
 		return ""
 	}
+	var ids []string
 	for _, f := range filters {
-		for _, id := range protocol.GroupsNamed(f) {
-			private, hidden, member := c.r.groups.Rule(id, v.Authed)
+		ids = append(ids, protocol.GroupsNamed(f)...)
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	rules := c.groupRules(ids)
+	for _, id := range ids {
+		{
+			private, hidden, member := rules.Rule(id, v.Authed)
 			switch {
 			case !private || member:
 			case len(v.Authed) == 0 && c.challenge == "":
@@ -295,16 +303,37 @@ func (c *conn) groupReadReason(filters []nostr.Filter, v protocol.Viewer) string
 	return ""
 }
 
-// GroupWriteReason challenges a connection that has not authenticated and
-// sends an event to a private group (admission.Conn): its OK answers
+// groupRules is the rule of groups ids as the database has it now
+// (GroupAccessStore: one read of a few rows), so that an answer right after
+// a group turned private is already this one; the relay's gate when the
+// store cannot say, or the read fails.
+func (c *conn) groupRules(ids []string) protocol.GroupGate {
+	ga := c.r.follower.access
+	if ga == nil {
+		return c.r.groups
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.r.cfg.QueryTimeout)
+	defer cancel()
+	rules, err := ga.GroupAccess(ctx, ids)
+	if err != nil {
+		c.log.Warn("read group access failed; the relay's copy answers", "err", err)
+		return c.r.groups
+	}
+	g := newGroupGate()
+	g.set(nil, rules)
+	return g
+}
+
+// groupWriteReason challenges a connection that has not authenticated and
+// sends an event to a private group (called by admit): its OK answers
 // (duplicate:, pending) are for members, and apps authenticate and send it
 // again. The store then decides it by its author (a member, a join request).
 func (c *conn) groupWriteReason(ev *nostr.Event) string {
-	if len(c.authed) > 0 || !c.r.groups.Any() || !protocol.IsGroupEvent(ev) {
+	if len(c.authed) > 0 || !protocol.IsGroupEvent(ev) {
 		return ""
 	}
 	id, _ := protocol.GroupTag(ev)
-	if private, _, _ := c.r.groups.Rule(id, nil); !private {
+	if private, _, _ := c.groupRules([]string{id}).Rule(id, nil); !private {
 		return ""
 	}
 	if c.challenge == "" {
