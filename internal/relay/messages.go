@@ -209,7 +209,8 @@ func (c *conn) onAuth(ev *nostr.Event) {
 // answered auth-required, after the challenge when the connection has not had
 // it yet (NIP-42); other filters are served minus what the reader may not see
 // (protocol.Viewer). A client that authenticates and sends the REQ again gets
-// its whole answer.
+// its whole answer. Filters naming a private group are answered as
+// groupReadReason says.
 func (c *conn) checkRead(filters []nostr.Filter) ([]nostr.Filter, string) {
 	if c.r.cfg.Auth.RequiredForReads && len(c.authed) == 0 {
 		c.sendChallenge()
@@ -286,27 +287,26 @@ func (c *conn) groupReadReason(filters []nostr.Filter, v protocol.Viewer) string
 	}
 	rules := c.groupRules(ids)
 	for _, id := range ids {
-		{
-			private, hidden, member := rules.Rule(id, v.Authed)
-			switch {
-			case !private || member:
-			case len(v.Authed) == 0 && c.challenge == "":
-				return reasonGroupNoAuth
-			case len(v.Authed) == 0:
-				c.sendChallenge()
-				return reasonGroupAuth
-			case !hidden:
-				return reasonGroupNotMember
-			}
+		private, hidden, member := rules.Rule(id, v.Authed)
+		switch {
+		case !private || member:
+		case len(v.Authed) == 0 && c.challenge == "":
+			return reasonGroupNoAuth
+		case len(v.Authed) == 0:
+			c.sendChallenge()
+			return reasonGroupAuth
+		case !hidden:
+			return reasonGroupNotMember
 		}
 	}
 	return ""
 }
 
 // groupRules is the rule of groups ids as the database has it now
-// (GroupAccessStore: one read of a few rows), so that an answer right after
-// a group turned private is already this one; the relay's gate when the
-// store cannot say, or the read fails.
+// (GroupAccessStore: one primary-key read of a few rows, on the reader
+// goroutine, only for messages that name a group), so that an answer right
+// after a group turned private is already this one; the relay's gate when
+// the store cannot say, or the read fails.
 func (c *conn) groupRules(ids []string) protocol.GroupGate {
 	ga := c.r.follower.access
 	if ga == nil {

@@ -74,6 +74,11 @@ func randomGroupHistory(t *testing.T, seed uint64) {
 				if rng.IntN(3) == 0 {
 					tags = append(tags, nostr.Tag{"restricted"})
 				}
+				for _, flag := range []string{"private", "hidden"} {
+					if rng.IntN(3) == 0 {
+						tags = append(tags, nostr.Tag{flag})
+					}
+				}
 			case r < 30:
 				kind = groups.KindPutUser
 				tags = append(tags, append(nostr.Tag{"p", p}, [][]string{nil, {"admin"}, {"moderator"}, {"x"}}[rng.IntN(4)]...))
@@ -141,7 +146,7 @@ func randomGroupHistory(t *testing.T, seed uint64) {
 	for id, s := range live {
 		for i, want := range groups.Render(s) {
 			evs, _, err := st.QuerySnapshot(ctx, []nostr.Filter{{Kinds: []int{want.Kind}, Authors: []string{node.PubKey},
-				Tags: nostr.TagMap{"d": {id}}}}, protocol.Viewer{})
+				Tags: nostr.TagMap{"d": {id}}}}, protocol.Viewer{AllGroups: true})
 			require.NoError(t, err)
 			if !s.Exists() {
 				require.Empty(t, evs, "group %s was deleted", id)
@@ -152,6 +157,7 @@ func randomGroupHistory(t *testing.T, seed uint64) {
 				"group %s state event %d:\nwant %v\ngot  %v", id, i, want.Tags, evs[0].Tags)
 		}
 	}
+	checkGroupReadRule(t, st, live, pks)
 }
 
 func dump(s *groups.State) string {

@@ -456,6 +456,12 @@ func topicAuthorsDriven(f nostr.Filter) (string, bool) {
 // `offset`, with the rows viewer may read only; ok is false when the filter can
 // match nothing stored.
 func (s *Reader) filterSQLFrom(f nostr.Filter, offset int, viewer protocol.Viewer) (string, []any, bool) {
+	return s.filterSQLWith(f, offset, viewer, false)
+}
+
+// filterSQLWith is filterSQLFrom; indexOnly keeps the clause to the columns
+// of events_sync_idx (see syncSQL), at the price of a dearer group check.
+func (s *Reader) filterSQLWith(f nostr.Filter, offset int, viewer protocol.Viewer, indexOnly bool) (string, []any, bool) {
 	args := []any{s.now().Unix()}
 	ph := func(v any) string {
 		args = append(args, v)
@@ -482,7 +488,11 @@ func (s *Reader) filterSQLFrom(f nostr.Filter, offset int, viewer protocol.Viewe
 		if len(viewer.Authed) > 0 {
 			readers = ph(viewer.Authed) + "::text[]"
 		}
-		conds = append(conds, schema.GroupReadableSQL(readers))
+		if indexOnly {
+			conds = append(conds, schema.GroupReadableIndexSQL(readers))
+		} else {
+			conds = append(conds, schema.GroupReadableSQL(readers))
+		}
 	}
 	// One value is an equality, not = ANY of a one-element array: Postgres 15
 	// reads an index in order only under equalities, so "the newest 20 of one
