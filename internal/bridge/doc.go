@@ -15,6 +15,12 @@
 // payload: its headers name the event and the reason, and the event is no
 // longer visible.
 //
+// Who may read the stream: every row is published, whoever may read its
+// event on the relay: DMs (kinds 4, 1059) and the events of private NIP-29
+// groups (subject: the token of GROUP:<id>) included. The stream is an
+// operator-side feed for the node's own services, as trusted as the
+// database (docs/groups.md); untrusted parties must not get access to it.
+//
 // # Promises
 //
 //   - Order: the stream holds the rows in ascending seq order; message N+1 of

@@ -385,6 +385,10 @@ func grant(ctx context.Context, tx pgx.Tx, cfg Config) error {
 	on("USAGE", "SEQUENCE cn_relay.events_outbox_seq_seq", Publisher)
 	on("EXECUTE", "FUNCTION "+ensure, Relay)
 	on("EXECUTE", "FUNCTION cn_relay.analyze_query_table(text)", Relay) // statistics when autovacuum is off (schema 0014)
+	// Every read for clients checks private and hidden NIP-29 groups (schema 0026):
+	// the relay's queries, the indexer's search.
+	on("EXECUTE", "FUNCTION cn_relay.group_keeps(text, integer, text[])", Relay, Consumer)
+	on("EXECUTE", "FUNCTION cn_relay.group_keeps_doc(text[], integer)", Relay, Consumer)
 
 	// The consumer runtime: its own offset row and dead letters (row-level
 	// security below), never the consumer column.

@@ -488,7 +488,8 @@ type Hit struct {
 // has no own t tag) or names ids that are all held.
 // take, if not nil, is asked for each event's bytes
 // in answer order, and the answer stops at its first refusal (stopped), as
-// the store's row budget does.
+// the store's row budget does. An answer that holds an event v may not read
+// is not given (ok false).
 func (c *Cache) Query(filters []nostr.Filter, v protocol.Viewer, now int64, take func(int) bool) (hits []Hit, seq int64, stopped, ok bool) {
 	for _, f := range filters {
 		if f.Search != "" {
@@ -513,6 +514,13 @@ func (c *Cache) Query(filters []nostr.Filter, v protocol.Viewer, now int64, take
 	}
 	if len(filters) > 1 {
 		out = sortUnique(out)
+	}
+	// An answer that holds an event v may not read (a private group's, a
+	// hidden group's state: protocol.Viewer.MayReadGroup) is the database's
+	// to give, whose query leaves it out before each filter's limit. The
+	// group rule is the relay's, as new as the rows the cache applied.
+	if v.Groups != nil && v.Groups.Any() && slices.ContainsFunc(out, func(e *entry) bool { return !v.MayReadGroup(e.ev) }) {
+		return nil, 0, false, false
 	}
 	hits = make([]Hit, 0, len(out))
 	for _, e := range out {

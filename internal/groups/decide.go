@@ -25,8 +25,7 @@ const (
 	ReasonMember      = "duplicate: already a member of this group"
 	ReasonNotMember   = "restricted: not a member of this group"
 	ReasonRestricted  = "restricted: only members of this group may write to it (send a join request, kind 9021)"
-	ReasonPrivate     = "restricted: private groups are not supported yet"
-	ReasonHidden      = "restricted: hidden groups are not supported yet"
+	ReasonPrivate     = "restricted: only members of this private group may write to it (send a join request, kind 9021)"
 	ReasonManyParents = "invalid: a group has at most one parent: more than one parent tag"
 	ReasonBadParent   = "invalid: the parent tag must name a group id (1 to 64 of a-z, A-Z, 0-9, - and _)"
 	ReasonBadChild    = "invalid: a child tag must name a group id (1 to 64 of a-z, A-Z, 0-9, - and _)"
@@ -516,6 +515,13 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 	}
 	if s.Meta.Restricted && !s.IsMember(ev.PubKey) && !master {
 		return refuse(ReasonRestricted)
+	}
+	// A private group is written by its members only, restricted or not:
+	// an outsider could not read the conversation it writes into, and its
+	// OK answers (duplicate:) would tell it which of the group's events it
+	// holds.
+	if s.Meta.Private && !s.IsMember(ev.PubKey) && !master {
+		return refuse(ReasonPrivate)
 	}
 	return accept
 }

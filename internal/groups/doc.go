@@ -81,13 +81,27 @@
 // refuses kinds 39000-39005 from everyone else, the node key included over the
 // wire: only the store's group path makes them.
 //
+// # Private and hidden groups
+//
+// A `private` group's events but its state, and a `hidden` group's state
+// (39000-39005, and the node's kind 5 that deletes it), are read by its
+// members only (protocol.GroupKeepsFrom; relay admins, the node key and
+// operator tools read everything). The rule is read at each read, never
+// stamped on events: Access gives a group's row of cn_relay.group_access
+// (members as readers), which QueueSave writes in the transaction of every
+// batch that changes the group, so a removal, a leave or a group turned
+// private takes effect for every read committed after it, old messages
+// included. The SQL engine (schema.GroupReadableSQL) and the relay's copy
+// of the rule (live fan-out, event cache, handoff) apply it; see
+// docs/groups.md for every read path. A private group is written by its
+// members only (ReasonPrivate), restricted or not.
+//
 // # Secrets
 //
-// Invite codes are secrets, and this slice has no read path that hides an
-// event from some readers. So a 9009 (create-invite) and a 9021 that carries
-// a `code` tag are withheld: kept in cn_relay.group_withheld (which Project
+// Invite codes are secrets. A 9009 (create-invite) and a 9021 that carries a
+// `code` tag are withheld: kept in cn_relay.group_withheld (which Project
 // reads), never in cn_relay.events, the outbox, the index or any answer to a
-// client.
+// client (a per-admin read rule for them is not built).
 //
 // # Metrics
 //
@@ -107,7 +121,6 @@
 //
 // # Not supported yet (refused, never half done)
 //
-// `private` and `hidden` groups (9002 with those flags: "restricted: private
-// groups are not supported yet"), `livekit`, moderation kinds other than
-// 9000, 9001, 9002, 9005, 9007, 9008, 9009 and 9010.
+// `livekit`, moderation kinds other than 9000, 9001, 9002, 9005, 9007, 9008,
+// 9009 and 9010.
 package groups

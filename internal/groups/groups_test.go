@@ -68,6 +68,8 @@ func TestGroupDecide(t *testing.T) {
 	facts := Facts{Now: now, Seq: 1, CommunityMember: true, Target: func(id string) (Target, bool) { tg, ok := targets[id]; return tg, ok }}
 	closed := s.Clone()
 	closed.Meta.Closed, closed.Meta.Restricted = true, true
+	private := s.Clone()
+	private.Meta.Private = true
 	limited := s.Clone()
 	limited.Meta.AllKinds, limited.Meta.Kinds = false, []int{9}
 	h := nostr.Tag{"h", "g"}
@@ -94,8 +96,8 @@ func TestGroupDecide(t *testing.T) {
 		{"put without p", s, admin.ev(t, KindPutUser, now, h), nil, "invalid: name the user", 0},
 		{"admin edits", s, admin.ev(t, KindEditMetadata, now, h, nostr.Tag{"name", "G"}), nil, "", 0},
 		{"moderator edits", s, mod.ev(t, KindEditMetadata, now, h, nostr.Tag{"name", "G"}), nil, "restricted: your roles", 0},
-		{"private", s, admin.ev(t, KindEditMetadata, now, h, nostr.Tag{"private"}), nil, "restricted: private groups are not supported yet", 0},
-		{"hidden", s, admin.ev(t, KindEditMetadata, now, h, nostr.Tag{"hidden"}), nil, "restricted: hidden groups are not supported yet", 0},
+		{"private", s, admin.ev(t, KindEditMetadata, now, h, nostr.Tag{"private"}), nil, "", 0},
+		{"hidden", s, admin.ev(t, KindEditMetadata, now, h, nostr.Tag{"hidden"}), nil, "", 0},
 		{"parent unknown", s, admin.ev(t, KindEditMetadata, now, h, nostr.Tag{"parent", "x"}), nil, "invalid: parent group \"x\" does not exist", 0},
 		{"bad kinds", s, admin.ev(t, KindEditMetadata, now, h, nostr.Tag{"supported_kinds", "nine"}), nil, "invalid: supported_kinds", 0},
 		{"moderator deletes", s, mod.ev(t, KindDeleteEvent, now, h, nostr.Tag{"e", target.ID}), nil, "", 0},
@@ -121,6 +123,9 @@ func TestGroupDecide(t *testing.T) {
 		{"post open", s, stranger.ev(t, 9, now, h), nil, "", 0},
 		{"post restricted", closed, stranger.ev(t, 9, now, h), nil, "restricted: only members", 0},
 		{"post restricted, member", closed, member.ev(t, 9, now, h), nil, "", 0},
+		{"post private", private, stranger.ev(t, 9, now, h), nil, "restricted: only members of this private group", 0},
+		{"post private, member", private, member.ev(t, 9, now, h), nil, "", 0},
+		{"join private", private, other.ev(t, KindJoinRequest, now, h), nil, "", 1},
 		{"kind not supported", limited, member.ev(t, 1, now, h), nil, "restricted: this group does not accept kind 1", 0},
 		{"kind supported", limited, member.ev(t, 9, now, h), nil, "", 0},
 		{"state kind", s, admin.ev(t, KindMetadata, now, nostr.Tag{"d", "g"}), nil, "restricted: group state", 0},

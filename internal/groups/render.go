@@ -12,8 +12,9 @@ import (
 // the caller sets created_at and signs with the node key. Equal states render
 // equal tags (users sorted by pubkey).
 //
-// 39000 carries name, picture, banner and about when set, `restricted` and
-// `closed` when set, `public` always and `open` unless closed (the older
+// 39000 carries name, picture, banner and about when set, `private` when set
+// (else `public`), `hidden`, `restricted` and `closed` when set, and `open`
+// unless closed (`public` and `open` are the older
 // spelling of the defaults, for clients that still look for them; the current
 // text reads their absence the same way), and supported_kinds when the group
 // limits its kinds, and the group's place in the tree (State.Tree: NIP-29
@@ -27,7 +28,14 @@ func Render(s *State) []*nostr.Event {
 			meta = append(meta, nostr.Tag{f[0], f[1]})
 		}
 	}
-	meta = append(meta, nostr.Tag{"public"})
+	if s.Meta.Private {
+		meta = append(meta, nostr.Tag{"private"})
+	} else {
+		meta = append(meta, nostr.Tag{"public"})
+	}
+	if s.Meta.Hidden {
+		meta = append(meta, nostr.Tag{"hidden"})
+	}
 	if s.Meta.Restricted {
 		meta = append(meta, nostr.Tag{"restricted"})
 	}

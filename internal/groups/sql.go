@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/schema"
 )
 
@@ -155,7 +156,9 @@ func QueueWithheldIDs(b *pgx.Batch, ids []string, seen map[string]bool) {
 	})
 }
 
-// QueueSave queues the upsert of states.
+// QueueSave queues the upsert of states, and of their rows of
+// cn_relay.group_access (Access: one for a private or hidden group, none
+// for any other).
 func QueueSave(b *pgx.Batch, states []*State, at time.Time) {
 	if len(states) == 0 {
 		return
@@ -167,6 +170,7 @@ func QueueSave(b *pgx.Batch, states []*State, at time.Time) {
 	b.Queue(`INSERT INTO cn_relay.groups (id, state, updated_at)
 		SELECT id, state::jsonb, $3 FROM unnest($1::text[], $2::text[]) AS u(id, state)
 		ON CONFLICT (id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at`, ids, dumps, at)
+	queueAccess(b, states)
 }
 
 // QueueWithhold queues the insert of withheld events (a re-sent one is kept once).
@@ -383,4 +387,42 @@ func Replace(ctx context.Context, tx pgx.Tx, states map[string]*State) error {
 		return fmt.Errorf("replace group states: %w", err)
 	}
 	return nil
+}
+
+// Access returns s's row of cn_relay.group_access (migration 0025), and
+// false when the group has none: everyone may read it (neither private nor
+// hidden).
+func Access(s *State) (protocol.GroupRule, bool) {
+	if !s.Meta.Private && !s.Meta.Hidden {
+		return protocol.GroupRule{}, false
+	}
+	return protocol.GroupRule{Private: s.Meta.Private, Hidden: s.Meta.Hidden, Readers: s.MemberList()}, true
+}
+
+// queueAccess queues the writes that make cn_relay.group_access say what
+// states say (QueueSave).
+func queueAccess(b *pgx.Batch, states []*State) {
+	var del, scopes []string
+	var private, hidden []bool
+	var readers []string // (each a JSON array: unnest cannot take a ragged text[][])
+	for _, s := range states {
+		rule, ok := Access(s)
+		if !ok {
+			del = append(del, Scope(s.ID))
+			continue
+		}
+		scopes, private, hidden = append(scopes, Scope(s.ID)), append(private, rule.Private), append(hidden, rule.Hidden)
+		lit, _ := json.Marshal(append([]string{}, rule.Readers...)) // (never null)
+		readers = append(readers, string(lit))
+	}
+	if len(del) > 0 {
+		b.Queue(`DELETE FROM cn_relay.group_access WHERE scope = ANY($1)`, del)
+	}
+	if len(scopes) > 0 {
+		b.Queue(`INSERT INTO cn_relay.group_access (scope, private, hidden, readers)
+			SELECT u.scope, u.private, u.hidden, ARRAY(SELECT jsonb_array_elements_text(u.readers::jsonb))
+			FROM unnest($1::text[], $2::bool[], $3::bool[], $4::text[]) AS u(scope, private, hidden, readers)
+			ON CONFLICT (scope) DO UPDATE SET private = excluded.private, hidden = excluded.hidden, readers = excluded.readers`,
+			scopes, private, hidden, readers)
+	}
 }

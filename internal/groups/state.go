@@ -122,6 +122,11 @@ type Metadata struct {
 	Restricted bool `json:"restricted,omitempty"`
 	// Closed: a join request is honoured only with a valid invite code.
 	Closed bool `json:"closed,omitempty"`
+	// Private: only members read the group's events (every event of its
+	// scope), and only members write to it.
+	Private bool `json:"private,omitempty"`
+	// Hidden: only members read the group's state events (39000-39005).
+	Hidden bool `json:"hidden,omitempty"`
 	// Kinds, when not nil, are the only kinds the group accepts besides its
 	// moderation and join/leave kinds (NIP-29 supported_kinds; empty: none).
 	Kinds []int `json:"kinds,omitempty"`
@@ -482,10 +487,10 @@ func hasTag(ev *nostr.Event, name string) bool {
 }
 
 // ParseMetadata reads a 9002's fields, or says why the relay refuses it: the
-// flags and features this relay does not support (private, hidden, livekit),
-// malformed supported_kinds, more than one parent, a malformed or repeated
-// parent or child id. (Whether the parent exists and the children are all
-// the group's is Decide's.)
+// flags and features this relay does not support (livekit), malformed
+// supported_kinds, more than one parent, a malformed or repeated parent or
+// child id. (Whether the parent exists and the children are all the group's
+// is Decide's.)
 func ParseMetadata(ev *nostr.Event) (Metadata, string) {
 	m := Metadata{AllKinds: true}
 	for _, tag := range ev.Tags {
@@ -510,9 +515,9 @@ func ParseMetadata(ev *nostr.Event) (Metadata, string) {
 		case "closed":
 			m.Closed = true
 		case "private":
-			return Metadata{}, ReasonPrivate
+			m.Private = true
 		case "hidden":
-			return Metadata{}, ReasonHidden
+			m.Hidden = true
 		case "parent":
 			if m.Parent != "" {
 				return Metadata{}, ReasonManyParents

@@ -109,6 +109,9 @@ func Search(ctx context.Context, db querier, p SearchParams, now time.Time) ([]H
 		df.Kinds = []int32{int32(*p.Kind)}
 	}
 	conds := textsearch.DocConds("q", "$2", df, ph)
+	// The API answers anyone: a private group's events and a hidden group's
+	// state are never among the hits (schema.GroupReadableDocSQL).
+	conds = append(conds, schema.GroupReadableDocSQL("d.topics", "d.kind"))
 	rank := textsearch.RankSQL("q")
 	if c := p.After; c != nil {
 		s, at, id := ph(c.Score), ph(c.CreatedAt), ph(c.EventID)

@@ -131,6 +131,7 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		}
 		s.Relay.Info.Self, s.Relay.Groups = key.PubKey, true
 		reg.MustRegister(&groups.Collector{Q: pool, Logger: logger})
+		s.Relay.GroupAdmins = slices.Clone(s.AdminPubkeys)
 	}
 	api := &relayadmin.API{Admin: &relayadmin.Admin{Pool: pool, Store: st.Publisher(), TopicRules: st.Rules()}, Admins: admins,
 		PublicURL: s.Relay.PublicURL, Logger: logger}

@@ -107,16 +107,107 @@ type Viewer struct {
 	// Operator sees every stored event (export, admin tools); never set for a
 	// client connection.
 	Operator bool
+	// AllGroups reads every NIP-29 group, private and hidden ones included:
+	// a connection authenticated as a relay admin or as the node key. It
+	// does not open private kinds (DMs) to it.
+	AllGroups bool
+	// Groups is the current rule of the groups that not everyone may read
+	// (private and hidden NIP-29 groups). Nil: no group is; the SQL engine
+	// reads the rule from the database instead (cn_relay.group_access).
+	Groups GroupGate
+}
+
+// GroupGate is the current rule of the NIP-29 groups that not everyone may
+// read (GroupKeepsFrom): a private group's events but its state, and a hidden
+// group's state, are read by its members only.
+type GroupGate interface {
+	// Any reports whether any group is private or hidden.
+	Any() bool
+	// Rule reports whether group id is private, hidden, and whether one of
+	// pubkeys is its member.
+	Rule(id string, pubkeys []string) (private, hidden, member bool)
+}
+
+// GroupRule is one private or hidden group's row of cn_relay.group_access.
+type GroupRule struct {
+	Private, Hidden bool
+	// Readers are the members.
+	Readers []string
+}
+
+// IsGroupStateKind reports whether a kind is a group's state, signed by the
+// node: 39000-39005.
+func IsGroupStateKind(kind int) bool { return kind >= 39000 && kind <= 39005 }
+
+// GroupKeepsFrom reports whether a group whose flags are private and hidden
+// keeps an event of kind from non-members: a private group every event of
+// its scope but its state (NIP-29: only members read its messages; anyone
+// may read its metadata, to find it and ask to join); a hidden group its
+// state, and the kind 5 by which the node deletes that state with the group
+// (NIP-29: its metadata is hidden from non-members). A kind 5 of a private
+// group is kept back as any of its events is.
+func GroupKeepsFrom(private, hidden bool, kind int) bool {
+	state := IsGroupStateKind(kind)
+	return private && !state || hidden && (state || kind == nostr.KindDeletion)
+}
+
+// GroupOf returns the NIP-29 group whose scope (GROUP:<id>) ev is stored in,
+// as the store places it: an event sent to a group (IsGroupEvent) by its `h`
+// tag; a state event (39000-39005) by its `d` tag; a kind 5 that deletes
+// state events by address (the node's deletion of a deleted group's state)
+// by the group those addresses name.
+func GroupOf(ev *nostr.Event) (string, bool) {
+	if ev == nil {
+		return "", false
+	}
+	if ev.Kind >= 39000 && ev.Kind <= 39005 {
+		for _, tag := range ev.Tags {
+			if len(tag) >= 2 && tag[0] == "d" {
+				return tag[1], true
+			}
+		}
+		return "", true
+	}
+	if IsGroupEvent(ev) {
+		if id, n := GroupTag(ev); n > 0 {
+			return id, true
+		}
+		return "", false
+	}
+	if ev.Kind == nostr.KindDeletion {
+		for _, tag := range ev.Tags {
+			if len(tag) < 2 || tag[0] != "a" {
+				continue
+			}
+			kind, rest, _ := strings.Cut(tag[1], ":")
+			_, d, ok := strings.Cut(rest, ":")
+			if ok && len(kind) == 5 && kind >= "39000" && kind <= "39005" {
+				return d, true
+			}
+		}
+	}
+	return "", false
 }
 
 // MayRead reports whether v may receive ev: every event that is not of a
 // private kind; a gift wrap (1059) or NIP-04 DM (4) only when v authenticated as
-// a recipient (a `p` tag) or, for kind 4, as its author. The SQL query engine
-// applies the same rule (and is tested against this one).
+// a recipient (a `p` tag) or, for kind 4, as its author; and an event of a
+// private group, or a hidden group's state (MayReadGroup), only when v
+// authenticated as a member. The SQL query engine applies the same rule (and
+// is tested against this one).
 func (v Viewer) MayRead(ev *nostr.Event) bool {
-	if v.Operator || !IsPrivateKind(ev.Kind) {
+	if v.Operator {
 		return true
 	}
+	if IsPrivateKind(ev.Kind) && !v.party(ev) {
+		return false
+	}
+	return v.MayReadGroup(ev)
+}
+
+// party reports whether v authenticated as a recipient of ev (a `p` tag)
+// or, for kind 4, as its author.
+func (v Viewer) party(ev *nostr.Event) bool {
 	for _, pk := range v.Authed {
 		if ev.Kind == KindEncryptedDM && ev.PubKey == pk {
 			return true
@@ -129,6 +220,24 @@ func (v Viewer) MayRead(ev *nostr.Event) bool {
 	}
 	return false
 }
+
+// MayReadGroup is MayRead's group part: false only for an event that its
+// group (GroupOf) keeps from non-members (GroupKeepsFrom) when v is no
+// member of it (nor an operator, a relay admin or the node: AllGroups).
+func (v Viewer) MayReadGroup(ev *nostr.Event) bool {
+	if v.Operator || v.AllGroups || v.Groups == nil || !v.Groups.Any() {
+		return true
+	}
+	id, ok := GroupOf(ev)
+	if !ok {
+		return true
+	}
+	private, hidden, member := v.Groups.Rule(id, v.Authed)
+	return member || !GroupKeepsFrom(private, hidden, ev.Kind)
+}
+
+// GroupsNamed returns the group ids a filter names in #h.
+func GroupsNamed(f nostr.Filter) []string { return f.Tags["h"] }
 
 // AsksPrivate reports whether a filter names a private kind in its kinds: a
 // reader that has not authenticated is asked to (NIP-42 auth-required) rather

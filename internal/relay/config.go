@@ -197,6 +197,10 @@ type Config struct {
 	// with the node key named by Info.Self): NIP-11 lists 29. The relay itself
 	// treats group events like any other; the store decides them.
 	Groups bool
+	// GroupAdmins read every NIP-29 group, private and hidden ones included,
+	// once authenticated (NIP-42): the relay's admins (--admin-pubkeys).
+	// The node key (Info.Self) always does.
+	GroupAdmins []string
 
 	// Membership is the NIP-43 mode ("open" or "invite"; "" when the relay
 	// has no node key and offers no NIP-43): NIP-11 lists 43 when set, and

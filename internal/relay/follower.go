@@ -59,6 +59,13 @@ type follower struct {
 	retryBase    time.Duration
 	retryMax     time.Duration
 
+	// gate is the relay's copy of the private and hidden groups' rule,
+	// loaded by start and refreshed by deliver from access (nil: the store
+	// has none; the gate stays empty) before any row is applied or fanned
+	// out; it advances with the rows handled (see groupGate).
+	gate   *groupGate
+	access GroupAccessStore
+
 	wake  chan struct{} // capacity 1: wake-ups coalesce
 	ready chan struct{} // closed once the start position (the head) is known
 }
@@ -106,6 +113,9 @@ func (f *follower) run(ctx context.Context) {
 			return
 		}
 	}
+	if f.gate != nil {
+		f.gate.advance(last)
+	}
 	f.m.followerSeq.Set(float64(last))
 	f.log.Info("following the outbox", "from_seq", last)
 	close(f.ready)
@@ -149,6 +159,9 @@ func (f *follower) run(ctx context.Context) {
 			attempt = 0
 			prev = rows[len(rows)-1]
 			last = prev.Seq
+			if f.gate != nil {
+				f.gate.advance(last)
+			}
 			f.m.followerSeq.Set(float64(last))
 		}
 	}
@@ -157,6 +170,34 @@ func (f *follower) run(ctx context.Context) {
 // start returns the seq to follow from: the outbox head, or with a cache the
 // seq of the snapshot it is filled from.
 func (f *follower) start(ctx context.Context) (int64, error) {
+	head, err := f.startAt(ctx)
+	if err != nil {
+		return 0, err
+	}
+	// (read after the head: at least as new)
+	if err := f.loadGate(ctx, nil); err != nil {
+		return 0, err
+	}
+	return head, nil
+}
+
+// loadGate reads the rule of groups ids (nil: all) into the gate.
+func (f *follower) loadGate(ctx context.Context, ids []string) error {
+	if f.access == nil || f.gate == nil {
+		return nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, f.loadTimeout)
+	defer cancel()
+	rules, err := f.access.GroupAccess(lctx, ids)
+	if err != nil {
+		return err
+	}
+	f.gate.set(ids, rules)
+	return nil
+}
+
+// startAt is start without the gate.
+func (f *follower) startAt(ctx context.Context) (int64, error) {
 	if f.cache == nil {
 		return f.feed.Head(ctx)
 	}
@@ -238,6 +279,13 @@ func (f *follower) deliver(ctx context.Context, rows []outbox.Row, prev outbox.R
 		ids = append(ids, r.EventID)
 	}
 	last := rows[len(rows)-1].Seq
+	// The groups these rows may close to some readers are read again first
+	// (see groupGate), whoever listens.
+	if ids := accessChanged(rows); len(ids) > 0 {
+		if err := f.loadGate(ctx, ids); err != nil {
+			return err
+		}
+	}
 	if f.cache == nil && (len(todo) == 0 || (f.listening != nil && !f.listening())) {
 		return nil
 	}

@@ -186,8 +186,6 @@ func TestGroupModeration(t *testing.T) {
 	require.ElementsMatch(t, []string{alice.pk, bob.pk}, members(g.stateOf(t, c, groups.KindMembers, "pizza")))
 
 	// What this relay does not support yet is refused, never half done.
-	c.refused(alice.signed(t, groups.KindEditMetadata, nostr.Tags{h("pizza"), {"private"}}, ""), "restricted: private groups are not supported yet")
-	c.refused(alice.signed(t, groups.KindEditMetadata, nostr.Tags{h("pizza"), {"hidden"}}, ""), "restricted: hidden groups are not supported yet")
 	c.refused(alice.signed(t, groups.KindEditMetadata, nostr.Tags{h("pizza"), {"parent", "food"}}, ""), "invalid: parent group \"food\" does not exist")
 	c.refused(alice.signed(t, 9003, nostr.Tags{h("pizza")}, ""), "restricted: moderation kind 9003 is not supported")
 	c.refused(alice.signed(t, groups.KindMetadata, nostr.Tags{{"d", "pizza"}, {"name", "forged"}}, ""), "restricted: group state")

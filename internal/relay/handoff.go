@@ -88,6 +88,10 @@ func (r *Relay) handoff(ctx context.Context, s *subscription, stored []*nostr.Ev
 	if !w.More && len(w.Named) == 0 {
 		return stored, seq, nil // (the replica was current)
 	}
+	// A row in a group's scope may have changed who reads the group (a
+	// member removed, the group made private): the replica's answer and
+	// the gate may both be older than that, so the primary answers whole.
+	w.More = w.More || w.Groups
 	m := &pageMerge{filters: s.filters, viewer: s.viewer, stored: stored, stopped: stopped, sv: sv,
 		matches: func(ev *nostr.Event) bool { return r.index.matchesSub(s, ev) }}
 	var res merged
@@ -103,6 +107,7 @@ func (r *Relay) handoff(ctx context.Context, s *subscription, stored []*nostr.Ev
 			if w, err = sn.Window(ctx, seq, handoffMaxRows); err != nil {
 				return err
 			}
+			w.More = w.More || w.Groups
 			if !w.More {
 				if res, err = m.merge(w); err != nil {
 					return err

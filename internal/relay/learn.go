@@ -31,19 +31,26 @@ type learnItem struct {
 	events []eventcache.Loaded
 	seq    int64
 	bytes  int64 // the events' JSON, counted in Relay.learnBytes while queued
+	// allGroups: the reader reads every group (protocol.Viewer.AllGroups).
+	// Another reader's answer may lack a private or hidden group's events
+	// of the range: it is not learnt while any group is (limited: at the
+	// offer; the rule is read again once the cache has applied seq).
+	allGroups, limited bool
 }
 
 // offerLearn hands the database's answer to s (read at seq, not stopped by
 // the budget) to the learner when the cache could take it: one filter of
 // the author shape, for a reader who sees every public event there is
-// (Learn refuses private kinds). It must run before the answer's JSON is
+// (Learn refuses private kinds; learn refuses answers read while a group was
+// private or hidden, unless the reader reads every group). It must run before the answer's JSON is
 // taken from sv. It never blocks: the learner is one goroutine, and answers
 // it has no room for are left.
 func (r *Relay) offerLearn(s *subscription, evs []*nostr.Event, sv *store.Served, seq int64) {
 	if r.learns == nil || len(s.filters) != 1 || !eventcache.Learnable(s.filters[0]) {
 		return
 	}
-	item := learnItem{f: s.filters[0], events: make([]eventcache.Loaded, len(evs)), seq: seq}
+	item := learnItem{f: s.filters[0], events: make([]eventcache.Loaded, len(evs)), seq: seq,
+		allGroups: s.viewer.AllGroups, limited: r.groups.Any()}
 	for i, ev := range evs {
 		js := sv.JSON(ev)
 		if js == nil {
@@ -92,6 +99,11 @@ func (r *Relay) learn(ctx context.Context, item learnItem) {
 		item.events[i].Event = ev
 	}
 	if !r.cache.WaitFor(item.seq, learnWait, ctx.Done()) {
+		r.m.cacheLearns.WithLabelValues("left").Inc()
+		return
+	}
+	// (the group rule is now at least as new as item.seq: see groupGate)
+	if !item.allGroups && (item.limited || r.groups.Any()) {
 		r.m.cacheLearns.WithLabelValues("left").Inc()
 		return
 	}

@@ -26,12 +26,18 @@ const (
 	reasonProtectedAuth   = "auth-required: this event may only be published by its author"
 	reasonProtectedOther  = "restricted: this event may only be published by its author"
 	reasonAuthDisabled    = "restricted: this relay does not support authentication"
-	reasonShuttingDown    = "error: relay is shutting down, try again later"
-	reasonIngestFailed    = "error: could not store the event, try again later"
-	reasonEphemeralFailed = "error: could not relay the event, try again later"
-	reasonTooManySubs     = "error: too many subscriptions"
-	reasonQueryTimeout    = "error: query timed out"
-	reasonQueryFailed     = "error: could not run the query"
+
+	reasonGroupAuth        = "auth-required: this group is private: its members read it after authenticating (NIP-42)"
+	reasonGroupNoAuth      = "restricted: this group is private: its members read it after authenticating, which this relay does not offer"
+	reasonGroupNotMember   = "restricted: this group is private: only its members read it"
+	reasonGroupWriteAuth   = "auth-required: this group is private: authenticate (NIP-42) to write to it"
+	reasonGroupWriteNoAuth = "restricted: this group is private: writing to it needs authentication, which this relay does not offer"
+	reasonShuttingDown     = "error: relay is shutting down, try again later"
+	reasonIngestFailed     = "error: could not store the event, try again later"
+	reasonEphemeralFailed  = "error: could not relay the event, try again later"
+	reasonTooManySubs      = "error: too many subscriptions"
+	reasonQueryTimeout     = "error: query timed out"
+	reasonQueryFailed      = "error: could not run the query"
 )
 
 // handle answers one client message. It runs on the reader goroutine, so messages
@@ -157,6 +163,9 @@ func (c *conn) admit(ev *nostr.Event) string {
 		c.sendChallenge()
 		return reasonAuthForWrites
 	}
+	if reason := c.groupWriteReason(ev); reason != "" {
+		return reason
+	}
 	return c.r.admission.Check(ev, c.r.now(), c)
 }
 
@@ -212,7 +221,8 @@ func (c *conn) onAuth(ev *nostr.Event) {
 // answered auth-required, after the challenge when the connection has not had
 // it yet (NIP-42); other filters are served minus what the reader may not see
 // (protocol.Viewer). A client that authenticates and sends the REQ again gets
-// its whole answer.
+// its whole answer. Filters naming a private group are answered as
+// groupReadReason says.
 func (c *conn) checkRead(filters []nostr.Filter) ([]nostr.Filter, string) {
 	if c.r.cfg.Auth.RequiredForReads && len(c.authed) == 0 {
 		c.sendChallenge()
@@ -236,6 +246,9 @@ func (c *conn) checkRead(filters []nostr.Filter) ([]nostr.Filter, string) {
 		c.sendChallenge()
 		return nil, reasonAuthForPrivate
 	}
+	if reason := c.groupReadReason(out, c.viewer()); reason != "" {
+		return nil, reason
+	}
 	return out, ""
 }
 
@@ -255,9 +268,91 @@ func (c *conn) sendChallenge() {
 // widen a running subscription (clients send the REQ again after AUTH).
 func (c *conn) viewer() protocol.Viewer {
 	if len(c.authed) == 0 {
-		return protocol.Viewer{}
+		return protocol.Viewer{Groups: c.r.groups}
 	}
-	return protocol.Viewer{Authed: slices.Sorted(maps.Keys(c.authed))}
+	v := protocol.Viewer{Authed: slices.Sorted(maps.Keys(c.authed)), Groups: c.r.groups}
+	for _, pk := range v.Authed {
+		if pk == c.r.cfg.Info.Self || slices.Contains(c.r.cfg.GroupAdmins, pk) {
+			v.AllGroups = true
+		}
+	}
+	return v
+}
+
+// groupReadReason answers a REQ or COUNT whose filters name (#h) a private
+// group the reader may not read (NIP-29 with NIP-42): auth-required, after
+// the challenge, from a connection that has not authenticated, so that apps
+// authenticate and ask again; restricted from one authenticated as no
+// member. A hidden group answers a non-member as an unknown id does (its
+// events are not there for them): nothing to say. "" for everything else;
+// the query keeps out what the reader may not see either way.
+func (c *conn) groupReadReason(filters []nostr.Filter, v protocol.Viewer) string {
+	if v.AllGroups {
+		return ""
+	}
+	var ids []string
+	for _, f := range filters {
+		ids = append(ids, protocol.GroupsNamed(f)...)
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	rules := c.groupRules(ids)
+	for _, id := range ids {
+		private, hidden, member := rules.Rule(id, v.Authed)
+		switch {
+		case !private || member:
+		case len(v.Authed) == 0 && c.challenge == "":
+			return reasonGroupNoAuth
+		case len(v.Authed) == 0:
+			c.sendChallenge()
+			return reasonGroupAuth
+		case !hidden:
+			return reasonGroupNotMember
+		}
+	}
+	return ""
+}
+
+// groupRules is the rule of groups ids as the database has it now
+// (GroupAccessStore: one primary-key read of a few rows, on the reader
+// goroutine, only for messages that name a group), so that an answer right
+// after a group turned private is already this one; the relay's gate when
+// the store cannot say, or the read fails.
+func (c *conn) groupRules(ids []string) protocol.GroupGate {
+	ga := c.r.follower.access
+	if ga == nil {
+		return c.r.groups
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.r.cfg.QueryTimeout)
+	defer cancel()
+	rules, err := ga.GroupAccess(ctx, ids)
+	if err != nil {
+		c.log.Warn("read group access failed; the relay's copy answers", "err", err)
+		return c.r.groups
+	}
+	g := newGroupGate()
+	g.set(nil, rules)
+	return g
+}
+
+// groupWriteReason challenges a connection that has not authenticated and
+// sends an event to a private group (called by admit): its OK answers
+// (duplicate:, pending) are for members, and apps authenticate and send it
+// again. The store then decides it by its author (a member, a join request).
+func (c *conn) groupWriteReason(ev *nostr.Event) string {
+	if len(c.authed) > 0 || !protocol.IsGroupEvent(ev) {
+		return ""
+	}
+	id, _ := protocol.GroupTag(ev)
+	if private, _, _ := c.groupRules([]string{id}).Rule(id, nil); !private {
+		return ""
+	}
+	if c.challenge == "" {
+		return reasonGroupWriteNoAuth
+	}
+	c.sendChallenge()
+	return reasonGroupWriteAuth
 }
 
 // onReq opens (or replaces) a subscription: it is filed for live events first,

@@ -22,6 +22,8 @@ type metrics struct {
 	querySeconds     *prometheus.HistogramVec // by op: req, count
 	slowDisconnects  prometheus.Counter
 	liveDeliveries   prometheus.Counter
+	groupWithheld    prometheus.Counter // stored events the last check kept back (groupgate.go)
+	groupGateBehind  prometheus.Counter
 	refusedConns     *prometheus.CounterVec // by reason
 	badRealIP        prometheus.Counter
 	queryBudgetStops prometheus.Counter
@@ -89,6 +91,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "cn_relay_live_deliveries_total",
 			Help: "Events delivered to live subscriptions (one per subscription).",
 		}),
+		groupWithheld: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cn_relay_group_withheld_total",
+			Help: "Stored events of a private or hidden NIP-29 group kept back by the last check before the socket (a query filters them first: above 0 means a read path let one through, or a member's access changed while the answer was read).",
+		}),
+		groupGateBehind: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cn_relay_group_gate_behind_total",
+			Help: "REQ answers checked with a group rule older than the answer (the outbox follower was behind): it can only keep more back.",
+		}),
 		refusedConns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cn_relay_refused_connections_total",
 			Help: "WebSocket upgrades refused, by reason (per_ip_limit, shutting_down).",
@@ -128,7 +138,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.ingestWaiting, m.connections, m.subscriptions, m.messages, m.events, m.batchSize,
-			m.ingestSeconds, m.querySeconds, m.slowDisconnects, m.liveDeliveries, m.refusedConns,
+			m.ingestSeconds, m.querySeconds, m.slowDisconnects, m.liveDeliveries, m.groupWithheld, m.groupGateBehind, m.refusedConns,
 			m.followerSeq, m.followerFailures, m.badRealIP, m.queryBudgetStops, m.handoffCaught, m.handoffDropped, m.handoffRefills, m.cacheAnswers, m.cacheLearns, m.groupEvents)
 	}
 	return m

@@ -115,6 +115,7 @@ type Relay struct {
 	batcher  *batcher
 	follower *follower
 	health   *healthCheck
+	groups   *groupGate // the private and hidden groups' rule (groupgate.go)
 
 	eventsPerIP     *limiter
 	eventsPerPubkey *limiter
@@ -178,6 +179,11 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 	r.m.registerHeld(deps.Registerer, r.mem)
 	r.health = newHealthCheck(deps.Store.Ping, r.log)
 	r.follower = newFollower(deps.Feed, deps.Store, r.fanoutJSON, r.m, r.log)
+	r.groups = newGroupGate()
+	r.follower.gate = r.groups
+	if ga, ok := deps.Store.(GroupAccessStore); ok {
+		r.follower.access = ga
+	}
 	if rs, ok := deps.Store.(RecentStore); ok && cfg.CacheBytes > 0 {
 		r.cache = eventcache.New(cfg.CacheBytes, !cfg.Limits.TopicRules.RequireTopic)
 		r.committed = rs.Committed
@@ -346,7 +352,7 @@ func (r *Relay) fanoutJSON(ev *nostr.Event, js []byte, seq int64) {
 		if !s.viewer.MayRead(ev) {
 			continue
 		}
-		if s.deliver(ev.ID, seq, js) {
+		if s.deliver(ev, seq, js) {
 			r.m.liveDeliveries.Inc()
 		}
 	}

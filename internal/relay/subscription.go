@@ -54,6 +54,7 @@ type subscription struct {
 type pendingLive struct {
 	seq  int64
 	json []byte
+	ev   *nostr.Event // (whole: for mayWrite)
 }
 
 // event is the EVENT message of evJSON for this subscription (evJSON is
@@ -83,7 +84,7 @@ func (s *subscription) covered(seq int64) bool {
 // the subscription without ever blocking: it is queued on the connection, or
 // held until EOSE, or skipped when the stored part holds it. It reports whether
 // the event was taken. A connection that cannot keep up is closed as too slow.
-func (s *subscription) deliver(id string, seq int64, evJSON []byte) bool {
+func (s *subscription) deliver(ev *nostr.Event, seq int64, evJSON []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -98,11 +99,11 @@ func (s *subscription) deliver(id string, seq int64, evJSON []byte) bool {
 			s.conn.tooSlow(r.String())
 			return false
 		}
-		s.pending = append(s.pending, pendingLive{seq: seq, json: evJSON})
+		s.pending = append(s.pending, pendingLive{seq: seq, json: evJSON, ev: ev})
 		s.pendingBytes += len(evJSON)
 		return true
 	}
-	if s.covered(seq) {
+	if s.covered(seq) || !mayWrite(s.viewer, ev, evJSON) {
 		return false
 	}
 	return s.conn.enqueueMsg(s.event(evJSON))
@@ -125,13 +126,26 @@ func (s *subscription) replay(stored []*nostr.Event, sv *store.Served, seq int64
 	s.mu.Lock()
 	s.snapshot = seq
 	s.mu.Unlock()
+	// The group rule the last check (mayWrite) applies is made at least as
+	// new as the stored part, so that it does not keep from a member who
+	// just joined what the query rightly gave them; if the follower does
+	// not get there in time, the check applies the rule it has (it can
+	// only keep more back).
+	if s.viewer.Groups != nil && s.viewer.Groups.Any() && c.r.groups != nil &&
+		!c.r.groups.waitFor(seq, cacheWait, s.ctx.Done()) && s.ctx.Err() == nil {
+		c.r.m.groupGateBehind.Inc()
+	}
 	for i, ev := range stored {
 		js := sv.Take(ev)
 		if js == nil {
 			js = eventJSON(ev)
 		}
-		msg := s.event(js)
 		stored[i] = nil // (the queued message is all that is kept of it)
+		if !mayWrite(s.viewer, ev, js) {
+			c.r.m.groupWithheld.Inc()
+			continue
+		}
+		msg := s.event(js)
 		back := min(held, msg.size())
 		c.mem.give(back)
 		held -= back
@@ -158,7 +172,7 @@ func (s *subscription) replay(stored []*nostr.Event, sv *store.Served, seq int64
 		s.mu.Unlock()
 		for i, p := range pending {
 			c.mem.give(len(p.json)) // (taken by deliver)
-			if s.covered(p.seq) {
+			if s.covered(p.seq) || !mayWrite(s.viewer, p.ev, p.json) {
 				continue
 			}
 			if !c.enqueueBulk(s.ctx, s.event(p.json)) {

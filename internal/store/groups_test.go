@@ -96,6 +96,11 @@ func randomGroupHistory(t *testing.T, seed uint64) map[string]int {
 				if rng.IntN(3) == 0 {
 					tags = append(tags, nostr.Tag{"restricted"})
 				}
+				for _, flag := range []string{"private", "hidden"} {
+					if rng.IntN(3) == 0 {
+						tags = append(tags, nostr.Tag{flag})
+					}
+				}
 				// Subgroups: a parent half the time (any group, itself
 				// included: cycles are refused), and the group's children
 				// as its 39000 lists them, shuffled (a reorder), mostly.
@@ -227,7 +232,7 @@ func randomGroupHistory(t *testing.T, seed uint64) map[string]int {
 	for id, s := range live {
 		for i, want := range groups.Render(s) {
 			evs, _, err := st.QuerySnapshot(ctx, []nostr.Filter{{Kinds: []int{want.Kind}, Authors: []string{node.PubKey},
-				Tags: nostr.TagMap{"d": {id}}}}, protocol.Viewer{})
+				Tags: nostr.TagMap{"d": {id}}}}, protocol.Viewer{AllGroups: true})
 			require.NoError(t, err)
 			if !s.Exists() {
 				require.Empty(t, evs, "group %s was deleted", id)
@@ -238,6 +243,7 @@ func randomGroupHistory(t *testing.T, seed uint64) map[string]int {
 				"group %s state event %d:\nwant %v\ngot  %v", id, i, want.Tags, evs[0].Tags)
 		}
 	}
+	checkGroupReadRule(t, st, live, pks)
 	return tally
 }
 

@@ -456,6 +456,12 @@ func topicAuthorsDriven(f nostr.Filter) (string, bool) {
 // `offset`, with the rows viewer may read only; ok is false when the filter can
 // match nothing stored.
 func (s *Reader) filterSQLFrom(f nostr.Filter, offset int, viewer protocol.Viewer) (string, []any, bool) {
+	return s.filterSQLWith(f, offset, viewer, false)
+}
+
+// filterSQLWith is filterSQLFrom; indexOnly keeps the clause to the columns
+// of events_sync_idx (see syncSQL), at the price of a dearer group check.
+func (s *Reader) filterSQLWith(f nostr.Filter, offset int, viewer protocol.Viewer, indexOnly bool) (string, []any, bool) {
 	args := []any{s.now().Unix()}
 	ph := func(v any) string {
 		args = append(args, v)
@@ -473,6 +479,20 @@ func (s *Reader) filterSQLFrom(f nostr.Filter, offset int, viewer protocol.Viewe
 		conds = append(conds, "("+privateHiddenSQL+" OR (e.kind = "+strconv.Itoa(protocol.KindEncryptedDM)+" AND e.pubkey = ANY("+a+
 			")) OR EXISTS (SELECT 1 FROM cn_relay.event_tags g WHERE g.name = 'p' AND g.value = ANY("+a+
 			") AND g.created_at = e.created_at AND g.event_id = e.id))")
+	}
+	// protocol.Viewer.MayReadGroup: a private group's events, and a hidden
+	// group's state, to its members only (schema.GroupReadableSQL), read from
+	// cn_relay.group_access in this statement's snapshot.
+	if !viewer.Operator && !viewer.AllGroups {
+		readers := "'{}'::text[]"
+		if len(viewer.Authed) > 0 {
+			readers = ph(viewer.Authed) + "::text[]"
+		}
+		if indexOnly {
+			conds = append(conds, schema.GroupReadableIndexSQL(readers))
+		} else {
+			conds = append(conds, schema.GroupReadableSQL(readers))
+		}
 	}
 	// One value is an equality, not = ANY of a one-element array: Postgres 15
 	// reads an index in order only under equalities, so "the newest 20 of one

@@ -89,7 +89,7 @@ func (s *Reader) SyncItems(ctx context.Context, f nostr.Filter, v protocol.Viewe
 // most selective index without a sort, and read the heap; the negentropy
 // storage sorts in memory either way.
 func (s *Reader) syncSQL(f nostr.Filter, v protocol.Viewer, max int) (string, []any, bool) {
-	where, args, ok := s.filterSQL(f, v)
+	where, args, ok := s.filterSQLWith(f, 0, v, syncIndexOnly(f, v))
 	if !ok {
 		return "", nil, false
 	}

@@ -39,6 +39,11 @@ type Window struct {
 	// More reports that the window has more than the rows asked for: it was
 	// not read (Named, Keys and Events are empty).
 	More bool
+	// Groups reports that a row of the window is in a NIP-29 group's scope
+	// (GROUP:<id>): who may read that group's events may have changed (a
+	// member removed, the group made private), for events the window does
+	// not name too.
+	Groups bool
 }
 
 // windowSQL reads, in one statement (one snapshot), the outbox head and how
@@ -50,10 +55,10 @@ type Window struct {
 // fetched by its primary key through a LATERAL subquery with a LIMIT, never
 // hash-joined with a scan of the events.
 var windowSQL = `
-WITH o AS (SELECT event_id, op, effective_key FROM cn_relay.events_outbox WHERE seq > $2 ORDER BY seq LIMIT $3),
-c AS (SELECT count(*) AS read FROM o),
+WITH o AS (SELECT event_id, op, effective_key, topic_id FROM cn_relay.events_outbox WHERE seq > $2 ORDER BY seq LIMIT $3),
+c AS (SELECT count(*) AS read, coalesce(bool_or(topic_id LIKE 'GROUP:%'), false) AS grouped FROM o),
 n AS (SELECT event_id, max(effective_key) FILTER (WHERE op = 'upsert') AS ukey FROM o GROUP BY event_id)
-SELECT h.seq, c.read, n.event_id, n.ukey, ` + eventColumns + `
+SELECT h.seq, c.read, c.grouped, n.event_id, n.ukey, ` + eventColumns + `
 FROM (` + outbox.HeadSQL + `) h
 CROSS JOIN c
 LEFT JOIN n ON c.read < $3
@@ -89,7 +94,7 @@ func (s *Reader) readWindow(ctx context.Context, q batcher, after int64, limit i
 				createdAt                     *int64
 				kind                          *int32
 			)
-			if err := rows.Scan(&w.Seq, &read, &eventID, &ukey, &id, &pubkey, &createdAt, &kind, &tags, &content, &sg); err != nil {
+			if err := rows.Scan(&w.Seq, &read, &w.Groups, &eventID, &ukey, &id, &pubkey, &createdAt, &kind, &tags, &content, &sg); err != nil {
 				return err
 			}
 			if read > int64(limit) {

@@ -1,0 +1,288 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/groups"
+	"github.com/kukuri/communitynode/internal/indexer"
+	"github.com/kukuri/communitynode/internal/nodekey"
+	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/textsearch"
+	"github.com/kukuri/communitynode/pkg/consumer"
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+// TestGroupPrivateLeak is the acceptance test of private and hidden groups:
+// a private group's messages and moderation events, and a hidden group's
+// state, are offered to an outsider (anonymous, and authenticated as no
+// member), to a removed member and to one who left, on every read path a
+// client reaches (REQ answered by the database, by the event cache and by a
+// lagging replica's handoff; REQ by ids, by kinds, with #h; COUNT; NIP-50
+// search in the relay and the indexer's HTTP search; NIP-77; live
+// subscriptions opened before; a group turned private again), and none
+// gets them; a member and a relay admin do (so the test can fail).
+func TestGroupPrivateLeak(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	ctx := context.Background()
+	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
+	require.NoError(t, err)
+	admin := newKey(t)
+	st := pgStore{store.New(db.Pool, startWriter(t, db), protocol.DefaultTopicRules())}
+	require.NoError(t, st.SetGroups(store.Groups{Sign: node.Sign,
+		Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsMembers, Admins: map[string]bool{admin.pk: true}}}))
+	start := func(s Store, cache bool) *testRelay {
+		cfg := testConfig()
+		cfg.Info.Self, cfg.Groups, cfg.GroupAdmins = node.PubKey, true, []string{admin.pk}
+		if !cache {
+			cfg.CacheBytes = 0
+		}
+		reg := prometheus.NewRegistry()
+		r, err := New(cfg, Deps{Store: s, Feed: NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg})
+		require.NoError(t, err)
+		return serveRelay(t, r)
+	}
+	cached, direct := start(st, true), start(st, false)
+	require.Positive(t, cached.cfg.CacheBytes, "the default config has an event cache")
+
+	// The indexer's consumer, for NIP-50 in the relay and the HTTP search.
+	ix, err := consumer.New(db.Pool, &indexer.Handler{Kinds: indexer.NewKinds(append(slices.Clone(indexer.DefaultKinds), 9))},
+		consumer.Config{Name: indexer.ConsumerName})
+	require.NoError(t, err)
+	ixCtx, stopIndexer := context.WithCancel(ctx)
+	ixDone := make(chan error, 1)
+	go func() { ixDone <- ix.Run(ixCtx) }()
+	t.Cleanup(func() { stopIndexer(); require.NoError(t, <-ixDone) })
+	indexed := func() {
+		t.Helper()
+		head, err := outbox.Head(ctx, db.Pool)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			var last int64
+			err := db.Pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1", indexer.ConsumerName).Scan(&last)
+			return err == nil && last >= head
+		}, waitTimeout, 5*time.Millisecond)
+	}
+
+	alice, bob, carol, dave, erin, frank := newKey(t), newKey(t), newKey(t), newKey(t), newKey(t), newKey(t)
+	authed := func(k key, tr *testRelay) *client {
+		c := dial(t, tr.url)
+		c.authAs(k, tr.url)
+		return c
+	}
+	pub := authed(alice, cached)
+	pub.accepted(alice.note(t, "hello", nil))
+	pub.accepted(alice.signed(t, groups.KindCreateGroup, nostr.Tags{h("priv")}, ""))
+	pub.accepted(alice.signed(t, groups.KindEditMetadata, nostr.Tags{h("priv"), {"name", "Priv"}}, ""))
+	for _, k := range []key{bob, dave, erin} {
+		authed(k, cached).accepted(k.signed(t, groups.KindJoinRequest, nostr.Tags{h("priv")}, ""))
+	}
+	// Written while the group was public: old messages close with it.
+	early := alice.signed(t, 9, nostr.Tags{h("priv")}, "early secret words")
+	pub.accepted(early)
+	publicNote := carol.note(t, "a public secret recipe", nil)
+	pub.accepted(publicNote)
+	// A replica that stopped replaying here: it holds the group as public.
+	lagging := start(freeze(t, st), false)
+
+	pub.accepted(alice.signed(t, groups.KindEditMetadata, nostr.Tags{h("priv"), {"name", "Priv"}, {"private"}}, ""))
+	// Writes: an unauthenticated connection is asked to authenticate; a
+	// non-member is refused; a member writes.
+	anonWriter := dial(t, cached.url)
+	anonWriter.challenge()
+	late := bob.signed(t, 9, nostr.Tags{h("priv")}, "late secret words")
+	anonWriter.refused(late, "auth-required: this group is private")
+	authed(carol, cached).refused(carol.signed(t, 9, nostr.Tags{h("priv")}, "let me in secret"), "restricted: only members of this private group")
+	authed(bob, cached).accepted(late)
+	// Losing access: removed by an admin, or left.
+	pub.accepted(alice.signed(t, groups.KindRemoveUser, nostr.Tags{h("priv"), {"p", dave.pk}}, ""))
+	authed(erin, cached).accepted(erin.signed(t, groups.KindLeaveRequest, nostr.Tags{h("priv")}, ""))
+
+	// A hidden (not private) group: its state only to members.
+	pub.accepted(alice.signed(t, groups.KindCreateGroup, nostr.Tags{h("hid")}, ""))
+	pub.accepted(alice.signed(t, groups.KindEditMetadata, nostr.Tags{h("hid"), {"name", "Hid"}, {"hidden"}}, ""))
+	indexed()
+
+	// What is secret: every event of priv's scope but its state, and hid's state.
+	everything := func(tr *testRelay) []*nostr.Event {
+		c := authed(admin, tr)
+		var out []*nostr.Event
+		for _, f := range []map[string]any{{"#h": []string{"priv"}}, {"kinds": []int{39000, 39001, 39002, 39003}}} {
+			c.send("REQ", "all", f)
+			for {
+				msg := c.next()
+				if str(t, msg[0]) == "EOSE" {
+					break
+				}
+				require.Equal(t, "EVENT", str(t, msg[0]), join(msg))
+				var ev nostr.Event
+				require.NoError(t, json.Unmarshal(msg[2], &ev))
+				out = append(out, &ev)
+			}
+			c.send("CLOSE", "all")
+		}
+		return out
+	}
+	var secret []string
+	privState := 0
+	for _, ev := range everything(direct) {
+		id, _ := protocol.GroupOf(ev)
+		switch {
+		case id == "priv" && protocol.IsGroupStateKind(ev.Kind):
+			privState++ // (a private group's state is public)
+		case id == "priv" || id == "hid" && protocol.IsGroupStateKind(ev.Kind):
+			secret = append(secret, ev.ID)
+		}
+	}
+	require.Contains(t, secret, early.ID)
+	require.Contains(t, secret, late.ID)
+	require.GreaterOrEqual(t, len(secret), 12, "messages, moderation events, hid's state")
+	require.Equal(t, 4, privState)
+
+	type reader struct {
+		name   string
+		key    *key // nil: anonymous
+		member bool // reads everything secret
+	}
+	readers := []reader{{"anonymous", nil, false}, {"outsider", &carol, false}, {"removed member", &dave, false},
+		{"member who left", &erin, false}, {"member", &alice, true}, {"relay admin", &admin, true}}
+	leaked := func(got []string) []string {
+		var out []string
+		for _, id := range got {
+			if slices.Contains(secret, id) {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	// check is one read path for one reader: what it got of the secret. A
+	// path that asks for part of it (by author, #d, search) gives a member
+	// some, the others everything.
+	check := func(r reader, path string, got []string) {
+		t.Helper()
+		l := leaked(got)
+		switch {
+		case r.member && slices.Contains([]string{"by author", "#d", "search", "#h"}, path[strings.LastIndex(path, " REQ ")+5:]):
+			require.NotEmpty(t, l, "%s on %s: a member reads them", r.name, path)
+		case r.member:
+			require.ElementsMatch(t, secret, l, "%s on %s: a member reads everything", r.name, path)
+		default:
+			require.Empty(t, l, "%s on %s: leaked", r.name, path)
+		}
+	}
+	pathsOf := map[string]*testRelay{"database": direct, "event cache": cached, "lagging replica": lagging}
+	for _, r := range readers {
+		for name, tr := range pathsOf {
+			c := dial(t, tr.url)
+			if r.key != nil {
+				c.authAs(*r.key, tr.url)
+			}
+			secretKinds := []int{9, 9000, 9001, 9002, 9007, 9021, 9022, 39000, 39001, 39002, 39003}
+			check(r, name+" REQ by kinds", c.req("kinds", map[string]any{"kinds": secretKinds, "limit": 500}).ids)
+			check(r, name+" REQ by ids", c.req("ids", map[string]any{"ids": secret}).ids)
+			check(r, name+" REQ without a filter", c.req("all", map[string]any{"limit": 500}).ids)
+			check(r, name+" REQ by author", c.req("authors", map[string]any{"authors": []string{alice.pk, bob.pk, node.PubKey}}).ids)
+			check(r, name+" REQ #d", c.req("d", map[string]any{"#d": []string{"priv", "hid"}}).ids)
+			search := c.req("search", map[string]any{"search": "secret"})
+			check(r, name+" REQ search", search.ids)
+			require.Contains(t, search.ids, publicNote.ID, "search works")
+			hreq := c.req("h", map[string]any{"#h": []string{"priv"}})
+			switch {
+			case r.member:
+				check(r, name+" REQ #h", hreq.ids)
+			case r.key == nil:
+				require.Regexp(t, "^auth-required: ", hreq.closed, "%s: #h of a private group", r.name)
+			default:
+				require.Regexp(t, "^restricted: ", hreq.closed, "%s: #h of a private group", r.name)
+			}
+			n, reason := c.count("count", map[string]any{"kinds": secretKinds})
+			require.Empty(t, reason)
+			require.Len(t, c.req("kinds", map[string]any{"kinds": secretKinds, "limit": 500}).ids, n,
+				"%s on %s: COUNT counts what a REQ returns", r.name, name)
+			_, need := syncThrough(t, c, "neg", map[string]any{"kinds": secretKinds}, nil, 0)
+			check(r, name+" NIP-77", need)
+		}
+	}
+	// COUNT: the outsiders count fewer than a member.
+	member, outsider := authed(alice, direct), dial(t, direct.url)
+	nm, _ := member.count("c1", map[string]any{"kinds": []int{9}})
+	no, _ := outsider.count("c2", map[string]any{"kinds": []int{9}})
+	require.Equal(t, 2, nm)
+	require.Equal(t, 0, no)
+
+	// The indexer's HTTP search answers anyone: never a secret.
+	q, err := textsearch.ParseQuery("secret")
+	require.NoError(t, err)
+	hits, _, err := indexer.Search(ctx, db.Pool, indexer.SearchParams{Query: q, Limit: 50}, time.Now())
+	require.NoError(t, err)
+	var hitIDs []string
+	for _, hit := range hits {
+		hitIDs = append(hitIDs, hit.EventID)
+	}
+	require.Contains(t, hitIDs, publicNote.ID)
+	require.Empty(t, leaked(hitIDs), "indexer search")
+
+	// Live: subscriptions opened before; a member removed while subscribed.
+	live, liveMember := map[string]*client{}, map[string]bool{}
+	for _, r := range readers {
+		for name, tr := range map[string]*testRelay{"database": direct, "event cache": cached} {
+			c := dial(t, tr.url)
+			if r.key != nil {
+				c.authAs(*r.key, tr.url)
+			}
+			c.send("REQ", "live", map[string]any{"kinds": []int{1, 9}, "limit": 0})
+			c.eose("live")
+			live[r.name+" on "+name], liveMember[r.name+" on "+name] = c, r.member
+		}
+	}
+	authed(frank, cached).accepted(frank.signed(t, groups.KindJoinRequest, nostr.Tags{h("priv")}, ""))
+	frankLive := authed(frank, direct)
+	frankLive.send("REQ", "live", map[string]any{"kinds": []int{1, 9}, "limit": 0})
+	frankLive.eose("live")
+	before := bob.signed(t, 9, nostr.Tags{h("priv")}, "while frank is here")
+	authed(bob, cached).accepted(before)
+	require.Equal(t, before.ID, frankLive.event("live").ID, "a member gets it live")
+	pub.accepted(alice.signed(t, groups.KindRemoveUser, nostr.Tags{h("priv"), {"p", frank.pk}}, ""))
+	after := bob.signed(t, 9, nostr.Tags{h("priv")}, "frank is gone")
+	authed(bob, cached).accepted(after)
+	fence := carol.note(t, "after everything", nil)
+	pub.accepted(fence)
+	require.Equal(t, fence.ID, frankLive.event("live").ID, "a removed member gets no event of the group live")
+	for name, c := range live {
+		var got []string
+		for {
+			ev := c.event("live")
+			if ev.ID == fence.ID {
+				break
+			}
+			got = append(got, ev.ID)
+		}
+		if liveMember[name] {
+			require.Equal(t, []string{before.ID, after.ID}, got, name)
+		} else {
+			require.Empty(t, got, "%s: live events of a private group", name)
+		}
+	}
+
+	// Turned public, the old messages are read by anyone; private again, at
+	// once by no outsider, from the database or the cache.
+	pub.accepted(alice.signed(t, groups.KindEditMetadata, nostr.Tags{h("priv"), {"name", "Priv"}}, ""))
+	for _, tr := range []*testRelay{direct, cached} {
+		require.Contains(t, dial(t, tr.url).req("open", map[string]any{"kinds": []int{9}, "limit": 50}).ids, early.ID)
+	}
+	pub.accepted(alice.signed(t, groups.KindEditMetadata, nostr.Tags{h("priv"), {"name", "Priv"}, {"private"}}, ""))
+	for _, tr := range []*testRelay{direct, cached} {
+		require.Empty(t, leaked(dial(t, tr.url).req("closed", map[string]any{"kinds": []int{9}, "limit": 50}).ids))
+	}
+}
