@@ -382,6 +382,7 @@ func grant(ctx context.Context, tx pgx.Tx, cfg Config) error {
 	on("UPDATE", "cn_relay.outbox_head", Publisher)        // moved by every append (schema 0022)
 	on("DELETE", "cn_relay.pending_events", Publisher)     // published or expired (schema 0017)
 	on("DELETE", "cn_relay.membership_pending", Publisher) // admitted or denied join requests (schema 0031)
+	on("DELETE", "cn_relay.group_access", Publisher)       // a group no longer private or hidden (schema 0026)
 	on("USAGE", "SEQUENCE cn_relay.events_outbox_seq_seq", Publisher)
 	on("EXECUTE", "FUNCTION "+ensure, Relay)
 	on("EXECUTE", "FUNCTION cn_relay.analyze_query_table(text)", Relay) // statistics when autovacuum is off (schema 0014)
