@@ -31,10 +31,10 @@ import (
 // It logs the unavailability: from the kill to the first OK true of an event
 // committed on the new primary.
 func TestEveryDaemonHealsAfterFailover(t *testing.T) {
-	perClient := 300
 	if testing.Short() {
-		perClient = 150
+		t.Skip("two clusters, five daemons and a baseline run: 85-110 s on a loaded 2-core machine; make test-long runs it")
 	}
+	const perClient = 300
 	h := makeHistory(t, 4, perClient)
 	keys := newNodeKeys(t, h)
 	pubs := keys.pubs(t)
@@ -48,7 +48,7 @@ func TestEveryDaemonHealsAfterFailover(t *testing.T) {
 	ns := startNATS(t)
 	d := startDaemons(t, both, ns, keys)
 	live := subscribe(t, d.relay)
-	var killed time.Time
+	var killed, released time.Time
 	var headAtPromotion int64
 	acked := publishAll(t, d.relay, h, h.size()*2/5, func() {
 		killed = time.Now()
@@ -59,6 +59,7 @@ func TestEveryDaemonHealsAfterFailover(t *testing.T) {
 		require.NoError(t, queryRow(t, standby.URL(dbName), "SELECT seq FROM cn_relay.outbox_head").Scan(&headAtPromotion))
 		exec(t, standby.URL("postgres"), "ALTER SYSTEM RESET synchronous_standby_names")
 		exec(t, standby.URL("postgres"), "SELECT pg_reload_conf()")
+		released = time.Now()
 	})
 	url := standby.URL(dbName)
 	head := quiesce(t, url)
@@ -82,7 +83,8 @@ func TestEveryDaemonHealsAfterFailover(t *testing.T) {
 	require.False(t, firstAccepted.IsZero(), "events were accepted on the new primary")
 	t.Logf("seq: head %d on the standby at its promotion, first seq on the new primary %d (%d values skipped); final head %d",
 		headAtPromotion, firstAfter, firstAfter-headAtPromotion-1, head)
-	t.Logf("unavailability: from the kill to the first event accepted on the new primary: %v", firstAccepted.Sub(killed).Round(time.Millisecond))
+	t.Logf("unavailability: from the kill to the first event accepted on the new primary: %v (the kill, the promotion and the reset of synchronous_standby_names took %v of it)",
+		firstAccepted.Sub(killed).Round(time.Millisecond), released.Sub(killed).Round(time.Millisecond))
 	require.Greater(t, firstAfter, headAtPromotion)
 
 	// The live subscription: every live note once (a deleted one may have

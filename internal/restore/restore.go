@@ -151,8 +151,9 @@ func nextSeq(ctx context.Context, q outbox.Querier) (int64, error) {
 
 // Advance makes the outbox sequence hand out seqs above floor, under the
 // outbox lock (an append running now finishes first; the ones after it draw
-// from the advanced sequence). It never moves the sequence back. It returns
-// the next seq before and after.
+// from the advanced sequence), then creates the outbox partitions ahead of it
+// as writers do. It never moves the sequence back. It returns the next seq
+// before and after.
 func Advance(ctx context.Context, pool *pgxpool.Pool, floor int64) (before, after int64, err error) {
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", outbox.LockKey); err != nil {
@@ -171,7 +172,14 @@ func Advance(ctx context.Context, pool *pgxpool.Pool, floor int64) (before, afte
 		after = floor + 1
 		return nil
 	})
-	return before, after, err
+	if err != nil || after == before {
+		return before, after, err
+	}
+	// Partitions ahead of the new value, as writers keep them.
+	if _, err := outbox.EnsurePartitions(ctx, pool, outbox.DefaultPartitionsAhead); err != nil {
+		return before, after, fmt.Errorf("outbox partitions after the advance: %w", err)
+	}
+	return before, after, nil
 }
 
 // OpenStream connects to the NATS server at url (failing within 10 s if it
