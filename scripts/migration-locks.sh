@@ -44,6 +44,7 @@ measure() { # name, lock, statements
 	printf '%-62s %-20s median %6d ms  (runs: %s)\n' "$1" "$2" "$median" "${times[*]}"
 }
 
+measure "floor: an empty transaction (psql start and connection)" "none" "SELECT 1"
 measure "0019 CREATE INDEX events_sync_idx" "SHARE (events)" \
 	"CREATE INDEX tmp_sync ON cn_relay.events (created_at, id) INCLUDE (kind, expires_at) WHERE deleted_at IS NULL AND is_effective"
 measure "0008 ADD CONSTRAINT CHECK, validated (events)" "ACCESS EXCLUSIVE" \
