@@ -41,7 +41,7 @@ func TestStatusJSONIsStable(t *testing.T) {
 	require.NoError(t, err)
 	var doc map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal([]byte(out), &doc))
-	require.ElementsMatch(t, []string{"head_seq", "consumers", "pending_identity"}, keys(doc))
+	require.ElementsMatch(t, []string{"head_seq", "consumers", "pending_identity", "replication", "restore"}, keys(doc))
 	var pending map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(doc["pending_identity"], &pending))
 	require.ElementsMatch(t, []string{"events", "keys", "oldest_seconds"}, keys(pending))

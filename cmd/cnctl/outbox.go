@@ -17,7 +17,7 @@ import (
 )
 
 func outboxCommand() *cli.Command {
-	cmd := group("outbox", "inspect the outbox and apply its retention", outboxPruneCommand(), outboxPartitionsCommand())
+	cmd := group("outbox", "inspect the outbox and apply its retention", outboxPruneCommand(), outboxPartitionsCommand(), outboxAfterRestoreCommand())
 	cmd.Flags = []cli.Flag{databaseURLFlag()}
 	return cmd
 }

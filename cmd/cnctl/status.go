@@ -10,21 +10,30 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kukuri/communitynode/internal/node"
+	"github.com/kukuri/communitynode/internal/restore"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/pkg/consumer"
 )
 
-type statusOpts struct{ json bool }
+type statusOpts struct {
+	json            bool
+	natsURL, stream string
+}
 
 func statusCommand() *cli.Command {
 	return command[statusOpts]{
 		Name:  "status",
-		Usage: "outbox head, newcomers' pending profiles and lists, and per consumer: offset, backlog, lag, active owner and dead letters",
+		Usage: "outbox head, newcomers' pending profiles and lists, per consumer: offset, backlog, lag, active owner and dead letters; replication; anything ahead of the outbox after a restore",
 		DB:    true,
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "json", Usage: `print {"head_seq":N,"consumers":[{"consumer","last_seq","backlog","lag_seconds","owner","dead_letters"}],"pending_identity":{"events","keys","oldest_seconds"}}`},
+			&cli.BoolFlag{Name: "json", Usage: `print {"head_seq":N,"consumers":[{"consumer","last_seq","backlog","lag_seconds","owner","dead_letters"}],"pending_identity":{"events","keys","oldest_seconds"},"replication":{...},"restore":{...},"restore_warning":"..."}`},
+			&cli.StringFlag{Name: "nats-url", EnvVars: []string{"CN_NATS_URL"}, Usage: "the bridge's NATS server: also check that its stream is not ahead of the outbox"},
+			&cli.StringFlag{Name: "stream", Value: node.DefaultBridgeStream, Usage: "the bridge's stream (with --nats-url)"},
 		},
-		Options: func(c *cli.Context) (statusOpts, error) { return statusOpts{json: c.Bool("json")}, nil },
+		Options: func(c *cli.Context) (statusOpts, error) {
+			return statusOpts{json: c.Bool("json"), natsURL: c.String("nats-url"), stream: c.String("stream")}, nil
+		},
 		Run: func(ctx context.Context, e env, o statusOpts) error {
 			st, err := consumer.ReadStatus(ctx, e.Pool)
 			if err != nil {
@@ -34,13 +43,30 @@ func statusCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			repl, err := readReplication(ctx, e.Pool)
+			if err != nil {
+				return err
+			}
+			rest, err := checkRestore(ctx, e.Pool, o.natsURL, o.stream, 0)
+			if err != nil {
+				return err
+			}
 			if o.json {
 				return json.NewEncoder(e.Out).Encode(struct {
 					consumer.Status
-					Pending store.PendingSummary `json:"pending_identity"`
-				}{st, pending})
+					Pending        store.PendingSummary `json:"pending_identity"`
+					Replication    replication          `json:"replication"`
+					Restore        restore.Report       `json:"restore"`
+					RestoreWarning string               `json:"restore_warning,omitempty"`
+				}{st, pending, repl, rest, restoreWarning(rest)})
 			}
-			return writeStatus(e, st, pending)
+			if err := writeStatus(e, st, pending); err != nil {
+				return err
+			}
+			if w := restoreWarning(rest); w != "" {
+				fmt.Fprintln(e.Out, w)
+			}
+			return writeReplication(e.Out, repl)
 		},
 	}.build()
 }

@@ -2,10 +2,13 @@
 // answered `OK true` is stored, with its outbox rows, whatever happens to the
 // database server afterwards. Each test runs its own Postgres cluster (pgembed)
 // so that it can crash it (pg_ctl stop -m immediate: no checkpoint, no WAL
-// written past what was written), withhold a synchronous standby, or promote
-// one; a clean restart would flush the WAL first and prove nothing.
+// written past what was written), withhold a synchronous standby, promote
+// one, or restore a backup; a clean restart would flush the WAL first and
+// prove nothing.
 //
 // The package has no code of its own: what it tests is pkg/outbox's write
-// path (a synchronous commit under the append lock) and pkg/consumer's offset
-// commit, through the relay a client talks to.
+// path (a synchronous commit under the append lock), pkg/consumer's offset
+// commit, the daemons healing after a failover (every daemon of package node
+// in one process, against both hosts), and internal/restore's repair after a
+// point-in-time restore (docs/durability.md says what each test shows).
 package durability
