@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/protocol"
@@ -54,6 +55,8 @@ func devCommand() *cli.Command {
 				Usage: "trust's seed pubkeys (hex or npub, comma separated); default: the admins, else uniform"},
 			&cli.StringFlag{Name: "node-key-file", Value: nodekey.DefaultFile, EnvVars: []string{"CN_NODE_KEY_FILE"},
 				Usage: "the node's key; created on first run"},
+			&cli.StringFlag{Name: "membership", Value: string(membership.Open), EnvVars: []string{"CN_RELAY_MEMBERSHIP"},
+				Usage: "NIP-43 relay membership, as relay --membership: open (anyone writes) or invite (only members write; see docs/membership.md)"},
 		}, storerules.Flags()...), // the relay's store rules, as `relay` takes them
 		Options: devOptions,
 		Run: func(ctx context.Context, e env, o node.DevOptions) error {
@@ -101,6 +104,9 @@ func devOptions(c *cli.Context) (node.DevOptions, error) {
 		return cfg, err
 	}
 	if cfg.Seeds, err = pubkeyList(c.StringSlice("seeds"), "--seeds"); err != nil {
+		return cfg, err
+	}
+	if cfg.Membership, err = membership.ParseMode(c.String("membership")); err != nil {
 		return cfg, err
 	}
 	rules, err := storerules.FromFlags(c)

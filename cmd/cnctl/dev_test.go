@@ -60,6 +60,7 @@ func TestDevFlagsReachTheNode(t *testing.T) {
 		"admin-pubkeys":        npub,
 		"seeds":                strings.Repeat("ab", 32),
 		"node-key-file":        "/tmp/other.key",
+		"membership":           "invite",
 		"nats-listen":          "127.0.0.1:7",
 		"nats-url":             "nats://elsewhere:4222",
 		"bridge-listen":        "127.0.0.1:8",
@@ -95,6 +96,8 @@ func TestDevFlagsReachTheNode(t *testing.T) {
 
 	_, err = devOptionsOf(t, "--seeds", "nope")
 	require.ErrorContains(t, err, "--seeds")
+	_, err = devOptionsOf(t, "--membership", "closed")
+	require.ErrorContains(t, err, "--membership")
 	out, err := cnctl(t, "dev", "--admin-pubkeys", "nope")
 	require.Error(t, err)
 	require.Equal(t, 2, exitCode(err), "a bad flag is a usage error: %s", out)

@@ -120,6 +120,10 @@ func TestConsoleReadViews(t *testing.T) {
 	require.Equal(t, hex64('f'), reports[0].EventID)
 	require.Equal(t, http.StatusBadRequest, get(t, base+"/console/api/reports"+q+"&group=no%20such", nil))
 
+	var nip43 console.NIP43View
+	require.Equal(t, http.StatusOK, get(t, base+"/console/api/nip43"+q, &nip43))
+	require.NotNil(t, nip43.Members, "lists are [] when empty")
+
 	var pol console.PolicyView
 	require.Equal(t, http.StatusOK, get(t, base+"/console/api/policy"+q, &pol))
 	require.Empty(t, pol.BannedPubkeys)
@@ -150,6 +154,18 @@ func TestConsoleChangeMarkers(t *testing.T) {
 	_, err = db.Pool.Exec(ctx, "INSERT INTO cn_relay.groups (id, state, updated_at) VALUES ('g', $1, now())", groups.New("g").Dump())
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return latest().GroupsChangedAt > 0 }, 10*time.Second, 10*time.Millisecond)
+	// A NIP-43 join request waiting for an admin stores no event: its own marker moves.
+	mark := latest().MembersMark
+	require.NotEmpty(t, mark)
+	_, err = db.Pool.Exec(ctx, "INSERT INTO cn_relay.membership_pending (pubkey, event_id, event, requested_at) VALUES ($1, $2, '{}', now())", hex64('a'), hex64('b'))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return latest().MembersMark != mark }, 10*time.Second, 10*time.Millisecond)
+	nip43, err := c.NIP43(ctx)
+	require.NoError(t, err)
+	require.Len(t, nip43.Pending, 1)
+	require.Equal(t, hex64('a'), nip43.Pending[0].Pubkey)
+	require.Empty(t, nip43.Members)
+	require.Empty(t, nip43.Invites)
 	cancel()
 	require.NoError(t, <-done)
 }

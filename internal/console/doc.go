@@ -13,11 +13,13 @@
 //     moderation events published to the relay over WebSocket, which the
 //     relay's group rules decide (internal/groups) as for any app. There is no
 //     second permission system to drift.
-//   - Secrets stay secret: invite codes are shown masked in the read views
-//     (the whole code is shown once, to the admin who minted it).
+//   - Secrets stay secret: group invite codes are shown masked in the read
+//     views, NIP-43 invites by their id only (a claim's SHA-256 prefix: the
+//     claim is not stored); the whole code or claim is shown once, to the
+//     admin who minted it.
 //   - Lists update without a reload: the page follows the status page's
 //     Server-Sent Events stream, whose snapshots carry change markers
-//     (dashboard.Snapshot.AdminVersion, GroupsChangedAt, HeadSeq), and reads
+//     (dashboard.Snapshot.AdminVersion, GroupsChangedAt, MembersMark, HeadSeq), and reads
 //     its list again when one moves.
 //   - No build step: the page is plain HTML, CSS and one script, embedded;
 //     nostr-tools' browser bundle (vendored) is loaded only for NIP-46.

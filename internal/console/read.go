@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/kukuri/communitynode/internal/groups"
+	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/moderation"
 	"github.com/kukuri/communitynode/internal/relayadmin"
 	"github.com/kukuri/communitynode/pkg/consumer"
@@ -395,6 +396,32 @@ func (c *Console) Backlog(ctx context.Context) (BacklogView, error) {
 			return v, fmt.Errorf("dead letters of %s: %w", cs.Consumer, err)
 		}
 		v.DeadLetters[cs.Consumer] = dl
+	}
+	return v, nil
+}
+
+// NIP43View is the relay's NIP-43 membership as the NIP-86 list methods
+// return it (listmembers, listpendingmembers, listinvites; the same code,
+// membership.Service, read-only). Invites never carry their claim.
+type NIP43View struct {
+	Members []membership.Member  `json:"members"`
+	Pending []membership.Pending `json:"pending"`
+	Invites []membership.Invite  `json:"invites"`
+}
+
+// NIP43 reads the NIP-43 members, the pending join requests and the invites.
+func (c *Console) NIP43(ctx context.Context) (NIP43View, error) {
+	s := &membership.Service{Pool: c.cfg.Pool}
+	var v NIP43View
+	var err error
+	if v.Members, err = s.ListMembers(ctx); err != nil {
+		return v, fmt.Errorf("read NIP-43 members: %w", err)
+	}
+	if v.Pending, err = s.ListPending(ctx); err != nil {
+		return v, fmt.Errorf("read NIP-43 join requests: %w", err)
+	}
+	if v.Invites, err = s.ListInvites(ctx); err != nil {
+		return v, fmt.Errorf("read NIP-43 invites: %w", err)
 	}
 	return v, nil
 }

@@ -59,6 +59,10 @@ type Snapshot struct {
 	// console is served (Config.Console); 0 otherwise.
 	AdminVersion    int64 `json:"admin_version"`
 	GroupsChangedAt int64 `json:"groups_changed_at"`
+	// MembersMark moves when NIP-43 join requests or invites change (a
+	// pending request or a revoked invite stores no event, so HeadSeq
+	// does not move); console only, "" otherwise.
+	MembersMark string `json:"members_mark,omitempty"`
 }
 
 // ConsumerStatus is a consumer's row of `cnctl status --json` plus what the
@@ -219,7 +223,9 @@ func (d *Dashboard) readDatabase(ctx context.Context, s *Snapshot) error {
 	}
 	if d.cfg.Console != nil {
 		if err := d.cfg.Pool.QueryRow(ctx, `SELECT (SELECT version FROM cn_admin.state),
-			coalesce((SELECT (extract(epoch FROM max(updated_at)) * 1e6)::bigint FROM cn_relay.groups), 0)`).Scan(&s.AdminVersion, &s.GroupsChangedAt); err != nil {
+			coalesce((SELECT (extract(epoch FROM max(updated_at)) * 1e6)::bigint FROM cn_relay.groups), 0),
+			(SELECT count(*) || ':' || coalesce(max(requested_at)::text, '') FROM cn_relay.membership_pending) || '/' ||
+			(SELECT count(*) || ':' || count(revoked_at) || ':' || count(used_at) FROM cn_relay.membership_claims)`).Scan(&s.AdminVersion, &s.GroupsChangedAt, &s.MembersMark); err != nil {
 			return fmt.Errorf("read change markers: %w", err)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/kukuri/communitynode/internal/dashboard"
 	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/indexer"
+	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/moderation"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgembed"
@@ -64,6 +65,10 @@ type DevOptions struct {
 	Seeds []string
 	// Rules are the store's rules the relay applies (nil: storerules.Default).
 	Rules *storerules.Config
+	// Membership is the relay's NIP-43 mode (zero: open), as relay
+	// --membership. The dev node always has a node key, so NIP-43 is on
+	// (join and leave requests, the NIP-86 membership methods) either way.
+	Membership membership.Mode
 	// DashboardListen is where the status page is served (loopback).
 	DashboardListen string
 	// NATSListen is where the embedded NATS server (JetStream, its store next
@@ -93,6 +98,11 @@ func (c DevOptions) Validate() error {
 	if c.NATSListen != "" {
 		if _, _, err := natsHostPort(c.NATSListen); err != nil {
 			return fmt.Errorf("dev node: NATS listen address: %w", err)
+		}
+	}
+	if c.Membership != "" {
+		if _, err := membership.ParseMode(string(c.Membership)); err != nil {
+			return fmt.Errorf("dev node: %w", err)
 		}
 	}
 	if c.Rules != nil {
@@ -169,6 +179,7 @@ func Dev(ctx context.Context, cfg DevOptions) (err error) {
 	g.Go(func() error { return Relay(gctx, d.relay) })
 	fmt.Fprintf(cfg.Out, "relay: ws://%s (NIP-11, NIP-86 and /healthz on the same address; /metrics on http://%s/metrics)\n",
 		d.relay.Relay.Listen, d.relay.Relay.MetricsListen)
+	fmt.Fprintf(cfg.Out, "membership: %s (NIP-43; --membership; docs/membership.md)\n", cmp.Or(d.relay.Membership, membership.Open))
 	printDemoGroup(cfg.Out, demo)
 	g.Go(func() error { return Indexer(gctx, d.indexer) })
 	fmt.Fprintf(cfg.Out, "indexer: http://%s/v1/search?q=... (consumer %s; /healthz and /metrics on the same address)\n", d.indexer.Listen, indexer.ConsumerName)
@@ -259,7 +270,8 @@ func build(cfg DevOptions, dbURL string, key nodekey.Key) (daemons, error) {
 	return daemons{
 		bridge: br,
 		relay: RelayOptions{DatabaseURL: dbURL, Relay: relayCfg, SweepInterval: DefaultSweepInterval,
-			StatsInterval: DefaultStatsInterval, AdminPubkeys: cfg.AdminPubkeys, Pending: rules.Pending, NodeKey: key, Logger: logger.With("daemon", "relay")},
+			StatsInterval: DefaultStatsInterval, AdminPubkeys: cfg.AdminPubkeys, Pending: rules.Pending, NodeKey: key,
+			MembershipKey: key, Membership: cfg.Membership, Logger: logger.With("daemon", "relay")},
 		indexer: IndexerOptions{DatabaseURL: dbURL, Listen: cmp.Or(cfg.IndexerListen, DefaultIndexerListen),
 			Logger: logger.With("daemon", "indexer")},
 		moderator: ModeratorOptions{DatabaseURL: dbURL, Listen: cmp.Or(cfg.ModeratorListen, DefaultModeratorListen), Key: key,

@@ -20,6 +20,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
@@ -116,6 +117,7 @@ func TestEveryDevOptionReachesADaemon(t *testing.T) {
 		"AdminPubkeys":       []string{pk},
 		"Seeds":              []string{pk},
 		"Rules":              &singleCommunity,
+		"Membership":         membership.InviteOnly,
 		"NATSURL":            "nats://elsewhere:4222",
 		"BridgeListen":       "127.0.0.1:7",
 		"NoBridge":           true,

@@ -175,8 +175,9 @@
   });
   async function checkAdmin() {
     try {
-      await nip86("supportedmethods", []);
+      const methods = await nip86("supportedmethods", []);
       signer.admin = true;
+      signer.methods = Array.isArray(methods) ? methods : null;
       say("Signed in as " + npub(signer.pubkey) + " (" + signer.via + "): an admin of this relay.", true);
     } catch (e) {
       signer.admin = false;
@@ -238,7 +239,6 @@
     }
     return data.result;
   }
-  const unsupported = (e) => e.status === 400 && /unsupported method/.test(e.message);
 
   // ---- the relay over WebSocket (NIP-01, NIP-42)
   const relay = {
@@ -470,35 +470,32 @@
   };
 
   // ---- members page
+  // NIP-43 lists come from the console's JSON (the same code as the NIP-86
+  // list methods, read-only), so every signed-in key sees the actions; the
+  // relay decides each one (NIP-86 with NIP-98: admins only).
   pages.members = {
     async load() {
-      const members = await getJSON("api/members");
-      let nip43 = '<p class="muted">Sign in as a relay admin to manage NIP-43 membership.</p>';
-      if (signer && signer.admin) {
-        try {
-          const [list, pending, invites] = await Promise.all([nip86("listmembers", []), nip86("listpendingmembers", []), nip86("listinvites", [])]);
-          nip43 = `<h3>Members (${list.length})</h3>
-            <table><thead><tr><th scope="col">member</th><th scope="col">via</th><th scope="col">since</th><th scope="col">action</th></tr></thead><tbody>
+      const [members, m43] = await Promise.all([getJSON("api/members"), getJSON("api/nip43")]);
+      const off = signer && signer.admin && signer.methods && !signer.methods.includes("mintinvite")
+        ? '<p class="warn">This relay does not offer NIP-43 membership management (its NIP-86 <code>supportedmethods</code> lacks the membership methods): run it with a node key (<code>--node-key-file</code>), and <code>--membership invite</code> to let only members write.</p>' : "";
+      const list = m43.members, pending = m43.pending, invites = m43.invites;
+      const nip43 = `${off}<p class="muted">Every change is signed by your key and checked by the relay (NIP-86, admins only).</p>
+            <h3 id="nip43-members-h">Members (${list.length})</h3>
+            ${list.length ? `<table aria-labelledby="nip43-members-h"><thead><tr><th scope="col">member</th><th scope="col">via</th><th scope="col">since</th><th scope="col">action</th></tr></thead><tbody>
             ${list.map((m) => `<tr data-nip43-member="${esc(m.pubkey)}"><td>${who(m.pubkey)}</td><td>${esc(m.via)}</td><td>${when(m.since)}</td>
-              <td><button type="button" class="danger" data-act="removemember" data-pubkey="${esc(m.pubkey)}">Remove</button></td></tr>`).join("")}</tbody></table>
+              <td><button type="button" class="danger" data-act="removemember" data-pubkey="${esc(m.pubkey)}">Remove</button></td></tr>`).join("")}</tbody></table>` : '<p class="muted">None.</p>'}
             <form data-form="addmember"><label>Add a member (npub or hex)<input name="pubkey" data-keep="addmember" required></label><button type="submit">Add member</button></form>
-            <h3>Pending admissions (${pending.length})</h3>
-            ${pending.length ? `<table><thead><tr><th scope="col">who</th><th scope="col">asked</th><th scope="col" class="num">trust rank</th><th scope="col">actions</th></tr></thead><tbody>
+            <h3 id="nip43-pending-h">Pending admissions (${pending.length})</h3>
+            ${pending.length ? `<table aria-labelledby="nip43-pending-h"><thead><tr><th scope="col">who</th><th scope="col">asked</th><th scope="col" class="num">trust rank</th><th scope="col">actions</th></tr></thead><tbody>
             ${pending.map((p) => `<tr data-nip43-pending="${esc(p.pubkey)}"><td>${who(p.pubkey)}</td><td>${when(p.requested_at)}</td><td class="num">${rank(p.rank)}</td>
               <td><div class="actions"><button type="button" data-act="admitmember" data-pubkey="${esc(p.pubkey)}">Admit</button>
               <button type="button" class="danger" data-act="denymember" data-pubkey="${esc(p.pubkey)}">Deny</button></div></td></tr>`).join("")}</tbody></table>` : '<p class="muted">None.</p>'}
-            <h3>Invites (${invites.length})</h3>
-            <table><thead><tr><th scope="col">id</th><th scope="col">state</th><th scope="col">issued</th><th scope="col">expires</th><th scope="col">used by</th><th scope="col">action</th></tr></thead><tbody>
-            ${invites.map((i) => `<tr><td class="mono">${esc(i.id)}</td><td>${esc(i.state)}</td><td>${when(i.issued_at)}</td><td>${when(i.expires_at)}</td><td>${i.used_by ? who(i.used_by) : "–"}</td>
-              <td>${i.state === "open" ? `<button type="button" class="danger" data-act="revokeinvite" data-id="${esc(i.id)}">Revoke</button>` : ""}</td></tr>`).join("")}</tbody></table>
-            <div class="actions"><button type="button" data-act="mintinvite">Mint a membership invite</button></div>
+            <h3 id="nip43-invites-h">Invites (${invites.length})</h3>
+            ${invites.length ? `<table aria-labelledby="nip43-invites-h"><thead><tr><th scope="col">id</th><th scope="col">state</th><th scope="col">issued by</th><th scope="col">issued</th><th scope="col">expires</th><th scope="col">used by</th><th scope="col">action</th></tr></thead><tbody>
+            ${invites.map((i) => `<tr data-invite="${esc(i.id)}"><td class="mono">${esc(i.id)}</td><td data-field="state">${esc(i.state)}</td><td>${who(i.issuer)}</td><td>${when(i.issued_at)}</td><td>${when(i.expires_at)}</td><td>${i.used_by ? who(i.used_by) : "–"}</td>
+              <td>${i.state === "open" ? `<button type="button" class="danger" data-act="revokeinvite" data-id="${esc(i.id)}">Revoke</button>` : ""}</td></tr>`).join("")}</tbody></table>` : '<p class="muted">None.</p>'}
+            <div class="actions"><button type="button" id="mintinvite" data-act="mintinvite">Mint a membership invite</button></div>
             <output id="member-invite" class="secret" data-persist hidden></output>`;
-        } catch (e) {
-          nip43 = unsupported(e)
-            ? `<p class="warn">This relay does not offer NIP-43 membership management yet: ${esc(e.message)}. The community's members below are the keys that posted or were allowed.</p>`
-            : `<p class="bad">Could not read membership: ${esc(e.message)}</p>`;
-        }
-      }
       render(`${signedNote()}
         <section aria-labelledby="nip43-h"><h2 id="nip43-h">Relay membership (NIP-43)</h2>${nip43}</section>
         <section aria-labelledby="community-h"><h2 id="community-h">Community members (${members.length}${members.length === 500 ? "+" : ""})</h2>
@@ -518,19 +515,29 @@
     },
     async click(b) {
       const pk = b.dataset.pubkey;
+      const done = { removemember: "removed; in invite mode the relay refuses their next post (removemember)",
+        admitmember: "admitted; they may post now (admitmember)", denymember: "request dropped (denymember)" };
       switch (b.dataset.act) {
         case "removemember": case "admitmember": case "denymember":
-          return act(b.textContent + " " + npub(pk), async () => { await nip86(b.dataset.act, [pk]); return "done (" + b.dataset.act + ")"; });
+          return act(b.textContent + " " + npub(pk), async () => { await nip86(b.dataset.act, [pk]); return done[b.dataset.act]; });
         case "revokeinvite":
-          return act("Revoke invite " + b.dataset.id, async () => { await nip86("revokeinvite", [b.dataset.id]); return "revoked"; });
+          return act("Revoke invite " + b.dataset.id, async () => { await nip86("revokeinvite", [b.dataset.id]); return "revoked (revokeinvite)"; });
         case "mintinvite": {
           let claim = null;
+          const out = $("member-invite");
+          out.hidden = true;
+          out.textContent = "";
           const ok = await act("Mint a membership invite", async () => {
             const r = await nip86("mintinvite", []);
+            if (!r || !r.claim) throw new Error("the relay's answer has no claim");
             claim = r;
-            return "minted " + r.id + ", expires " + when(r.expires_at) + "; the claim is shown once, below the button";
+            return "minted invite " + r.id + ", expires " + when(r.expires_at) + "; the claim is shown once, below the button";
           });
-          if (ok && claim) { const out = $("member-invite"); out.hidden = false; out.textContent = "Invite claim (shown once): " + claim.claim; }
+          if (ok && claim) {
+            const el = $("member-invite");
+            el.hidden = false;
+            el.textContent = "Invite claim (shown once): " + claim.claim;
+          }
           return;
         }
       }
@@ -729,7 +736,7 @@
       const s = JSON.parse(e.data);
       snapshot = s;
       if (pageName === "backlog") renderConsumers(s);
-      const m = [s.head_seq, s.admin_version, s.groups_changed_at].join("|");
+      const m = [s.head_seq, s.admin_version, s.groups_changed_at, s.members_mark].join("|");
       if (mark !== null && m !== mark && pageName !== "backlog") reloadSoon(100);
       mark = m;
     });

@@ -1,0 +1,214 @@
+//go:build ops
+
+package opscheck
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/jackc/pgx/v5"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/stretchr/testify/require"
+)
+
+// nip43 sends a NIP-43 request (kind 28934 join, with claim when not "") as k
+// on a connection of its own, answering the relay's NIP-42 challenge when the
+// protected event (the "-" tag) needs it, and returns the relay's OK.
+func nip43Join(t *testing.T, url string, k key, claim string) (bool, string) {
+	t.Helper()
+	ws, _, err := websocket.DefaultDialer.Dial(url, nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	tags := nostr.Tags{{"-"}}
+	if claim != "" {
+		tags = append(tags, nostr.Tag{"claim", claim})
+	}
+	ev := nostr.Event{Kind: 28934, CreatedAt: nostr.Now(), Tags: tags}
+	require.NoError(t, ev.Sign(k.sk))
+	require.NoError(t, ws.WriteJSON([]any{"EVENT", ev}))
+	challenge, authed := "", false
+	for {
+		require.NoError(t, ws.SetReadDeadline(time.Now().Add(10*time.Second)))
+		var msg []json.RawMessage
+		require.NoError(t, ws.ReadJSON(&msg))
+		var typ, id string
+		_ = json.Unmarshal(msg[0], &typ)
+		_ = json.Unmarshal(msg[1], &id)
+		switch {
+		case typ == "AUTH":
+			challenge = id
+		case typ == "OK" && id == ev.ID:
+			var ok bool
+			var reason string
+			_ = json.Unmarshal(msg[2], &ok)
+			_ = json.Unmarshal(msg[3], &reason)
+			if ok || !strings.HasPrefix(reason, "auth-required:") || authed {
+				return ok, reason
+			}
+			require.NotEmpty(t, challenge, "auth-required without a challenge")
+			auth := nostr.Event{Kind: 22242, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"relay", url}, {"challenge", challenge}}}
+			require.NoError(t, auth.Sign(k.sk))
+			require.NoError(t, ws.WriteJSON([]any{"AUTH", auth}))
+			authed = true
+			require.NoError(t, ws.WriteJSON([]any{"EVENT", ev}))
+		}
+	}
+}
+
+// TestConsoleMembersInBrowser drives the members page of `cnctl dev
+// --membership invite` (NIP-43 on, only members write) in headless Chromium:
+// the admin lists the members, mints an invite (a Go client joins with its
+// claim), admits a pending join request and removes a member, and a plain
+// Nostr client sees each effect (the node's 13534 member list; who may post).
+// A key that is no admin is refused on each of those actions, word for word
+// as the relay answers, and nothing changes on the relay. The page passes
+// axe-core with no serious or critical violation; its screenshot is
+// ops/console-members.png (CN_UPDATE_SCREENSHOT=1).
+func TestConsoleMembersInBrowser(t *testing.T) {
+	admin, outsider := newKey(t), newKey(t)
+	n := startDevWith(t, []string{"--membership", "invite"}, admin.pk)
+	c := dial(t, n.relay)
+	s := newConsoleSession(t, n, admin)
+	text, waitFor, exists, result, click, fill, open, signIn := s.text, s.waitFor, s.exists, s.result, s.click, s.fill, s.open, s.signIn
+
+	post := func(k key, content string) (bool, string) {
+		t.Helper()
+		ok, reason, _ := c.publish(k.sk, nostr.Event{Kind: 1, Tags: nostr.Tags{{"t", "ops"}}, Content: content})
+		return ok, reason
+	}
+	// listed is the node's newest 13534 (NIP-43 member list) as a reader sees it.
+	listed := func() []string {
+		t.Helper()
+		var out []string
+		for _, ev := range c.query(nostr.Filter{Kinds: []int{13534}}) {
+			for _, tag := range ev.Tags {
+				if len(tag) >= 2 && tag[0] == "member" {
+					out = append(out, tag[1])
+				}
+			}
+		}
+		return out
+	}
+	memberRow := func(pk string) string { return fmt.Sprintf(`tr[data-nip43-member=%q]`, pk) }
+	pendingRow := func(pk string) string { return fmt.Sprintf(`tr[data-nip43-pending=%q]`, pk) }
+
+	// Invite mode: a stranger may not post.
+	newcomer, waiter := newKey(t), newKey(t)
+	ok, reason := post(newcomer, "hello?")
+	require.False(t, ok)
+	require.Contains(t, reason, "restricted: this relay is invite-only")
+
+	// The admin lists the members: the admin is one (the node adds its admins).
+	open("members")
+	waitFor("live", func() bool { return text("#conn-state") == "live" })
+	signIn(admin, "relay admin")
+	loads := s.reloads()
+	waitFor("the admin listed", func() bool { return exists(memberRow(admin.pk)) })
+	require.Contains(t, text(memberRow(admin.pk)), "operator")
+	require.Eventually(t, func() bool { return slices.Contains(listed(), admin.pk) }, 10*time.Second, 100*time.Millisecond, "13534 lists the admin")
+
+	// Mint an invite; a newcomer joins with its claim and may post.
+	click("#mintinvite")
+	require.Contains(t, result("Mint a membership invite"), "minted invite")
+	claim := regexp.MustCompile(`claim \(shown once\): ([0-9a-f]+)`).FindStringSubmatch(text("#member-invite"))
+	require.Len(t, claim, 2, "the page shows the claim once: %q", text("#member-invite"))
+	ok, reason = nip43Join(t, n.relay, newcomer, claim[1])
+	require.True(t, ok, "a join with the minted claim: %s", reason)
+	ok, reason = post(newcomer, "hello, members")
+	require.True(t, ok, "a member posts: %s", reason)
+	require.Contains(t, listed(), newcomer.pk, "13534 lists the newcomer")
+	waitFor("the newcomer listed, via claim, without a reload", func() bool {
+		return exists(memberRow(newcomer.pk)) && strings.Contains(text(memberRow(newcomer.pk)), "claim")
+	})
+	waitFor("the invite used", func() bool { return strings.Contains(text(`tr[data-invite]`), "used") })
+
+	// A join request without a claim waits; the admin sees it without a
+	// reload and admits it; the key may then post.
+	ok, reason = nip43Join(t, n.relay, waiter, "")
+	require.False(t, ok)
+	require.Contains(t, reason, "pending review")
+	ok, _ = post(waiter, "let me in")
+	require.False(t, ok, "pending is not a member")
+	waitFor("the pending request, without a reload", func() bool { return exists(pendingRow(waiter.pk)) })
+	click(pendingRow(waiter.pk) + ` button[data-act="admitmember"]`)
+	require.Contains(t, result("Admit "), "admitted")
+	ok, reason = post(waiter, "thanks")
+	require.True(t, ok, "the admitted key posts: %s", reason)
+	require.Contains(t, listed(), waiter.pk)
+	waitFor("the admitted key listed", func() bool { return exists(memberRow(waiter.pk)) && !exists(pendingRow(waiter.pk)) })
+
+	// Remove the newcomer: their next post is refused.
+	click(memberRow(newcomer.pk) + ` button[data-act="removemember"]`)
+	require.Contains(t, result("Remove "), "removed")
+	ok, reason = post(newcomer, "still here?")
+	require.False(t, ok, "a removed member's post is refused")
+	require.Contains(t, reason, "restricted: this relay is invite-only")
+	require.NotContains(t, listed(), newcomer.pk)
+	waitFor("the newcomer gone from the list", func() bool { return !exists(memberRow(newcomer.pk)) })
+
+	// An open invite for the outsider to try to revoke, and a second pending request.
+	click("#mintinvite")
+	require.Contains(t, result("Mint a membership invite"), "minted invite")
+	open2 := regexp.MustCompile(`claim \(shown once\): ([0-9a-f]+)`).FindStringSubmatch(text("#member-invite"))
+	require.Len(t, open2, 2)
+	second := newKey(t)
+	ok, _ = nip43Join(t, n.relay, second, "")
+	require.False(t, ok)
+	waitFor("the second pending request", func() bool { return exists(pendingRow(second.pk)) })
+	waitFor("the open invite listed", func() bool { return exists(`tr[data-invite] button[data-act="revokeinvite"]`) })
+	require.Equal(t, loads, s.reloads(), "no page reloaded itself after an action")
+	s.check("members")
+
+	// A key that is no admin: refused on each action, and the relay shows no effect.
+	db, err := pgx.Connect(context.Background(), n.db)
+	require.NoError(t, err)
+	defer db.Close(context.Background())
+	claims := func() (n int) {
+		require.NoError(t, db.QueryRow(context.Background(), "SELECT count(*) FROM cn_relay.membership_claims").Scan(&n))
+		return n
+	}
+	before := claims()
+	signIn(outsider, "group roles only")
+	forbidden := "failed: forbidden: " + outsider.pk + " is not an admin of this relay (HTTP 403)"
+
+	click("#mintinvite")
+	require.Contains(t, result("Mint a membership invite"), forbidden)
+	require.False(t, exists(`#member-invite:not([hidden])`), "no claim shown")
+	require.Equal(t, before, claims(), "no invite was minted")
+
+	click(`tr[data-invite] button[data-act="revokeinvite"]`)
+	require.Contains(t, result("Revoke invite"), forbidden)
+
+	click(pendingRow(second.pk) + ` button[data-act="admitmember"]`)
+	require.Contains(t, result("Admit "), forbidden)
+	ok, _ = post(second, "am I in?")
+	require.False(t, ok, "not admitted")
+	click(pendingRow(second.pk) + ` button[data-act="denymember"]`)
+	require.Contains(t, result("Deny "), forbidden)
+	require.True(t, exists(pendingRow(second.pk)), "still pending")
+
+	click(memberRow(waiter.pk) + ` button[data-act="removemember"]`)
+	require.Contains(t, result("Remove "), forbidden)
+	ok, reason = post(waiter, "still a member")
+	require.True(t, ok, "not removed: %s", reason)
+
+	added := newKey(t)
+	fill(`form[data-form="addmember"] input[name="pubkey"]`, added.pk)
+	click(`form[data-form="addmember"] button[type="submit"]`)
+	require.Contains(t, result("Add member"), forbidden)
+	ok, _ = post(added, "added?")
+	require.False(t, ok, "not added")
+	require.NotContains(t, listed(), added.pk)
+
+	// The invite the outsider tried to revoke still admits.
+	third := newKey(t)
+	ok, reason = nip43Join(t, n.relay, third, open2[1])
+	require.True(t, ok, "the invite was not revoked: %s", reason)
+}
