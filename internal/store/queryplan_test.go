@@ -210,7 +210,10 @@ func TestOneAuthorReadsItsIndexInOrder(t *testing.T) {
 	check("with statistics")
 }
 
-// plan is EXPLAIN (COSTS OFF) of the query an anonymous REQ with filter runs.
+// plan is EXPLAIN (COSTS OFF) of the query an anonymous REQ with filter runs,
+// without the group check's InitPlan over cn_relay.group_access (eventsPlan:
+// one read of that small table per statement, schema.GroupReadableSQL); the
+// assertions are about how the events are reached.
 func (f *fixture) plan(t *testing.T, filter nostr.Filter) string {
 	t.Helper()
 	where, args, ok := f.store.filterSQL(filter, protocol.Viewer{})
@@ -220,7 +223,7 @@ func (f *fixture) plan(t *testing.T, filter nostr.Filter) string {
 	require.NoError(t, err)
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
-	return strings.Join(lines, "\n")
+	return eventsPlan(lines)
 }
 
 // noAutovacuum keeps autovacuum off the query tables, so that their
