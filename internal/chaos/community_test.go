@@ -108,6 +108,27 @@ func (c *client) runCommunity(cm *community, own []int, sybils bool, stop, deadl
 		}
 		return out
 	}
+	// sybilList publishes a new version of Sybil i's follow list: the target
+	// and up to three other members of the ring.
+	sybilList := func(i int) {
+		s := ring[i]
+		tags := nostr.Tags{{"p", cm.sybilTarget}}
+		for _, j := range c.rng.Perm(len(ring))[:3] {
+			if j != i {
+				tags = append(tags, nostr.Tag{"p", pubOf(ring[j].sk)})
+			}
+		}
+		s.next++
+		send(&nostr.Event{Kind: 3, CreatedAt: nostr.Timestamp(s.next), Tags: tags}, s.sk)
+	}
+	if sybils {
+		// One version per Sybil first, so the ring exists whatever the dice
+		// and the kills do to the mix below (the check needs its target
+		// followed); later versions come from the mix.
+		for i := range ring {
+			sybilList(i)
+		}
+	}
 	for n := 0; time.Now().Before(stop); n++ {
 		a := authors[c.rng.Intn(len(authors))]
 		apk := pubOf(a.sk)
@@ -192,16 +213,7 @@ func (c *client) runCommunity(cm *community, own []int, sybils bool, stop, deadl
 			if !sybils {
 				continue
 			}
-			i := c.rng.Intn(len(ring))
-			s := ring[i]
-			tags := nostr.Tags{{"p", cm.sybilTarget}}
-			for _, j := range c.rng.Perm(len(ring))[:3] {
-				if j != i {
-					tags = append(tags, nostr.Tag{"p", pubOf(ring[j].sk)})
-				}
-			}
-			s.next++
-			send(&nostr.Event{Kind: 3, CreatedAt: nostr.Timestamp(s.next), Tags: tags}, s.sk)
+			sybilList(c.rng.Intn(len(ring)))
 		}
 	}
 }
