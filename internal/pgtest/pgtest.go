@@ -8,9 +8,17 @@
 //
 // On that server, Main makes sure a template database holding the current migrations
 // exists (its name carries schema.Fingerprint, so a changed migration gets a new
-// template). New then creates a fresh database from the template for one test and
-// drops it when the test ends, so tests can run in parallel and never see each
-// other's rows or notifications.
+// template). New then creates a fresh database from the template for one test, so
+// tests can run in parallel and never see each other's rows or notifications.
+//
+// The databases a test binary creates are dropped when the binary ends, all at
+// once, not as each test ends: Postgres 15 makes every DROP DATABASE take an
+// immediate checkpoint and wait for it (1-2 s here), and after a checkpoint every
+// first write of a page logs the whole page, for every database on the server.
+// Dropped one per test, the relay package's ~170 databases cost it minutes;
+// concurrent drops share their checkpoints. A binary that dies leaves its
+// databases behind; their names carry its pid, and the next binary on the same
+// machine drops those whose process is gone.
 package pgtest
 
 import (
@@ -18,8 +26,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
+	"regexp"
+	"strconv"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,7 +51,94 @@ var (
 	adminURL string
 	admin    *pgxpool.Pool
 	template string
+
+	createdMu sync.Mutex
+	created   []string // databases this binary created, dropped when it ends
 )
+
+// newName returns a database name with prefix ("cn_t", "cn_e", "cn_x") that
+// carries this process's pid, and remembers it for dropAll.
+func newName(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := fmt.Sprintf("%s_%d_%s", prefix, os.Getpid(), hex.EncodeToString(b[:]))
+	createdMu.Lock()
+	created = append(created, name)
+	createdMu.Unlock()
+	return name
+}
+
+// dropConcurrency bounds the drops in flight; they share checkpoints.
+const dropConcurrency = 16
+
+// dropAll drops names (WITH (FORCE): connections a test left are ended),
+// dropConcurrency at a time, and reports the ones it could not drop.
+func dropAll(ctx context.Context, names []string) {
+	sem := make(chan struct{}, dropConcurrency)
+	var wg sync.WaitGroup
+	for _, name := range names {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+				fmt.Fprintf(os.Stderr, "pgtest: drop database %s: %v\n", name, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+var pidName = regexp.MustCompile(`^cn_[tex]_([0-9]+)_[0-9a-f]+$`)
+
+// dropOrphans drops the test databases of processes on this machine that are
+// gone (a binary that was killed or timed out), when the server is local: a
+// remote server's databases may belong to another machine's tests.
+func dropOrphans(ctx context.Context) {
+	if !localServer(adminURL) {
+		return
+	}
+	rows, err := admin.Query(ctx, `SELECT datname FROM pg_database WHERE datname ~ '^cn_[tex]_[0-9]+_'`)
+	if err != nil {
+		return
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return
+	}
+	var orphans []string
+	for _, name := range names {
+		m := pidName.FindStringSubmatch(name)
+		if m == nil {
+			continue
+		}
+		pid, err := strconv.Atoi(m[1])
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); err == syscall.ESRCH {
+			orphans = append(orphans, name)
+		}
+	}
+	dropAll(ctx, orphans)
+}
+
+// localServer reports whether url names a server on this machine (a loopback
+// address or a Unix socket).
+func localServer(u string) bool {
+	cfg, err := pgx.ParseConfig(u)
+	if err != nil {
+		return false
+	}
+	if len(cfg.Host) > 0 && cfg.Host[0] == '/' {
+		return true
+	}
+	if cfg.Host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(cfg.Host)
+	return ip != nil && ip.IsLoopback()
+}
 
 // Main prepares the server and template, runs the tests and exits.
 func Main(m *testing.M) {
@@ -58,7 +158,13 @@ func run(m *testing.M) int {
 	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	adminURL = serverURL
-	if admin, err = pgxpool.New(ctx, adminURL); err != nil {
+	acfg, err := pgxpool.ParseConfig(adminURL)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: parse %s: %v\n", redact(adminURL), err)
+		return 1
+	}
+	acfg.MaxConns = dropConcurrency
+	if admin, err = pgxpool.NewWithConfig(ctx, acfg); err != nil {
 		fmt.Fprintf(os.Stderr, "pgtest: connect %s: %v\n", redact(adminURL), err)
 		return 1
 	}
@@ -67,7 +173,15 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
 		return 1
 	}
-	return m.Run()
+	dropOrphans(ctx)
+	code := m.Run()
+	createdMu.Lock()
+	names := created
+	createdMu.Unlock()
+	dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer dcancel()
+	dropAll(dctx, names)
+	return code
 }
 
 // resolveServer returns a superuser URL and a function that releases the server.
@@ -158,16 +272,15 @@ type DB struct {
 	Pool *pgxpool.Pool
 }
 
-// New creates a database for t from the migrated template and drops it when t ends.
+// New creates a database for t from the migrated template; its pool is closed
+// when t ends and the database dropped when the test binary ends.
 func New(t testing.TB) *DB {
 	t.Helper()
 	if admin == nil {
 		t.Fatal("pgtest: call pgtest.Main(m) from TestMain")
 	}
 	ctx := context.Background()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "cn_t_" + hex.EncodeToString(b[:])
+	name := newName("cn_t")
 	if _, err := admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s",
 		pgx.Identifier{name}.Sanitize(), pgx.Identifier{template}.Sanitize())); err != nil {
 		t.Fatalf("pgtest: create database: %v", err)
@@ -177,9 +290,7 @@ func New(t testing.TB) *DB {
 		if db.Pool != nil {
 			db.Pool.Close()
 		}
-		if _, err := admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			t.Errorf("pgtest: drop database %s: %v", name, err)
-		}
+		// Dropped when the binary ends (see the package comment).
 	})
 	cfg, err := pgxpool.ParseConfig(db.URL)
 	if err != nil {
@@ -195,21 +306,18 @@ func New(t testing.TB) *DB {
 
 // ForExample creates a database from the migrated template for a runnable
 // Example, which has no testing.TB: it returns the database's URL and a
-// function that drops it. The binary's TestMain must call Main.
+// function to call when done (the database is dropped when the binary ends).
+// The binary's TestMain must call Main.
 func ForExample() (url string, drop func()) {
 	if admin == nil {
 		panic("pgtest: call pgtest.Main(m) from TestMain")
 	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "cn_x_" + hex.EncodeToString(b[:])
+	name := newName("cn_x")
 	if _, err := admin.Exec(context.Background(), fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s",
 		pgx.Identifier{name}.Sanitize(), pgx.Identifier{template}.Sanitize())); err != nil {
 		panic(fmt.Sprintf("pgtest: create database: %v", err))
 	}
-	return databaseURL(name), func() {
-		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-	}
+	return databaseURL(name), func() {} // dropped when the binary ends (see the package comment)
 }
 
 // Conn opens a dedicated connection to the database, closed when t ends.
@@ -224,21 +332,14 @@ func (db *DB) Conn(t testing.TB) *pgx.Conn {
 }
 
 // EmptyDatabase creates an unmigrated database and returns its URL; it is dropped
-// when t ends. For testing migrations themselves.
+// when the test binary ends. For testing migrations themselves.
 func EmptyDatabase(t testing.TB) string {
 	t.Helper()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "cn_e_" + hex.EncodeToString(b[:])
+	name := newName("cn_e")
 	if _, err := admin.Exec(context.Background(), "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		t.Fatalf("pgtest: create database: %v", err)
 	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			t.Errorf("pgtest: drop database %s: %v", name, err)
-		}
-	})
-	return databaseURL(name)
+	return databaseURL(name) // dropped when the binary ends (see the package comment)
 }
 
 // databaseURL is adminURL with its database replaced by name.
