@@ -12,8 +12,12 @@
 //   - Moderator: the moderation-v1 consumer (internal/moderation).
 //   - Trust: the trust-v1 consumer, the recompute schedule and the NIP-85
 //     publisher (internal/trust).
-//   - Dev: all of the above and the status page on one machine (cnctl dev),
-//     each daemon built exactly as its own entry point builds it.
+//   - Bridge: the bridge-v1 consumer publishing the outbox to NATS JetStream.
+//
+// The dev node (all of the above, embedded Postgres and nats-server, the
+// status page) is internal/devnode: it builds each daemon through these entry
+// points, and lives apart so that the daemons' binaries do not link the
+// embedded servers.
 //
 // Every default lives in defaults.go, once: the cmd/* flags, the dev node and
 // docs/configuration.md take them from there. The cmd/* packages only map flags (and their
