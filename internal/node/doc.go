@@ -14,6 +14,14 @@
 //     publisher (internal/trust).
 //   - Bridge: the bridge-v1 consumer publishing the outbox to NATS JetStream.
 //
+// and cnctl's two commands that store events as the relay does, each a
+// function of an open pool and the store's rules (internal/storerules):
+//
+//   - Import: a JSON Lines file through the relay's checks and store path
+//     (internal/bulk), an outbox writer alongside.
+//   - Sync: a NIP-77 session with another relay (internal/relaysync), its
+//     downloads stored through Import's path.
+//
 // The dev node (all of the above, embedded Postgres and nats-server, the
 // status page) is internal/devnode: it builds each daemon through these entry
 // points, and lives apart so that the daemons' binaries do not link the
