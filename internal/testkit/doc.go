@@ -1,0 +1,15 @@
+// Package testkit is the helpers every package's tests share, declared once:
+//
+//   - nostr keys and signed events (Key, NewKey, SecretKeys, Pub, Sign,
+//     Follows);
+//   - Buffer, a bytes.Buffer safe for a daemon's logger and the test that
+//     reads it;
+//   - FreeAddr, a loopback address to listen on;
+//   - AwaitOffset, WaitOffset and WaitCaughtUp, for a consumer reaching an
+//     outbox seq (tests and the catch-up benchmarks).
+//
+// It is for tests only (no non-test file imports it), and it fails the test
+// through testing.TB rather than returning errors, except AwaitOffset, which
+// benchmarks time. It imports pkg/outbox and pkg/consumer, so the tests of
+// those two packages (and of what they import) cannot use it.
+package testkit
