@@ -18,6 +18,7 @@ import (
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -43,7 +44,7 @@ func TestRunUnderBridgeRole(t *testing.T) {
 	head, err := outbox.Head(ctx, db.Pool)
 	require.NoError(t, err)
 
-	addr := daemontest.FreeAddr(t)
+	addr := testkit.FreeAddr(t)
 	stop := daemontest.Start(t, newApp(io.Discard, io.Discard), "bridge", "--listen", addr, "--database-url", url,
 		"--nats-url", ns.ClientURL(), "--stream", "CN_ROLE")
 	defer stop()

@@ -17,6 +17,7 @@ import (
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -44,7 +45,7 @@ func TestRunUnderIndexerRole(t *testing.T) {
 		require.True(t, r.OK, r.Message)
 	}
 
-	addr := daemontest.FreeAddr(t)
+	addr := testkit.FreeAddr(t)
 	stop := daemontest.Start(t, newApp(io.Discard, io.Discard), "indexer", "--listen", addr, "--database-url", url)
 	head, err := outbox.Head(ctx, db.Pool)
 	require.NoError(t, err)

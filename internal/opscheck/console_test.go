@@ -27,6 +27,8 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip19"
 	"github.com/nbd-wtf/go-nostr/nip46"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 // devNode is `cnctl dev` running as a real process (make run), every daemon on
@@ -54,10 +56,10 @@ func startDevWith(t *testing.T, extra []string, admins ...string) devNode {
 	build.Dir = repoFile(t, ".")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	relay := freePort(t)
+	relay := testkit.FreeAddr(t)
 	args := []string{"dev", "--data-dir", filepath.Join(dir, "pg"), "--node-key-file", filepath.Join(dir, "node.key"),
-		"--relay-listen", relay, "--relay-metrics-listen", freePort(t), "--indexer-listen", freePort(t),
-		"--moderator-listen", freePort(t), "--trust-listen", freePort(t), "--dashboard-listen", freePort(t),
+		"--relay-listen", relay, "--relay-metrics-listen", testkit.FreeAddr(t), "--indexer-listen", testkit.FreeAddr(t),
+		"--moderator-listen", testkit.FreeAddr(t), "--trust-listen", testkit.FreeAddr(t), "--dashboard-listen", testkit.FreeAddr(t),
 		"--no-bridge", "--admin-pubkeys", strings.Join(admins, ",")}
 	cmd := exec.Command(cnctl, append(args, extra...)...)
 	cmd.Env = append(os.Environ(), "DATABASE_URL=", "CN_DATABASE_URL=")
