@@ -352,10 +352,3 @@ func (c *client) publish(ev *nostr.Event) error {
 		return fmt.Errorf("no OK for event %s", ev.ID)
 	}
 }
-
-func signed(t *testing.T, sk string, kind int, tags nostr.Tags, content string) *nostr.Event {
-	t.Helper()
-	ev := &nostr.Event{Kind: kind, Tags: tags, Content: content, CreatedAt: nostr.Now()}
-	require.NoError(t, ev.Sign(sk))
-	return ev
-}

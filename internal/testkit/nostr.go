@@ -44,9 +44,12 @@ func Pub(sk string) string {
 	return pk
 }
 
+// Unix is a created_at: unix seconds as an int, an int64 or a nostr.Timestamp.
+type Unix interface{ ~int | ~int64 }
+
 // Sign returns the event of kind, created at at, with tags and content, signed
 // by sk.
-func Sign(t testing.TB, sk string, kind int, at int64, tags nostr.Tags, content string) *nostr.Event {
+func Sign[T Unix](t testing.TB, sk string, kind int, at T, tags nostr.Tags, content string) *nostr.Event {
 	t.Helper()
 	ev := &nostr.Event{Kind: kind, CreatedAt: nostr.Timestamp(at), Tags: tags, Content: content}
 	if err := ev.Sign(sk); err != nil {
@@ -56,11 +59,17 @@ func Sign(t testing.TB, sk string, kind int, at int64, tags nostr.Tags, content 
 }
 
 // Follows is sk's follow list (kind 3) of targets (pubkeys), created at at.
-func Follows(t testing.TB, sk string, at int64, targets ...string) *nostr.Event {
+func Follows[T Unix](t testing.TB, sk string, at T, targets ...string) *nostr.Event {
 	t.Helper()
 	tags := nostr.Tags{}
 	for _, p := range targets {
 		tags = append(tags, nostr.Tag{"p", p})
 	}
 	return Sign(t, sk, 3, at, tags, "")
+}
+
+// SignNow is Sign with created_at now.
+func SignNow(t testing.TB, sk string, kind int, tags nostr.Tags, content string) *nostr.Event {
+	t.Helper()
+	return Sign(t, sk, kind, nostr.Now(), tags, content)
 }

@@ -58,3 +58,51 @@ func WaitCaughtUp(t testing.TB, pool *pgxpool.Pool, name string) int64 {
 	WaitOffset(t, pool, name, head)
 	return head
 }
+
+// CatchUp times a consumer draining the outbox, for the catch-up benchmarks:
+// with b's timer running only meanwhile, it starts run (a consumer's Run) and
+// each of also on a context of their own, waits until the consumer named has
+// committed head, then cancels them. It fails b if run returns before head or
+// with an error, and returns the time taken.
+func CatchUp(b *testing.B, pool *pgxpool.Pool, name string, head int64, run func(context.Context) error, also ...func(context.Context)) time.Duration {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	waitCtx, stopWaiting := context.WithCancel(ctx)
+	defer stopWaiting()
+	done := make(chan error, 1)
+	b.StartTimer()
+	start := time.Now()
+	go func() {
+		err := run(ctx)
+		stopWaiting()
+		done <- err
+	}()
+	for _, f := range also {
+		go f(ctx)
+	}
+	if err := AwaitOffset(waitCtx, pool, name, head); err != nil {
+		b.StopTimer()
+		cancel()
+		b.Fatalf("consumer %s stopped before seq %d: %v", name, head, <-done)
+	}
+	took := time.Since(start)
+	b.StopTimer()
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	return took
+}
+
+// SetHead moves the outbox head (cn_relay.outbox_head, which every append
+// moves) to the highest seq in cn_relay.events_outbox and returns it: for the
+// benchmarks' loaders, which COPY rows into the outbox directly. Without it
+// the head stays 0 and a catch-up is over before it starts.
+func SetHead(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
+	if _, err := pool.Exec(ctx, `UPDATE cn_relay.outbox_head
+		SET seq = greatest(seq, (SELECT coalesce(max(seq), 0) FROM cn_relay.events_outbox))`); err != nil {
+		return 0, err
+	}
+	return outbox.Head(ctx, pool)
+}
