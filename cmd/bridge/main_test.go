@@ -19,6 +19,7 @@ import (
 	"github.com/kukuri/communitynode/internal/daemon/daemontest"
 	"github.com/kukuri/communitynode/internal/oneline"
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -34,7 +35,7 @@ func TestRunServesAndStops(t *testing.T) {
 	t.Cleanup(ns.Shutdown)
 	require.True(t, ns.ReadyForConnections(10*time.Second))
 
-	addr := daemontest.FreeAddr(t)
+	addr := testkit.FreeAddr(t)
 	stop := daemontest.Start(t, newApp(io.Discard, io.Discard), "bridge", "--listen", addr, "--database-url", db.URL,
 		"--nats-url", ns.ClientURL(), "--stream", "CN_CMD")
 	require.Equal(t, "ok\n", daemontest.WaitOK(t, "http://"+addr+"/healthz"))
@@ -105,7 +106,7 @@ func TestHealthzFollowsNATS(t *testing.T) {
 	ns.Start()
 	t.Cleanup(ns.Shutdown)
 	require.True(t, ns.ReadyForConnections(10*time.Second))
-	addr := daemontest.FreeAddr(t)
+	addr := testkit.FreeAddr(t)
 	daemontest.Start(t, newApp(io.Discard, io.Discard), "bridge", "--listen", addr, "--database-url", db.URL, "--nats-url", ns.ClientURL())
 	require.Equal(t, "ok\n", daemontest.WaitOK(t, "http://"+addr+"/healthz"))
 	ns.Shutdown()

@@ -18,6 +18,7 @@ import (
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -43,15 +44,11 @@ func TestRunUnderBridgeRole(t *testing.T) {
 	head, err := outbox.Head(ctx, db.Pool)
 	require.NoError(t, err)
 
-	addr := daemontest.FreeAddr(t)
+	addr := testkit.FreeAddr(t)
 	stop := daemontest.Start(t, newApp(io.Discard, io.Discard), "bridge", "--listen", addr, "--database-url", url,
 		"--nats-url", ns.ClientURL(), "--stream", "CN_ROLE")
 	defer stop()
-	require.Eventually(t, func() bool {
-		var last int64
-		err := db.Pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = 'bridge-v1'").Scan(&last)
-		return err == nil && last >= head
-	}, 30*time.Second, 10*time.Millisecond, "bridge-v1 reaches the head under its role")
+	testkit.WaitOffset(t, db.Pool, "bridge-v1", head) // bridge-v1 reaches the head under its role
 	nc, err := nats.Connect(ns.ClientURL())
 	require.NoError(t, err)
 	defer nc.Close()

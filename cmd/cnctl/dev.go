@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kukuri/communitynode/internal/devnode"
 	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/nodekey"
@@ -16,10 +17,10 @@ import (
 )
 
 // devCommand runs the whole node (`make run`). Every flag maps onto a field of
-// node.DevOptions in devOptions, and TestDevFlagsReachTheNode fails when one
+// devnode.Options in devOptions, and TestDevFlagsReachTheNode fails when one
 // does not.
 func devCommand() *cli.Command {
-	return command[node.DevOptions]{
+	return command[devnode.Options]{
 		Name:   "dev",
 		Config: "dev",
 		Usage:  "run the whole node locally (embedded Postgres unless DATABASE_URL is set) until Ctrl-C",
@@ -59,9 +60,9 @@ func devCommand() *cli.Command {
 				Usage: "NIP-43 relay membership, as relay --membership: open (anyone writes) or invite (only members write; see docs/membership.md)"},
 		}, storerules.Flags()...), // the relay's store rules, as `relay` takes them
 		Options: devOptions,
-		Run: func(ctx context.Context, e env, o node.DevOptions) error {
+		Run: func(ctx context.Context, e env, o devnode.Options) error {
 			o.Logger, o.Out = e.Logger, e.Out
-			return devListenHint(node.Dev(ctx, o))
+			return devListenHint(devnode.Run(ctx, o))
 		},
 	}.build()
 }
@@ -82,8 +83,8 @@ func devListenHint(err error) error {
 
 // devOptions maps the dev command's flags onto the dev node's options and
 // validates them.
-func devOptions(c *cli.Context) (node.DevOptions, error) {
-	cfg := node.DevOptions{
+func devOptions(c *cli.Context) (devnode.Options, error) {
+	cfg := devnode.Options{
 		DatabaseURL:        databaseURL(c),
 		DataDir:            c.String("data-dir"),
 		Port:               c.Int("pg-port"),

@@ -12,16 +12,16 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
-	"github.com/kukuri/communitynode/internal/node"
+	"github.com/kukuri/communitynode/internal/devnode"
 	"github.com/kukuri/communitynode/internal/pgtest"
 )
 
 // devOptionsOf runs `cnctl dev` with args up to devOptions and returns the
 // options it would start the node with.
-func devOptionsOf(t *testing.T, args ...string) (node.DevOptions, error) {
+func devOptionsOf(t *testing.T, args ...string) (devnode.Options, error) {
 	t.Helper()
 	cmd := devCommand()
-	var got node.DevOptions
+	var got devnode.Options
 	cmd.Action = func(c *cli.Context) (err error) {
 		got, err = devOptions(c)
 		return err

@@ -14,9 +14,8 @@ import (
 
 	"github.com/kukuri/communitynode/internal/bulk"
 	"github.com/kukuri/communitynode/internal/groups"
+	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/nodekey"
-	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/internal/relayadmin"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/internal/storerules"
 	"github.com/kukuri/communitynode/pkg/outbox"
@@ -57,7 +56,7 @@ func importCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "dry-run", Usage: "decide everything in one transaction that is rolled back; write nothing"},
 			&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON"},
-			&cli.IntFlag{Name: "batch-size", Value: bulk.DefaultBatchSize, Usage: "events per transaction"},
+			&cli.IntFlag{Name: "batch-size", Value: node.DefaultImportBatchSize, Usage: "events per transaction"},
 			&cli.IntFlag{Name: "workers", Usage: "goroutines parsing and verifying signatures (default: one per CPU)"},
 			&cli.DurationFlag{Name: "progress", Value: time.Second, Usage: "how often to print a progress line on stderr (0: never)"},
 			&cli.BoolFlag{Name: "group-history", Usage: "the file holds NIP-29 groups moved or forked from another relay: store their events (no late-publication window, timeline references not checked) and sign their state with --node-key-file; see docs/groups.md"},
@@ -100,41 +99,16 @@ func importOptions(c *cli.Context) (importOpts, error) {
 }
 
 func runImport(ctx context.Context, e env, o importOpts) error {
-	pool := e.Pool
-	policy, err := relayadmin.Load(ctx, pool)
-	if err != nil {
-		return err
-	}
-
-	// The writer keeps outbox partitions ahead and announces commits while the
-	// import runs; the importer announces the final head itself.
-	writer := outbox.NewWriter(pool, outbox.WriterConfig{Logger: e.Logger})
-	wctx, stopWriter := context.WithCancel(ctx)
-	writerDone := make(chan error, 1)
-	go func() { writerDone <- writer.Run(wctx) }()
-	defer func() {
-		stopWriter()
-		<-writerDone
-	}()
-
-	limits := o.rules.Limits(protocol.DefaultLimits())
-	events := store.New(pool, writer, limits.TopicRules)
-	events.SetPendingLimits(o.rules.Pending)
-	if o.groups != nil {
-		if err := events.SetGroups(*o.groups); err != nil {
-			return err
-		}
-	}
 	stderr := e.Err
 	warned := map[string]bool{}
-	im := &bulk.Importer{
-		Store:     events,
-		Pool:      pool,
-		Limits:    limits,
-		Policy:    policy,
+	opts := node.ImportOptions{
+		Pool:      e.Pool,
+		Rules:     o.rules,
+		Groups:    o.groups,
 		DryRun:    o.dryRun,
 		BatchSize: o.batchSize,
 		Workers:   o.workers,
+		Logger:    e.Logger,
 		OnRefused: func(r bulk.Refusal) {
 			if r.ID != "" {
 				fmt.Fprintf(stderr, "line %d: %s (event %s)\n", r.Line, r.Reason, r.ID)
@@ -156,11 +130,11 @@ func runImport(ctx context.Context, e env, o importOpts) error {
 		},
 	}
 	if o.progress > 0 {
-		im.OnProgress = func(s bulk.Stats) {
+		opts.OnProgress = func(s bulk.Stats) {
 			fmt.Fprintf(stderr, "import: %d lines, %.0f events/s, %s\n", s.Lines, s.EventsPerSecond, counts(s))
 		}
 	}
-	st, err := im.Run(ctx, o.in)
+	st, err := node.Import(ctx, o.in, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "import stopped after line %d: %s (batches committed before stay)\n", st.Lines, counts(st))
 		return fmt.Errorf("import: %w", err)

@@ -6,8 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -98,24 +97,7 @@ func TestOperatorAndDashboardRoles(t *testing.T) {
 
 // cnctlCtx runs cnctl until ctx is done (for the commands that serve).
 func cnctlCtx(ctx context.Context, args ...string) (string, error) {
-	var out syncWriter
+	var out testkit.Buffer
 	err := run(ctx, append([]string{"cnctl"}, args...), &out, &out)
 	return out.String(), err
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }

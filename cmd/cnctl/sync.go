@@ -12,14 +12,11 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kukuri/communitynode/internal/bulk"
-	"github.com/kukuri/communitynode/internal/negentropy"
+	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/relay"
-	"github.com/kukuri/communitynode/internal/relayadmin"
 	"github.com/kukuri/communitynode/internal/relaysync"
-	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/internal/storerules"
-	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
 // syncOpts are sync's options.
@@ -84,84 +81,24 @@ func syncOptions(c *cli.Context) (syncOpts, error) {
 	return o, nil
 }
 
-// syncLocal is this node's side of a sync: the public view of its store.
-type syncLocal struct {
-	r      *store.Reader
-	limits protocol.Limits
-	max    int
-}
-
-func (l syncLocal) Items(ctx context.Context, f nostr.Filter) ([]negentropy.Item, error) {
-	vf, reason := protocol.ValidateFilter(f, l.limits)
-	if reason != "" {
-		return nil, errors.New(reason)
-	}
-	return l.r.SyncItems(ctx, vf, protocol.Viewer{}, l.max)
-}
-
-func (l syncLocal) Events(ctx context.Context, ids []string) ([]*nostr.Event, error) {
-	return l.r.Events(ctx, ids)
-}
-
 func runSync(ctx context.Context, e env, o syncOpts) error {
-	pool := e.Pool
-	limits := o.rules.Limits(protocol.DefaultLimits())
-	local := syncLocal{r: store.NewReader(pool), limits: limits, max: o.maxEvents}
 	start := time.Now()
-	opts := relaysync.Options{URL: o.url, Filter: o.filter, Direction: o.direction, Timeout: o.timeout, ProgressEvery: o.progress}
-	if o.direction == relaysync.Up {
-		res, err := relaysync.Run(ctx, local, opts, nil, e.Err)
-		if err != nil {
-			return fmt.Errorf("sync: %w", err)
-		}
-		return writeSyncSummary(e.Out, res, nil, time.Since(start))
-	}
-
-	policy, err := relayadmin.Load(ctx, pool)
-	if err != nil {
-		return err
-	}
-	writer := outbox.NewWriter(pool, outbox.WriterConfig{Logger: e.Logger})
-	wctx, stopWriter := context.WithCancel(ctx)
-	writerDone := make(chan error, 1)
-	go func() { writerDone <- writer.Run(wctx) }()
-	defer func() {
-		stopWriter()
-		<-writerDone
-	}()
-	events := store.New(pool, writer, limits.TopicRules)
-	events.SetPendingLimits(o.rules.Pending)
-	im := &bulk.Importer{
-		Store:  events,
-		Pool:   pool,
-		Limits: limits,
-		Policy: policy,
+	res, stored, err := node.Sync(ctx, node.SyncOptions{
+		Pool:  e.Pool,
+		Rules: o.rules,
+		Sync: relaysync.Options{URL: o.url, Filter: o.filter, Direction: o.direction, Timeout: o.timeout,
+			ProgressEvery: o.progress},
+		MaxEvents: o.maxEvents,
+		Progress:  e.Err,
 		OnRefused: func(r bulk.Refusal) {
 			fmt.Fprintf(e.Err, "sync: refused event %s: %s\n", r.ID, r.Reason)
 		},
-		StatsEvery: -1,
-	}
-	pr, pw := io.Pipe()
-	type imported struct {
-		st  bulk.Stats
-		err error
-	}
-	done := make(chan imported, 1)
-	go func() {
-		st, err := im.Run(ctx, pr)
-		_ = pr.CloseWithError(err) // unblocks the downloader if the import stopped
-		done <- imported{st, err}
-	}()
-	res, err := relaysync.Run(ctx, local, opts, pw, e.Err)
-	_ = pw.Close()
-	imp := <-done
+		Logger: e.Logger,
+	})
 	if err != nil {
 		return fmt.Errorf("sync: %w", err)
 	}
-	if imp.err != nil {
-		return fmt.Errorf("sync: storing downloaded events: %w", imp.err)
-	}
-	return writeSyncSummary(e.Out, res, &imp.st, time.Since(start))
+	return writeSyncSummary(e.Out, res, stored, time.Since(start))
 }
 
 // writeSyncSummary prints one line: what the reconciliation found and what

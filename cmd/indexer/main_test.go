@@ -12,6 +12,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/daemon/daemontest"
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // answers, the consumer registers, and cancel stops it cleanly.
 func TestRunServesAndStops(t *testing.T) {
 	db := pgtest.New(t)
-	addr := daemontest.FreeAddr(t)
+	addr := testkit.FreeAddr(t)
 	stop := daemontest.Start(t, newApp(io.Discard, io.Discard), "indexer", "--listen", addr, "--database-url", db.URL, "--kinds", "1,30023")
 	var resp *http.Response
 	var err error

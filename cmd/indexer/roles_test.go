@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
@@ -17,6 +16,7 @@ import (
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -44,15 +44,11 @@ func TestRunUnderIndexerRole(t *testing.T) {
 		require.True(t, r.OK, r.Message)
 	}
 
-	addr := daemontest.FreeAddr(t)
+	addr := testkit.FreeAddr(t)
 	stop := daemontest.Start(t, newApp(io.Discard, io.Discard), "indexer", "--listen", addr, "--database-url", url)
 	head, err := outbox.Head(ctx, db.Pool)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		var last int64
-		err := db.Pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1", indexer.ConsumerName).Scan(&last)
-		return err == nil && last >= head
-	}, 10*time.Second, 10*time.Millisecond, "index-v1 reaches the head under its role")
+	testkit.WaitOffset(t, db.Pool, indexer.ConsumerName, head) // index-v1 reaches the head under its role
 	resp, err := http.Get("http://" + addr + "/v1/search?q=privilege")
 	require.NoError(t, err)
 	var body struct {

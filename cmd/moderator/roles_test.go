@@ -17,6 +17,7 @@ import (
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -57,7 +58,7 @@ func TestRunUnderModeratorRole(t *testing.T) {
 		require.True(t, r.OK, r.Message)
 	}
 
-	addr := daemontest.FreeAddr(t)
+	addr := testkit.FreeAddr(t)
 	stop := daemontest.Start(t, newApp(io.Discard, io.Discard), "moderator", "--listen", addr, "--database-url", url, "--node-key-file", keyFile)
 	hidden := func(id string) bool {
 		var h bool

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,35 +23,18 @@ import (
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/oneline"
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
-
-// syncBuffer is a bytes.Buffer safe for the relay's logger and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestRunServesAndStops runs the command against a real database: it serves a
 // publish and a REQ, then stops cleanly on cancel.
 func TestRunServesAndStops(t *testing.T) {
 	db := pgtest.New(t)
-	addr := daemontest.FreeAddr(t)
-	var logs syncBuffer
-	metrics := daemontest.FreeAddr(t)
+	addr := testkit.FreeAddr(t)
+	var logs testkit.Buffer
+	metrics := testkit.FreeAddr(t)
 	stop := daemontest.Start(t, newApp(io.Discard, &logs), "relay", "--listen", addr, "--metrics-listen", metrics,
 		"--database-url", db.URL, "--name", "smoke")
 	daemontest.WaitOK(t, "http://"+addr+"/healthz")
@@ -143,7 +125,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 // node key's pubkey as `self`, and 86 when admins are set.
 func TestNIP11Complete(t *testing.T) {
 	db := pgtest.New(t)
-	addr := daemontest.FreeAddr(t)
+	addr := testkit.FreeAddr(t)
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "node.key")
 	key, err := nodekey.Generate(keyFile)
@@ -198,15 +180,15 @@ func TestNIP11Complete(t *testing.T) {
 // relay --help says so beforehand.
 func TestSecondRelayNamesTheAddressFlag(t *testing.T) {
 	db := pgtest.New(t)
-	addr, metrics := daemontest.FreeAddr(t), daemontest.FreeAddr(t)
+	addr, metrics := testkit.FreeAddr(t), testkit.FreeAddr(t)
 	daemontest.Start(t, newApp(io.Discard, io.Discard), "relay", "--listen", addr, "--metrics-listen", metrics, "--database-url", db.URL)
 	daemontest.WaitOK(t, "http://"+metrics+"/metrics")
 
 	for _, tc := range []struct {
 		listen, metrics, want string
 	}{
-		{daemontest.FreeAddr(t), metrics, "listen on metrics address " + metrics + ": address already in use (set --metrics-listen / CN_RELAY_METRICS_LISTEN)"},
-		{addr, daemontest.FreeAddr(t), "listen on relay address " + addr + ": address already in use (set --listen / CN_RELAY_LISTEN)"},
+		{testkit.FreeAddr(t), metrics, "listen on metrics address " + metrics + ": address already in use (set --metrics-listen / CN_RELAY_METRICS_LISTEN)"},
+		{addr, testkit.FreeAddr(t), "listen on relay address " + addr + ": address already in use (set --listen / CN_RELAY_LISTEN)"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		err := newApp(io.Discard, io.Discard).RunContext(ctx, []string{"relay", "--listen", tc.listen, "--metrics-listen", tc.metrics, "--database-url", db.URL})

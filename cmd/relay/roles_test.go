@@ -20,6 +20,7 @@ import (
 	"github.com/kukuri/communitynode/internal/dbroles"
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/relayadmin"
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 // TestRunUnderRelayRole runs the relay as a login user of the relay's group role
@@ -35,8 +36,8 @@ func TestRunUnderRelayRole(t *testing.T) {
 
 	adminKey := nostr.GeneratePrivateKey()
 	adminPub, _ := nostr.GetPublicKey(adminKey)
-	addr := daemontest.FreeAddr(t)
-	var logs syncBuffer
+	addr := testkit.FreeAddr(t)
+	var logs testkit.Buffer
 	stop := daemontest.Start(t, newApp(&logs, &logs), "relay", "--listen", addr, "--metrics-listen", "", "--database-url", url, "--admin-pubkeys", adminPub)
 	require.Eventually(t, func() bool {
 		resp, err := http.Get("http://" + addr + "/healthz")

@@ -12,6 +12,7 @@ import (
 	"github.com/kukuri/communitynode/internal/daemon/daemontest"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/internal/trust"
 )
 
@@ -24,7 +25,7 @@ func TestRunServesAndStops(t *testing.T) {
 	keyFile := filepath.Join(t.TempDir(), "node.key")
 	_, err := nodekey.Generate(keyFile)
 	require.NoError(t, err)
-	addr := daemontest.FreeAddr(t)
+	addr := testkit.FreeAddr(t)
 	stop := daemontest.Start(t, newApp(io.Discard, io.Discard), "trust", "--listen", addr, "--database-url", db.URL, "--node-key-file", keyFile)
 	daemontest.WaitOK(t, "http://"+addr+"/healthz")
 	require.Contains(t, daemontest.WaitOK(t, "http://"+addr+"/metrics"), "cn_trust_runs_total")

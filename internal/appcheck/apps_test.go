@@ -17,7 +17,6 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,6 +27,7 @@ import (
 	"github.com/kukuri/communitynode/internal/daemon/daemontest"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -36,24 +36,6 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func repoFile(rel string) string {
 	_, here, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(here), "..", "..", rel)
-}
-
-// syncBuffer is a bytes.Buffer the relay process and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // startRelay builds cmd/relay and runs it on a fresh database with the
@@ -77,8 +59,8 @@ func startRelay(t *testing.T, extra ...string) string {
 	_, _, err = nodekey.LoadOrGenerate(keyFile)
 	require.NoError(t, err)
 
-	addr := daemontest.FreeAddr(t)
-	var logs syncBuffer
+	addr := testkit.FreeAddr(t)
+	var logs testkit.Buffer
 	// extra comes last: a flag given twice takes its last value (TestNIP43App
 	// names a key it knows).
 	relay := exec.Command(bin, append([]string{"--database-url", db.URL, "--listen", addr, "--metrics-listen", "", "--node-key-file", keyFile}, extra...)...)

@@ -22,6 +22,7 @@ import (
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/consumer"
 	"github.com/kukuri/communitynode/pkg/outbox"
 	"github.com/kukuri/communitynode/pkg/outboxmsg"
@@ -267,14 +268,6 @@ func offset(t testing.TB, pool *pgxpool.Pool) int64 {
 	return o
 }
 
-func waitCaughtUp(t testing.TB, pool *pgxpool.Pool) {
-	t.Helper()
-	head, err := outbox.Head(context.Background(), pool)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return offset(t, pool) >= head }, 60*time.Second, 10*time.Millisecond,
-		"bridge reaches the outbox head %d", head)
-}
-
 func testConfig() Config {
 	return Config{Stream: "CN_TEST", SubjectPrefix: "cn.test", DuplicateWindow: time.Second, RetryBase: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond}
 }
@@ -287,9 +280,9 @@ func TestPublishesTheOutboxInOrder(t *testing.T) {
 	ns := startNATS(t)
 	ingest(t, newStore(db), rand.New(rand.NewPCG(1, 2)), 600)
 	rb := startBridge(t, db.Pool, ns.url(), testConfig(), consumer.Config{BatchSize: 64})
-	waitCaughtUp(t, db.Pool)
+	testkit.WaitCaughtUp(t, db.Pool, ConsumerName)
 	ingest(t, newStore(db), rand.New(rand.NewPCG(3, 4)), 200) // while it runs
-	waitCaughtUp(t, db.Pool)
+	testkit.WaitCaughtUp(t, db.Pool, ConsumerName)
 	requireStreamEqualsOutbox(t, db.Pool, ns.url(), testConfig())
 
 	rows := outboxRows(t, db.Pool)
@@ -360,7 +353,7 @@ func TestResumesAcrossRestarts(t *testing.T) {
 	ingest(t, st, rng, 1000) // while the server is down
 	time.Sleep(cfg.DuplicateWindow + 500*time.Millisecond)
 	ns.start()
-	waitCaughtUp(t, db.Pool)
+	testkit.WaitCaughtUp(t, db.Pool, ConsumerName)
 	requireStreamEqualsOutbox(t, db.Pool, ns.url(), cfg)
 	require.Positive(t, b.gauge(t, "cn_bridge_skipped_total"), "rows the stream held were skipped, not resent")
 	require.Zero(t, b.gauge(t, "cn_bridge_chain_broken"))
@@ -402,9 +395,9 @@ func TestTwoBridgesLeaveOneStream(t *testing.T) {
 	close(start)
 	<-done
 	<-done
-	waitCaughtUp(t, db.Pool)
+	testkit.WaitCaughtUp(t, db.Pool, ConsumerName)
 	ingest(t, newStore(db), rand.New(rand.NewPCG(7, 8)), 200)
-	waitCaughtUp(t, db.Pool)
+	testkit.WaitCaughtUp(t, db.Pool, ConsumerName)
 	requireStreamEqualsOutbox(t, db.Pool, ns.url(), cfg)
 
 	var owner string
@@ -432,7 +425,7 @@ func TestHaltsOnABrokenChain(t *testing.T) {
 	ingest(t, st, rng, 100)
 	ccfg := consumer.Config{BatchSize: 50, LeaseTTL: time.Second, MaxAttempts: 1, RetryBase: time.Millisecond, RetryMax: time.Millisecond}
 	a := startBridge(t, db.Pool, ns.url(), cfg, ccfg)
-	waitCaughtUp(t, db.Pool)
+	testkit.WaitCaughtUp(t, db.Pool, ConsumerName)
 	require.NoError(t, a.stop(t))
 	published := streamLastID(t, ns.url(), cfg)
 
@@ -505,7 +498,7 @@ func TestHaltsOnARowTooLargeForTheServer(t *testing.T) {
 	ns.maxPayload = 0
 	ns.start()
 	startBridge(t, db.Pool, ns.url(), cfg, ccfg)
-	waitCaughtUp(t, db.Pool)
+	testkit.WaitCaughtUp(t, db.Pool, ConsumerName)
 	requireStreamEqualsOutbox(t, db.Pool, ns.url(), cfg)
 }
 
@@ -566,7 +559,7 @@ func TestHaltsOnARowTooLargeForTheStream(t *testing.T) {
 	_, err = js.UpdateStream(ctx, sc)
 	require.NoError(t, err)
 	startBridge(t, db.Pool, ns.url(), cfg, ccfg)
-	waitCaughtUp(t, db.Pool)
+	testkit.WaitCaughtUp(t, db.Pool, ConsumerName)
 	requireStreamEqualsOutbox(t, db.Pool, ns.url(), cfg)
 }
 
@@ -594,7 +587,7 @@ func TestRetentionKeepsUnpublishedRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	ingest(t, st, rng, 300)
 	startBridge(t, db.Pool, ns.url(), cfg, consumer.Config{BatchSize: 100})
-	waitCaughtUp(t, db.Pool)
+	testkit.WaitCaughtUp(t, db.Pool, ConsumerName)
 	published := offset(t, db.Pool)
 
 	ns.stop()
@@ -630,7 +623,7 @@ func TestRetentionKeepsUnpublishedRows(t *testing.T) {
 	require.Equal(t, published, offset(t, db.Pool), "nothing was published while NATS was down")
 
 	ns.start()
-	waitCaughtUp(t, db.Pool)
+	testkit.WaitCaughtUp(t, db.Pool, ConsumerName)
 	msgs := streamMsgs(t, ns.url(), cfg.Stream)
 	var tail []int64
 	for _, m := range msgs {

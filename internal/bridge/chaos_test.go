@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 // TestChaos runs cmd/bridge as real processes on a seeded schedule (a killed
@@ -94,6 +95,6 @@ func TestChaos(t *testing.T) {
 	ingest(t, st, rng, events-rounds*per)
 	p := start()
 	defer kill(p)
-	waitCaughtUp(t, db.Pool)
+	testkit.WaitCaughtUp(t, db.Pool, ConsumerName)
 	requireStreamEqualsOutbox(t, db.Pool, ns.url(), cfg)
 }

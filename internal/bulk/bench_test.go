@@ -25,6 +25,7 @@ import (
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -34,7 +35,7 @@ import (
 // size (default 100,000; the figure is for 1,000,000).
 func corpusFile(b *testing.B) (path string, events int) {
 	b.Helper()
-	events = envInt(b, "CN_BENCH_IMPORT_EVENTS", 100_000)
+	events = testkit.EnvInt(b, "CN_BENCH_IMPORT_EVENTS", 100_000)
 	authors := max(10, events/200)
 	dir := os.Getenv("CN_BENCH_IMPORT_DIR")
 	if dir == "" {
@@ -55,16 +56,6 @@ func corpusFile(b *testing.B) (path string, events int) {
 	require.NoError(b, os.Rename(tmp, path))
 	b.Logf("built %s in %s", path, time.Since(start).Round(time.Second))
 	return path, events
-}
-
-func envInt(b *testing.B, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	require.NoError(b, err, name)
-	return n
 }
 
 // writeCorpus writes n signed events of a community as JSON Lines, oldest
@@ -243,7 +234,7 @@ func filler(rng *rand.Rand, size int) string {
 // connection, the outbox writer running. Run it with -benchtime 1x.
 func BenchmarkImport(b *testing.B) {
 	path, _ := corpusFile(b)
-	batch := envInt(b, "CN_BENCH_IMPORT_BATCH", DefaultBatchSize)
+	batch := testkit.EnvInt(b, "CN_BENCH_IMPORT_BATCH", DefaultBatchSize)
 	for b.Loop() {
 		b.StopTimer()
 		db := pgtest.New(b)
@@ -349,7 +340,7 @@ func corpusEvents(b *testing.B) []*nostr.Event {
 // parsed and checked beforehand, stored with store.Ingest in batches on one
 // connection, as the importer does.
 func BenchmarkImportStore(b *testing.B) {
-	batch := envInt(b, "CN_BENCH_IMPORT_BATCH", DefaultBatchSize)
+	batch := testkit.EnvInt(b, "CN_BENCH_IMPORT_BATCH", DefaultBatchSize)
 	evs := corpusEvents(b)
 	for b.Loop() {
 		b.StopTimer()

@@ -18,6 +18,7 @@ import (
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/relayadmin"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -47,13 +48,6 @@ func (n *node) importer(t *testing.T, refused *[]Refusal) *Importer {
 		OnRefused: func(r Refusal) { *refused = append(*refused, r) }}
 }
 
-func sign(t *testing.T, sk string, kind int, at nostr.Timestamp, tags nostr.Tags, content string) *nostr.Event {
-	t.Helper()
-	ev := &nostr.Event{Kind: kind, CreatedAt: at, Tags: tags, Content: content}
-	require.NoError(t, ev.Sign(sk))
-	return ev
-}
-
 func jsonLine(t *testing.T, ev *nostr.Event) string {
 	t.Helper()
 	b, err := json.Marshal(ev)
@@ -74,20 +68,20 @@ type mixedFile struct {
 func newMixedFile(t *testing.T) mixedFile {
 	t.Helper()
 	alice, bob, carol, dave := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
-	note := sign(t, alice, 1, base, nostr.Tags{{"t", "Go"}}, "a note in go")
-	badSig := sign(t, alice, 1, base+1, nostr.Tags{{"t", "go"}}, "tampered")
+	note := testkit.Sign(t, alice, 1, base, nostr.Tags{{"t", "Go"}}, "a note in go")
+	badSig := testkit.Sign(t, alice, 1, base+1, nostr.Tags{{"t", "go"}}, "tampered")
 	badSig.Sig = strings.Repeat("0", 128)
-	noTopic := sign(t, alice, 1, base+2, nil, "no topic and nothing to inherit one from")
-	profileNew := sign(t, alice, 0, base+20, nil, `{"name":"alice v2"}`)
-	profileOld := sign(t, alice, 0, base+10, nil, `{"name":"alice v1"}`)
-	reply := sign(t, bob, 1, base+3, nostr.Tags{{"e", note.ID, "", "reply"}, {"p", note.PubKey}}, "a reply inherits go")
-	doomed := sign(t, bob, 1, base+4, nostr.Tags{{"t", "rust"}}, "deleted below")
-	deletion := sign(t, bob, 5, base+5, nostr.Tags{{"e", doomed.ID}}, "")
-	later := sign(t, carol, 1, base+7, nostr.Tags{{"t", "zig"}}, "referenced before it comes")
-	early := sign(t, bob, 7, base+6, nostr.Tags{{"e", later.ID}, {"p", later.PubKey}}, "+")
-	carolProfile := sign(t, carol, 0, base+6, nil, `{"name":"carol"}`) // before her first post
-	daveProfile := sign(t, dave, 0, base+9, nil, `{"name":"dave"}`)    // dave never posts
-	expired := sign(t, alice, 1, base+8, nostr.Tags{{"t", "go"}, {"expiration", fmt.Sprint(time.Now().Add(-time.Minute).Unix())}}, "gone")
+	noTopic := testkit.Sign(t, alice, 1, base+2, nil, "no topic and nothing to inherit one from")
+	profileNew := testkit.Sign(t, alice, 0, base+20, nil, `{"name":"alice v2"}`)
+	profileOld := testkit.Sign(t, alice, 0, base+10, nil, `{"name":"alice v1"}`)
+	reply := testkit.Sign(t, bob, 1, base+3, nostr.Tags{{"e", note.ID, "", "reply"}, {"p", note.PubKey}}, "a reply inherits go")
+	doomed := testkit.Sign(t, bob, 1, base+4, nostr.Tags{{"t", "rust"}}, "deleted below")
+	deletion := testkit.Sign(t, bob, 5, base+5, nostr.Tags{{"e", doomed.ID}}, "")
+	later := testkit.Sign(t, carol, 1, base+7, nostr.Tags{{"t", "zig"}}, "referenced before it comes")
+	early := testkit.Sign(t, bob, 7, base+6, nostr.Tags{{"e", later.ID}, {"p", later.PubKey}}, "+")
+	carolProfile := testkit.Sign(t, carol, 0, base+6, nil, `{"name":"carol"}`) // before her first post
+	daveProfile := testkit.Sign(t, dave, 0, base+9, nil, `{"name":"dave"}`)    // dave never posts
+	expired := testkit.Sign(t, alice, 1, base+8, nostr.Tags{{"t", "go"}, {"expiration", fmt.Sprint(time.Now().Add(-time.Minute).Unix())}}, "gone")
 	lines := []string{
 		jsonLine(t, note),         // 1 accepted
 		`{"id": "not json`,        // 2 refused
@@ -233,12 +227,12 @@ func TestImportRefusesByPolicyAndNeverStops(t *testing.T) {
 	ctx := context.Background()
 	n := newNode(t)
 	spammer, alice := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
-	spam := sign(t, spammer, 1, base, nostr.Tags{{"t", "go"}}, "spam")
+	spam := testkit.Sign(t, spammer, 1, base, nostr.Tags{{"t", "go"}}, "spam")
 	_, err := n.db.Pool.Exec(ctx, "INSERT INTO cn_admin.pubkeys (pubkey, status, reason, actor, at) VALUES ($1, 'banned', 'spam', 'test', now())", spam.PubKey)
 	require.NoError(t, err)
-	protected := sign(t, alice, 1, base, nostr.Tags{{"t", "go"}, {"-"}}, "mine only")
-	ephemeral := sign(t, alice, 20001, base, nostr.Tags{{"t", "go"}}, "now")
-	ok := sign(t, alice, 1, base+1, nostr.Tags{{"t", "go"}}, "fine")
+	protected := testkit.Sign(t, alice, 1, base, nostr.Tags{{"t", "go"}, {"-"}}, "mine only")
+	ephemeral := testkit.Sign(t, alice, 20001, base, nostr.Tags{{"t", "go"}}, "now")
+	ok := testkit.Sign(t, alice, 1, base+1, nostr.Tags{{"t", "go"}}, "fine")
 	text := strings.Join([]string{jsonLine(t, spam), jsonLine(t, protected), jsonLine(t, ephemeral), `[]`, jsonLine(t, ok)}, "\r\n")
 
 	var refused []Refusal
@@ -258,8 +252,8 @@ func TestImportLongLines(t *testing.T) {
 	n := newNode(t)
 	n.limits.MaxMessageBytes = 600
 	alice := nostr.GeneratePrivateKey()
-	short := sign(t, alice, 1, base, nostr.Tags{{"t", "go"}}, "short")
-	long := sign(t, alice, 1, base, nostr.Tags{{"t", "go"}}, strings.Repeat("x", 2<<20)) // longer than the read buffer
+	short := testkit.Sign(t, alice, 1, base, nostr.Tags{{"t", "go"}}, "short")
+	long := testkit.Sign(t, alice, 1, base, nostr.Tags{{"t", "go"}}, strings.Repeat("x", 2<<20)) // longer than the read buffer
 	text := jsonLine(t, long) + "\n" + jsonLine(t, short) + "\n" + jsonLine(t, long)
 
 	var refused []Refusal

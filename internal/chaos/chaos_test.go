@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,6 +26,7 @@ import (
 	"github.com/kukuri/communitynode/internal/moderation"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/internal/trust"
 	"github.com/kukuri/communitynode/pkg/consumer"
 )
@@ -81,7 +81,7 @@ func TestChaos(t *testing.T) {
 	if logs == "" {
 		logs = t.TempDir()
 	}
-	relayAddr, indexerAddr, moderatorAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	relayAddr, indexerAddr, moderatorAddr := testkit.FreeAddr(t), testkit.FreeAddr(t), testkit.FreeAddr(t)
 	relay := &daemon{name: "relay", bin: filepath.Join(bin, "relay"), log: filepath.Join(logs, "relay.log"),
 		args: []string{"--listen", relayAddr, "--metrics-listen", "", "--database-url", relayURL, "--identity-writers", "any",
 			"--node-key-file", keyFile, "--group-creators", "any",
@@ -94,7 +94,7 @@ func TestChaos(t *testing.T) {
 	trustArgs := []string{"--database-url", trustURL, "--node-key-file", keyFile,
 		"--seeds", pubOf(cm.honest[0]) + "," + pubOf(cm.honest[1]), "--recompute-interval", "1h", "--publish-interval", "200ms"}
 	trustd := &daemon{name: "trust", bin: filepath.Join(bin, "trust"), log: filepath.Join(logs, "trust.log"),
-		args: append([]string{"--listen", freeAddr(t)}, trustArgs...)}
+		args: append([]string{"--listen", testkit.FreeAddr(t)}, trustArgs...)}
 	daemons := []*daemon{relay, indexer, moderator, trustd}
 	for _, d := range daemons {
 		d.supervise(t)
@@ -358,7 +358,7 @@ func TestChaos(t *testing.T) {
 	require.NoError(t, consumer.ExecuteReset(ctx, db.Pool, plan, false, "chaos"))
 	t.Logf("trust replays %d rows (%d -> %d)", plan.Replay, plan.From, plan.To)
 	replay := &daemon{name: "trust replay", bin: trustd.bin, log: filepath.Join(logs, "trust-replay.log"),
-		args: append([]string{"--listen", freeAddr(t)}, trustArgs...)}
+		args: append([]string{"--listen", testkit.FreeAddr(t)}, trustArgs...)}
 	replay.supervise(t)
 	daemons = append(daemons, replay)
 	replayed := readTrust(t, db, provider.PubKey, asOf)
@@ -644,14 +644,6 @@ func waitHTTP(t *testing.T, url string) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	}, 20*time.Second, 20*time.Millisecond, "%s does not answer", url)
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.Intn(len(xs))] }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/pgembed"
 	"github.com/kukuri/communitynode/internal/relay"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/outbox"
 	"github.com/kukuri/communitynode/schema"
 )
@@ -447,7 +447,7 @@ type testRelay struct{ ws string }
 func startRelay(t *testing.T, url string, ingestTimeout time.Duration) *testRelay {
 	t.Helper()
 	cfg := relay.DefaultConfig()
-	cfg.Listen, cfg.MetricsListen = freeAddr(t), freeAddr(t)
+	cfg.Listen, cfg.MetricsListen = testkit.FreeAddr(t), testkit.FreeAddr(t)
 	cfg.EventRatePerIP, cfg.EventRatePerPubkey, cfg.ReqRatePerIP = relay.Rate{}, relay.Rate{}, relay.Rate{}
 	cfg.Limits.RequireTopic = false
 	cfg.IngestTimeout = ingestTimeout
@@ -483,13 +483,4 @@ func startRelay(t *testing.T, url string, ingestTimeout time.Duration) *testRela
 		return resp.StatusCode == http.StatusOK
 	}, 30*time.Second, 20*time.Millisecond, "relay answers /healthz")
 	return &testRelay{ws: "ws://" + cfg.Listen}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/relay"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/internal/trust"
 )
 
@@ -112,7 +113,7 @@ func startDaemons(t *testing.T, url string, ns *natsServer, keys nodeKeys, only 
 		}()
 	}
 	cfg := relay.DefaultConfig()
-	cfg.Listen, cfg.MetricsListen = freeAddr(t), freeAddr(t)
+	cfg.Listen, cfg.MetricsListen = testkit.FreeAddr(t), testkit.FreeAddr(t)
 	cfg.EventRatePerIP, cfg.EventRatePerPubkey, cfg.ReqRatePerIP = relay.Rate{}, relay.Rate{}, relay.Rate{}
 	cfg.Limits.IdentityWriters = protocol.IdentityWritersAny
 	cfg.IngestTimeout = 5 * time.Second

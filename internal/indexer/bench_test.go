@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -17,23 +15,17 @@ import (
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/internal/textsearch"
 	"github.com/kukuri/communitynode/pkg/consumer"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
-
 // BenchmarkCatchUp measures index-v1 draining a backlog of kind-1 upsert rows
 // (CN_BENCH_BACKLOG, default 200,000) from a cold start, with the production pool
 // settings and the pending-list merger that Run starts. Run: go test ./internal/indexer -run '^$' -bench CatchUp -benchtime 1x -count 3
 func BenchmarkCatchUp(b *testing.B) {
-	backlog := envInt("CN_BENCH_BACKLOG", 200_000)
+	backlog := testkit.EnvInt(b, "CN_BENCH_BACKLOG", 200_000)
 	for _, batch := range []int{500, 2000} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			var total time.Duration
@@ -44,7 +36,7 @@ func BenchmarkCatchUp(b *testing.B) {
 				if err := bulkLoad(ctx, db.Pool, newCorpus(1), backlog, true); err != nil {
 					b.Fatal(err)
 				}
-				head, err := outbox.Head(ctx, db.Pool)
+				head, err := testkit.SetHead(ctx, db.Pool) // the loader COPYs the outbox rows
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -56,25 +48,8 @@ func BenchmarkCatchUp(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				runCtx, cancel := context.WithCancel(ctx)
-				done := make(chan error, 1)
-				b.StartTimer()
-				start := time.Now()
-				go func() { done <- c.Run(runCtx) }()
-				go CleanPending(runCtx, pool, slog.New(slog.DiscardHandler)) // as Run does
-				for {
-					var last int64
-					if err := pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1", ConsumerName).Scan(&last); err == nil && last >= head {
-						break
-					}
-					time.Sleep(2 * time.Millisecond)
-				}
-				total += time.Since(start)
-				b.StopTimer()
-				cancel()
-				if err := <-done; err != nil {
-					b.Fatal(err)
-				}
+				// CleanPending runs alongside, as Run starts it.
+				total += testkit.CatchUp(b, pool, ConsumerName, head, c.Run, func(ctx context.Context) { CleanPending(ctx, pool, slog.New(slog.DiscardHandler)) })
 				var docs int
 				if err := pool.QueryRow(ctx, "SELECT count(*) FROM cn_index.documents").Scan(&docs); err != nil || docs != backlog {
 					b.Fatalf("indexed %d documents of %d (err %v)", docs, backlog, err)
@@ -92,7 +67,7 @@ func BenchmarkCatchUp(b *testing.B) {
 // The corpus is built once per schema version and kept in a cn_fx_* database.
 // Run: go test ./internal/indexer -run '^$' -bench Search -benchtime 1x -count 3
 func BenchmarkSearch(b *testing.B) {
-	docs := envInt("CN_BENCH_SEARCH_DOCS", 1_000_000)
+	docs := testkit.EnvInt(b, "CN_BENCH_SEARCH_DOCS", 1_000_000)
 	db := pgtest.Fixture(b, fmt.Sprintf("search_%d", docs), func(db *pgtest.DB) error {
 		ctx := context.Background()
 		start := time.Now()

@@ -18,6 +18,7 @@ import (
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/internal/textsearch"
 	"github.com/kukuri/communitynode/pkg/consumer"
 	"github.com/kukuri/communitynode/pkg/outbox"
@@ -69,14 +70,7 @@ func (n *node) start(t *testing.T) {
 // sync waits until index-v1 has applied the whole outbox.
 func (n *node) sync(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
-	head, err := outbox.Head(ctx, n.db.Pool)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		var last int64
-		err := n.db.Pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1", ConsumerName).Scan(&last)
-		return err == nil && last >= head
-	}, 15*time.Second, 5*time.Millisecond, "index-v1 did not reach seq %d", head)
+	testkit.WaitCaughtUp(t, n.db.Pool, ConsumerName)
 }
 
 func (n *node) event(t *testing.T, author, kind int, at nostr.Timestamp, tags nostr.Tags, content string) *nostr.Event {

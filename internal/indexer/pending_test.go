@@ -1,12 +1,10 @@
 package indexer
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,24 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/testkit"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestCleanPendingStopsWithoutOwnership: a role that does not own the index gets
 // one warning and the loop ends, instead of failing ten times a second.
@@ -55,7 +37,7 @@ func TestCleanPendingStopsWithoutOwnership(t *testing.T) {
 	require.NoError(t, err)
 	defer pool.Close()
 
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

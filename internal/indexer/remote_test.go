@@ -27,6 +27,7 @@ import (
 	"github.com/kukuri/communitynode/internal/bridge"
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/consumer"
 	"github.com/kukuri/communitynode/pkg/outbox"
 	"github.com/kukuri/communitynode/pkg/outboxmsg"
@@ -83,16 +84,6 @@ func richHistory(t *testing.T, n *node, rng *rand.Rand, count int, at nostr.Time
 		}
 	}
 	return at
-}
-
-// waitApplied waits until consumer name in pool has applied every row up to head.
-func waitApplied(t *testing.T, pool *pgxpool.Pool, name string, head int64) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		var last int64
-		err := pool.QueryRow(context.Background(), "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1", name).Scan(&last)
-		return err == nil && last >= head
-	}, 60*time.Second, 10*time.Millisecond, "%s did not reach seq %d", name, head)
 }
 
 // TestRemoteIndexerEqualsLocal: an indexer process that follows the bridge's
@@ -159,7 +150,7 @@ func TestRemoteIndexerEqualsLocal(t *testing.T) {
 	head, err := outbox.Head(context.Background(), n.db.Pool)
 	require.NoError(t, err)
 	n.sync(t)
-	waitApplied(t, remote.Pool, ConsumerName, head)
+	testkit.WaitOffset(t, remote.Pool, ConsumerName, head)
 
 	rn := &node{db: remote}
 	require.Equal(t, n.dump(t), rn.dump(t))
@@ -210,7 +201,7 @@ func TestStreamConsumerStopsBetweenCommitAndNextRead(t *testing.T) {
 	richHistory(t, n, rand.New(rand.NewPCG(22, 8)), 300, base)
 	head, err := outbox.Head(context.Background(), n.db.Pool)
 	require.NoError(t, err)
-	waitApplied(t, n.db.Pool, bridge.ConsumerName, head)
+	testkit.WaitOffset(t, n.db.Pool, bridge.ConsumerName, head)
 
 	rng := rand.New(rand.NewPCG(22, 9))
 	for runs := 0; ; runs++ {
@@ -270,7 +261,7 @@ func TestStreamRetentionNeedsRebuild(t *testing.T) {
 	richHistory(t, n, rand.New(rand.NewPCG(22, 10)), 30, base)
 	head, err := outbox.Head(context.Background(), n.db.Pool)
 	require.NoError(t, err)
-	waitApplied(t, n.db.Pool, bridge.ConsumerName, head)
+	testkit.WaitOffset(t, n.db.Pool, bridge.ConsumerName, head)
 	require.NoError(t, stream.Purge(context.Background(), jetstream.WithPurgeKeep(5)))
 
 	c, err := consumer.NewStream(remote.Pool, &RemoteHandler{Handler{Kinds: NewKinds(DefaultKinds)}}, consumer.Config{Name: ConsumerName}, stream)
@@ -303,7 +294,7 @@ func TestRemoteIndexerRefusesAlteredEvents(t *testing.T) {
 	n.publish(t, genuine)
 	head, err := outbox.Head(ctx, n.db.Pool)
 	require.NoError(t, err)
-	waitApplied(t, n.db.Pool, bridge.ConsumerName, head)
+	testkit.WaitOffset(t, n.db.Pool, bridge.ConsumerName, head)
 
 	// Someone who may publish to the stream appends the next row with an
 	// altered event.

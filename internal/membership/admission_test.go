@@ -12,10 +12,10 @@ import (
 
 	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/internal/trust"
 	"github.com/kukuri/communitynode/internal/trust/gate"
 	"github.com/kukuri/communitynode/pkg/consumer"
-	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
 // TestAdmissionByTrust: with a real trust-v1 computation (the trust
@@ -32,10 +32,10 @@ func TestAdmissionByTrust(t *testing.T) {
 	seed, alice, bob := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 
 	// The seed is a member (an admin adds it) and follows alice.
-	status, _ := e.nip86(t, e.admin, "addmember", pub(seed))
+	status, _ := e.nip86(t, e.admin, "addmember", testkit.Pub(seed))
 	require.Equal(t, 200, status)
 	sc := dial(t, e.url)
-	ok, reason := sc.publish(signed(t, seed, 3, nostr.Tags{{"p", pub(alice)}}, ""))
+	ok, reason := sc.publish(testkit.SignNow(t, seed, 3, nostr.Tags{{"p", testkit.Pub(alice)}}, ""))
 	require.True(t, ok, reason)
 
 	// trust-v1: fold the graph from the outbox, rank from the seed.
@@ -45,27 +45,21 @@ func TestAdmissionByTrust(t *testing.T) {
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- c.Run(cctx) }()
-	head, err := outbox.Head(ctx, db.Pool)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		var last int64
-		err := db.Pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1", trust.ConsumerName).Scan(&last)
-		return err == nil && last >= head
-	}, 30*time.Second, 5*time.Millisecond)
+	testkit.WaitCaughtUp(t, db.Pool, trust.ConsumerName)
 	cancel()
 	require.NoError(t, <-done)
 	_, err = trust.Fold(ctx, db.Pool)
 	require.NoError(t, err)
-	_, err = trust.Recompute(ctx, db.Pool, trust.Seeds{Pubkeys: []string{pub(seed)}, Source: "flag"}, trust.DefaultParams(), time.Now().Unix(), 0)
+	_, err = trust.Recompute(ctx, db.Pool, trust.Seeds{Pubkeys: []string{testkit.Pub(seed)}, Source: "flag"}, trust.DefaultParams(), time.Now().Unix(), 0)
 	require.NoError(t, err)
 	require.NoError(t, g.Load(ctx))
 	var rank int
-	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT rank FROM cn_trust.scores WHERE pubkey = $1", pub(alice)).Scan(&rank))
+	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT rank FROM cn_trust.scores WHERE pubkey = $1", testkit.Pub(alice)).Scan(&rank))
 	require.GreaterOrEqual(t, rank, 10, "alice is ranked by the seed's follow")
 
 	ac := dial(t, e.url)
 	ac.auth(alice)
-	ok, reason = ac.publish(signed(t, alice, membership.KindJoin, nostr.Tags{{"-"}}, ""))
+	ok, reason = ac.publish(testkit.SignNow(t, alice, membership.KindJoin, nostr.Tags{{"-"}}, ""))
 	require.True(t, ok, reason)
 	require.Equal(t, "info: welcome: admitted at once, your web-of-trust rank (trust-v1) is at least 10", reason)
 	ok, reason = ac.publish(note(t, alice, "ranked and in"))
@@ -73,20 +67,20 @@ func TestAdmissionByTrust(t *testing.T) {
 
 	bc := dial(t, e.url)
 	bc.auth(bob)
-	ok, reason = bc.publish(signed(t, bob, membership.KindJoin, nostr.Tags{{"-"}}, ""))
+	ok, reason = bc.publish(testkit.SignNow(t, bob, membership.KindJoin, nostr.Tags{{"-"}}, ""))
 	require.False(t, ok)
 	require.True(t, strings.HasPrefix(reason, "restricted: pending review: no invite code and a web-of-trust rank below 10"), reason)
 	pending, err := e.svc.ListPending(ctx)
 	require.NoError(t, err)
 	require.Len(t, pending, 1)
-	require.Equal(t, pub(bob), pending[0].Pubkey)
+	require.Equal(t, testkit.Pub(bob), pending[0].Pubkey)
 	members, err := e.svc.ListMembers(ctx)
 	require.NoError(t, err)
 	vias := map[string]string{}
 	for _, m := range members {
 		vias[m.Pubkey] = m.Via
 	}
-	require.Equal(t, membership.ViaTrust, vias[pub(alice)])
+	require.Equal(t, membership.ViaTrust, vias[testkit.Pub(alice)])
 }
 
 // TestOpenToInvite: a node that ran open (keys became members by posting)
@@ -103,12 +97,12 @@ func TestOpenToInvite(t *testing.T) {
 	ok, reason = c.publish(note(t, erin, "early too"))
 	require.True(t, ok, reason)
 	// Open mode: a 13534 lists the NIP-43 members only (the admin), not posters.
-	require.Equal(t, []string{pub(admin)}, open.memberList(t, c))
+	require.Equal(t, []string{testkit.Pub(admin)}, open.memberList(t, c))
 	// erin leaves under NIP-43 while open: that overrides her posting.
-	ok, reason = c.publish(signed(t, erin, membership.KindLeave, nostr.Tags{{"-"}}, ""))
+	ok, reason = c.publish(testkit.SignNow(t, erin, membership.KindLeave, nostr.Tags{{"-"}}, ""))
 	require.False(t, ok, "a leave is protected: needs AUTH")
 	c.auth(erin)
-	ok, reason = c.publish(signed(t, erin, membership.KindLeave, nostr.Tags{{"-"}}, ""))
+	ok, reason = c.publish(testkit.SignNow(t, erin, membership.KindLeave, nostr.Tags{{"-"}}, ""))
 	require.True(t, ok, reason)
 	require.Equal(t, membership.MsgLeft, reason)
 
@@ -156,16 +150,16 @@ func TestRebuildEqualsLive(t *testing.T) {
 			require.Equal(t, 200, status)
 			var m membership.Minted
 			require.NoError(t, jsonUnmarshal(out["result"], &m))
-			ok, reason := conn(sk).publish(signed(t, sk, membership.KindJoin, nostr.Tags{{"-"}, {"claim", m.Claim}}, ""))
+			ok, reason := conn(sk).publish(testkit.SignNow(t, sk, membership.KindJoin, nostr.Tags{{"-"}, {"claim", m.Claim}}, ""))
 			require.True(t, ok, reason)
 		case 1:
-			ok, reason := conn(sk).publish(signed(t, sk, membership.KindLeave, nostr.Tags{{"-"}}, ""))
+			ok, reason := conn(sk).publish(testkit.SignNow(t, sk, membership.KindLeave, nostr.Tags{{"-"}}, ""))
 			require.True(t, ok, reason)
 		case 2:
-			status, _ := e.nip86(t, e.admin, "addmember", pub(sk))
+			status, _ := e.nip86(t, e.admin, "addmember", testkit.Pub(sk))
 			require.Equal(t, 200, status)
 		case 3:
-			status, _ := e.nip86(t, e.admin, "removemember", pub(sk))
+			status, _ := e.nip86(t, e.admin, "removemember", testkit.Pub(sk))
 			require.Equal(t, 200, status)
 		}
 	}

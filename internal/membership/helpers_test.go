@@ -26,7 +26,7 @@ import (
 	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/relayadmin"
 	"github.com/kukuri/communitynode/internal/store"
-	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -69,11 +69,7 @@ func start(t *testing.T, o opts) *env {
 		nodeKey, err = nodekey.FromSecret(nostr.GeneratePrivateKey())
 		require.NoError(t, err)
 	}
-	w := outbox.NewWriter(db.Pool, outbox.WriterConfig{})
-	wctx, wcancel := context.WithCancel(context.Background())
-	wdone := make(chan struct{})
-	go func() { _ = w.Run(wctx); close(wdone) }()
-	t.Cleanup(func() { wcancel(); <-wdone })
+	w := testkit.RunWriter(t, db.Pool)
 
 	cfg := relay.DefaultConfig()
 	cfg.Listen = ""
@@ -81,7 +77,7 @@ func start(t *testing.T, o opts) *env {
 	cfg.IngestTimeout, cfg.QueryTimeout = time.Minute, time.Minute
 	cfg.Info.Self, cfg.Membership = nodeKey.PubKey, string(o.mode)
 	st := store.New(db.Pool, w, cfg.Limits.TopicRules)
-	adminPK := pub(admin)
+	adminPK := testkit.Pub(admin)
 	admins := map[string]bool{adminPK: true}
 	require.NoError(t, st.SetMembership(store.Membership{Self: nodeKey.PubKey, Sign: nodeKey.Sign, Mode: o.mode, Admins: admins}))
 	svc := node.NewMembershipService(db.Pool, st.Publisher(), st.Rules(), nodeKey.PubKey, nodeKey.Sign, admins)
@@ -104,18 +100,9 @@ func start(t *testing.T, o opts) *env {
 	return &env{db: db, st: st, svc: svc, node: nodeKey, admin: admin, url: "ws://" + addr, api: "http://" + addr, reg: reg}
 }
 
-func pub(sk string) string { pk, _ := nostr.GetPublicKey(sk); return pk }
-
-func signed(t *testing.T, sk string, kind int, tags nostr.Tags, content string) *nostr.Event {
-	t.Helper()
-	ev := &nostr.Event{Kind: kind, CreatedAt: nostr.Now(), Tags: tags, Content: content}
-	require.NoError(t, ev.Sign(sk))
-	return ev
-}
-
 // note is a kind 1 in topic "go".
 func note(t *testing.T, sk, content string) *nostr.Event {
-	return signed(t, sk, 1, nostr.Tags{{"t", "go"}}, content)
+	return testkit.SignNow(t, sk, 1, nostr.Tags{{"t", "go"}}, content)
 }
 
 // client is a raw WebSocket client; AUTH challenges are kept apart.
@@ -208,7 +195,7 @@ func (c *client) auth(sk string) {
 	case <-time.After(waitTimeout):
 		c.t.Fatal("no challenge")
 	}
-	ev := signed(c.t, sk, 22242, nostr.Tags{{"relay", c.url}, {"challenge", ch}}, "")
+	ev := testkit.SignNow(c.t, sk, 22242, nostr.Tags{{"relay", c.url}, {"challenge", ch}}, "")
 	c.send("AUTH", ev)
 	ok, reason := c.ok(ev.ID)
 	require.True(c.t, ok, reason)
@@ -268,7 +255,7 @@ func (e *env) nip86(t *testing.T, sk, method string, params ...any) (int, map[st
 	}
 	body, _ := json.Marshal(map[string]any{"method": method, "params": params})
 	sum := sha256.Sum256(body)
-	auth := signed(t, sk, 27235, nostr.Tags{{"u", e.api}, {"method", "POST"}, {"payload", hex.EncodeToString(sum[:])}, {"nonce", nostr.GeneratePrivateKey()}}, "")
+	auth := testkit.SignNow(t, sk, 27235, nostr.Tags{{"u", e.api}, {"method", "POST"}, {"payload", hex.EncodeToString(sum[:])}, {"nonce", nostr.GeneratePrivateKey()}}, "")
 	raw, _ := json.Marshal(auth)
 	req, err := http.NewRequest("POST", e.api, bytes.NewReader(body))
 	require.NoError(t, err)

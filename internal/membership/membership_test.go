@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/membership"
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 // TestInviteOnlyFlow: on an invite-only relay, real WebSocket clients go
@@ -24,7 +25,7 @@ func TestInviteOnlyFlow(t *testing.T) {
 	t.Parallel()
 	e := start(t, opts{mode: membership.InviteOnly})
 	ctx := context.Background()
-	adminPK := pub(e.admin)
+	adminPK := testkit.Pub(e.admin)
 	bob, carol := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 
 	// NIP-11 lists 43 and names self; writes are restricted.
@@ -54,7 +55,7 @@ func TestInviteOnlyFlow(t *testing.T) {
 	ok, reason := bc.publish(note(t, bob, "hello"))
 	require.False(t, ok)
 	require.Equal(t, membership.ReasonInviteOnly, reason)
-	ok, reason = bc.publish(signed(t, bob, 9021, nostr.Tags{{"h", "gophers"}}, ""))
+	ok, reason = bc.publish(testkit.SignNow(t, bob, 9021, nostr.Tags{{"h", "gophers"}}, ""))
 	require.False(t, ok)
 	require.Equal(t, membership.ReasonInviteOnly, reason, "a NIP-29 join from a non-member")
 
@@ -69,7 +70,7 @@ func TestInviteOnlyFlow(t *testing.T) {
 	e.verifyNodeEvent(t, evs[0])
 	claim := membership.Claim(evs[0])
 	require.Len(t, claim, 48)
-	evs, reason = ac.req("other", map[string]any{"kinds": []int{membership.KindInvite}, "authors": []string{pub(bob)}})
+	evs, reason = ac.req("other", map[string]any{"kinds": []int{membership.KindInvite}, "authors": []string{testkit.Pub(bob)}})
 	require.Empty(t, reason)
 	require.Empty(t, evs, "a filter for another author's 28935 gets no claim")
 	// An authenticated non-member gets none.
@@ -85,7 +86,7 @@ func TestInviteOnlyFlow(t *testing.T) {
 		if claim != "" {
 			tags = append(tags, nostr.Tag{"claim", claim})
 		}
-		return signed(t, sk, membership.KindJoin, tags, "")
+		return testkit.SignNow(t, sk, membership.KindJoin, tags, "")
 	}
 	ok, reason = cc.publish(join(carol, claim))
 	require.False(t, ok)
@@ -94,8 +95,8 @@ func TestInviteOnlyFlow(t *testing.T) {
 	ok, reason = bc.publish(join(bob, claim))
 	require.True(t, ok, reason)
 	require.Equal(t, membership.MsgWelcome, reason)
-	require.ElementsMatch(t, []string{adminPK, pub(bob)}, e.memberList(t, anon))
-	adds, _ := anon.req("adds", map[string]any{"kinds": []int{membership.KindAdd}, "#p": []string{pub(bob)}})
+	require.ElementsMatch(t, []string{adminPK, testkit.Pub(bob)}, e.memberList(t, anon))
+	adds, _ := anon.req("adds", map[string]any{"kinds": []int{membership.KindAdd}, "#p": []string{testkit.Pub(bob)}})
 	require.Len(t, adds, 1)
 	e.verifyNodeEvent(t, adds[0])
 	ok, reason = bc.publish(note(t, bob, "hello as a member"))
@@ -129,14 +130,14 @@ func TestInviteOnlyFlow(t *testing.T) {
 
 	// Leave: 8001, a new 13534, and later posts are refused. Without the
 	// NIP-70 tag anyone could replay it: refused.
-	ok, reason = bc.publish(signed(t, bob, membership.KindLeave, nil, ""))
+	ok, reason = bc.publish(testkit.SignNow(t, bob, membership.KindLeave, nil, ""))
 	require.False(t, ok)
 	require.Equal(t, membership.ReasonLeaveTag, reason)
-	ok, reason = bc.publish(signed(t, bob, membership.KindLeave, nostr.Tags{{"-"}}, ""))
+	ok, reason = bc.publish(testkit.SignNow(t, bob, membership.KindLeave, nostr.Tags{{"-"}}, ""))
 	require.True(t, ok, reason)
 	require.Equal(t, membership.MsgLeft, reason)
 	require.Equal(t, []string{adminPK}, e.memberList(t, anon))
-	removes, _ := anon.req("rm", map[string]any{"kinds": []int{membership.KindRemove}, "#p": []string{pub(bob)}})
+	removes, _ := anon.req("rm", map[string]any{"kinds": []int{membership.KindRemove}, "#p": []string{testkit.Pub(bob)}})
 	require.Len(t, removes, 1)
 	e.verifyNodeEvent(t, removes[0])
 	ok, reason = bc.publish(note(t, bob, "still here?"))
@@ -145,16 +146,16 @@ func TestInviteOnlyFlow(t *testing.T) {
 
 	// Nobody else publishes the node's kinds, not even with the node key.
 	for _, ev := range []*nostr.Event{
-		signed(t, e.admin, membership.KindMembers, nostr.Tags{{"-"}, {"member", pub(carol)}}, ""),
-		signed(t, e.admin, membership.KindAdd, nostr.Tags{{"-"}, {"p", pub(carol)}}, ""),
-		signed(t, e.admin, membership.KindInvite, nostr.Tags{{"-"}, {"claim", "x"}}, ""),
-		signed(t, e.admin, membership.KindRole, nostr.Tags{{"-"}, {"d", "king"}}, ""),
+		testkit.SignNow(t, e.admin, membership.KindMembers, nostr.Tags{{"-"}, {"member", testkit.Pub(carol)}}, ""),
+		testkit.SignNow(t, e.admin, membership.KindAdd, nostr.Tags{{"-"}, {"p", testkit.Pub(carol)}}, ""),
+		testkit.SignNow(t, e.admin, membership.KindInvite, nostr.Tags{{"-"}, {"claim", "x"}}, ""),
+		testkit.SignNow(t, e.admin, membership.KindRole, nostr.Tags{{"-"}, {"d", "king"}}, ""),
 	} {
 		ok, reason = ac.publish(ev)
 		require.False(t, ok, "kind %d", ev.Kind)
 		require.Equal(t, membership.ReasonNodeKind, reason, "kind %d", ev.Kind)
 	}
-	fake := &nostr.Event{Kind: membership.KindMembers, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"member", pub(carol)}}}
+	fake := &nostr.Event{Kind: membership.KindMembers, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"member", testkit.Pub(carol)}}}
 	require.NoError(t, e.node.Sign(fake))
 	res, err := e.st.Ingest(ctx, []*nostr.Event{fake})
 	require.NoError(t, err)
@@ -211,7 +212,7 @@ func TestAdminMethods(t *testing.T) {
 	bc := dial(t, e.url)
 	bc.auth(bob)
 	join := func(c *client, sk, claim string) (bool, string) {
-		return c.publish(signed(t, sk, membership.KindJoin, nostr.Tags{{"-"}, {"claim", claim}}, ""))
+		return c.publish(testkit.SignNow(t, sk, membership.KindJoin, nostr.Tags{{"-"}, {"claim", claim}}, ""))
 	}
 	ok, reason := join(bc, bob, minted.Claim)
 	require.False(t, ok)
@@ -232,11 +233,11 @@ func TestAdminMethods(t *testing.T) {
 	require.Equal(t, "used", states[second.ID])
 
 	// Add and remove.
-	status, _ = e.nip86(t, e.admin, "addmember", pub(carol), "friend")
+	status, _ = e.nip86(t, e.admin, "addmember", testkit.Pub(carol), "friend")
 	require.Equal(t, 200, status)
 	status, _ = e.nip86(t, e.admin, "addmember", "nothex")
 	require.Equal(t, 400, status)
-	status, _ = e.nip86(t, e.admin, "removemember", pub(bob))
+	status, _ = e.nip86(t, e.admin, "removemember", testkit.Pub(bob))
 	require.Equal(t, 200, status)
 	status, out = e.nip86(t, e.admin, "listmembers")
 	require.Equal(t, 200, status)
@@ -246,7 +247,7 @@ func TestAdminMethods(t *testing.T) {
 	for _, m := range members {
 		got[m.Pubkey] = m.Via
 	}
-	require.Equal(t, map[string]string{pub(e.admin): membership.ViaOperator, pub(carol): membership.ViaAdmin}, got)
+	require.Equal(t, map[string]string{testkit.Pub(e.admin): membership.ViaOperator, testkit.Pub(carol): membership.ViaAdmin}, got)
 	ok, reason = bc.publish(note(t, bob, "removed"))
 	require.False(t, ok)
 	require.Equal(t, membership.ReasonInviteOnly, reason)
@@ -254,21 +255,21 @@ func TestAdminMethods(t *testing.T) {
 	// Pending: a claimless join waits (no trust gate here); admit and deny.
 	dc := dial(t, e.url)
 	dc.auth(dave)
-	ok, reason = dc.publish(signed(t, dave, membership.KindJoin, nostr.Tags{{"-"}}, ""))
+	ok, reason = dc.publish(testkit.SignNow(t, dave, membership.KindJoin, nostr.Tags{{"-"}}, ""))
 	require.False(t, ok)
 	require.True(t, strings.HasPrefix(reason, "restricted: pending review"), reason)
-	ok, reason = bc.publish(signed(t, bob, membership.KindJoin, nostr.Tags{{"-"}}, ""))
+	ok, reason = bc.publish(testkit.SignNow(t, bob, membership.KindJoin, nostr.Tags{{"-"}}, ""))
 	require.False(t, ok, reason)
 	status, out = e.nip86(t, e.admin, "listpendingmembers")
 	require.Equal(t, 200, status)
 	var pending []membership.Pending
 	require.NoError(t, json.Unmarshal(out["result"], &pending))
 	require.Len(t, pending, 2)
-	status, _ = e.nip86(t, e.admin, "admitmember", pub(dave))
+	status, _ = e.nip86(t, e.admin, "admitmember", testkit.Pub(dave))
 	require.Equal(t, 200, status)
-	status, _ = e.nip86(t, e.admin, "denymember", pub(bob))
+	status, _ = e.nip86(t, e.admin, "denymember", testkit.Pub(bob))
 	require.Equal(t, 200, status)
-	status, _ = e.nip86(t, e.admin, "denymember", pub(bob))
+	status, _ = e.nip86(t, e.admin, "denymember", testkit.Pub(bob))
 	require.Equal(t, 400, status, "nothing pending any more")
 	ok, reason = dc.publish(note(t, dave, "admitted"))
 	require.True(t, ok, reason)

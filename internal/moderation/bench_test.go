@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/consumer"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
@@ -116,19 +116,12 @@ func loadBacklog(ctx context.Context, pool *pgxpool.Pool, n int) error {
 	return nil
 }
 
-func benchEnvInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
-
 // BenchmarkCatchUp measures moderation-v1 draining a backlog of kind-1 upsert
 // rows (CN_BENCH_BACKLOG, default 200,000; about 1% match one of the 20 rules and
 // get a label) from a cold start, with the production pool settings. Run:
 // go test ./internal/moderation -run '^$' -bench CatchUp -benchtime 1x -count 3
 func BenchmarkCatchUp(b *testing.B) {
-	backlog := benchEnvInt("CN_BENCH_BACKLOG", 200_000)
+	backlog := testkit.EnvInt(b, "CN_BENCH_BACKLOG", 200_000)
 	rules, err := ParseFile([]byte(benchRules()))
 	if err != nil {
 		b.Fatal(err)
@@ -144,7 +137,7 @@ func BenchmarkCatchUp(b *testing.B) {
 		if _, err := ApplyRules(ctx, db.Pool, rules, "bench", true); err != nil {
 			b.Fatal(err)
 		}
-		head, err := outbox.Head(ctx, db.Pool)
+		head, err := testkit.SetHead(ctx, db.Pool) // the loader COPYs the outbox rows
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -161,24 +154,7 @@ func BenchmarkCatchUp(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		runCtx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		b.StartTimer()
-		start := time.Now()
-		go func() { done <- c.Run(runCtx) }()
-		for {
-			var last int64
-			if err := pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1", ConsumerName).Scan(&last); err == nil && last >= head {
-				break
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-		total += time.Since(start)
-		b.StopTimer()
-		cancel()
-		if err := <-done; err != nil {
-			b.Fatal(err)
-		}
+		total += testkit.CatchUp(b, pool, ConsumerName, head, c.Run)
 		var labels int
 		if err := pool.QueryRow(ctx, "SELECT count(*) FROM cn_moderation.labels").Scan(&labels); err != nil || labels < backlog/200 {
 			b.Fatalf("%d labels for %d events (err %v): about 1%% should match", labels, backlog, err)
@@ -195,7 +171,7 @@ func BenchmarkCatchUp(b *testing.B) {
 // the time from the publish's commit to the label's visibility. Run:
 // go test ./internal/moderation -run '^$' -bench PublishToLabel -benchtime 1x -count 3
 func BenchmarkPublishToLabel(b *testing.B) {
-	events := benchEnvInt("CN_BENCH_EVENTS", 1000)
+	events := testkit.EnvInt(b, "CN_BENCH_EVENTS", 1000)
 	rules, err := ParseFile([]byte(benchRules()))
 	if err != nil {
 		b.Fatal(err)

@@ -19,8 +19,8 @@ import (
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/consumer"
-	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -46,10 +46,9 @@ func newTestNode(t *testing.T) *testNode {
 	db := pgtest.New(t)
 	key, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
 	require.NoError(t, err)
-	w := outbox.NewWriter(db.Pool, outbox.WriterConfig{})
+	w := testkit.RunWriter(t, db.Pool)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	go func() { _ = w.Run(ctx) }()
 	n := &testNode{db: db, key: key, store: store.New(db.Pool, w, protocol.DefaultTopicRules())}
 
 	cfg := relay.DefaultConfig()
@@ -111,14 +110,7 @@ func (n *testNode) applyRules(t *testing.T, file string) {
 // sync waits until consumer name has applied the whole outbox.
 func (n *testNode) sync(t *testing.T, name string) {
 	t.Helper()
-	ctx := context.Background()
-	head, err := outbox.Head(ctx, n.db.Pool)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		var last int64
-		err := n.db.Pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1", name).Scan(&last)
-		return err == nil && last >= head
-	}, 15*time.Second, 5*time.Millisecond, "%s did not reach seq %d", name, head)
+	testkit.WaitCaughtUp(t, n.db.Pool, name)
 }
 
 // wsClient is a plain NIP-01 client over a real WebSocket.

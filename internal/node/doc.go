@@ -12,8 +12,20 @@
 //   - Moderator: the moderation-v1 consumer (internal/moderation).
 //   - Trust: the trust-v1 consumer, the recompute schedule and the NIP-85
 //     publisher (internal/trust).
-//   - Dev: all of the above and the status page on one machine (cnctl dev),
-//     each daemon built exactly as its own entry point builds it.
+//   - Bridge: the bridge-v1 consumer publishing the outbox to NATS JetStream.
+//
+// and cnctl's two commands that store events as the relay does, each a
+// function of an open pool and the store's rules (internal/storerules):
+//
+//   - Import: a JSON Lines file through the relay's checks and store path
+//     (internal/bulk), an outbox writer alongside.
+//   - Sync: a NIP-77 session with another relay (internal/relaysync), its
+//     downloads stored through Import's path.
+//
+// The dev node (all of the above, embedded Postgres and nats-server, the
+// status page) is internal/devnode: it builds each daemon through these entry
+// points, and lives apart so that the daemons' binaries do not link the
+// embedded servers.
 //
 // Every default lives in defaults.go, once: the cmd/* flags, the dev node and
 // docs/configuration.md take them from there. The cmd/* packages only map flags (and their

@@ -12,6 +12,7 @@ import (
 	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/internal/trust/gate"
 )
 
@@ -24,9 +25,9 @@ func TestGroupJoinsByRank(t *testing.T) {
 	t.Parallel()
 	e := newTrustEnv(t)
 	ctx := context.Background()
-	k := newKeys(5)
+	k := testkit.SecretKeys(5)
 	seed, alice, mallory, eve, admin := k[0], k[1], k[2], k[3], k[4]
-	e.ingest(t, follows(t, seed, 100, pub(alice)), note(t, alice, 100), note(t, mallory, 100))
+	e.ingest(t, testkit.Follows(t, seed, 100, testkit.Pub(alice)), note(t, alice, 100), note(t, mallory, 100))
 
 	// The gate the relay builds for joins (node.Relay), read from cn_trust.
 	ranks := &gate.Gate{Pool: e.db.Pool, MinRank: 1, Exempt: []string{e.node.PubKey}}
@@ -41,11 +42,11 @@ func TestGroupJoinsByRank(t *testing.T) {
 	}
 	now := int64(nostr.Now())
 	join := func(sk, group string, at int64) *nostr.Event {
-		return sign(t, sk, groups.KindJoinRequest, at, nostr.Tags{{"h", group}}, "")
+		return testkit.Sign(t, sk, groups.KindJoinRequest, at, nostr.Tags{{"h", group}}, "")
 	}
-	require.True(t, answer(sign(t, admin, groups.KindCreateGroup, now, nostr.Tags{{"h", "open"}}, "")).OK)
-	require.True(t, answer(sign(t, admin, groups.KindCreateGroup, now, nostr.Tags{{"h", "shut"}}, "")).OK)
-	require.True(t, answer(sign(t, admin, groups.KindEditMetadata, now+1, nostr.Tags{{"h", "shut"}, {"closed"}}, "")).OK)
+	require.True(t, answer(testkit.Sign(t, admin, groups.KindCreateGroup, now, nostr.Tags{{"h", "open"}}, "")).OK)
+	require.True(t, answer(testkit.Sign(t, admin, groups.KindCreateGroup, now, nostr.Tags{{"h", "shut"}}, "")).OK)
+	require.True(t, answer(testkit.Sign(t, admin, groups.KindEditMetadata, now+1, nostr.Tags{{"h", "shut"}, {"closed"}}, "")).OK)
 
 	// No trust run yet: ranks cannot tell, every join to an open group is honoured.
 	require.Equal(t, protocol.Verdict{OK: true}, answer(join(eve, "open", now)))
@@ -54,13 +55,13 @@ func TestGroupJoinsByRank(t *testing.T) {
 	tctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- Trust(tctx, TrustOptions{DatabaseURL: e.db.URL, Listen: "127.0.0.1:0", NodeKey: e.node, Seeds: []string{pub(seed)},
+		done <- Trust(tctx, TrustOptions{DatabaseURL: e.db.URL, Listen: "127.0.0.1:0", NodeKey: e.node, Seeds: []string{testkit.Pub(seed)},
 			RecomputeInterval: time.Hour, PublishInterval: time.Hour, AsOf: func() int64 { return asOf }, Logger: slog.New(slog.DiscardHandler)})
 	}()
 	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
 	var rank int
 	require.Eventually(t, func() bool {
-		return e.db.Pool.QueryRow(ctx, `SELECT rank FROM cn_trust.scores WHERE pubkey = $1`, pub(alice)).Scan(&rank) == nil
+		return e.db.Pool.QueryRow(ctx, `SELECT rank FROM cn_trust.scores WHERE pubkey = $1`, testkit.Pub(alice)).Scan(&rank) == nil
 	}, 20*time.Second, 20*time.Millisecond, "a trust run ranks alice")
 	require.Positive(t, rank)
 	ranks.MinRank, policy.AdmitMinRank = rank, rank // alice exactly at the threshold
@@ -76,8 +77,8 @@ func TestGroupJoinsByRank(t *testing.T) {
 	// The admins read the pending request and let mallory in.
 	var pendingIDs []string
 	require.NoError(t, e.db.Pool.QueryRow(ctx, `SELECT coalesce(array_agg(e.id), '{}') FROM cn_relay.events e
-		JOIN cn_relay.event_tags g ON g.event_id = e.id AND g.name = 'h' AND g.value = 'open' WHERE e.kind = 9021 AND e.pubkey = $1`, pub(mallory)).Scan(&pendingIDs))
+		JOIN cn_relay.event_tags g ON g.event_id = e.id AND g.name = 'h' AND g.value = 'open' WHERE e.kind = 9021 AND e.pubkey = $1`, testkit.Pub(mallory)).Scan(&pendingIDs))
 	require.Equal(t, []string{pending.ID}, pendingIDs)
-	require.True(t, answer(sign(t, admin, groups.KindPutUser, now+2, nostr.Tags{{"h", "open"}, {"p", pub(mallory)}}, "")).OK)
+	require.True(t, answer(testkit.Sign(t, admin, groups.KindPutUser, now+2, nostr.Tags{{"h", "open"}, {"p", testkit.Pub(mallory)}}, "")).OK)
 	require.Equal(t, protocol.Verdict{Message: groups.ReasonMember}, answer(join(mallory, "open", now+3)))
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/internal/trust"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
@@ -44,11 +45,7 @@ func newTrustEnv(t *testing.T) *trustEnv {
 	rules.IdentityWriters = protocol.IdentityWritersAny
 	key, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
 	require.NoError(t, err)
-	w := outbox.NewWriter(db.Pool, outbox.WriterConfig{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = w.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	w := testkit.RunWriter(t, db.Pool)
 	return &trustEnv{db: db, store: store.New(db.Pool, w, rules), node: key}
 }
 
@@ -61,32 +58,8 @@ func (e *trustEnv) ingest(t *testing.T, evs ...*nostr.Event) {
 	}
 }
 
-func newKeys(n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = nostr.GeneratePrivateKey()
-	}
-	return out
-}
-
-func pub(sk string) string { pk, _ := nostr.GetPublicKey(sk); return pk }
-
-func sign(t testing.TB, sk string, kind int, at int64, tags nostr.Tags, content string) *nostr.Event {
-	ev := &nostr.Event{Kind: kind, CreatedAt: nostr.Timestamp(at), Tags: tags, Content: content}
-	require.NoError(t, ev.Sign(sk))
-	return ev
-}
-
-func follows(t testing.TB, sk string, at int64, targets ...string) *nostr.Event {
-	tags := nostr.Tags{}
-	for _, p := range targets {
-		tags = append(tags, nostr.Tag{"p", p})
-	}
-	return sign(t, sk, 3, at, tags, "")
-}
-
 func note(t testing.TB, sk string, at int64) *nostr.Event {
-	return sign(t, sk, 1, at, nostr.Tags{{"t", "trust"}}, fmt.Sprint("note ", at))
+	return testkit.Sign(t, sk, 1, at, nostr.Tags{{"t", "trust"}}, fmt.Sprint("note ", at))
 }
 
 // serveRelay runs a relay (real WebSocket, the env's store) for the test.
@@ -152,16 +125,16 @@ func TestAssertionsOverTheRelay(t *testing.T) {
 	t.Parallel()
 	e := newTrustEnv(t)
 	url := e.serveRelay(t)
-	k := newKeys(3)
+	k := testkit.SecretKeys(3)
 	seed, alice, bob := k[0], k[1], k[2]
 	n := note(t, alice, 100)
-	e.ingest(t, follows(t, seed, 100, pub(alice)), n, sign(t, bob, 7, 110, nostr.Tags{{"e", n.ID}, {"p", pub(alice)}}, "+"))
+	e.ingest(t, testkit.Follows(t, seed, 100, testkit.Pub(alice)), n, testkit.Sign(t, bob, 7, 110, nostr.Tags{{"e", n.ID}, {"p", testkit.Pub(alice)}}, "+"))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	addr := make(chan string, 1)
 	go func() {
-		done <- Trust(ctx, TrustOptions{DatabaseURL: e.db.URL, Listen: "127.0.0.1:0", NodeKey: e.node, Seeds: []string{pub(seed)},
+		done <- Trust(ctx, TrustOptions{DatabaseURL: e.db.URL, Listen: "127.0.0.1:0", NodeKey: e.node, Seeds: []string{testkit.Pub(seed)},
 			RecomputeInterval: time.Hour, PublishInterval: 50 * time.Millisecond, Ready: func(a string) { addr <- a },
 			AsOf: func() int64 { return asOf }, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
 	}()
@@ -175,7 +148,7 @@ func TestAssertionsOverTheRelay(t *testing.T) {
 
 	// The first run happens at start; wait for alice's assertion.
 	var assertion *nostr.Event
-	filter := nostr.Filter{Kinds: []int{30382}, Authors: []string{provider.PubKey}, Tags: nostr.TagMap{"d": {pub(alice)}}}
+	filter := nostr.Filter{Kinds: []int{30382}, Authors: []string{provider.PubKey}, Tags: nostr.TagMap{"d": {testkit.Pub(alice)}}}
 	require.Eventually(t, func() bool {
 		evs := query(t, url, filter)
 		if len(evs) == 1 && tagValue(evs[0], "reactions_cnt") == "1" {
@@ -195,14 +168,14 @@ func TestAssertionsOverTheRelay(t *testing.T) {
 	require.Equal(t, provider.PubKey, listed)
 
 	// The HTTP API.
-	resp, err := http.Get(api + "/v1/trust/" + pub(alice) + "?explain=1")
+	resp, err := http.Get(api + "/v1/trust/" + testkit.Pub(alice) + "?explain=1")
 	require.NoError(t, err)
 	var s trust.Subject
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&s))
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, tagValue(assertion, "rank"), itoa(s.Rank))
-	require.Equal(t, []trust.Ranked{{Pubkey: pub(seed), Rank: 100}}, s.Explains.TopFollowers)
+	require.Equal(t, []trust.Ranked{{Pubkey: testkit.Pub(seed), Rank: 100}}, s.Explains.TopFollowers)
 	require.NotNil(t, s.Run)
 	require.Equal(t, int64(asOf), s.Run.AsOf)
 	for path, code := range map[string]int{"/v1/trust/nope": 400, "/v1/trust/" + strings.Repeat("0", 64): 404} {
@@ -215,14 +188,10 @@ func TestAssertionsOverTheRelay(t *testing.T) {
 	}
 
 	// The seed unfollows alice; a requested recompute drops her below the cutoff.
-	e.ingest(t, follows(t, seed, 200)) // bob, who reacted to alice, is no longer reached either
+	e.ingest(t, testkit.Follows(t, seed, 200)) // bob, who reacted to alice, is no longer reached either
 	head, err := outboxHead(e)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { // the daemon's consumer has applied it
-		var last int64
-		_ = e.db.Pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1", trust.ConsumerName).Scan(&last)
-		return last >= head
-	}, 20*time.Second, 10*time.Millisecond)
+	testkit.WaitOffset(t, e.db.Pool, trust.ConsumerName, head) // the daemon's consumer has applied it
 	_, err = e.db.Pool.Exec(ctx, `INSERT INTO cn_trust.requests (requested_by) VALUES ('test')`)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
@@ -230,7 +199,7 @@ func TestAssertionsOverTheRelay(t *testing.T) {
 	}, 20*time.Second, 50*time.Millisecond, "the assertion is withdrawn")
 	deletions := query(t, url, nostr.Filter{Kinds: []int{5}, Authors: []string{provider.PubKey}})
 	require.Len(t, deletions, 1)
-	require.Equal(t, "30382:"+provider.PubKey+":"+pub(alice), tagValue(deletions[0], "a"))
+	require.Equal(t, "30382:"+provider.PubKey+":"+testkit.Pub(alice), tagValue(deletions[0], "a"))
 }
 
 func outboxHead(e *trustEnv) (int64, error) { return outbox.Head(context.Background(), e.db.Pool) }
@@ -254,15 +223,15 @@ func TestTrustUnderTrustRole(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	url := e.db.LoginAsService(t, dbroles.Trust)
-	k := newKeys(2)
+	k := testkit.SecretKeys(2)
 	seed, alice := k[0], k[1]
-	e.ingest(t, follows(t, seed, 100, pub(alice)), note(t, alice, 100))
+	e.ingest(t, testkit.Follows(t, seed, 100, testkit.Pub(alice)), note(t, alice, 100))
 	head, err := outbox.Head(ctx, e.db.Pool)
 	require.NoError(t, err)
 
 	done := make(chan error, 1)
 	go func() {
-		done <- Trust(ctx, TrustOptions{DatabaseURL: url, Listen: "127.0.0.1:0", NodeKey: e.node, Seeds: []string{pub(seed)},
+		done <- Trust(ctx, TrustOptions{DatabaseURL: url, Listen: "127.0.0.1:0", NodeKey: e.node, Seeds: []string{testkit.Pub(seed)},
 			RecomputeInterval: time.Hour, PublishInterval: 50 * time.Millisecond,
 			AsOf: func() int64 { return asOf }, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
 	}()

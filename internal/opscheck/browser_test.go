@@ -15,6 +15,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 // chromium finds Debian's chromium.
@@ -57,7 +59,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	build.Dir = repoFile(t, ".")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	listen := freePort(t)
+	listen := testkit.FreeAddr(t)
 	dash := dashboardProcess(t, cnctl, n.db.URL, listen, "http://"+n.metrics+"/metrics")
 
 	ctx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],

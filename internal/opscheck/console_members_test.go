@@ -16,12 +16,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 // nip43 sends a NIP-43 request (kind 28934 join, with claim when not "") as k
 // on a connection of its own, answering the relay's NIP-42 challenge when the
 // protected event (the "-" tag) needs it, and returns the relay's OK.
-func nip43Join(t *testing.T, url string, k key, claim string) (bool, string) {
+func nip43Join(t *testing.T, url string, k testkit.Key, claim string) (bool, string) {
 	t.Helper()
 	ws, _, err := websocket.DefaultDialer.Dial(url, nil)
 	require.NoError(t, err)
@@ -31,7 +33,7 @@ func nip43Join(t *testing.T, url string, k key, claim string) (bool, string) {
 		tags = append(tags, nostr.Tag{"claim", claim})
 	}
 	ev := nostr.Event{Kind: 28934, CreatedAt: nostr.Now(), Tags: tags}
-	require.NoError(t, ev.Sign(k.sk))
+	require.NoError(t, ev.Sign(k.SK))
 	require.NoError(t, ws.WriteJSON([]any{"EVENT", ev}))
 	challenge, authed := "", false
 	for {
@@ -54,7 +56,7 @@ func nip43Join(t *testing.T, url string, k key, claim string) (bool, string) {
 			}
 			require.NotEmpty(t, challenge, "auth-required without a challenge")
 			auth := nostr.Event{Kind: 22242, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"relay", url}, {"challenge", challenge}}}
-			require.NoError(t, auth.Sign(k.sk))
+			require.NoError(t, auth.Sign(k.SK))
 			require.NoError(t, ws.WriteJSON([]any{"AUTH", auth}))
 			authed = true
 			require.NoError(t, ws.WriteJSON([]any{"EVENT", ev}))
@@ -72,15 +74,15 @@ func nip43Join(t *testing.T, url string, k key, claim string) (bool, string) {
 // axe-core with no serious or critical violation; its screenshot is
 // ops/console-members.png (CN_UPDATE_SCREENSHOT=1).
 func TestConsoleMembersInBrowser(t *testing.T) {
-	admin, outsider := newKey(t), newKey(t)
-	n := startDevWith(t, []string{"--membership", "invite"}, admin.pk)
+	admin, outsider := testkit.NewKey(t), testkit.NewKey(t)
+	n := startDevWith(t, []string{"--membership", "invite"}, admin.PK)
 	c := dial(t, n.relay)
 	s := newConsoleSession(t, n, admin)
 	text, waitFor, exists, result, click, fill, open, signIn := s.text, s.waitFor, s.exists, s.result, s.click, s.fill, s.open, s.signIn
 
-	post := func(k key, content string) (bool, string) {
+	post := func(k testkit.Key, content string) (bool, string) {
 		t.Helper()
-		ok, reason, _ := c.publish(k.sk, nostr.Event{Kind: 1, Tags: nostr.Tags{{"t", "ops"}}, Content: content})
+		ok, reason, _ := c.publish(k.SK, nostr.Event{Kind: 1, Tags: nostr.Tags{{"t", "ops"}}, Content: content})
 		return ok, reason
 	}
 	// listed is the node's newest 13534 (NIP-43 member list) as a reader sees it.
@@ -100,7 +102,7 @@ func TestConsoleMembersInBrowser(t *testing.T) {
 	pendingRow := func(pk string) string { return fmt.Sprintf(`tr[data-nip43-pending=%q]`, pk) }
 
 	// Invite mode: a stranger may not post.
-	newcomer, waiter := newKey(t), newKey(t)
+	newcomer, waiter := testkit.NewKey(t), testkit.NewKey(t)
 	ok, reason := post(newcomer, "hello?")
 	require.False(t, ok)
 	require.Contains(t, reason, "restricted: this relay is invite-only")
@@ -110,9 +112,9 @@ func TestConsoleMembersInBrowser(t *testing.T) {
 	waitFor("live", func() bool { return text("#conn-state") == "live" })
 	signIn(admin, "relay admin")
 	loads := s.reloads()
-	waitFor("the admin listed", func() bool { return exists(memberRow(admin.pk)) })
-	require.Contains(t, text(memberRow(admin.pk)), "operator")
-	require.Eventually(t, func() bool { return slices.Contains(listed(), admin.pk) }, 10*time.Second, 100*time.Millisecond, "13534 lists the admin")
+	waitFor("the admin listed", func() bool { return exists(memberRow(admin.PK)) })
+	require.Contains(t, text(memberRow(admin.PK)), "operator")
+	require.Eventually(t, func() bool { return slices.Contains(listed(), admin.PK) }, 10*time.Second, 100*time.Millisecond, "13534 lists the admin")
 
 	// Mint an invite; a newcomer joins with its claim and may post.
 	click("#mintinvite")
@@ -123,9 +125,9 @@ func TestConsoleMembersInBrowser(t *testing.T) {
 	require.True(t, ok, "a join with the minted claim: %s", reason)
 	ok, reason = post(newcomer, "hello, members")
 	require.True(t, ok, "a member posts: %s", reason)
-	require.Contains(t, listed(), newcomer.pk, "13534 lists the newcomer")
+	require.Contains(t, listed(), newcomer.PK, "13534 lists the newcomer")
 	waitFor("the newcomer listed, via claim, without a reload", func() bool {
-		return exists(memberRow(newcomer.pk)) && strings.Contains(text(memberRow(newcomer.pk)), "claim")
+		return exists(memberRow(newcomer.PK)) && strings.Contains(text(memberRow(newcomer.PK)), "claim")
 	})
 	waitFor("the invite used", func() bool { return strings.Contains(text(`tr[data-invite]`), "used") })
 
@@ -136,32 +138,32 @@ func TestConsoleMembersInBrowser(t *testing.T) {
 	require.Contains(t, reason, "pending review")
 	ok, _ = post(waiter, "let me in")
 	require.False(t, ok, "pending is not a member")
-	waitFor("the pending request, without a reload", func() bool { return exists(pendingRow(waiter.pk)) })
-	click(pendingRow(waiter.pk) + ` button[data-act="admitmember"]`)
+	waitFor("the pending request, without a reload", func() bool { return exists(pendingRow(waiter.PK)) })
+	click(pendingRow(waiter.PK) + ` button[data-act="admitmember"]`)
 	require.Contains(t, result("Admit "), "admitted")
 	ok, reason = post(waiter, "thanks")
 	require.True(t, ok, "the admitted key posts: %s", reason)
-	require.Contains(t, listed(), waiter.pk)
-	waitFor("the admitted key listed", func() bool { return exists(memberRow(waiter.pk)) && !exists(pendingRow(waiter.pk)) })
+	require.Contains(t, listed(), waiter.PK)
+	waitFor("the admitted key listed", func() bool { return exists(memberRow(waiter.PK)) && !exists(pendingRow(waiter.PK)) })
 
 	// Remove the newcomer: their next post is refused.
-	click(memberRow(newcomer.pk) + ` button[data-act="removemember"]`)
+	click(memberRow(newcomer.PK) + ` button[data-act="removemember"]`)
 	require.Contains(t, result("Remove "), "removed")
 	ok, reason = post(newcomer, "still here?")
 	require.False(t, ok, "a removed member's post is refused")
 	require.Contains(t, reason, "restricted: this relay is invite-only")
-	require.NotContains(t, listed(), newcomer.pk)
-	waitFor("the newcomer gone from the list", func() bool { return !exists(memberRow(newcomer.pk)) })
+	require.NotContains(t, listed(), newcomer.PK)
+	waitFor("the newcomer gone from the list", func() bool { return !exists(memberRow(newcomer.PK)) })
 
 	// An open invite for the outsider to try to revoke, and a second pending request.
 	click("#mintinvite")
 	require.Contains(t, result("Mint a membership invite"), "minted invite")
 	open2 := regexp.MustCompile(`claim \(shown once\): ([0-9a-f]+)`).FindStringSubmatch(text("#member-invite"))
 	require.Len(t, open2, 2)
-	second := newKey(t)
+	second := testkit.NewKey(t)
 	ok, _ = nip43Join(t, n.relay, second, "")
 	require.False(t, ok)
-	waitFor("the second pending request", func() bool { return exists(pendingRow(second.pk)) })
+	waitFor("the second pending request", func() bool { return exists(pendingRow(second.PK)) })
 	waitFor("the open invite listed", func() bool { return exists(`tr[data-invite] button[data-act="revokeinvite"]`) })
 	require.Equal(t, loads, s.reloads(), "no page reloaded itself after an action")
 	s.check("members")
@@ -176,7 +178,7 @@ func TestConsoleMembersInBrowser(t *testing.T) {
 	}
 	before := claims()
 	signIn(outsider, "group roles only")
-	forbidden := "failed: forbidden: " + outsider.pk + " is not an admin of this relay (HTTP 403)"
+	forbidden := "failed: forbidden: " + outsider.PK + " is not an admin of this relay (HTTP 403)"
 
 	click("#mintinvite")
 	require.Contains(t, result("Mint a membership invite"), forbidden)
@@ -186,29 +188,29 @@ func TestConsoleMembersInBrowser(t *testing.T) {
 	click(`tr[data-invite] button[data-act="revokeinvite"]`)
 	require.Contains(t, result("Revoke invite"), forbidden)
 
-	click(pendingRow(second.pk) + ` button[data-act="admitmember"]`)
+	click(pendingRow(second.PK) + ` button[data-act="admitmember"]`)
 	require.Contains(t, result("Admit "), forbidden)
 	ok, _ = post(second, "am I in?")
 	require.False(t, ok, "not admitted")
-	click(pendingRow(second.pk) + ` button[data-act="denymember"]`)
+	click(pendingRow(second.PK) + ` button[data-act="denymember"]`)
 	require.Contains(t, result("Deny "), forbidden)
-	require.True(t, exists(pendingRow(second.pk)), "still pending")
+	require.True(t, exists(pendingRow(second.PK)), "still pending")
 
-	click(memberRow(waiter.pk) + ` button[data-act="removemember"]`)
+	click(memberRow(waiter.PK) + ` button[data-act="removemember"]`)
 	require.Contains(t, result("Remove "), forbidden)
 	ok, reason = post(waiter, "still a member")
 	require.True(t, ok, "not removed: %s", reason)
 
-	added := newKey(t)
-	fill(`form[data-form="addmember"] input[name="pubkey"]`, added.pk)
+	added := testkit.NewKey(t)
+	fill(`form[data-form="addmember"] input[name="pubkey"]`, added.PK)
 	click(`form[data-form="addmember"] button[type="submit"]`)
 	require.Contains(t, result("Add member"), forbidden)
 	ok, _ = post(added, "added?")
 	require.False(t, ok, "not added")
-	require.NotContains(t, listed(), added.pk)
+	require.NotContains(t, listed(), added.PK)
 
 	// The invite the outsider tried to revoke still admits.
-	third := newKey(t)
+	third := testkit.NewKey(t)
 	ok, reason = nip43Join(t, n.relay, third, open2[1])
 	require.True(t, ok, "the invite was not revoked: %s", reason)
 }

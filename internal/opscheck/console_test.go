@@ -27,6 +27,8 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip19"
 	"github.com/nbd-wtf/go-nostr/nip46"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 // devNode is `cnctl dev` running as a real process (make run), every daemon on
@@ -54,10 +56,10 @@ func startDevWith(t *testing.T, extra []string, admins ...string) devNode {
 	build.Dir = repoFile(t, ".")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	relay := freePort(t)
+	relay := testkit.FreeAddr(t)
 	args := []string{"dev", "--data-dir", filepath.Join(dir, "pg"), "--node-key-file", filepath.Join(dir, "node.key"),
-		"--relay-listen", relay, "--relay-metrics-listen", freePort(t), "--indexer-listen", freePort(t),
-		"--moderator-listen", freePort(t), "--trust-listen", freePort(t), "--dashboard-listen", freePort(t),
+		"--relay-listen", relay, "--relay-metrics-listen", testkit.FreeAddr(t), "--indexer-listen", testkit.FreeAddr(t),
+		"--moderator-listen", testkit.FreeAddr(t), "--trust-listen", testkit.FreeAddr(t), "--dashboard-listen", testkit.FreeAddr(t),
 		"--no-bridge", "--admin-pubkeys", strings.Join(admins, ",")}
 	cmd := exec.Command(cnctl, append(args, extra...)...)
 	cmd.Env = append(os.Environ(), "DATABASE_URL=", "CN_DATABASE_URL=")
@@ -209,11 +211,11 @@ func (c *client) groupMembers(group string) []string {
 
 // bunker runs a NIP-46 remote signer for k (go-nostr's StaticKeySigner) on
 // the relay at url until the test ends, and returns its bunker:// URL.
-func bunker(t *testing.T, url string, k key) string {
+func bunker(t *testing.T, url string, k testkit.Key) string {
 	t.Helper()
-	signer := nip46.NewStaticKeySigner(k.sk)
+	signer := nip46.NewStaticKeySigner(k.SK)
 	c := dial(t, url)
-	require.NoError(t, c.ws.WriteJSON([]any{"REQ", "bunker", nostr.Filter{Kinds: []int{nostr.KindNostrConnect}, Tags: nostr.TagMap{"p": {k.pk}}}}))
+	require.NoError(t, c.ws.WriteJSON([]any{"REQ", "bunker", nostr.Filter{Kinds: []int{nostr.KindNostrConnect}, Tags: nostr.TagMap{"p": {k.PK}}}}))
 	var mu sync.Mutex // gorilla/websocket: one writer at a time
 	go func() {
 		for {
@@ -240,26 +242,17 @@ func bunker(t *testing.T, url string, k key) string {
 			mu.Unlock()
 		}
 	}()
-	return "bunker://" + k.pk + "?relay=" + url + "&secret=ops"
-}
-
-type key struct{ sk, pk string }
-
-func newKey(t *testing.T) key {
-	sk := nostr.GeneratePrivateKey()
-	pk, err := nostr.GetPublicKey(sk)
-	require.NoError(t, err)
-	return key{sk, pk}
+	return "bunker://" + k.PK + "?relay=" + url + "&secret=ops"
 }
 
 // nip07 is the NIP-07 shim: window.nostr in every page, backed by a key held
 // in Go (chromedp.ExposeFunc), which the test switches.
 type nip07 struct {
 	mu  sync.Mutex
-	key key
+	key testkit.Key
 }
 
-func (s *nip07) use(k key) { s.mu.Lock(); s.key = k; s.mu.Unlock() }
+func (s *nip07) use(k testkit.Key) { s.mu.Lock(); s.key = k; s.mu.Unlock() }
 
 func (s *nip07) call(_ context.Context, args []any) (any, error) {
 	s.mu.Lock()
@@ -270,7 +263,7 @@ func (s *nip07) call(_ context.Context, args []any) (any, error) {
 	}
 	switch args[0] {
 	case "getPublicKey":
-		return k.pk, nil
+		return k.PK, nil
 	case "signEvent":
 		raw, err := json.Marshal(args[1])
 		if err != nil {
@@ -280,7 +273,7 @@ func (s *nip07) call(_ context.Context, args []any) (any, error) {
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return nil, err
 		}
-		if err := ev.Sign(k.sk); err != nil {
+		if err := ev.Sign(k.SK); err != nil {
 			return nil, err
 		}
 		return ev, nil
@@ -305,14 +298,14 @@ type consoleSession struct {
 	click       func(sel string)
 	fill        func(sel, value string)
 	open        func(p string)
-	signIn      func(k key, want string)
+	signIn      func(k testkit.Key, want string)
 	setSignedIn func(want string)
 	reloads     func() int
 	check       func(name string)
 	checked     map[string]bool
 }
 
-func newConsoleSession(t *testing.T, n devNode, first key) *consoleSession {
+func newConsoleSession(t *testing.T, n devNode, first testkit.Key) *consoleSession {
 	t.Helper()
 	browser := chromium(t)
 	shots := os.Getenv("CN_CONSOLE_SCREENSHOTS")
@@ -398,7 +391,7 @@ func newConsoleSession(t *testing.T, n devNode, first key) *consoleSession {
 			})
 		}
 	}
-	signIn := func(k key, want string) {
+	signIn := func(k testkit.Key, want string) {
 		t.Helper()
 		signer.use(k)
 		signedIn = want
@@ -457,8 +450,8 @@ func newConsoleSession(t *testing.T, n devNode, first key) *consoleSession {
 // page passes axe-core with no serious or critical violation, and its
 // screenshot is kept (ops/console-*.png when CN_UPDATE_SCREENSHOT=1).
 func TestConsoleInBrowser(t *testing.T) {
-	admin, outsider := newKey(t), newKey(t)
-	n := startDev(t, admin.pk)
+	admin, outsider := testkit.NewKey(t), testkit.NewKey(t)
+	n := startDev(t, admin.PK)
 	c := dial(t, n.relay)
 
 	s := newConsoleSession(t, n, admin)
@@ -494,36 +487,36 @@ func TestConsoleInBrowser(t *testing.T) {
 	}, 10*time.Second, 100*time.Millisecond, "39000 has the new name and is still closed: %v", &last)
 
 	// A join request waits; the admin approves it.
-	joiner := newKey(t)
-	ok, reason, _ := c.publish(joiner.sk, nostr.Event{Kind: 9021, Tags: nostr.Tags{{"h", "ops-crew"}}})
+	joiner := testkit.NewKey(t)
+	ok, reason, _ := c.publish(joiner.SK, nostr.Event{Kind: 9021, Tags: nostr.Tags{{"h", "ops-crew"}}})
 	require.False(t, ok)
 	require.Contains(t, reason, "pending review")
-	pendingRow := fmt.Sprintf(`#group-ops-crew tr[data-pending=%q]`, joiner.pk)
+	pendingRow := fmt.Sprintf(`#group-ops-crew tr[data-pending=%q]`, joiner.PK)
 	waitFor("the pending join, without a reload", func() bool { return exists(pendingRow) })
 	click(pendingRow + ` button[data-act="approve"]`)
 	require.Contains(t, result("Approve"), "approved")
-	require.Contains(t, c.groupMembers("ops-crew"), joiner.pk, "39002 lists the approved member")
-	waitFor("the member on the page", func() bool { return exists(fmt.Sprintf(`#group-ops-crew tr[data-member=%q]`, joiner.pk)) })
+	require.Contains(t, c.groupMembers("ops-crew"), joiner.PK, "39002 lists the approved member")
+	waitFor("the member on the page", func() bool { return exists(fmt.Sprintf(`#group-ops-crew tr[data-member=%q]`, joiner.PK)) })
 
 	// Mint an invite code; a newcomer joins with it at once.
 	click(`button[data-act="invite"][data-group="ops-crew"]`)
 	require.Contains(t, result("Mint an invite code for ops-crew"), "minted")
 	code := regexp.MustCompile(`code for ops-crew: ([0-9a-f]+)`).FindStringSubmatch(text("#invite-ops-crew"))
 	require.Len(t, code, 2, "the page shows the new code once")
-	invited := newKey(t)
-	ok, reason, _ = c.publish(invited.sk, nostr.Event{Kind: 9021, Tags: nostr.Tags{{"h", "ops-crew"}, {"code", code[1]}}})
+	invited := testkit.NewKey(t)
+	ok, reason, _ = c.publish(invited.SK, nostr.Event{Kind: 9021, Tags: nostr.Tags{{"h", "ops-crew"}, {"code", code[1]}}})
 	require.True(t, ok, "a join with the minted code: %s", reason)
-	require.Contains(t, c.groupMembers("ops-crew"), invited.pk)
+	require.Contains(t, c.groupMembers("ops-crew"), invited.PK)
 	waitFor("the invite listed, masked", func() bool { return strings.Contains(text("#group-ops-crew ul"), code[1][:4]+"…") })
 	require.NotContains(t, text("#group-ops-crew ul"), code[1][4:], "the listed code is masked")
-	waitFor("the invited member on the page", func() bool { return exists(fmt.Sprintf(`#group-ops-crew tr[data-member=%q]`, invited.pk)) })
+	waitFor("the invited member on the page", func() bool { return exists(fmt.Sprintf(`#group-ops-crew tr[data-member=%q]`, invited.PK)) })
 	check("groups")
 
 	// A reported note: the admin hides it from the reports page.
-	author, reporter := newKey(t), newKey(t)
-	ok, reason, note := c.publish(author.sk, nostr.Event{Kind: 1, Tags: nostr.Tags{{"t", "ops"}}, Content: "buy cheap watches"})
+	author, reporter := testkit.NewKey(t), testkit.NewKey(t)
+	ok, reason, note := c.publish(author.SK, nostr.Event{Kind: 1, Tags: nostr.Tags{{"t", "ops"}}, Content: "buy cheap watches"})
 	require.True(t, ok, reason)
-	ok, reason, _ = c.publish(reporter.sk, nostr.Event{Kind: 1984, Tags: nostr.Tags{{"e", note.ID, "spam"}, {"p", author.pk}}})
+	ok, reason, _ = c.publish(reporter.SK, nostr.Event{Kind: 1984, Tags: nostr.Tags{{"e", note.ID, "spam"}, {"p", author.PK}}})
 	require.True(t, ok, reason)
 	open("reports")
 	reportSel := fmt.Sprintf(`article[data-report=%q]`, note.ID)
@@ -537,25 +530,25 @@ func TestConsoleInBrowser(t *testing.T) {
 	waitFor("the report leaves the queue", func() bool { return !exists(reportSel) })
 
 	// Ban a key (given as an npub) from the policy page.
-	spammer := newKey(t)
-	ok, reason, _ = c.publish(spammer.sk, nostr.Event{Kind: 1, Tags: nostr.Tags{{"t", "ops"}}, Content: "first post"})
+	spammer := testkit.NewKey(t)
+	ok, reason, _ = c.publish(spammer.SK, nostr.Event{Kind: 1, Tags: nostr.Tags{{"t", "ops"}}, Content: "first post"})
 	require.True(t, ok, reason)
 	open("policy")
-	npub, err := nip19.EncodePublicKey(spammer.pk)
+	npub, err := nip19.EncodePublicKey(spammer.PK)
 	require.NoError(t, err)
 	fill(`form[data-method="banpubkey"] input[name="arg"]`, npub)
 	fill(`form[data-method="banpubkey"] input[name="reason"]`, "spam")
 	click(`form[data-method="banpubkey"] button[type="submit"]`)
 	require.Contains(t, result("banpubkey"), "done")
-	require.Empty(t, c.query(nostr.Filter{Authors: []string{spammer.pk}}), "the banned key's events are hidden")
+	require.Empty(t, c.query(nostr.Filter{Authors: []string{spammer.PK}}), "the banned key's events are hidden")
 	waitFor("the ban form emptied", func() bool {
 		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('form[data-method="banpubkey"] input[name="arg"]').value`))
 		require.NoError(t, err)
 		return v == ""
 	})
-	waitFor("the banned key listed", func() bool { return exists(fmt.Sprintf(`tr[data-listed=%q]`, spammer.pk)) })
+	waitFor("the banned key listed", func() bool { return exists(fmt.Sprintf(`tr[data-listed=%q]`, spammer.PK)) })
 	require.Eventually(t, func() bool { // every relay process applies the new state within a second
-		ok, _, _ := c.publish(spammer.sk, nostr.Event{Kind: 1, Tags: nostr.Tags{{"t", "ops"}}, Content: "again"})
+		ok, _, _ := c.publish(spammer.SK, nostr.Event{Kind: 1, Tags: nostr.Tags{{"t", "ops"}}, Content: "again"})
 		return !ok
 	}, 10*time.Second, 200*time.Millisecond, "the banned key can no longer publish")
 	check("policy")
@@ -567,7 +560,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		return s != "" && !strings.Contains(s, "Sign in")
 	})
 	require.Contains(t, text("#page"), "Pending admissions", "the dev node keeps NIP-43 (open mode)")
-	require.True(t, exists(fmt.Sprintf(`tr[data-community=%q]`, author.pk)), "the author is a community member")
+	require.True(t, exists(fmt.Sprintf(`tr[data-community=%q]`, author.PK)), "the author is a community member")
 	// TestConsoleMembersInBrowser checks and pictures this page in invite mode.
 
 	// Backlog: the consumers, live, and a replay whose confirmation states
@@ -597,7 +590,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	defer db.Close(context.Background())
 	resets := func() (n int) {
-		require.NoError(t, db.QueryRow(context.Background(), "SELECT count(*) FROM cn_relay.consumer_offset_resets WHERE consumer = 'index-v1' AND requested_by = $1", "nip86:"+admin.pk).Scan(&n))
+		require.NoError(t, db.QueryRow(context.Background(), "SELECT count(*) FROM cn_relay.consumer_offset_resets WHERE consumer = 'index-v1' AND requested_by = $1", "nip86:"+admin.PK).Scan(&n))
 		return n
 	}
 	require.Equal(t, 1, resets(), "the relay recorded the admin's replay")
@@ -616,12 +609,12 @@ func TestConsoleInBrowser(t *testing.T) {
 		return strings.Contains(who, "(NIP-46)") && strings.Contains(who, "relay admin") && !strings.Contains(who, "group roles only")
 	})
 	s.setSignedIn("(NIP-46)")
-	troll := newKey(t)
-	fill(`form[data-method="banpubkey"] input[name="arg"]`, troll.pk)
+	troll := testkit.NewKey(t)
+	fill(`form[data-method="banpubkey"] input[name="arg"]`, troll.PK)
 	click(`form[data-method="banpubkey"] button[type="submit"]`)
 	require.Contains(t, result("banpubkey"), "done")
 	require.Eventually(t, func() bool {
-		ok, _, _ := c.publish(troll.sk, nostr.Event{Kind: 1, Tags: nostr.Tags{{"t", "ops"}}, Content: "hi"})
+		ok, _, _ := c.publish(troll.SK, nostr.Event{Kind: 1, Tags: nostr.Tags{{"t", "ops"}}, Content: "hi"})
 		return !ok
 	}, 10*time.Second, 200*time.Millisecond, "the key the bunker's admin banned can no longer publish")
 	click("#signout")
@@ -635,23 +628,23 @@ func TestConsoleInBrowser(t *testing.T) {
 	require.Contains(t, result("Create group intruders"), "failed: the relay refused it: restricted:")
 	require.Empty(t, c.query(nostr.Filter{Kinds: []int{39000}, Tags: nostr.TagMap{"d": {"intruders"}}}))
 
-	waiting := newKey(t)
-	ok, _, _ = c.publish(waiting.sk, nostr.Event{Kind: 9021, Tags: nostr.Tags{{"h", "ops-crew"}}})
+	waiting := testkit.NewKey(t)
+	ok, _, _ = c.publish(waiting.SK, nostr.Event{Kind: 9021, Tags: nostr.Tags{{"h", "ops-crew"}}})
 	require.False(t, ok)
-	pendingRow = fmt.Sprintf(`#group-ops-crew tr[data-pending=%q]`, waiting.pk)
+	pendingRow = fmt.Sprintf(`#group-ops-crew tr[data-pending=%q]`, waiting.PK)
 	waitFor("the second pending join", func() bool { return exists(pendingRow) })
 	click(pendingRow + ` button[data-act="approve"]`)
 	require.Contains(t, result("Approve"), "failed: the relay refused it: restricted:")
-	require.NotContains(t, c.groupMembers("ops-crew"), waiting.pk)
+	require.NotContains(t, c.groupMembers("ops-crew"), waiting.PK)
 
 	invitesBefore := text(`#group-ops-crew h4:nth-of-type(3)`)
 	click(`button[data-act="invite"][data-group="ops-crew"]`)
 	require.Contains(t, result("Mint an invite code for ops-crew"), "failed: the relay refused it: restricted:")
 	require.Equal(t, invitesBefore, text(`#group-ops-crew h4:nth-of-type(3)`), "no invite was added")
 
-	ok, reason, note2 := c.publish(author.sk, nostr.Event{Kind: 1, Tags: nostr.Tags{{"t", "ops"}}, Content: "more watches"})
+	ok, reason, note2 := c.publish(author.SK, nostr.Event{Kind: 1, Tags: nostr.Tags{{"t", "ops"}}, Content: "more watches"})
 	require.True(t, ok, reason)
-	ok, reason, _ = c.publish(reporter.sk, nostr.Event{Kind: 1984, Tags: nostr.Tags{{"e", note2.ID, "spam"}, {"p", author.pk}}})
+	ok, reason, _ = c.publish(reporter.SK, nostr.Event{Kind: 1984, Tags: nostr.Tags{{"e", note2.ID, "spam"}, {"p", author.PK}}})
 	require.True(t, ok, reason)
 	open("reports")
 	reportSel = fmt.Sprintf(`article[data-report=%q]`, note2.ID)
@@ -663,10 +656,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	require.Len(t, c.query(nostr.Filter{IDs: []string{note2.ID}}), 1, "the note is still there")
 
 	open("policy")
-	fill(`form[data-method="banpubkey"] input[name="arg"]`, author.pk)
+	fill(`form[data-method="banpubkey"] input[name="arg"]`, author.PK)
 	click(`form[data-method="banpubkey"] button[type="submit"]`)
 	require.Contains(t, result("banpubkey"), "failed: forbidden:")
-	ok, reason, _ = c.publish(author.sk, nostr.Event{Kind: 1, Tags: nostr.Tags{{"t", "ops"}}, Content: "still here"})
+	ok, reason, _ = c.publish(author.SK, nostr.Event{Kind: 1, Tags: nostr.Tags{{"t", "ops"}}, Content: "still here"})
 	require.True(t, ok, "the author is not banned: %s", reason)
 
 	open("backlog")

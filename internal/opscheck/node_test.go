@@ -222,16 +222,6 @@ func (n *node) traffic(t *testing.T, i int) {
 	}
 }
 
-// freePort returns a loopback address nobody listens on right now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
-
 // promQuery evaluates expr at now through Prometheus's HTTP API.
 func promQuery(t *testing.T, prom, expr string) (status string, errMsg string, results int) {
 	t.Helper()

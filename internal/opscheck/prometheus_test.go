@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 // repoFile is a path under the repository root.
@@ -44,7 +46,7 @@ scrape_configs:
     static_configs: [{targets: [%q]}]
 `, alerts, n.metrics, n.indexer)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600))
-	prom := freePort(t)
+	prom := testkit.FreeAddr(t)
 	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+prom, "--log.level=warn")
 	logs, err := os.Create(filepath.Join(dir, "prometheus.log"))

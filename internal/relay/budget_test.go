@@ -2,7 +2,6 @@ package relay
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -12,7 +11,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,25 +23,8 @@ import (
 
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 )
-
-// lockedBuffer collects the relay's log lines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // bigEvents stores n events of about 115 KB in topic "big" and returns the
 // relay's store.
@@ -141,7 +122,7 @@ func dialNeverReading(t *testing.T, url string) *websocket.Conn {
 }
 
 // startBudgetRelay serves a relay with the real store on st, logging into logs.
-func startBudgetRelay(t *testing.T, db *pgtest.DB, st pgStore, logs *lockedBuffer, edit func(*Config)) *testRelay {
+func startBudgetRelay(t *testing.T, db *pgtest.DB, st pgStore, logs *testkit.Buffer, edit func(*Config)) *testRelay {
 	t.Helper()
 	cfg := testConfig()
 	cfg.WriteTimeout = 2 * time.Second
@@ -165,7 +146,7 @@ func startBudgetRelay(t *testing.T, db *pgtest.DB, st pgStore, logs *lockedBuffe
 func TestNeverReadingClient(t *testing.T) {
 	db := pgtest.New(t)
 	st := bigEvents(t, db, 120)
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	tr := startBudgetRelay(t, db, st, &logs, func(*Config) {})
 
 	mem := startSampler()
@@ -201,7 +182,7 @@ func TestRelayWideBudget(t *testing.T) {
 func testRelayWideBudget(t *testing.T, cached bool) {
 	db := pgtest.New(t)
 	st := bigEvents(t, db, 120)
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	const total = 8 << 20
 	tr := startBudgetRelay(t, db, st, &logs, func(c *Config) {
 		c.TotalQueueBytes = total

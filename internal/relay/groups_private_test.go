@@ -18,9 +18,9 @@ import (
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/internal/textsearch"
 	"github.com/kukuri/communitynode/pkg/consumer"
-	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
 // TestGroupPrivateLeak is the acceptance test of private and hidden groups:
@@ -66,13 +66,7 @@ func TestGroupPrivateLeak(t *testing.T) {
 	t.Cleanup(func() { stopIndexer(); require.NoError(t, <-ixDone) })
 	indexed := func() {
 		t.Helper()
-		head, err := outbox.Head(ctx, db.Pool)
-		require.NoError(t, err)
-		require.Eventually(t, func() bool {
-			var last int64
-			err := db.Pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1", indexer.ConsumerName).Scan(&last)
-			return err == nil && last >= head
-		}, waitTimeout, 5*time.Millisecond)
+		testkit.WaitCaughtUp(t, db.Pool, indexer.ConsumerName)
 	}
 
 	alice, bob, carol, dave, erin, frank := newKey(t), newKey(t), newKey(t), newKey(t), newKey(t), newKey(t)

@@ -7,7 +7,6 @@ package relay
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,8 +16,8 @@ import (
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/consumer"
-	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
 // TestNIP50Search: a go-nostr client searches the relay; stored results come from
@@ -52,13 +51,7 @@ func TestNIP50Search(t *testing.T) {
 	for _, ev := range []*nostr.Event{tokyo, ramen, other} {
 		require.NoError(t, rl.Publish(ctx, *ev))
 	}
-	head, err := outbox.Head(ctx, db.Pool)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		var last int64
-		err := db.Pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1", indexer.ConsumerName).Scan(&last)
-		return err == nil && last >= head
-	}, waitTimeout, 5*time.Millisecond)
+	testkit.WaitCaughtUp(t, db.Pool, indexer.ConsumerName)
 
 	ids := func(f nostr.Filter) []string {
 		evs, err := rl.QuerySync(ctx, f)

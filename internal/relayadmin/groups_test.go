@@ -14,6 +14,7 @@ import (
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -29,15 +30,15 @@ func TestGroupMethods(t *testing.T) {
 	require.NoError(t, err)
 	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
 	require.NoError(t, st.SetGroups(store.Groups{Sign: node.Sign, Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsAny}}))
-	admin, owner, mod, waiting := newKey(t), newKey(t), newKey(t), newKey(t)
+	admin, owner, mod, waiting := testkit.NewKey(t), testkit.NewKey(t), testkit.NewKey(t), testkit.NewKey(t)
 	at := nostr.Now()
-	ev := func(k key, kind int, tags ...nostr.Tag) *nostr.Event {
-		return k.sign(t, &nostr.Event{Kind: kind, CreatedAt: at, Tags: append(nostr.Tags{{"h", "tea"}}, tags...)})
+	ev := func(k testkit.Key, kind int, tags ...nostr.Tag) *nostr.Event {
+		return k.Sign(t, &nostr.Event{Kind: kind, CreatedAt: at, Tags: append(nostr.Tags{{"h", "tea"}}, tags...)})
 	}
 	res, err := st.Ingest(ctx, []*nostr.Event{
 		ev(owner, groups.KindCreateGroup),
 		ev(owner, groups.KindEditMetadata, nostr.Tag{"name", "Tea"}, nostr.Tag{"closed"}),
-		ev(owner, groups.KindPutUser, nostr.Tag{"p", mod.pk, "moderator"}),
+		ev(owner, groups.KindPutUser, nostr.Tag{"p", mod.PK, "moderator"}),
 		ev(owner, groups.KindCreateInvite, nostr.Tag{"code", "oolong"}),
 		ev(waiting, groups.KindJoinRequest, nostr.Tag{"code", "wrong"}),
 	})
@@ -47,7 +48,7 @@ func TestGroupMethods(t *testing.T) {
 	}
 	require.False(t, res[4].OK, "a wrong code waits for review")
 
-	r := startRelay(t, db, admin.pk)
+	r := startRelay(t, db, admin.PK)
 	status, body := call(t, r, admin, "supportedmethods", nil, nil)
 	require.Equal(t, http.StatusOK, status)
 	require.Subset(t, body["result"], []any{"listgroups", "listgroupmembers"})
@@ -55,7 +56,7 @@ func TestGroupMethods(t *testing.T) {
 	status, body = call(t, r, admin, "listgroups", nil, nil)
 	require.Equal(t, http.StatusOK, status, body)
 	require.Equal(t, []any{map[string]any{"id": "tea", "name": "Tea", "flags": "closed", "members": 2.0, "pending": 1.0,
-		"invites": 1.0, "created_at": float64(at), "creator": owner.pk}}, body["result"])
+		"invites": 1.0, "created_at": float64(at), "creator": owner.PK}}, body["result"])
 
 	status, body = call(t, r, admin, "listgroupmembers", []any{"tea"}, nil)
 	require.Equal(t, http.StatusOK, status, body)
@@ -63,10 +64,10 @@ func TestGroupMethods(t *testing.T) {
 	require.Equal(t, "closed", got["flags"])
 	require.Equal(t, 1.0, got["invites"])
 	require.ElementsMatch(t, []any{
-		map[string]any{"pubkey": owner.pk, "roles": []any{"admin"}, "since": float64(at)},
-		map[string]any{"pubkey": mod.pk, "roles": []any{"moderator"}, "since": float64(at)},
+		map[string]any{"pubkey": owner.PK, "roles": []any{"admin"}, "since": float64(at)},
+		map[string]any{"pubkey": mod.PK, "roles": []any{"moderator"}, "since": float64(at)},
 	}, got["members"])
-	require.Equal(t, []any{map[string]any{"pubkey": waiting.pk, "created_at": float64(at)}}, got["pending"],
+	require.Equal(t, []any{map[string]any{"pubkey": waiting.PK, "created_at": float64(at)}}, got["pending"],
 		"a withheld request (it carried a code) is listed, its code is not")
 	require.NotContains(t, mustJSON(t, body), "oolong")
 	require.NotContains(t, mustJSON(t, body), "wrong")

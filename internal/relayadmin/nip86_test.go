@@ -27,27 +27,13 @@ import (
 	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/relayadmin"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/internal/textsearch"
 	"github.com/kukuri/communitynode/pkg/consumer"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
-
-type key struct{ sk, pk string }
-
-func newKey(t *testing.T) key {
-	sk := nostr.GeneratePrivateKey()
-	pk, err := nostr.GetPublicKey(sk)
-	require.NoError(t, err)
-	return key{sk, pk}
-}
-
-func (k key) sign(t *testing.T, ev *nostr.Event) *nostr.Event {
-	t.Helper()
-	require.NoError(t, ev.Sign(k.sk))
-	return ev
-}
 
 // testRelay is one relay process's wiring (as node.Relay does it), with
 // its own pool and management watcher, on a shared database.
@@ -95,7 +81,7 @@ func startRelay(t *testing.T, db *pgtest.DB, admins ...string) *testRelay {
 }
 
 // call makes a NIP-86 request; edit may spoil the NIP-98 event before signing.
-func call(t *testing.T, r *testRelay, admin key, method string, params []any, edit func(*nostr.Event)) (int, map[string]any) {
+func call(t *testing.T, r *testRelay, admin testkit.Key, method string, params []any, edit func(*nostr.Event)) (int, map[string]any) {
 	t.Helper()
 	if params == nil {
 		params = []any{}
@@ -110,7 +96,7 @@ func call(t *testing.T, r *testRelay, admin key, method string, params []any, ed
 	if edit != nil {
 		edit(ev)
 	}
-	admin.sign(t, ev)
+	admin.Sign(t, ev)
 	raw, err := json.Marshal(ev)
 	require.NoError(t, err)
 	req, err := http.NewRequest(http.MethodPost, r.http, bytes.NewReader(body))
@@ -135,14 +121,14 @@ func do(t *testing.T, req *http.Request) (int, map[string]any) {
 func TestNIP86Auth(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
-	admin, stranger := newKey(t), newKey(t)
+	admin, stranger := testkit.NewKey(t), testkit.NewKey(t)
 	none := startRelay(t, db)
 	status, body := call(t, none, admin, "supportedmethods", nil, nil)
 	require.Equal(t, http.StatusUnauthorized, status, "no admin configured: 401 for everyone")
 	require.Contains(t, body["error"], "no admin")
 	require.NotContains(t, info(t, none)["supported_nips"], 86.0)
 
-	r := startRelay(t, db, admin.pk)
+	r := startRelay(t, db, admin.PK)
 	require.Contains(t, info(t, r)["supported_nips"], 86.0)
 	status, body = call(t, r, admin, "supportedmethods", nil, nil)
 	require.Equal(t, http.StatusOK, status)
@@ -184,10 +170,10 @@ func TestNIP86Auth(t *testing.T) {
 
 // signedRequest builds a NIP-86 request with a correct NIP-98 event, then lets
 // after spoil the signed event.
-func signedRequest(t *testing.T, r *testRelay, k key, body string, after func(*nostr.Event)) *http.Request {
+func signedRequest(t *testing.T, r *testRelay, k testkit.Key, body string, after func(*nostr.Event)) *http.Request {
 	t.Helper()
 	sum := sha256.Sum256([]byte(body))
-	ev := k.sign(t, &nostr.Event{Kind: 27235, CreatedAt: nostr.Now(), Tags: nostr.Tags{
+	ev := k.Sign(t, &nostr.Event{Kind: 27235, CreatedAt: nostr.Now(), Tags: nostr.Tags{
 		{"u", r.http}, {"method", "POST"}, {"payload", hex.EncodeToString(sum[:])}}})
 	after(ev)
 	raw, err := json.Marshal(ev)
@@ -211,8 +197,8 @@ func info(t *testing.T, r *testRelay) map[string]any {
 func TestNIP86Methods(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
-	admin := newKey(t)
-	r := startRelay(t, db, admin.pk)
+	admin := testkit.NewKey(t)
+	r := startRelay(t, db, admin.PK)
 	ok := func(method string, params ...any) any {
 		t.Helper()
 		status, body := call(t, r, admin, method, params, nil)
@@ -295,7 +281,7 @@ func TestNIP86Methods(t *testing.T) {
 
 	var logged int
 	require.NoError(t, db.Pool.QueryRow(context.Background(),
-		"SELECT count(*) FROM cn_admin.log WHERE actor = $1 AND source = 'nip86'", admin.pk).Scan(&logged))
+		"SELECT count(*) FROM cn_admin.log WHERE actor = $1 AND source = 'nip86'", admin.PK).Scan(&logged))
 	require.Equal(t, 18, logged, "every change (18 above) is logged with the admin's pubkey")
 }
 
@@ -364,8 +350,8 @@ func (c *wsClient) ids(filter map[string]any) []string {
 func TestBansHoldAcrossRelays(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
-	admin, alice := newKey(t), newKey(t)
-	a, b := startRelay(t, db, admin.pk), startRelay(t, db, admin.pk)
+	admin, alice := testkit.NewKey(t), testkit.NewKey(t)
+	a, b := startRelay(t, db, admin.PK), startRelay(t, db, admin.PK)
 	idx, err := consumer.New(db.Pool, &indexer.Handler{Kinds: indexer.NewKinds(indexer.DefaultKinds)},
 		consumer.Config{Name: indexer.ConsumerName, LeaseTTL: time.Second})
 	require.NoError(t, err)
@@ -375,7 +361,7 @@ func TestBansHoldAcrossRelays(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 
 	cb := dial(t, b)
-	note := alice.sign(t, &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: "hello banana"})
+	note := alice.Sign(t, &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: "hello banana"})
 	ok, reason := cb.publish(note)
 	require.True(t, ok, reason)
 	searchable := func() bool {
@@ -387,12 +373,12 @@ func TestBansHoldAcrossRelays(t *testing.T) {
 	}
 	require.Eventually(t, searchable, 10*time.Second, 10*time.Millisecond)
 
-	status, body := call(t, a, admin, "banpubkey", []any{alice.pk, "spam"}, nil)
+	status, body := call(t, a, admin, "banpubkey", []any{alice.PK, "spam"}, nil)
 	require.Equal(t, http.StatusOK, status, body)
 	banned := time.Now()
 	var refusedAfter time.Duration
 	require.Eventually(t, func() bool {
-		ok, reason := cb.publish(alice.sign(t, &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: "more"}))
+		ok, reason := cb.publish(alice.Sign(t, &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: "more"}))
 		if !ok && strings.HasPrefix(reason, "blocked:") {
 			refusedAfter = time.Since(banned)
 			return true
@@ -405,14 +391,14 @@ func TestBansHoldAcrossRelays(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return !searchable() }, 10*time.Second, 10*time.Millisecond, "and in search")
 
-	status, _ = call(t, a, admin, "allowpubkey", []any{alice.pk}, nil)
+	status, _ = call(t, a, admin, "allowpubkey", []any{alice.PK}, nil)
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, []string{note.ID}, dial(t, b).ids(map[string]any{"ids": []string{note.ID}}), "restored")
 	require.Eventually(t, searchable, 10*time.Second, 10*time.Millisecond, "and searchable again")
 	// Only what the ban hid comes back: the events published during the ban's
 	// propagation (refused, or caught) stay out.
 	require.Eventually(t, func() bool {
-		ok, _ := cb.publish(alice.sign(t, &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: "back"}))
+		ok, _ := cb.publish(alice.Sign(t, &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: "back"}))
 		return ok
 	}, time.Second, 20*time.Millisecond, "allowed again within a second")
 }
@@ -422,8 +408,8 @@ func TestBansHoldAcrossRelays(t *testing.T) {
 func TestBlockedIP(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
-	admin := newKey(t)
-	r := startRelay(t, db, admin.pk)
+	admin := testkit.NewKey(t)
+	r := startRelay(t, db, admin.PK)
 	open := dial(t, r)
 	status, _ := call(t, r, admin, "blockip", []any{"127.0.0.1", "test"}, nil)
 	require.Equal(t, http.StatusOK, status)
@@ -458,14 +444,14 @@ func TestBlockedIP(t *testing.T) {
 func TestNIP98Replay(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
-	admin := newKey(t)
+	admin := testkit.NewKey(t)
 	const public = "wss://relay.example.com"
 	serve := func() string {
 		pool, err := dbpool.Open(context.Background(), db.URL)
 		require.NoError(t, err)
 		t.Cleanup(pool.Close)
 		api := &relayadmin.API{Admin: &relayadmin.Admin{Pool: pool, Store: store.NewPublisher(), TopicRules: protocol.DefaultTopicRules()},
-			Admins: map[string]bool{admin.pk: true}, PublicURL: public}
+			Admins: map[string]bool{admin.PK: true}, PublicURL: public}
 		srv := httptest.NewServer(api)
 		t.Cleanup(srv.Close)
 		return srv.URL
@@ -473,7 +459,7 @@ func TestNIP98Replay(t *testing.T) {
 	a, b := serve(), serve()
 	body := `{"method":"changerelayname","params":["replayed"]}`
 	sum := sha256.Sum256([]byte(body))
-	ev := admin.sign(t, &nostr.Event{Kind: 27235, CreatedAt: nostr.Now(), Tags: nostr.Tags{
+	ev := admin.Sign(t, &nostr.Event{Kind: 27235, CreatedAt: nostr.Now(), Tags: nostr.Tags{
 		{"u", public}, {"method", "POST"}, {"payload", hex.EncodeToString(sum[:])}}})
 	raw, err := json.Marshal(ev)
 	require.NoError(t, err)

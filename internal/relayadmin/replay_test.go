@@ -10,6 +10,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/relayadmin"
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 // TestNIP86ReplayConsumer: replayconsumer moves a consumer's offset back to
@@ -18,12 +19,12 @@ import (
 func TestNIP86ReplayConsumer(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
-	admin, stranger := newKey(t), newKey(t)
-	r := startRelay(t, db, admin.pk)
+	admin, stranger := testkit.NewKey(t), testkit.NewKey(t)
+	r := startRelay(t, db, admin.PK)
 	ctx := context.Background()
 	c := dial(t, r)
 	for i := range 3 {
-		ok, reason := c.publish(admin.sign(t, &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "replay"}}, Content: string(rune('a' + i))}))
+		ok, reason := c.publish(admin.Sign(t, &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "replay"}}, Content: string(rune('a' + i))}))
 		require.True(t, ok, reason)
 	}
 	conn := db.Conn(t)
@@ -51,9 +52,9 @@ func TestNIP86ReplayConsumer(t *testing.T) {
 	require.NoError(t, conn.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = 'test-v1'").Scan(&last))
 	require.EqualValues(t, 1, last)
 	require.NoError(t, conn.QueryRow(ctx, "SELECT requested_by FROM cn_relay.consumer_offset_resets WHERE consumer = 'test-v1'").Scan(&by))
-	require.Equal(t, "nip86:"+admin.pk, by)
+	require.Equal(t, "nip86:"+admin.PK, by)
 	var logged int
-	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM cn_admin.log WHERE method = $1 AND actor = $2", relayadmin.ReplayMethod, admin.pk).Scan(&logged))
+	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM cn_admin.log WHERE method = $1 AND actor = $2", relayadmin.ReplayMethod, admin.PK).Scan(&logged))
 	require.Equal(t, 1, logged)
 
 	// The same preview again is stale now: the offset is 1, not head.
@@ -68,8 +69,8 @@ func TestNIP86ReplayConsumer(t *testing.T) {
 func TestNIP86AnswersWebPages(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
-	admin := newKey(t)
-	r := startRelay(t, db, admin.pk)
+	admin := testkit.NewKey(t)
+	r := startRelay(t, db, admin.PK)
 	req := signedRequest(t, r, admin, `{"method":"supportedmethods","params":[]}`, func(*nostr.Event) {})
 	req.Header.Set("Origin", "http://127.0.0.1:7790")
 	resp, err := http.DefaultClient.Do(req)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -26,6 +25,7 @@ import (
 	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/pgembed"
 	"github.com/kukuri/communitynode/internal/relay"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/schema"
 )
 
@@ -135,16 +135,6 @@ func exec(t *testing.T, url, sql string) {
 	require.NoError(t, err, sql)
 }
 
-// freeAddr returns a 127.0.0.1 address with a port free right now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
-
 // testRelay is a relay process (node.Relay, the composition the relay
 // command runs) on the cluster.
 type testRelay struct {
@@ -155,7 +145,7 @@ type testRelay struct {
 func startRelay(t *testing.T, c *cluster, maxLag time.Duration, replicas ...*pgembed.Server) *testRelay {
 	t.Helper()
 	cfg := relay.DefaultConfig()
-	cfg.Listen, cfg.MetricsListen = freeAddr(t), freeAddr(t)
+	cfg.Listen, cfg.MetricsListen = testkit.FreeAddr(t), testkit.FreeAddr(t)
 	cfg.EventRatePerIP, cfg.EventRatePerPubkey, cfg.ReqRatePerIP = relay.Rate{}, relay.Rate{}, relay.Rate{}
 	cfg.Limits.MaxLimit = 5000
 	cfg.Limits.RequireTopic = false
@@ -361,11 +351,4 @@ func (c *client) publish(ev *nostr.Event) error {
 	case <-time.After(20 * time.Second):
 		return fmt.Errorf("no OK for event %s", ev.ID)
 	}
-}
-
-func signed(t *testing.T, sk string, kind int, tags nostr.Tags, content string) *nostr.Event {
-	t.Helper()
-	ev := &nostr.Event{Kind: kind, Tags: tags, Content: content, CreatedAt: nostr.Now()}
-	require.NoError(t, ev.Sign(sk))
-	return ev
 }

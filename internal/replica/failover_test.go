@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 // answer sends a REQ and waits until the subscription has EOSE and every
@@ -74,7 +76,7 @@ func TestReplicaFailures(t *testing.T) {
 	var want []string
 	publish := func(n int) {
 		for range n {
-			ev := signed(t, sk, 1, nostr.Tags{{"t", "failover"}}, fmt.Sprintf("event %d", len(want)))
+			ev := testkit.SignNow(t, sk, 1, nostr.Tags{{"t", "failover"}}, fmt.Sprintf("event %d", len(want)))
 			require.NoError(t, pub.publish(ev))
 			want = append(want, ev.ID)
 		}
@@ -133,7 +135,7 @@ func TestReplicaFailures(t *testing.T) {
 		// version: the REQ reads the replica, and the handoff leaves the old
 		// version out and puts the new one in the stored part, as the
 		// primary would answer.
-		v1 := signed(t, sk, 0, nil, `{"name":"v1"}`)
+		v1 := testkit.SignNow(t, sk, 0, nil, `{"name":"v1"}`)
 		v1.CreatedAt -= 10
 		require.NoError(t, v1.Sign(sk))
 		require.NoError(t, pub.publish(v1))
@@ -147,7 +149,7 @@ func TestReplicaFailures(t *testing.T) {
 			return n == 1
 		}, 20*time.Second, 10*time.Millisecond, "the replica has the first version")
 		exec(t, rep.URL(dbName), "SELECT pg_wal_replay_pause()")
-		v2 := signed(t, sk, 0, nil, `{"name":"v2"}`)
+		v2 := testkit.SignNow(t, sk, 0, nil, `{"name":"v2"}`)
 		require.NoError(t, pub.publish(v2))
 		before := r.metric(t, `cn_relay_read_seconds_count{op="req",pool="`+name+`"}`)
 		s := answer(t, dial(t, r), reqID(), nostr.Filter{Kinds: []int{0}, Authors: []string{v1.PubKey}}, []string{v2.ID})

@@ -11,6 +11,8 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 // TestHandoffFromDelayedReplica: a relay reads REQs from a replica that
@@ -54,7 +56,7 @@ func TestHandoffFromDelayedReplica(t *testing.T) {
 		defer tick.Stop()
 		for i := range events {
 			<-tick.C
-			ev := signed(t, sk, 1, nostr.Tags{{"t", topic}}, fmt.Sprintf("event %d", i))
+			ev := testkit.SignNow(t, sk, 1, nostr.Tags{{"t", topic}}, fmt.Sprintf("event %d", i))
 			if err := pub.publish(ev); err != nil {
 				pubErr <- err
 				return
@@ -68,7 +70,7 @@ func TestHandoffFromDelayedReplica(t *testing.T) {
 			}
 			mu.Unlock()
 			if target != "" {
-				del := signed(t, sk, 5, nostr.Tags{{"e", target}}, "")
+				del := testkit.SignNow(t, sk, 5, nostr.Tags{{"e", target}}, "")
 				if err := pub.publish(del); err != nil {
 					pubErr <- err
 					return

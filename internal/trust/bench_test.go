@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,16 +22,9 @@ import (
 
 	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/consumer"
-	"github.com/kukuri/communitynode/pkg/outbox"
 )
-
-func benchEnvInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
 
 func fakeKey(prefix string, i int) string {
 	sum := sha256.Sum256([]byte(prefix + strconv.Itoa(i)))
@@ -134,8 +126,8 @@ func peakRSS(stop <-chan struct{}) <-chan int64 {
 // run. Run: make bench-trust (or go test ./internal/trust -run '^$' -bench
 // Recompute -benchtime 1x -count 3 -timeout 60m).
 func BenchmarkRecompute(b *testing.B) {
-	n := benchEnvInt("CN_BENCH_PUBKEYS", 1_000_000)
-	e := benchEnvInt("CN_BENCH_EDGES", 30_000_000)
+	n := testkit.EnvInt(b, "CN_BENCH_PUBKEYS", 1_000_000)
+	e := testkit.EnvInt(b, "CN_BENCH_EDGES", 30_000_000)
 	for range b.N {
 		b.StopTimer()
 		db := pgtest.New(b)
@@ -251,7 +243,7 @@ func loadEvents(ctx context.Context, pool *pgxpool.Pool, n int) (ptags int64, er
 // the daemon's batch size and pool. Run: go test ./internal/trust -run '^$'
 // -bench CatchUp -benchtime 1x -count 3
 func BenchmarkCatchUp(b *testing.B) {
-	backlog := benchEnvInt("CN_BENCH_BACKLOG", 200_000)
+	backlog := testkit.EnvInt(b, "CN_BENCH_BACKLOG", 200_000)
 	var total time.Duration
 	for range b.N {
 		b.StopTimer()
@@ -261,7 +253,7 @@ func BenchmarkCatchUp(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		head, err := outbox.Head(ctx, db.Pool)
+		head, err := testkit.SetHead(ctx, db.Pool) // the loader COPYs the outbox rows
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -273,26 +265,7 @@ func BenchmarkCatchUp(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		runCtx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		var caught atomic.Bool
-		b.StartTimer()
-		start := time.Now()
-		go func() { done <- c.Run(runCtx) }()
-		for !caught.Load() {
-			var last int64
-			if err := pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1", ConsumerName).Scan(&last); err == nil && last >= head {
-				caught.Store(true)
-				break
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-		total += time.Since(start)
-		b.StopTimer()
-		cancel()
-		if err := <-done; err != nil {
-			b.Fatal(err)
-		}
+		total += testkit.CatchUp(b, pool, ConsumerName, head, c.Run)
 		var sets int
 		if err := pool.QueryRow(ctx, "SELECT count(*) FROM cn_trust.sets").Scan(&sets); err != nil || sets == 0 {
 			b.Fatalf("%d follow sets (err %v)", sets, err)

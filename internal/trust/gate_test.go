@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/relay"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/internal/trust/gate"
 )
 
@@ -23,9 +24,9 @@ import (
 func TestMinRankGate(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	k := newKeys(4)
+	k := testkit.SecretKeys(4)
 	seed, alice, bob, admin := k[0], k[1], k[2], k[3]
-	g := &gate.Gate{Pool: e.db.Pool, MinRank: 10, Exempt: []string{pub(admin)}, Refresh: time.Hour}
+	g := &gate.Gate{Pool: e.db.Pool, MinRank: 10, Exempt: []string{testkit.Pub(admin)}, Refresh: time.Hour}
 	require.NoError(t, g.Load(context.Background()))
 
 	cfg := relay.DefaultConfig()
@@ -51,9 +52,9 @@ func TestMinRankGate(t *testing.T) {
 
 	// No run yet: everyone posts.
 	require.NoError(t, publish(note(t, bob, 100)))
-	require.NoError(t, publish(follows(t, seed, 100, pub(alice))))
+	require.NoError(t, publish(testkit.Follows(t, seed, 100, testkit.Pub(alice))))
 	e.sync(t, 0)
-	e.recompute(t, pub(seed))
+	e.recompute(t, testkit.Pub(seed))
 	require.NoError(t, g.Load(context.Background()))
 	require.True(t, g.Ready())
 
@@ -64,9 +65,9 @@ func TestMinRankGate(t *testing.T) {
 		"ranked author":     note(t, alice, 200),
 		"seed":              note(t, seed, 200),
 		"exempt admin":      note(t, admin, 200),
-		"unranked profile":  sign(t, bob, 0, 200, nostr.Tags{}, `{"name":"bob"}`),
-		"unranked follows":  follows(t, bob, 200, pub(alice)),
-		"unranked deletion": sign(t, bob, 5, 300, nostr.Tags{{"k", "1"}}, ""),
+		"unranked profile":  testkit.Sign(t, bob, 0, 200, nostr.Tags{}, `{"name":"bob"}`),
+		"unranked follows":  testkit.Follows(t, bob, 200, testkit.Pub(alice)),
+		"unranked deletion": testkit.Sign(t, bob, 5, 300, nostr.Tags{{"k", "1"}}, ""),
 	} {
 		require.NoError(t, publish(ev), name)
 	}

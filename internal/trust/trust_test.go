@@ -19,6 +19,7 @@ import (
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/consumer"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
@@ -43,11 +44,7 @@ func newEnv(t *testing.T) *env {
 	rules.IdentityWriters = protocol.IdentityWritersAny
 	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
 	require.NoError(t, err)
-	w := outbox.NewWriter(db.Pool, outbox.WriterConfig{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = w.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	w := testkit.RunWriter(t, db.Pool)
 	return &env{db: db, store: store.New(db.Pool, w, rules), node: node, graph: &Graph{NodePubKey: node.PubKey}}
 }
 
@@ -75,11 +72,7 @@ func (e *env) sync(t *testing.T, batch int) {
 	go func() { done <- c.Run(ctx) }()
 	head, err := outbox.Head(ctx, e.db.Pool)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		var last int64
-		err := e.db.Pool.QueryRow(ctx, "SELECT last_seq FROM cn_relay.consumer_offsets WHERE consumer = $1", ConsumerName).Scan(&last)
-		return err == nil && last >= head
-	}, 30*time.Second, 5*time.Millisecond)
+	testkit.WaitOffset(t, e.db.Pool, ConsumerName, head)
 	cancel()
 	require.NoError(t, <-done)
 	_, err = Fold(context.Background(), e.db.Pool) // as the publisher does before each round
@@ -97,34 +90,8 @@ func (e *env) recompute(t *testing.T, seeds ...string) Computation {
 	return run
 }
 
-type keys []string // secret keys
-
-func newKeys(n int) keys {
-	out := make(keys, n)
-	for i := range out {
-		out[i] = nostr.GeneratePrivateKey()
-	}
-	return out
-}
-
-func pub(sk string) string { pk, _ := nostr.GetPublicKey(sk); return pk }
-
-func sign(t testing.TB, sk string, kind int, at int64, tags nostr.Tags, content string) *nostr.Event {
-	ev := &nostr.Event{Kind: kind, CreatedAt: nostr.Timestamp(at), Tags: tags, Content: content}
-	require.NoError(t, ev.Sign(sk))
-	return ev
-}
-
-func follows(t testing.TB, sk string, at int64, targets ...string) *nostr.Event {
-	tags := nostr.Tags{}
-	for _, p := range targets {
-		tags = append(tags, nostr.Tag{"p", p})
-	}
-	return sign(t, sk, 3, at, tags, "")
-}
-
 func note(t testing.TB, sk string, at int64) *nostr.Event {
-	return sign(t, sk, 1, at, nostr.Tags{{"t", "trust"}}, fmt.Sprint("note ", at))
+	return testkit.Sign(t, sk, 1, at, nostr.Tags{{"t", "trust"}}, fmt.Sprint("note ", at))
 }
 
 // counts reads a subject's counters.
@@ -150,15 +117,15 @@ func explain(e *env, pubkey string) (*Subject, error) {
 func TestFollowListsReplaceEdges(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	k := newKeys(4)
-	a, b, c, d := k[0], pub(k[1]), pub(k[2]), pub(k[3])
-	e.ingest(t, follows(t, a, 100, b, c))
+	k := testkit.SecretKeys(4)
+	a, b, c, d := k[0], testkit.Pub(k[1]), testkit.Pub(k[2]), testkit.Pub(k[3])
+	e.ingest(t, testkit.Follows(t, a, 100, b, c))
 	e.sync(t, 0)
 	require.Equal(t, int64(1), e.counts(t, b)["followers"])
 	require.Equal(t, int64(1), e.counts(t, c)["followers"])
 
 	// A newer version replaces the edges; an older one arriving later changes nothing.
-	e.ingest(t, follows(t, a, 200, c, d), follows(t, a, 150, b))
+	e.ingest(t, testkit.Follows(t, a, 200, c, d), testkit.Follows(t, a, 150, b))
 	e.sync(t, 1)
 	require.Equal(t, int64(0), e.counts(t, b)["followers"])
 	require.Equal(t, int64(1), e.counts(t, c)["followers"])
@@ -171,7 +138,7 @@ func TestFollowListsReplaceEdges(t *testing.T) {
 	// as the store does: the store re-announces the 150 version.
 	var latest string
 	require.NoError(t, e.db.Pool.QueryRow(context.Background(), `SELECT source_id FROM cn_trust.sets`).Scan(&latest))
-	e.ingest(t, sign(t, a, 5, 300, nostr.Tags{{"e", latest}}, ""))
+	e.ingest(t, testkit.Sign(t, a, 5, 300, nostr.Tags{{"e", latest}}, ""))
 	e.sync(t, 0)
 	require.Equal(t, int64(1), e.counts(t, b)["followers"], "the remaining version follows b")
 	require.Equal(t, int64(0), e.counts(t, c)["followers"])
@@ -181,32 +148,32 @@ func TestFollowListsReplaceEdges(t *testing.T) {
 func TestDeletingAReactionOrReportRemovesItsEffect(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	k := newKeys(3)
+	k := testkit.SecretKeys(3)
 	seed, a, b := k[0], k[1], k[2]
 	n := note(t, b, 100)
-	e.ingest(t, follows(t, seed, 100, pub(a), pub(b)), n)
+	e.ingest(t, testkit.Follows(t, seed, 100, testkit.Pub(a), testkit.Pub(b)), n)
 	e.sync(t, 0)
-	e.recompute(t, pub(seed))
-	s0, err := explain(e, pub(b))
+	e.recompute(t, testkit.Pub(seed))
+	s0, err := explain(e, testkit.Pub(b))
 	require.NoError(t, err)
-	reaction := sign(t, a, 7, 110, nostr.Tags{{"e", n.ID}, {"p", pub(b)}}, "+")
-	report := sign(t, a, 1984, 120, nostr.Tags{{"e", n.ID, "spam"}, {"p", pub(b)}}, "")
+	reaction := testkit.Sign(t, a, 7, 110, nostr.Tags{{"e", n.ID}, {"p", testkit.Pub(b)}}, "+")
+	report := testkit.Sign(t, a, 1984, 120, nostr.Tags{{"e", n.ID, "spam"}, {"p", testkit.Pub(b)}}, "")
 	e.ingest(t, reaction, report)
 	e.sync(t, 0)
-	e.recompute(t, pub(seed))
-	s, err := explain(e, pub(b))
+	e.recompute(t, testkit.Pub(seed))
+	s, err := explain(e, testkit.Pub(b))
 	require.NoError(t, err)
 	require.Equal(t, int64(1), s.Counts["reactions_cnt"])
 	require.NotEqual(t, s0.Score, s.Score, "the reaction and the report moved the score")
 	require.Equal(t, int64(1), s.Counts["reports_cnt_recd"])
 	require.Equal(t, map[string]int64{"spam": 1}, s.Reports)
 	require.Greater(t, s.Risk, 0.0, "a ranked reporter's report is a risk")
-	require.Equal(t, int64(1), e.counts(t, pub(a))["reports_cnt_sent"])
+	require.Equal(t, int64(1), e.counts(t, testkit.Pub(a))["reports_cnt_sent"])
 
-	e.ingest(t, sign(t, a, 5, 130, nostr.Tags{{"e", reaction.ID}, {"e", report.ID}}, ""))
+	e.ingest(t, testkit.Sign(t, a, 5, 130, nostr.Tags{{"e", reaction.ID}, {"e", report.ID}}, ""))
 	e.sync(t, 0)
-	e.recompute(t, pub(seed))
-	s, err = explain(e, pub(b))
+	e.recompute(t, testkit.Pub(seed))
+	s, err = explain(e, testkit.Pub(b))
 	require.NoError(t, err)
 	require.Equal(t, int64(0), s.Counts["reactions_cnt"])
 	require.Equal(t, int64(0), s.Counts["reports_cnt_recd"])
@@ -214,7 +181,7 @@ func TestDeletingAReactionOrReportRemovesItsEffect(t *testing.T) {
 	require.Equal(t, 0.0, s.Risk)
 	require.Equal(t, s0.Score, s.Score, "withdrawn, they leave the score exactly as before")
 	require.Equal(t, s0.Rank, s.Rank)
-	require.Equal(t, int64(0), e.counts(t, pub(a))["reports_cnt_sent"])
+	require.Equal(t, int64(0), e.counts(t, testkit.Pub(a))["reports_cnt_sent"])
 	var sources int
 	require.NoError(t, e.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM cn_trust.sources WHERE etype <> 1`).Scan(&sources))
 	require.Equal(t, 0, sources)
@@ -222,7 +189,7 @@ func TestDeletingAReactionOrReportRemovesItsEffect(t *testing.T) {
 
 // corpus is a random community: follow lists (with replacements), posts,
 // reactions, replies, reports, zaps and deletions.
-func corpus(t testing.TB, rng *rand.Rand, users keys, n int) []*nostr.Event {
+func corpus(t testing.TB, rng *rand.Rand, users []string, n int) []*nostr.Event {
 	var out []*nostr.Event
 	var notes []*nostr.Event
 	for i := 0; i < n; i++ {
@@ -232,27 +199,27 @@ func corpus(t testing.TB, rng *rand.Rand, users keys, n int) []*nostr.Event {
 		case x < 3:
 			var tg []string
 			for j := 0; j < 1+rng.IntN(6); j++ {
-				tg = append(tg, pub(users[rng.IntN(len(users))]))
+				tg = append(tg, testkit.Pub(users[rng.IntN(len(users))]))
 			}
-			out = append(out, follows(t, u, at-int64(rng.IntN(300)), tg...))
+			out = append(out, testkit.Follows(t, u, at-int64(rng.IntN(300)), tg...))
 		case x < 5 || len(notes) == 0:
 			ev := note(t, u, at)
 			notes = append(notes, ev)
 			out = append(out, ev)
 		case x < 7:
 			target := notes[rng.IntN(len(notes))]
-			out = append(out, sign(t, u, 7, at, nostr.Tags{{"e", target.ID}, {"p", target.PubKey}}, "+"))
+			out = append(out, testkit.Sign(t, u, 7, at, nostr.Tags{{"e", target.ID}, {"p", target.PubKey}}, "+"))
 		case x < 8:
 			target := notes[rng.IntN(len(notes))]
-			out = append(out, sign(t, u, 1984, at, nostr.Tags{{"e", target.ID, "spam"}, {"p", target.PubKey}}, ""))
+			out = append(out, testkit.Sign(t, u, 1984, at, nostr.Tags{{"e", target.ID, "spam"}, {"p", target.PubKey}}, ""))
 		case x < 9:
 			target := notes[rng.IntN(len(notes))]
-			out = append(out, sign(t, u, 1, at, nostr.Tags{{"e", target.ID, "", "reply"}, {"p", target.PubKey}}, "re"))
+			out = append(out, testkit.Sign(t, u, 1, at, nostr.Tags{{"e", target.ID, "", "reply"}, {"p", target.PubKey}}, "re"))
 		default:
 			// Deletes one of the author's earlier events, if any.
 			for j := len(out) - 1; j >= 0; j-- {
-				if out[j].PubKey == pub(u) && out[j].Kind != 5 {
-					out = append(out, sign(t, u, 5, at, nostr.Tags{{"e", out[j].ID}}, ""))
+				if out[j].PubKey == testkit.Pub(u) && out[j].Kind != 5 {
+					out = append(out, testkit.Sign(t, u, 5, at, nostr.Tags{{"e", out[j].ID}}, ""))
 					break
 				}
 			}
@@ -298,9 +265,9 @@ func (e *env) dump(t *testing.T) string {
 func TestReplayEquivalence(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 7))
-	users := newKeys(30)
+	users := testkit.SecretKeys(30)
 	evs := corpus(t, rng, users, 600)
-	seeds := []string{pub(users[0]), pub(users[1])}
+	seeds := []string{testkit.Pub(users[0]), testkit.Pub(users[1])}
 
 	live := newEnv(t)
 	for i := 0; i < len(evs); i += 97 { // the consumer follows along in small steps
@@ -365,44 +332,44 @@ func scoresOf(dump string) string {
 func TestSybilResistance(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	honest := newKeys(20)
+	honest := testkit.SecretKeys(20)
 	var evs []*nostr.Event
 	for i, sk := range honest { // a small, well-connected community
-		evs = append(evs, follows(t, sk, 100, pub(honest[(i+1)%len(honest)]), pub(honest[(i+3)%len(honest)]), pub(honest[0])))
+		evs = append(evs, testkit.Follows(t, sk, 100, testkit.Pub(honest[(i+1)%len(honest)]), testkit.Pub(honest[(i+3)%len(honest)]), testkit.Pub(honest[0])))
 	}
 	victim := honest[5]
 	victimNote := note(t, victim, 100)
 	evs = append(evs, victimNote)
 	target := nostr.GeneratePrivateKey()
-	ring := newKeys(1000)
+	ring := testkit.SecretKeys(1000)
 	for i, sk := range ring {
-		evs = append(evs, follows(t, sk, 100, pub(ring[(i+1)%len(ring)]), pub(ring[(i+7)%len(ring)]), pub(target)))
+		evs = append(evs, testkit.Follows(t, sk, 100, testkit.Pub(ring[(i+1)%len(ring)]), testkit.Pub(ring[(i+7)%len(ring)]), testkit.Pub(target)))
 	}
 	e.ingest(t, evs...)
 	e.sync(t, 0)
-	e.recompute(t, pub(honest[0]))
-	before, err := explain(e, pub(victim))
+	e.recompute(t, testkit.Pub(honest[0]))
+	before, err := explain(e, testkit.Pub(victim))
 	require.NoError(t, err)
 	require.Greater(t, before.Rank, 50)
 
 	var reports []*nostr.Event
 	for _, sk := range ring {
-		reports = append(reports, sign(t, sk, 1984, 200, nostr.Tags{{"e", victimNote.ID, "spam"}, {"p", pub(victim)}}, ""))
+		reports = append(reports, testkit.Sign(t, sk, 1984, 200, nostr.Tags{{"e", victimNote.ID, "spam"}, {"p", testkit.Pub(victim)}}, ""))
 	}
 	e.ingest(t, reports...)
 	e.sync(t, 0)
-	e.recompute(t, pub(honest[0]))
+	e.recompute(t, testkit.Pub(honest[0]))
 
-	tgt, err := explain(e, pub(target))
+	tgt, err := explain(e, testkit.Pub(target))
 	require.NoError(t, err)
 	require.Equal(t, 0, tgt.Rank, "a ring with no edge from the seeds stays at the floor")
 	require.Equal(t, int64(1000), tgt.Counts["followers"])
 	for _, sk := range ring[:10] {
-		s, err := explain(e, pub(sk))
+		s, err := explain(e, testkit.Pub(sk))
 		require.NoError(t, err)
 		require.Equal(t, 0, s.Rank)
 	}
-	after, err := explain(e, pub(victim))
+	after, err := explain(e, testkit.Pub(victim))
 	require.NoError(t, err)
 	require.Equal(t, int64(1000), after.Counts["reports_cnt_recd"])
 	require.Equal(t, 0.0, after.Risk, "reports from unranked keys carry no weight")
@@ -468,8 +435,8 @@ func TestClaimTagsAndProfile(t *testing.T) {
 func TestOlderSetVersionNeverReplacesNewer(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	k := newKeys(3)
-	newer, older := follows(t, k[0], 200, pub(k[1])), follows(t, k[0], 100, pub(k[2]))
+	k := testkit.SecretKeys(3)
+	newer, older := testkit.Follows(t, k[0], 200, testkit.Pub(k[1])), testkit.Follows(t, k[0], 100, testkit.Pub(k[2]))
 	e.ingest(t, newer, older) // both stored, the newer effective
 	ctx := context.Background()
 	tx, err := e.db.Pool.Begin(ctx)
@@ -494,13 +461,13 @@ func TestFollowListThatComesBackInOneBatch(t *testing.T) {
 		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			k := newKeys(4)
-			author, x, y := k[0], pub(k[1]), pub(k[2])
-			a := follows(t, author, 100, x)
-			b := follows(t, author, 200, x, y)
+			k := testkit.SecretKeys(4)
+			author, x, y := k[0], testkit.Pub(k[1]), testkit.Pub(k[2])
+			a := testkit.Follows(t, author, 100, x)
+			b := testkit.Follows(t, author, 200, x, y)
 			e.ingest(t, a)
 			e.ingest(t, b)
-			e.ingest(t, sign(t, author, 5, 300, nostr.Tags{{"e", b.ID}}, ""))
+			e.ingest(t, testkit.Sign(t, author, 5, 300, nostr.Tags{{"e", b.ID}}, ""))
 
 			ctx := context.Background()
 			rows, err := outbox.ReadAfter(ctx, e.db.Pool, 0, 100, nil)

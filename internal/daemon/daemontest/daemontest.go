@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"sync"
 	"testing"
@@ -15,21 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 )
-
-// FreeAddr returns a 127.0.0.1 address that was free a moment ago (the kernel
-// handed the port out and it was released at once).
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("daemontest: %v", err)
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatalf("daemontest: %v", err)
-	}
-	return addr
-}
 
 // StopTimeout bounds how long a daemon may take to stop once cancelled.
 const StopTimeout = 10 * time.Second

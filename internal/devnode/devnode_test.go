@@ -1,4 +1,4 @@
-package node
+package devnode
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,43 +20,27 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/membership"
+	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/internal/storerules"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/outbox"
 	"github.com/kukuri/communitynode/schema"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestRunMigratesAndStopsOnCancel(t *testing.T) {
 	url := pgtest.EmptyDatabase(t)
 	keyFile := filepath.Join(t.TempDir(), "node.key")
-	var out syncBuffer
+	var out testkit.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Dev(ctx, DevOptions{DatabaseURL: url, Out: &out, RelayListen: "127.0.0.1:0", RelayMetricsListen: "127.0.0.1:0", IndexerListen: "127.0.0.1:0",
+		done <- Run(ctx, Options{DatabaseURL: url, Out: &out, RelayListen: "127.0.0.1:0", RelayMetricsListen: "127.0.0.1:0", IndexerListen: "127.0.0.1:0",
 			ModeratorListen: "127.0.0.1:0", TrustListen: "127.0.0.1:0", DashboardListen: "127.0.0.1:0", NodeKeyFile: keyFile,
 			NATSListen: "127.0.0.1:0", BridgeListen: "127.0.0.1:0"})
 	}()
@@ -90,14 +73,14 @@ func TestRunMigratesAndStopsOnCancel(t *testing.T) {
 	}
 }
 
-func TestDevOptionsValidate(t *testing.T) {
-	require.Error(t, DevOptions{}.Validate())
-	require.Error(t, DevOptions{DataDir: "x", NATSListen: "nope"}.Validate())
-	require.Error(t, DevOptions{DataDir: "x", Port: 70000}.Validate())
-	require.NoError(t, DevOptions{DataDir: "x"}.Validate())
+func TestOptionsValidate(t *testing.T) {
+	require.Error(t, Options{}.Validate())
+	require.Error(t, Options{DataDir: "x", NATSListen: "nope"}.Validate())
+	require.Error(t, Options{DataDir: "x", Port: 70000}.Validate())
+	require.NoError(t, Options{DataDir: "x"}.Validate())
 }
 
-// TestEveryDevOptionReachesADaemon sets each DevOptions field in turn and
+// TestEveryDevOptionReachesADaemon sets each Options field in turn and
 // checks that the daemons' options change: a field that no daemon receives (as
 // --admin-pubkeys and --dashboard-listen once were) fails here.
 func TestEveryDevOptionReachesADaemon(t *testing.T) {
@@ -122,7 +105,7 @@ func TestEveryDevOptionReachesADaemon(t *testing.T) {
 		"BridgeListen":       "127.0.0.1:7",
 		"NoBridge":           true,
 	}
-	// Dev itself consumes these before it builds the daemons.
+	// Run itself consumes these before it builds the daemons.
 	consumedByRun := map[string]bool{"DatabaseURL": true, "DataDir": true, "Port": true, "NodeKeyFile": true, "Logger": true, "Out": true,
 		"NATSListen": true} // the embedded NATS server's address: the bridge gets the server's URL once it runs
 	strip := func(d daemons) daemons {
@@ -134,21 +117,21 @@ func TestEveryDevOptionReachesADaemon(t *testing.T) {
 		}
 		return d
 	}
-	base, err := build(DevOptions{}, "postgres://x", key)
+	base, err := build(Options{}, "postgres://x", key)
 	require.NoError(t, err)
-	fields := reflect.TypeFor[DevOptions]()
+	fields := reflect.TypeFor[Options]()
 	for i := range fields.NumField() {
 		name := fields.Field(i).Name
 		if consumedByRun[name] {
 			continue
 		}
 		sample, ok := samples[name]
-		require.True(t, ok, "DevOptions.%s: add a sample value here (and make sure a daemon receives it)", name)
-		var cfg DevOptions
+		require.True(t, ok, "Options.%s: add a sample value here (and make sure a daemon receives it)", name)
+		var cfg Options
 		reflect.ValueOf(&cfg).Elem().Field(i).Set(reflect.ValueOf(sample))
 		got, err := build(cfg, "postgres://x", key)
 		require.NoError(t, err, name)
-		require.NotEqual(t, strip(base), strip(got), "DevOptions.%s reaches no daemon", name)
+		require.NotEqual(t, strip(base), strip(got), "Options.%s reaches no daemon", name)
 	}
 }
 
@@ -158,11 +141,11 @@ func TestEveryDevOptionReachesADaemon(t *testing.T) {
 // node printed, and the bridge is a registered consumer (cnctl status lists it).
 func TestDevPublishesToItsEmbeddedJetStream(t *testing.T) {
 	url := pgtest.EmptyDatabase(t)
-	var out syncBuffer
+	var out testkit.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Dev(ctx, DevOptions{DatabaseURL: url, DataDir: filepath.Join(t.TempDir(), "pg"), Out: &out,
+		done <- Run(ctx, Options{DatabaseURL: url, DataDir: filepath.Join(t.TempDir(), "pg"), Out: &out,
 			RelayListen: "127.0.0.1:0", RelayMetricsListen: "127.0.0.1:0", IndexerListen: "127.0.0.1:0", ModeratorListen: "127.0.0.1:0",
 			TrustListen: "127.0.0.1:0", DashboardListen: "127.0.0.1:0", BridgeListen: "127.0.0.1:0", NATSListen: "127.0.0.1:0",
 			NodeKeyFile: filepath.Join(t.TempDir(), "node.key")})
@@ -180,7 +163,7 @@ func TestDevPublishesToItsEmbeddedJetStream(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "node is up") }, 30*time.Second, 20*time.Millisecond)
 	natsURL := regexp.MustCompile(`(?m)^nats: (nats://127\.0\.0\.1:\d+) \(embedded nats-server .* with JetStream, store in (.*)\)$`).FindStringSubmatch(out.String())
 	require.NotNil(t, natsURL, "the NATS URL is printed:\n%s", out.String())
-	require.Contains(t, out.String(), "bridge: stream "+DefaultBridgeStream+" on "+natsURL[1]+", subjects "+DefaultBridgeSubjectPrefix+".<topic token> (consumer bridge-v1")
+	require.Contains(t, out.String(), "bridge: stream "+node.DefaultBridgeStream+" on "+natsURL[1]+", subjects "+node.DefaultBridgeSubjectPrefix+".<topic token> (consumer bridge-v1")
 
 	pool, err := pgxpool.New(context.Background(), url)
 	require.NoError(t, err)
@@ -201,11 +184,11 @@ func TestDevPublishesToItsEmbeddedJetStream(t *testing.T) {
 	defer rcancel()
 	var msg *jetstream.RawStreamMsg
 	require.Eventually(t, func() bool {
-		s, err := js.Stream(rctx, DefaultBridgeStream)
+		s, err := js.Stream(rctx, node.DefaultBridgeStream)
 		if err != nil {
 			return false
 		}
-		msg, err = s.GetLastMsgForSubject(rctx, DefaultBridgeSubjectPrefix+".dev")
+		msg, err = s.GetLastMsgForSubject(rctx, node.DefaultBridgeSubjectPrefix+".dev")
 		return err == nil
 	}, 30*time.Second, 20*time.Millisecond, "the event reaches the stream")
 	var seq int64

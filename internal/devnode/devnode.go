@@ -1,4 +1,11 @@
-package node
+// Package devnode is the dev node (cnctl dev, make run): the whole community
+// node on one machine, each daemon built by internal/node's entry points as
+// its own binary builds it, plus an embedded Postgres (pgembed), an embedded
+// nats-server with JetStream and the status page. It lives apart from
+// internal/node so that only cmd/cnctl links those servers: the daemons'
+// binaries (cmd/relay, cmd/indexer, ...) import internal/node and never this
+// package (TestDaemonsDoNotLinkTheDevServers checks it).
+package devnode
 
 import (
 	"cmp"
@@ -24,6 +31,7 @@ import (
 	"github.com/kukuri/communitynode/internal/indexer"
 	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/moderation"
+	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgembed"
 	"github.com/kukuri/communitynode/internal/relay"
@@ -32,13 +40,13 @@ import (
 	"github.com/kukuri/communitynode/schema"
 )
 
-// DevDatabaseName is the database the dev node's embedded server holds the
+// DatabaseName is the database the dev node's embedded server holds the
 // node's data in.
-const DevDatabaseName = "communitynode"
+const DatabaseName = "communitynode"
 
-// DevOptions is what the dev node needs: where it keeps its data and where its
-// daemons listen (each empty address takes its default, DefaultRelayListen...).
-type DevOptions struct {
+// Options is what the dev node needs: where it keeps its data and where its
+// daemons listen (each empty address takes its default, node.DefaultRelayListen...).
+type Options struct {
 	// DatabaseURL, when set, is used as is and no embedded server is started.
 	DatabaseURL string
 	// DataDir holds the embedded server's cluster; it is reused across runs.
@@ -72,7 +80,7 @@ type DevOptions struct {
 	// DashboardListen is where the status page is served (loopback).
 	DashboardListen string
 	// NATSListen is where the embedded NATS server (JetStream, its store next
-	// to DataDir) listens; DefaultDevNATSListen when "", port 0 picks a free one.
+	// to DataDir) listens; node.DefaultDevNATSListen when "", port 0 picks a free one.
 	// Unused when NATSURL is set or NoBridge.
 	NATSListen string
 	// NATSURL, when set, is an external NATS server the bridge publishes to and
@@ -87,8 +95,8 @@ type DevOptions struct {
 	Out io.Writer
 }
 
-// Validate reports options Dev cannot use.
-func (c DevOptions) Validate() error {
+// Validate reports options Run cannot use.
+func (c Options) Validate() error {
 	if c.DatabaseURL == "" && c.DataDir == "" {
 		return errors.New("dev node: need a database URL or a data directory")
 	}
@@ -113,14 +121,14 @@ func (c DevOptions) Validate() error {
 	return nil
 }
 
-// Dev runs the whole community node on one machine for development: a database
+// Run runs the whole community node on one machine for development: a database
 // (the given URL, or an embedded Postgres kept in the working tree), its
-// migrations, and every daemon the node has, each built as Relay, Indexer,
-// Moderator, Trust and Bridge build it, plus the status page. Unless NoBridge,
+// migrations, and every daemon the node has, each built as node.Relay, node.Indexer,
+// node.Moderator, node.Trust and node.Bridge build it, plus the status page. Unless NoBridge,
 // the bridge publishes the outbox to a NATS server: NATSURL, or an embedded
-// nats-server with JetStream that Dev starts. It blocks until ctx is done or a
+// nats-server with JetStream that Run starts. It blocks until ctx is done or a
 // daemon fails, then stops everything it started, the embedded servers last.
-func Dev(ctx context.Context, cfg DevOptions) (err error) {
+func Run(ctx context.Context, cfg Options) (err error) {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -144,10 +152,10 @@ func Dev(ctx context.Context, cfg DevOptions) (err error) {
 			}
 			fmt.Fprintln(cfg.Out, "embedded postgres stopped")
 		}()
-		if err := ensureDatabase(ctx, srv.URL("postgres"), DevDatabaseName); err != nil {
+		if err := ensureDatabase(ctx, srv.URL("postgres"), DatabaseName); err != nil {
 			return err
 		}
-		dbURL = srv.URL(DevDatabaseName)
+		dbURL = srv.URL(DatabaseName)
 		fmt.Fprintf(cfg.Out, "embedded postgres (data in %s)\n", cfg.DataDir)
 	}
 	fmt.Fprintf(cfg.Out, "DATABASE_URL=%s\n", dbURL)
@@ -176,16 +184,16 @@ func Dev(ctx context.Context, cfg DevOptions) (err error) {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return Relay(gctx, d.relay) })
+	g.Go(func() error { return node.Relay(gctx, d.relay) })
 	fmt.Fprintf(cfg.Out, "relay: ws://%s (NIP-11, NIP-86 and /healthz on the same address; /metrics on http://%s/metrics)\n",
 		d.relay.Relay.Listen, d.relay.Relay.MetricsListen)
 	fmt.Fprintf(cfg.Out, "membership: %s (NIP-43; --membership; docs/membership.md)\n", cmp.Or(d.relay.Membership, membership.Open))
 	printDemoGroup(cfg.Out, demo)
-	g.Go(func() error { return Indexer(gctx, d.indexer) })
+	g.Go(func() error { return node.Indexer(gctx, d.indexer) })
 	fmt.Fprintf(cfg.Out, "indexer: http://%s/v1/search?q=... (consumer %s; /healthz and /metrics on the same address)\n", d.indexer.Listen, indexer.ConsumerName)
-	g.Go(func() error { return Moderator(gctx, d.moderator) })
+	g.Go(func() error { return node.Moderator(gctx, d.moderator) })
 	fmt.Fprintf(cfg.Out, "moderator: http://%s/metrics (consumer %s; labels signed by %s)\n", d.moderator.Listen, moderation.ConsumerName, key.Npub())
-	g.Go(func() error { return Trust(gctx, d.trust) })
+	g.Go(func() error { return node.Trust(gctx, d.trust) })
 	fmt.Fprintf(cfg.Out, "trust: http://%s/v1/trust/{pubkey} (consumer %s; NIP-85 assertions by a key derived from the node key)\n", d.trust.Listen, trust.ConsumerName)
 	if d.bridge == nil {
 		fmt.Fprintln(cfg.Out, "bridge: off (--no-bridge); no NATS server")
@@ -202,7 +210,7 @@ func Dev(ctx context.Context, cfg DevOptions) (err error) {
 			d.bridge.NATSURL = ns.ClientURL()
 			fmt.Fprintf(cfg.Out, "nats: %s (embedded nats-server %s with JetStream, store in %s)\n", ns.ClientURL(), server.VERSION, ns.StoreDir())
 		}
-		g.Go(func() error { return Bridge(gctx, *d.bridge) })
+		g.Go(func() error { return node.Bridge(gctx, *d.bridge) })
 		fmt.Fprintf(cfg.Out, "bridge: stream %s on %s, subjects %s.<topic token> (consumer %s; /healthz and /metrics on http://%s)\n",
 			d.bridge.Stream, d.bridge.NATSURL, d.bridge.SubjectPrefix, bridge.ConsumerName, d.bridge.Listen)
 	}
@@ -234,25 +242,28 @@ func Dev(ctx context.Context, cfg DevOptions) (err error) {
 	return nil
 }
 
-// daemons is what Dev starts, each daemon's options built from the DevOptions
+// daemons is what Run starts, each daemon's options built from the Options
 // alone (TestEveryDevOptionReachesADaemon checks that none is dropped).
 type daemons struct {
-	relay           RelayOptions
-	indexer         IndexerOptions
-	moderator       ModeratorOptions
-	trust           TrustOptions
-	bridge          *BridgeOptions // nil: no bridge; NATSURL "": Dev starts an embedded server
+	relay           node.RelayOptions
+	indexer         node.IndexerOptions
+	moderator       node.ModeratorOptions
+	trust           node.TrustOptions
+	bridge          *node.BridgeOptions // nil: no bridge; NATSURL "": Run starts an embedded server
 	dashboardListen string
 }
 
 // build turns cfg into the daemons' options, on the database dbURL with the
 // node key.
-func build(cfg DevOptions, dbURL string, key nodekey.Key) (daemons, error) {
-	logger := orDiscard(cfg.Logger)
+func build(cfg Options, dbURL string, key nodekey.Key) (daemons, error) {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	relayCfg := relay.DefaultConfig()
 	relayCfg.Info.Self = key.PubKey
-	relayCfg.Listen = cmp.Or(cfg.RelayListen, DefaultRelayListen)
-	relayCfg.MetricsListen = cmp.Or(cfg.RelayMetricsListen, DefaultRelayMetricsListen)
+	relayCfg.Listen = cmp.Or(cfg.RelayListen, node.DefaultRelayListen)
+	relayCfg.MetricsListen = cmp.Or(cfg.RelayMetricsListen, node.DefaultRelayMetricsListen)
 	rules := storerules.Default()
 	if cfg.Rules != nil {
 		rules = *cfg.Rules
@@ -261,24 +272,24 @@ func build(cfg DevOptions, dbURL string, key nodekey.Key) (daemons, error) {
 	if err := relayCfg.Validate(); err != nil {
 		return daemons{}, err
 	}
-	var br *BridgeOptions
+	var br *node.BridgeOptions
 	if !cfg.NoBridge {
-		br = &BridgeOptions{DatabaseURL: dbURL, NATSURL: cfg.NATSURL, Stream: DefaultBridgeStream,
-			SubjectPrefix: DefaultBridgeSubjectPrefix, Listen: cmp.Or(cfg.BridgeListen, DefaultBridgeListen),
+		br = &node.BridgeOptions{DatabaseURL: dbURL, NATSURL: cfg.NATSURL, Stream: node.DefaultBridgeStream,
+			SubjectPrefix: node.DefaultBridgeSubjectPrefix, Listen: cmp.Or(cfg.BridgeListen, node.DefaultBridgeListen),
 			Logger: logger.With("daemon", "bridge")}
 	}
 	return daemons{
 		bridge: br,
-		relay: RelayOptions{DatabaseURL: dbURL, Relay: relayCfg, SweepInterval: DefaultSweepInterval,
-			StatsInterval: DefaultStatsInterval, AdminPubkeys: cfg.AdminPubkeys, Pending: rules.Pending, NodeKey: key,
+		relay: node.RelayOptions{DatabaseURL: dbURL, Relay: relayCfg, SweepInterval: node.DefaultSweepInterval,
+			StatsInterval: node.DefaultStatsInterval, AdminPubkeys: cfg.AdminPubkeys, Pending: rules.Pending, NodeKey: key,
 			MembershipKey: key, Membership: cfg.Membership, Logger: logger.With("daemon", "relay")},
-		indexer: IndexerOptions{DatabaseURL: dbURL, Listen: cmp.Or(cfg.IndexerListen, DefaultIndexerListen),
+		indexer: node.IndexerOptions{DatabaseURL: dbURL, Listen: cmp.Or(cfg.IndexerListen, node.DefaultIndexerListen),
 			Logger: logger.With("daemon", "indexer")},
-		moderator: ModeratorOptions{DatabaseURL: dbURL, Listen: cmp.Or(cfg.ModeratorListen, DefaultModeratorListen), Key: key,
+		moderator: node.ModeratorOptions{DatabaseURL: dbURL, Listen: cmp.Or(cfg.ModeratorListen, node.DefaultModeratorListen), Key: key,
 			Logger: logger.With("daemon", "moderator")},
-		trust: TrustOptions{DatabaseURL: dbURL, Listen: cmp.Or(cfg.TrustListen, DefaultTrustListen), NodeKey: key,
+		trust: node.TrustOptions{DatabaseURL: dbURL, Listen: cmp.Or(cfg.TrustListen, node.DefaultTrustListen), NodeKey: key,
 			Admins: cfg.AdminPubkeys, Seeds: cfg.Seeds, Logger: logger.With("daemon", "trust")},
-		dashboardListen: cmp.Or(cfg.DashboardListen, DefaultDashboardListen),
+		dashboardListen: cmp.Or(cfg.DashboardListen, node.DefaultDashboardListen),
 	}, nil
 }
 
@@ -286,8 +297,8 @@ func build(cfg DevOptions, dbURL string, key nodekey.Key) (daemons, error) {
 // cfg.NATSListen, its store in the directory "nats" next to the Postgres data
 // directory (.cn/nats by default), or in a fresh temporary directory when there
 // is no data directory (removed by stop). stop shuts the server down.
-func startNATS(cfg DevOptions) (s *server.Server, stop func(), err error) {
-	host, port, err := natsHostPort(cmp.Or(cfg.NATSListen, DefaultDevNATSListen))
+func startNATS(cfg Options) (s *server.Server, stop func(), err error) {
+	host, port, err := natsHostPort(cmp.Or(cfg.NATSListen, node.DefaultDevNATSListen))
 	if err != nil {
 		return nil, nil, err
 	}
