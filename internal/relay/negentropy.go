@@ -36,10 +36,10 @@ const (
 
 // negItemBytes is what one item of a session costs against its connection's
 // sync budget (conn.negMem) while the session lasts: the id's 64 bytes of hex,
-// the library's entry for it (a timestamp and a string header, 24 bytes), the
-// slice of items read from the database (24 bytes each, dropped once the
-// library holds them) and slack for slices that grew by doubling. A
-// connection's sessions together hold at most MaxSyncEvents items.
+// the server's entry and prefix sum for it (negentropy.ServerItemBytes less
+// the hex: 56 bytes), the slice of items read from the database (24 bytes
+// each, dropped once the server holds them) and slack for slices that grew by
+// doubling. A connection's sessions together hold at most MaxSyncEvents items.
 const negItemBytes = 160
 
 // negSession is one NIP-77 session of a connection. Its items are read by a
