@@ -326,3 +326,17 @@ func (w *window) GetBound(idx int) lib.Bound {
 func (w *window) Fingerprint(begin, end int) string {
 	return w.s.prefixSum(w.lo + end).sub(w.s.prefixSum(w.lo + begin)).fingerprint(end - begin)
 }
+
+// Candidate is a stored event as a relay's tree needs it (store
+// SyncTreeItems): its key, its kind, its NIP-40 expiration (0: none), its
+// effective key (replaceable and addressable events; "" else) and the NIP-29
+// group whose scope it is stored in, if any (Grouped; protocol.GroupOf).
+type Candidate struct {
+	CreatedAt int64
+	ID        string
+	Kind      int
+	Expires   int64
+	Key       string
+	Group     string
+	Grouped   bool
+}

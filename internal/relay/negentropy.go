@@ -57,6 +57,8 @@ type negSession struct {
 	mu     sync.Mutex
 	srv    *negentropy.Server // nil until loaded, and again once closed
 	held   int                // bytes of conn.negMem its items hold; given back when it ends
+	tree   bool               // served from the tree (held is negTreeSessionBytes)
+	items  int                // the items of a session served from the tree
 	closed bool
 	idle   *time.Timer // ends the session after NegIdleTimeout without a NEG-MSG
 }
@@ -136,6 +138,9 @@ func (c *conn) onNegOpen(subID string, filter nostr.Filter, msg string) {
 // sync budget as they are read, and stay charged until the session ends.
 func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg string) {
 	defer close(s.ready)
+	if c.r.negTree != nil && treeCovers(f, v) && c.treeNeg(s, f, msg) {
+		return
+	}
 	select {
 	case c.r.negLoads <- struct{}{}:
 	default:
