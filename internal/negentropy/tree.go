@@ -1,9 +1,12 @@
 package negentropy
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/hex"
 	"iter"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/nbd-wtf/go-nostr"
 	lib "github.com/nbd-wtf/go-nostr/nip77/negentropy"
@@ -339,4 +342,60 @@ type Candidate struct {
 	Key       string
 	Group     string
 	Grouped   bool
+}
+
+// Key is an item of a Tree in binary: its created_at and id.
+type Key struct {
+	TS int64
+	ID [32]byte
+}
+
+// Build replaces the tree's items with keys (in any order; duplicates are
+// dropped) in O(n log n) for the sort and O(n) for the tree, without the
+// garbage of n Inserts. It sorts keys in place.
+func (t *Tree) Build(keys []Key) {
+	slices.SortFunc(keys, func(a, b Key) int {
+		if c := cmp.Compare(a.TS, b.TS); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.ID[:], b.ID[:])
+	})
+	keys = slices.CompactFunc(keys, func(a, b Key) bool { return a == b })
+	nodes := make([]node, len(keys)) // one allocation: 96 bytes per item
+	for i, k := range keys {
+		nodes[i].ts, nodes[i].id = k.TS, k.ID
+	}
+	var build func(lo, hi int) *node
+	build = func(lo, hi int) *node {
+		if lo >= hi {
+			return nil
+		}
+		mid := lo + (hi-lo)/2
+		x := &nodes[mid]
+		x.left, x.right = build(lo, mid), build(mid+1, hi)
+		return x.fix()
+	}
+	root := build(0, len(nodes))
+	// Priorities: n random ones, highest first in breadth-first order, so
+	// that every parent's is at least its children's (a treap).
+	prios := make([]uint32, len(nodes))
+	for i := range prios {
+		prios[i] = uint32(t.rng.Uint64())
+	}
+	slices.SortFunc(prios, func(a, b uint32) int { return cmp.Compare(b, a) })
+	queue := make([]*node, 0, len(nodes))
+	if root != nil {
+		queue = append(queue, root)
+	}
+	for i := 0; i < len(queue); i++ {
+		x := queue[i]
+		x.prio = prios[i]
+		if x.left != nil {
+			queue = append(queue, x.left)
+		}
+		if x.right != nil {
+			queue = append(queue, x.right)
+		}
+	}
+	t.root = root
 }

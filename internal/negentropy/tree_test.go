@@ -43,9 +43,19 @@ func vectorOf(items []negentropy.Item) *vector.Vector {
 func TestTreeMatchesRecomputation(t *testing.T) {
 	t.Parallel()
 	rng := mrand.New(mrand.NewPCG(3, 4))
+	// Built whole from the first half of the pool (with a duplicate), then
+	// changed item by item.
+	pool := randomItems(3000, 40) // few timestamps: ties
 	tr := negentropy.NewTree()
 	held := map[string]negentropy.Item{}
-	pool := randomItems(3000, 40) // few timestamps: ties
+	var keys []negentropy.Key
+	for _, it := range append(pool[:1500:1500], pool[0]) {
+		id, _ := negentropy.ParseID(it.ID)
+		keys = append(keys, negentropy.Key{TS: int64(it.CreatedAt), ID: id})
+		held[it.ID] = it
+	}
+	tr.Build(keys)
+	checkTree(t, rng, tr.Snapshot(), values(held))
 	var old *negentropy.Snapshot
 	var oldItems []negentropy.Item
 	for step := range 6000 {

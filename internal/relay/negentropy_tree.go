@@ -61,6 +61,7 @@ type negTree struct {
 	keys    map[string]treeRec              // effective key -> its held version
 	groups  map[string]map[[32]byte]treeRec // group id -> its candidates
 	expires expiryHeap
+	bulk    []negentropy.Key // during fill: the tree's items, built at its end
 }
 
 // negTreeExtraBytes is about what an event costs beside its tree node when it
@@ -115,6 +116,7 @@ func (t *negTree) fill(read func(add func(negentropy.Candidate)) (int64, bool, e
 	defer t.mu.Unlock()
 	t.reset()
 	now := t.now().Unix()
+	t.bulk = []negentropy.Key{}
 	seq, unscoped, err := read(func(c negentropy.Candidate) {
 		id, ok := negentropy.ParseID(c.ID)
 		if !ok {
@@ -122,6 +124,8 @@ func (t *negTree) fill(read func(add func(negentropy.Candidate)) (int64, bool, e
 		}
 		t.add(treeRec{ts: c.CreatedAt, id: id, kind: c.Kind, expires: c.Expires, key: c.Key, group: c.Group, grouped: c.Grouped}, now, false)
 	})
+	t.tree.Build(t.bulk)
+	t.bulk = nil
 	if err != nil || unscoped {
 		t.reset()
 		return 0, unscoped, err
@@ -207,9 +211,12 @@ func (t *negTree) add(r treeRec, now int64, gated bool) {
 	if r.expires != 0 {
 		heap.Push(&t.expires, r)
 	}
-	if !gated || t.public(r) {
+	switch {
+	case t.bulk != nil: // (a snapshot: one version per key, each event once)
+		t.bulk = append(t.bulk, negentropy.Key{TS: r.ts, ID: r.id})
+	case !gated || t.public(r):
 		t.tree.Insert(r.ts, r.id)
-	} else {
+	default:
 		t.tree.Delete(r.ts, r.id)
 	}
 }
