@@ -292,16 +292,6 @@ func (t *negTree) movedLocked() {
 	t.moved = make(chan struct{})
 }
 
-// stop makes the tree answer nothing (a read of rows that could not be
-// applied: the follower retries from the same seq, but the tree may not
-// pretend to be current meanwhile).
-func (t *negTree) stop() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.reset()
-	t.movedLocked()
-}
-
 // snapshot waits until the tree is ready and has applied the outbox up to
 // seq, for at most wait or until done, then takes out what expired by now
 // and returns a snapshot of it; ok is false when it did not get there.
