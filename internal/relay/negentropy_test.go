@@ -240,6 +240,7 @@ func TestNegentropyTreeDifferential(t *testing.T) {
 			tr = e.another(func(cfg *Config) { cfg.NegFrameLimit = r.serverLimit })
 			relays[r.serverLimit] = tr
 		}
+		treeCurrent(t, tr)
 		before := negTreeSessions(tr)
 		have, need := syncThrough(t, dial(t, tr.url), "d"+strconv.Itoa(i),
 			map[string]any{"since": r.base, "until": r.base + nostr.Timestamp(r.spread) - 1}, r.local, r.clientLimit)

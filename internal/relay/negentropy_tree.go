@@ -197,6 +197,8 @@ func (t *negTree) add(r treeRec, now int64, gated bool) {
 		t.remove(r)
 		return
 	}
+	// (held already: a row repeated for another topic, or again)
+	held := t.tree.Has(r.ts, r.id)
 	if r.key != "" {
 		t.keys[r.key] = r
 	}
@@ -206,9 +208,11 @@ func (t *negTree) add(r treeRec, now int64, gated bool) {
 			m = map[[32]byte]treeRec{}
 			t.groups[r.group] = m
 		}
+		_, in := m[r.id]
+		held = held || in
 		m[r.id] = r
 	}
-	if r.expires != 0 {
+	if r.expires != 0 && !held {
 		heap.Push(&t.expires, r)
 	}
 	switch {
@@ -222,7 +226,8 @@ func (t *negTree) add(r treeRec, now int64, gated bool) {
 }
 
 // remove takes r out of the tree and the side indexes (its expiration stays
-// in the heap, which ignores what is gone).
+// in the heap, which ignores what is gone; an event added again while it is
+// there has it twice, until it passes).
 func (t *negTree) remove(r treeRec) {
 	t.tree.Delete(r.ts, r.id)
 	if r.key != "" && t.keys[r.key].id == r.id {
