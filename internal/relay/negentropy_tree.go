@@ -362,22 +362,31 @@ func window(s *negentropy.Snapshot, f nostr.Filter) (lo, hi int) {
 // and the library's state.
 const negTreeSessionBytes = 64 << 10
 
-// negTreeWait is how long a session waits for the tree to apply the outbox
-// head read after its NEG-OPEN arrived before it reads its items from the
-// database instead.
-const negTreeWait = time.Second
+// negTreeWait bounds the read of the outbox head after a NEG-OPEN arrived,
+// and then the wait for the tree to apply it; past either, the session reads
+// its items from the database instead (which, for a session the tree
+// covers, costs more than the wait: up to MaxSyncEvents rows).
+const negTreeWait = 5 * time.Second
 
 // treeNeg serves session s (filter f, an anonymous reader: treeCovers) from
 // the tree, and reports whether it did (answered the initial message or
-// ended the session); false: the tree is not ready or not current within
-// negTreeWait, and the caller reads the items. The session sees every event
-// committed before the head read here, which is read after the NEG-OPEN
-// arrived. Its items count towards the connection's MaxSyncEvents as a
-// loaded session's do (NEG-ERR "blocked: ..." as theirs).
+// ended the session); false: the outbox head could not be read, or the tree
+// is not ready or not current, within negTreeWait each, and the caller reads
+// the items. The session sees every event committed before the head read
+// here, which is read after the NEG-OPEN arrived (a read of its own: the
+// REQs' shared read, heads, gives up after cacheWait). Its items count
+// towards the connection's MaxSyncEvents as a loaded session's do (NEG-ERR
+// "blocked: ..." as theirs).
 func (c *conn) treeNeg(s *negSession, f nostr.Filter, msg string) bool {
-	head, err := c.r.heads.get(s.ctx)
+	hctx, cancel := context.WithTimeout(s.ctx, negTreeWait)
+	head, err := c.r.follower.feed.Head(hctx)
+	cancel()
 	if err != nil {
-		return s.ctx.Err() != nil
+		if s.ctx.Err() != nil {
+			return true
+		}
+		c.r.m.negTreeMisses.Inc()
+		return false
 	}
 	snap, ok := c.r.negTree.snapshot(head, negTreeWait, s.ctx.Done())
 	if !ok {

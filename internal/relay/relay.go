@@ -200,9 +200,6 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 		cfg.Limits.TopicRules.RequireTopic {
 		r.negTree = newNegTree(r.groups, r.now)
 		r.follower.tree, r.follower.treeStore = r.negTree, ts
-		if r.heads == nil {
-			r.heads = &heads{read: deps.Feed.Head}
-		}
 	}
 	r.follower.listening = func() bool { return r.index.size() > 0 }
 	r.batcher = newBatcher(cfg, deps.Store, r.m, r.log, r.follower.poke)
