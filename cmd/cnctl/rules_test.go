@@ -58,6 +58,7 @@ var notStoreRules = map[string]string{
 	"max-replica-lag":           "reads",
 	"negentropy":                "serving NIP-77",
 	"max-sync-events":           "serving NIP-77",
+	"neg-tree":                  "serving NIP-77",
 	"neg-concurrency":           "serving NIP-77",
 	"max-sync-loads":            "serving NIP-77",
 	"neg-frame-limit":           "serving NIP-77",

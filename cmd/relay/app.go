@@ -47,7 +47,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.IntFlag{Name: "req-burst-ip", Value: d.ReqRatePerIP.Burst, EnvVars: []string{"CN_RELAY_REQ_BURST_IP"}, Usage: "burst for --req-rate-ip"},
 			&cli.DurationFlag{Name: "query-timeout", Value: d.QueryTimeout, EnvVars: []string{"CN_RELAY_QUERY_TIMEOUT"}, Usage: "longest REQ or COUNT query"},
 			&cli.BoolFlag{Name: "negentropy", Value: d.Negentropy, EnvVars: []string{"CN_RELAY_NEGENTROPY"}, Usage: "serve NIP-77 negentropy sync (NEG-OPEN, NEG-MSG, NEG-CLOSE); --negentropy=false turns it off"},
-			&cli.IntFlag{Name: "max-sync-events", Value: d.MaxSyncEvents, EnvVars: []string{"CN_RELAY_MAX_SYNC_EVENTS"}, Usage: "most events one NIP-77 session covers, and a connection's sessions together (160 bytes of memory budget each while they last, and CPU growing faster than linearly); over it NEG-OPEN gets NEG-ERR blocked"},
+			&cli.BoolFlag{Name: "neg-tree", Value: d.NegTree, EnvVars: []string{"CN_RELAY_NEG_TREE"}, Usage: "keep a fingerprint tree of the events anyone may read (96+ bytes of memory per event), so that NIP-77 sessions of {} or a time window by unauthenticated readers read no items; --neg-tree=false: every session reads its items from the database"},
+			&cli.IntFlag{Name: "max-sync-events", Value: d.MaxSyncEvents, EnvVars: []string{"CN_RELAY_MAX_SYNC_EVENTS"}, Usage: "most events one NIP-77 session covers, and a connection's sessions together (a session that reads its items: 160 bytes of memory budget each while it lasts); over it NEG-OPEN gets NEG-ERR blocked"},
 			&cli.IntFlag{Name: "neg-concurrency", Value: d.NegConcurrency, DefaultText: "half the CPUs, at least 1", EnvVars: []string{"CN_RELAY_NEG_CONCURRENCY"}, Usage: "NIP-77 rounds computed at once by the whole relay; the others wait"},
 			&cli.IntFlag{Name: "max-sync-loads", Value: d.MaxSyncLoads, EnvVars: []string{"CN_RELAY_MAX_SYNC_LOADS"}, Usage: "NIP-77 sessions the whole relay reads items for at once; a NEG-OPEN beyond it gets NEG-ERR rate-limited"},
 			&cli.IntFlag{Name: "neg-frame-limit", Value: d.NegFrameLimit, EnvVars: []string{"CN_RELAY_NEG_FRAME_LIMIT"}, Usage: "largest NIP-77 answer in bytes before hex encoding (at least 4096)"},
@@ -138,6 +139,7 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 	cfg.QueryTimeout = c.Duration("query-timeout")
 	cfg.ShutdownTimeout = c.Duration("shutdown-timeout")
 	cfg.Negentropy = c.Bool("negentropy")
+	cfg.NegTree = c.Bool("neg-tree")
 	cfg.MaxSyncEvents = c.Int("max-sync-events")
 	cfg.NegConcurrency = c.Int("neg-concurrency")
 	cfg.NegFrameLimit = c.Int("neg-frame-limit")

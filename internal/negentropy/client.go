@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	lib "github.com/nbd-wtf/go-nostr/nip77/negentropy"
-	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage/vector"
 )
 
 // Client is the initiating side of one session over a fixed set of items. It
@@ -34,12 +33,7 @@ func NewClient(items []Item, frameLimit int) (c *Client, err error) {
 		}
 	}
 	defer recoverInto(&err)
-	vec := vector.New()
-	for _, it := range items {
-		vec.Insert(it.CreatedAt, it.ID)
-	}
-	vec.Seal()
-	c = &Client{neg: lib.New(vec, frameLimit), stop: make(chan struct{})}
+	c = &Client{neg: lib.New(newSorted(items), frameLimit), stop: make(chan struct{})}
 	// The library sends differences on small buffered channels while it
 	// reconciles; these goroutines collect them so that it never blocks.
 	c.wg.Add(2)

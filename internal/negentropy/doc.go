@@ -15,6 +15,9 @@
 //   - runs each library call under recover and turns a panic into an error.
 //
 // A Server is one session of the relay's side: it holds the sorted items of
-// one filter and answers the client's messages in order. A Server is safe for
+// one filter, with prefix sums of their ids (NewServer), or works on a window
+// of a Tree's snapshot (NewTreeServer), and answers the client's messages in
+// order. Either way a range's fingerprint costs O(1) or O(log n), where
+// go-nostr's own storage adds up the range's ids on every call. A Server is safe for
 // use by one goroutine at a time; callers serialise Reconcile calls.
 package negentropy

@@ -59,13 +59,31 @@ func FuzzServerReconcile(f *testing.F) {
 		f.Add(seed)
 	}
 	items := fuzzItems()
+	tree := negentropy.NewTree()
+	for _, it := range items {
+		id, _ := negentropy.ParseID(it.ID)
+		tree.Insert(int64(it.CreatedAt), id)
+	}
+	snap := tree.Snapshot()
 	f.Fuzz(func(t *testing.T, msg string) {
 		for _, limit := range []int{0, 4096} {
 			srv, err := negentropy.NewServer(items, limit)
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The same items served from a tree snapshot: the same answer.
+			tsrv, err := negentropy.NewTreeServer(snap.Window(0, snap.Len()), limit)
+			if err != nil {
+				t.Fatal(err)
+			}
 			out, err := srv.Reconcile(msg)
+			tout, terr := tsrv.Reconcile(msg)
+			if errors.Is(terr, negentropy.ErrPanic) {
+				t.Fatalf("library panicked over the tree on a checked message %q: %v", msg, terr)
+			}
+			if tout != out || (terr == nil) != (err == nil) {
+				t.Fatalf("tree server answered %q (%v), sorted server %q (%v), to %q", tout, terr, out, err, msg)
+			}
 			if errors.Is(err, negentropy.ErrPanic) {
 				t.Fatalf("library panicked on a checked message %q: %v", msg, err)
 			}

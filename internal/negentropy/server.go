@@ -6,7 +6,6 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	lib "github.com/nbd-wtf/go-nostr/nip77/negentropy"
-	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage/vector"
 )
 
 // MinFrameLimit is the smallest frame limit the library accepts; smaller
@@ -57,12 +56,19 @@ func NewServer(items []Item, frameLimit int) (s *Server, err error) {
 		}
 	}
 	defer recoverInto(&err)
-	vec := vector.New()
-	for _, it := range items {
-		vec.Insert(it.CreatedAt, it.ID)
-	}
-	vec.Seal()
-	return &Server{neg: lib.New(vec, frameLimit)}, nil
+	return &Server{neg: lib.New(newSorted(items), frameLimit)}, nil
+}
+
+// ServerItemBytes is what a Server made by NewServer holds per item.
+const ServerItemBytes = sortedItemBytes
+
+// NewTreeServer returns a session over the items of st, a window of a tree
+// snapshot (Snapshot.Window), which must not change while the session lasts;
+// frameLimit is handled as in NewServer.
+func NewTreeServer(st lib.Storage, frameLimit int) (s *Server, err error) {
+	frameLimit = max(frameLimit, MinFrameLimit)
+	defer recoverInto(&err)
+	return &Server{neg: lib.New(st, frameLimit)}, nil
 }
 
 // Reconcile answers one client message: it checks msg (Check) and, only when it

@@ -165,15 +165,26 @@ type Config struct {
 	// Negentropy serves NIP-77 (NEG-OPEN, NEG-MSG, NEG-CLOSE) when the store
 	// implements SyncStore; NIP-11 lists 77 only then. Default true.
 	Negentropy bool
+	// NegTree keeps the NIP-77 fingerprint tree (negentropy_tree.go) of the
+	// events an anonymous reader may read, so that sessions of {} or a time
+	// window of such readers are served without reading their items (96
+	// bytes of memory per event, more for events that expire, are replaceable
+	// or are in a group). Off, or while the tree is not ready, or when events
+	// may be stored without a topic (TopicRules.RequireTopic off, or such
+	// events found stored at start: they have no outbox rows to follow),
+	// every session reads its items. Default true.
+	NegTree bool
 	// MaxSyncEvents bounds the events one NIP-77 session covers: over it,
 	// NEG-OPEN is answered NEG-ERR "blocked: ..." with the limit as the 4th
 	// element. It also bounds what a connection's sessions hold together:
 	// each item is charged 160 bytes (negItemBytes) to the connection's sync
 	// budget, MaxSyncEvents items' worth, until its session ends (NEG-ERR
-	// "blocked: ..." beyond). The library's CPU grows faster than linearly
-	// with the items (measured with 1%
-	// differences on each side: 0.65 s of relay CPU per session at 100,000
-	// events, 3.3 s at 300,000; see internal/negentropy's BenchmarkReconcile).
+	// "blocked: ..." beyond); a session served from the tree (NegTree) holds
+	// no items, and is charged negTreeSessionBytes, but its items count
+	// towards the connection's MaxSyncEvents all the same. A round costs
+	// O(log n) per range either way (prefix sums, or the tree): a session
+	// over 1,000,000 items with 1% differences takes a few seconds of relay
+	// CPU (docs/negentropy.md).
 	MaxSyncEvents int
 	// NegConcurrency is how many NIP-77 rounds the whole relay computes at
 	// once; the others wait their turn (their connection's further messages
@@ -248,7 +259,8 @@ func DefaultConfig() Config {
 		EventRatePerPubkey: Rate{PerSecond: 50, Burst: 100},
 		ReqRatePerIP:       Rate{PerSecond: 20, Burst: 50},
 		Negentropy:         true,
-		MaxSyncEvents:      100_000,
+		NegTree:            true,
+		MaxSyncEvents:      1_000_000,
 		NegFrameLimit:      60_000,
 		NegConcurrency:     max(1, runtime.GOMAXPROCS(0)/2),
 		MaxSyncLoads:       2,

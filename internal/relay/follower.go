@@ -10,6 +10,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/backoff"
 	"github.com/kukuri/communitynode/internal/eventcache"
+	"github.com/kukuri/communitynode/internal/negentropy"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -65,6 +66,15 @@ type follower struct {
 	// out; it advances with the rows handled (see groupGate).
 	gate   *groupGate
 	access GroupAccessStore
+
+	// tree, if set, is the NIP-77 fingerprint tree (negentropy_tree.go):
+	// filled from treeStore before the cache (the follower then starts at
+	// the lower of their seqs; each skips the rows its snapshot holds), given
+	// the group rule once the gate is loaded, regrouped whenever the gate is
+	// refreshed, and applied every read of rows before any is fanned out.
+	tree       *negTree
+	treeStore  SyncTreeStore
+	treeFilled bool // (the follower's goroutine only)
 
 	wake  chan struct{} // capacity 1: wake-ups coalesce
 	ready chan struct{} // closed once the start position (the head) is known
@@ -178,6 +188,10 @@ func (f *follower) start(ctx context.Context) (int64, error) {
 	if err := f.loadGate(ctx, nil); err != nil {
 		return 0, err
 	}
+	if f.tree != nil && f.tree.len() == -1 && f.treeFilled {
+		f.tree.regroupAll()
+		f.log.Info("negentropy tree ready", "items", f.tree.len())
+	}
 	return head, nil
 }
 
@@ -198,6 +212,51 @@ func (f *follower) loadGate(ctx context.Context, ids []string) error {
 
 // startAt is start without the gate.
 func (f *follower) startAt(ctx context.Context) (int64, error) {
+	treeSeq, err := f.fillTree(ctx)
+	if err != nil {
+		return 0, err
+	}
+	seq, err := f.cacheAt(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if f.treeFilled {
+		seq = min(seq, treeSeq)
+	}
+	return seq, nil
+}
+
+// fillTree fills the NIP-77 tree, if any, from one snapshot and returns its
+// seq (treeFilled: it was filled). A snapshot holding events without a topic
+// leaves the tree off (sessions read the database), as does a store without
+// the group rule.
+func (f *follower) fillTree(ctx context.Context) (int64, error) {
+	f.treeFilled = false
+	if f.tree == nil {
+		return 0, nil
+	}
+	if f.access == nil {
+		f.log.Warn("negentropy tree off: the store does not report the groups' rule")
+		return 0, nil
+	}
+	began := time.Now()
+	seq, unscoped, err := f.tree.fill(func(add func(negentropy.Candidate)) (int64, bool, error) {
+		return f.treeStore.SyncTreeItems(ctx, add)
+	})
+	if err != nil {
+		return 0, err
+	}
+	if unscoped {
+		f.log.Warn("negentropy tree off: events are stored without a topic (no outbox rows to follow); NIP-77 sessions read the database")
+		return 0, nil
+	}
+	f.treeFilled = true
+	f.log.Info("negentropy tree filled", "seq", seq, "took", time.Since(began).Round(time.Millisecond))
+	return seq, nil
+}
+
+// cacheAt is startAt for the event cache: the outbox head without one.
+func (f *follower) cacheAt(ctx context.Context) (int64, error) {
 	if f.cache == nil {
 		return f.feed.Head(ctx)
 	}
@@ -285,8 +344,11 @@ func (f *follower) deliver(ctx context.Context, rows []outbox.Row, prev outbox.R
 		if err := f.loadGate(ctx, ids); err != nil {
 			return err
 		}
+		if f.tree != nil {
+			f.tree.regroup(ids)
+		}
 	}
-	if f.cache == nil && (len(todo) == 0 || (f.listening != nil && !f.listening())) {
+	if f.cache == nil && f.tree == nil && (len(todo) == 0 || (f.listening != nil && !f.listening())) {
 		return nil
 	}
 	var byID map[string]*nostr.Event
@@ -311,6 +373,9 @@ func (f *follower) deliver(ctx context.Context, rows []outbox.Row, prev outbox.R
 			loaded[id] = eventcache.Loaded{Event: ev, JSON: eventJSON(ev)}
 		}
 		f.cache.Apply(applied, loaded, last)
+	}
+	if f.tree != nil {
+		f.tree.apply(rows, byID, last)
 	}
 	for _, d := range todo { // seq order
 		if ev := byID[d.id]; ev != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/groups"
@@ -206,6 +207,17 @@ func TestGroupPrivateLeak(t *testing.T) {
 				"%s on %s: COUNT counts what a REQ returns", r.name, name)
 			_, need := syncThrough(t, c, "neg", map[string]any{"kinds": secretKinds}, nil, 0)
 			check(r, name+" NIP-77", need)
+			// {} (for an anonymous reader: served from the fingerprint tree).
+			if r.key == nil && tr != lagging {
+				treeCurrent(t, tr)
+			}
+			before := negTreeSessions(tr)
+			_, need = syncThrough(t, c, "negall", map[string]any{}, nil, 0)
+			check(r, name+" NIP-77 {}", need)
+			require.Contains(t, need, publicNote.ID)
+			if r.key == nil && tr != lagging {
+				require.Equal(t, before+1, negTreeSessions(tr), "%s: served from the tree", name)
+			}
 		}
 	}
 	// COUNT: the outsiders count fewer than a member.
@@ -275,8 +287,36 @@ func TestGroupPrivateLeak(t *testing.T) {
 	for _, tr := range []*testRelay{direct, cached} {
 		require.Contains(t, dial(t, tr.url).req("open", map[string]any{"kinds": []int{9}, "limit": 50}).ids, early.ID)
 	}
+	for _, tr := range []*testRelay{direct, cached} {
+		_, need := syncThrough(t, dial(t, tr.url), "open", map[string]any{}, nil, 0)
+		require.Contains(t, need, early.ID, "NIP-77 {} from the tree")
+	}
 	pub.accepted(alice.signed(t, groups.KindEditMetadata, nostr.Tags{h("priv"), {"name", "Priv"}, {"private"}}, ""))
 	for _, tr := range []*testRelay{direct, cached} {
 		require.Empty(t, leaked(dial(t, tr.url).req("closed", map[string]any{"kinds": []int{9}, "limit": 50}).ids))
+		// NIP-77 {} right after, from the tree: none of it. (A session
+		// waits for the tree itself, a second at most; under make test's
+		// load the tree may need longer: the session would read the
+		// database, rightly, but this test is about the tree.)
+		treeCurrent(t, tr)
+		before := negTreeSessions(tr)
+		_, need := syncThrough(t, dial(t, tr.url), "closed", map[string]any{}, nil, 0)
+		require.Empty(t, leaked(need), "NIP-77 {} right after the group turned private")
+		require.Contains(t, need, publicNote.ID)
+		require.Equal(t, before+1, negTreeSessions(tr), "served from the tree")
 	}
+}
+
+// treeCurrent waits until tr's NIP-77 tree has applied the outbox head.
+func treeCurrent(t *testing.T, tr *testRelay) {
+	t.Helper()
+	head, err := tr.Relay.follower.feed.Head(context.Background())
+	require.NoError(t, err)
+	_, ok := tr.Relay.negTree.snapshot(head, waitTimeout, nil)
+	require.True(t, ok, "the tree applies the outbox head")
+}
+
+// negTreeSessions is the NIP-77 sessions tr served from its tree so far.
+func negTreeSessions(tr *testRelay) int {
+	return int(testutil.ToFloat64(tr.Relay.m.negTreeSessions))
 }

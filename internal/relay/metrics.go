@@ -24,6 +24,8 @@ type metrics struct {
 	liveDeliveries   prometheus.Counter
 	groupWithheld    prometheus.Counter // stored events the last check kept back (groupgate.go)
 	groupGateBehind  prometheus.Counter
+	negTreeSessions  prometheus.Counter     // NIP-77 sessions served from the tree
+	negTreeMisses    prometheus.Counter     // sessions the tree covered but was not current for
 	refusedConns     *prometheus.CounterVec // by reason
 	badRealIP        prometheus.Counter
 	queryBudgetStops prometheus.Counter
@@ -99,6 +101,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "cn_relay_group_gate_behind_total",
 			Help: "REQ answers checked with a group rule older than the answer (the outbox follower was behind): it can only keep more back.",
 		}),
+		negTreeSessions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cn_relay_neg_tree_sessions_total",
+			Help: "NIP-77 sessions served from the fingerprint tree (no items read).",
+		}),
+		negTreeMisses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cn_relay_neg_tree_misses_total",
+			Help: "NIP-77 sessions the fingerprint tree covers that read their items because the tree was not ready or behind the outbox head.",
+		}),
 		refusedConns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cn_relay_refused_connections_total",
 			Help: "WebSocket upgrades refused, by reason (per_ip_limit, shutting_down).",
@@ -138,7 +148,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.ingestWaiting, m.connections, m.subscriptions, m.messages, m.events, m.batchSize,
-			m.ingestSeconds, m.querySeconds, m.slowDisconnects, m.liveDeliveries, m.groupWithheld, m.groupGateBehind, m.refusedConns,
+			m.ingestSeconds, m.querySeconds, m.slowDisconnects, m.liveDeliveries, m.groupWithheld, m.groupGateBehind, m.negTreeSessions, m.negTreeMisses, m.refusedConns,
 			m.followerSeq, m.followerFailures, m.badRealIP, m.queryBudgetStops, m.handoffCaught, m.handoffDropped, m.handoffRefills, m.cacheAnswers, m.cacheLearns, m.groupEvents)
 	}
 	return m

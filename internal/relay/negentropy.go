@@ -36,10 +36,10 @@ const (
 
 // negItemBytes is what one item of a session costs against its connection's
 // sync budget (conn.negMem) while the session lasts: the id's 64 bytes of hex,
-// the library's entry for it (a timestamp and a string header, 24 bytes), the
-// slice of items read from the database (24 bytes each, dropped once the
-// library holds them) and slack for slices that grew by doubling. A
-// connection's sessions together hold at most MaxSyncEvents items.
+// the server's entry and prefix sum for it (negentropy.ServerItemBytes less
+// the hex: 56 bytes), the slice of items read from the database (24 bytes
+// each, dropped once the server holds them) and slack for slices that grew by
+// doubling. A connection's sessions together hold at most MaxSyncEvents items.
 const negItemBytes = 160
 
 // negSession is one NIP-77 session of a connection. Its items are read by a
@@ -57,6 +57,8 @@ type negSession struct {
 	mu     sync.Mutex
 	srv    *negentropy.Server // nil until loaded, and again once closed
 	held   int                // bytes of conn.negMem its items hold; given back when it ends
+	tree   bool               // served from the tree (held is negTreeSessionBytes)
+	items  int                // the items of a session served from the tree
 	closed bool
 	idle   *time.Timer // ends the session after NegIdleTimeout without a NEG-MSG
 }
@@ -136,6 +138,9 @@ func (c *conn) onNegOpen(subID string, filter nostr.Filter, msg string) {
 // sync budget as they are read, and stay charged until the session ends.
 func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg string) {
 	defer close(s.ready)
+	if c.r.negTree != nil && treeCovers(f, v) && c.treeNeg(s, f, msg) {
+		return
+	}
 	select {
 	case c.r.negLoads <- struct{}{}:
 	default:

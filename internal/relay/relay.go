@@ -99,6 +99,7 @@ type Relay struct {
 	committed  func() int64      // RecentStore.Committed
 	heads      *heads            // the outbox head read after a REQ arrived
 	negLoads   chan struct{}     // bounds the NIP-77 sessions reading items at once (MaxSyncLoads)
+	negTree    *negTree          // nil: every NIP-77 session reads its items (negentropy_tree.go)
 	policy     Policy
 	ranks      RankGate
 	admission  admission.Chain // every EVENT's checks after the connection's own
@@ -191,6 +192,14 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 		r.follower.cache, r.follower.recent = r.cache, rs
 		r.m.registerCache(deps.Registerer, r.cache)
 		r.learns = make(chan learnItem, learnQueue)
+	}
+	// The NIP-77 tree follows the outbox: it can hold only what has outbox
+	// rows (events with a topic: RequireTopic; the exempt kinds take the
+	// person scope), and needs the groups' rule.
+	if ts, ok := deps.Store.(SyncTreeStore); ok && r.sync != nil && cfg.NegTree && r.follower.access != nil &&
+		cfg.Limits.TopicRules.RequireTopic {
+		r.negTree = newNegTree(r.groups, r.now)
+		r.follower.tree, r.follower.treeStore = r.negTree, ts
 	}
 	r.follower.listening = func() bool { return r.index.size() > 0 }
 	r.batcher = newBatcher(cfg, deps.Store, r.m, r.log, r.follower.poke)
