@@ -415,6 +415,7 @@ func (c *conn) startQuery(fn func()) bool {
 
 func (c *conn) runQuery(s *subscription) {
 	defer close(s.done)
+	defer s.endQuery()
 	ctx, cancel := context.WithTimeout(s.ctx, c.r.cfg.QueryTimeout)
 	// The rows the query reads are taken from the connection's budget (its
 	// bulk part) as they are read; the query stops when it is full, and the

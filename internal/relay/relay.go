@@ -320,7 +320,7 @@ func (r *Relay) shutdown(srv *http.Server) {
 }
 
 // readBufferSize is a connection's read buffer (gorilla's); see Relay.upgrader.
-const readBufferSize = 1024
+const readBufferSize = 512
 
 // track registers a new connection; false means the relay is shutting down.
 func (r *Relay) track(c *conn) bool {

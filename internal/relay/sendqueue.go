@@ -3,11 +3,12 @@ package relay
 import "sync"
 
 const (
-	// queueMinSlots is the ring a queue allocates for its first message.
-	queueMinSlots = 8
+	// queueMinSlots is the ring a queue allocates for its first message: two
+	// slots (96 bytes), which an idle connection keeps.
+	queueMinSlots = 2
 	// queueKeepSlots is the largest ring a drained queue keeps; a larger one is
 	// released, so that a burst does not pin memory on an idle connection.
-	queueKeepSlots = 32
+	queueKeepSlots = 8
 )
 
 // outMsg is one message to send: body alone, or an EVENT of a subscription:
