@@ -32,9 +32,10 @@ const (
 	closeWait = time.Second
 )
 
-// conn is one WebSocket client. Its HTTP handler goroutine reads and handles
-// messages one at a time (reader); one writer goroutine owns every write of data
-// frames, in queue order. Everything else (query goroutines, the batcher's
+// conn is one WebSocket client. Its reader reads and handles messages one at a
+// time (a goroutine per message, see readNext); its writer, the only one to
+// write to the socket, runs while something is due (see kick) and sends the
+// data frames in queue order. Everything else (query goroutines, the batcher's
 // answers, the live fan-out) only puts complete messages into the send queue,
 // which is bounded by SendQueueSize messages and by the connection's memory
 // budget (mem, SendQueueBytes, drawn from the relay's TotalQueueBytes), and holds
