@@ -3,10 +3,12 @@ package relay
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -41,6 +43,7 @@ import (
 // for heldWait), and writes "result <json heldResult>".
 const (
 	heldClientEnv = "CN_HELD_CLIENT"
+	heldServerEnv = "CN_HELD_SERVER"
 	heldURLEnv    = "HELD_URL"
 	heldNEnv      = "HELD_N"
 	heldNotesEnv  = "HELD_NOTES"
@@ -300,12 +303,13 @@ type heldRun struct {
 }
 
 // runHeld runs the client process with n connections against url, measuring the
-// relay's memory (this process's when pid is 0, else pid's RSS only) before
-// the connections and once they are all subscribed; profile, if set, is a
-// prefix for a heap and a goroutine profile taken then.
-func runHeld(tb testing.TB, url string, pid, n, notes, rate int, profile string) heldRun {
+// relay's memory with sample (its Go runtime figures when goRuntime, else RSS
+// alone, when not 0) before the connections and once they are all subscribed;
+// profile, if set, is a prefix for a heap and a goroutine profile of this
+// process taken then.
+func runHeld(tb testing.TB, url string, sample func() memSample, goRuntime bool, n, notes, rate int, profile string) heldRun {
 	tb.Helper()
-	before := sampleMem(pid)
+	before := sample()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), heldClientEnv+"=1", heldURLEnv+"="+url, heldNEnv+"="+strconv.Itoa(n),
 		heldNotesEnv+"="+strconv.Itoa(notes), heldRateEnv+"="+strconv.Itoa(rate))
@@ -326,10 +330,10 @@ func runHeld(tb testing.TB, url string, pid, n, notes, rate int, profile string)
 	_, err = fmt.Sscanf(line(), "opened %d %g", &run.opened, &secs)
 	require.NoError(tb, err)
 	run.openTook = time.Duration(secs * float64(time.Second))
-	after := sampleMem(pid)
+	after := sample()
 	per := func(a, b uint64) float64 { return (float64(a) - float64(b)) / 1024 / float64(n) }
 	run.heapKiB, run.rssKiB = math.NaN(), math.NaN()
-	if pid == 0 {
+	if goRuntime {
 		run.heapKiB = per(after.heapStack, before.heapStack)
 		run.stackKiB = per(after.stack, before.stack)
 		run.goroutines = float64(after.goroutine-before.goroutine) / float64(n)
@@ -337,7 +341,7 @@ func runHeld(tb testing.TB, url string, pid, n, notes, rate int, profile string)
 	if after.rss > 0 {
 		run.rssKiB = per(after.rss, before.rss)
 	}
-	if profile != "" && pid == 0 {
+	if profile != "" {
 		for _, p := range []string{"heap", "goroutine"} {
 			f, err := os.Create(profile + "." + p + ".pb.gz")
 			require.NoError(tb, err)
@@ -354,14 +358,83 @@ func runHeld(tb testing.TB, url string, pid, n, notes, rate int, profile string)
 	return run
 }
 
+// heldServerMain is the relay's process of TestHeldConnectionMemory (see
+// heldServerEnv): it serves heldRelayConfig's relay, writes "url <ws url>",
+// and answers each line "sample" on its stdin with "sample <heapStack> <stack>
+// <goroutines> <rss>" (sampleMem), until its stdin ends.
+func heldServerMain() int {
+	raiseOpenFiles()
+	store := newFakeStore()
+	r, err := New(heldRelayConfig(), Deps{Store: store, Feed: store})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "held server:", err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "held server:", err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = r.Serve(ctx, ln) }()
+	<-r.follower.ready
+	fmt.Printf("url ws://%s\n", ln.Addr())
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		if in.Text() == "sample" {
+			m := sampleMem(0)
+			fmt.Printf("sample %d %d %d %d\n", m.heapStack, m.stack, m.goroutine, m.rss)
+		}
+	}
+	return 0
+}
+
+// heldServer starts heldServerMain's process and returns its URL and a sampler
+// of its memory; it ends with the test.
+func heldServer(t *testing.T) (string, func() memSample) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), heldServerEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := bufio.NewScanner(stdout)
+	line := func() string {
+		require.True(t, lines.Scan(), "the relay's process ended: %v", lines.Err())
+		return lines.Text()
+	}
+	var url string
+	_, err = fmt.Sscanf(line(), "url %s", &url)
+	require.NoError(t, err)
+	return url, func() memSample {
+		_, err := io.WriteString(stdin, "sample\n")
+		require.NoError(t, err)
+		var m memSample
+		_, err = fmt.Sscanf(line(), "sample %d %d %d %d", &m.heapStack, &m.stack, &m.goroutine, &m.rss)
+		require.NoError(t, err)
+		return m
+	}
+}
+
+// heldRelayConfig is the configuration of a relay for held connections: no
+// limit on connections per address, no rate limits.
+func heldRelayConfig() Config {
+	cfg := testConfig()
+	cfg.MaxConnsPerIP = 1 << 30
+	return cfg
+}
+
 // heldRelay serves a relay for held connections: a fakeStore, no limit on
 // connections per address, no rate limits.
 func heldRelay(tb testing.TB) *testRelay {
 	tb.Helper()
-	cfg := testConfig()
-	cfg.MaxConnsPerIP = 1 << 30
 	store := newFakeStore()
-	r, err := New(cfg, Deps{Store: store, Feed: store})
+	r, err := New(heldRelayConfig(), Deps{Store: store, Feed: store})
 	require.NoError(tb, err)
 	tr := serveRelay(tb, r)
 	tr.store = store
@@ -389,20 +462,24 @@ func BenchmarkHeldConnections(b *testing.B) {
 	rate := envInt(heldRateEnv, 10)
 	limit := raiseOpenFiles()
 	url, pid := os.Getenv(heldURLEnv), envInt(heldPIDEnv, 0)
+	var tr *testRelay
 	if url == "" {
 		if limit > 0 && uint64(n)+64 > limit {
 			b.Fatalf("%d connections need more open files than the limit of %d", n, limit)
 		}
-		tr := heldRelay(b)
-		url, pid = tr.url, 0
-	} else if pid == 0 {
-		pid = -1 // (no RSS for a relay whose process is not named)
+		tr = heldRelay(b)
+		url = tr.url
 	}
 	b.ResetTimer()
 	for range b.N {
-		run := runHeld(b, url, max(pid, 0), n, notes, rate, os.Getenv(heldProfEnv))
-		if pid < 0 {
-			run.rssKiB = math.NaN()
+		var run heldRun
+		switch {
+		case tr != nil:
+			run = runHeld(b, url, func() memSample { return sampleMem(0) }, true, n, notes, rate, os.Getenv(heldProfEnv))
+		case pid > 0:
+			run = runHeld(b, url, func() memSample { return memSample{rss: rssOf(pid)} }, false, n, notes, rate, "")
+		default: // (no RSS for a relay whose process is not named)
+			run = runHeld(b, url, func() memSample { return memSample{} }, false, n, notes, rate, "")
 		}
 		res := run.res
 		b.Logf("%d connections opened in %.2fs (%.0f/s); per connection: %.2f KiB heap+stack (%.2f KiB stacks), %.2f KiB RSS, %.2f goroutines",
@@ -433,13 +510,14 @@ const heldBoundKiB = 11
 
 // TestHeldConnectionMemory: an idle connection with one live subscription
 // costs the relay at most heldBoundKiB (Go heap + stacks, measured after a GC
-// with 1,000 connections from a client in a child process), and one
-// goroutine.
+// with 1,000 connections), and one goroutine. The relay runs in a child
+// process of its own (heldServerMain), so that the package's other tests do
+// not move its heap, and the client in another.
 func TestHeldConnectionMemory(t *testing.T) {
-	// (not parallel: the package's other tests would allocate meanwhile)
+	t.Parallel()
 	const n = 1000
-	tr := heldRelay(t)
-	run := runHeld(t, tr.url, 0, n, 0, 1, "")
+	url, sample := heldServer(t)
+	run := runHeld(t, url, sample, true, n, 0, 1, "")
 	require.Equal(t, n, run.opened)
 	t.Logf("per connection: %.2f KiB heap+stack (%.2f KiB stacks), %.2f goroutines", run.heapKiB, run.stackKiB, run.goroutines)
 	require.Less(t, run.heapKiB, float64(heldBoundKiB), "KiB per held connection")

@@ -21,6 +21,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(heldClientEnv) != "" { // the client process of held_test.go
 		os.Exit(heldClientMain())
 	}
+	if os.Getenv(heldServerEnv) != "" { // the relay's process of TestHeldConnectionMemory
+		os.Exit(heldServerMain())
+	}
 	pgtest.Main(m)
 }
 
