@@ -3,7 +3,9 @@ package relay
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -30,9 +32,10 @@ const (
 	closeWait = time.Second
 )
 
-// conn is one WebSocket client. Its HTTP handler goroutine reads and handles
-// messages one at a time (reader); one writer goroutine owns every write of data
-// frames, in queue order. Everything else (query goroutines, the batcher's
+// conn is one WebSocket client. Its reader reads and handles messages one at a
+// time (a goroutine per message, see readNext); its writer, the only one to
+// write to the socket, runs while something is due (see kick) and sends the
+// data frames in queue order. Everything else (query goroutines, the batcher's
 // answers, the live fan-out) only puts complete messages into the send queue,
 // which is bounded by SendQueueSize messages and by the connection's memory
 // budget (mem, SendQueueBytes, drawn from the relay's TotalQueueBytes), and holds
@@ -61,165 +64,243 @@ type conn struct {
 	ip   string // the client's address, for logs
 	key  string // what the per-IP limits count: ipKey(ip)
 	host string // the request's Host header, for AUTH when no PublicURL is set
-	log  *slog.Logger
 
 	ctx    context.Context // cancelled when the connection ends
 	cancel context.CancelFunc
 
-	mem        *budget // everything held for this connection; see budget
-	negMem     *budget // the items of its NIP-77 sessions (see negItemBytes), beside mem
-	send       *sendQueue
-	pongs      chan string   // the payload of the latest ping to answer; see writeLoop
-	batch      []outMsg      // the writer's popBatch buffer
-	bufs       net.Buffers   // the writer's frames (headers and messages) of one batch
-	hdrs       []byte        // the writer's frame headers of one batch
-	quit       chan struct{} // closed once, when the connection starts closing
-	quitOnce   sync.Once
-	mode       atomic.Int32 // closeMode
+	mem      budget // everything held for this connection; see budget
+	negMem   budget // the items of its NIP-77 sessions (see negItemBytes), beside mem
+	send     sendQueue
+	quit     chan struct{} // closed once, when the connection starts closing
+	quitOnce sync.Once
+	mode     atomic.Int32 // closeMode
+
+	// The writer runs only while there is something to write (see kick):
+	// wake counts the kicks it has not answered yet; writerEnded once it has
+	// said goodbye (writerDone is closed then).
+	wake       atomic.Int64
+	pingDue    atomic.Bool            // the relay's pinger asks for a ping (Relay.pinger)
+	pongData   atomic.Pointer[string] // the payload of the latest ping to answer
 	writerDone chan struct{}
 	readerDone chan struct{}
+	onEnd      func()    // run by start's connection once it has ended
+	lastPing   time.Time // when the pinger last pinged it; under Relay.connsMu
 
 	challenge  string              // NIP-42; "" when AUTH is off
 	challenged bool                // the challenge was sent; reader goroutine only
-	authed     map[string]struct{} // authenticated pubkeys; reader goroutine only
+	authed     map[string]struct{} // authenticated pubkeys, nil before the first; reader goroutine only
 
 	mu      sync.Mutex
 	subs    map[string]*subscription
-	negs    map[string]*negSession // NIP-77 sessions; they count against MaxSubscriptions
+	negs    map[string]*negSession // NIP-77 sessions, nil before the first; they count against MaxSubscriptions
 	queries sync.WaitGroup         // running query goroutines
 	sem     chan struct{}          // bounds running queries
 }
 
+// writerEnded is wake once the writer has ended for good: no kick reaches 1
+// from there, so no writer starts again.
+const writerEnded = math.MinInt64 / 2
+
 func newConn(r *Relay, ws *websocket.Conn, ip, key, host string) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
-	mem := newBudget(r.cfg.SendQueueBytes, r.mem)
 	c := &conn{
 		r:          r,
 		ws:         ws,
 		ip:         ip,
 		key:        key,
 		host:       host,
-		log:        r.log.With("remote", ip),
 		ctx:        ctx,
 		cancel:     cancel,
-		mem:        mem,
-		negMem:     newBudget(r.cfg.MaxSyncEvents*negItemBytes, r.mem),
-		send:       newSendQueueIn(r.cfg.SendQueueSize, mem),
-		pongs:      make(chan string, 1),
+		mem:        budget{limit: int64(r.cfg.SendQueueBytes), parent: r.mem},
+		negMem:     budget{limit: int64(r.cfg.MaxSyncEvents * negItemBytes), parent: r.mem},
 		quit:       make(chan struct{}),
 		writerDone: make(chan struct{}),
 		readerDone: make(chan struct{}),
-		authed:     make(map[string]struct{}),
-		subs:       make(map[string]*subscription),
-		negs:       make(map[string]*negSession),
+		subs:       make(map[string]*subscription, 1),
 		sem:        make(chan struct{}, r.cfg.MaxQueriesPerConn),
 	}
+	c.send.init(r.cfg.SendQueueSize, &c.mem)
+	// No writer runs before start: it holds one kick that start answers.
+	c.wake.Store(1)
 	if r.cfg.Auth.Enabled {
 		c.challenge = newChallenge()
 	}
 	return c
 }
 
+// logger is the connection's logger (made when needed: an idle connection
+// holds none).
+func (c *conn) logger() *slog.Logger { return c.r.log.With("remote", c.ip) }
+
 // serve runs the connection until it ends; it returns after every goroutine of
 // the connection has stopped.
 func (c *conn) serve() {
-	go c.writeLoop()
-	// The challenge on connect is queued before any message is read, so it is
-	// the first message the client gets.
-	if a := c.r.cfg.Auth; a.ChallengeOnConnect || a.RequiredForReads || a.RequiredForWrites {
-		c.sendChallenge()
-	}
-	c.readLoop()
-	close(c.readerDone)
-	c.teardown()
+	done := make(chan struct{})
+	c.start(func() { close(done) })
+	<-done
 }
 
-func (c *conn) readLoop() {
+// start runs the connection on goroutines of its own and returns at once;
+// onEnd runs once the connection has ended and every goroutine of it has
+// stopped. An idle connection keeps one goroutine, its reader, blocked in a
+// read; the writer runs only while something is to be written (see kick).
+func (c *conn) start(onEnd func()) {
+	c.onEnd = onEnd
 	cfg := c.r.cfg
 	// Messages up to twice the limit are read so that the client gets a NOTICE
 	// (protocol.ParseClientMessage refuses them); larger ones close the socket
 	// with 1009 (message too big).
 	c.ws.SetReadLimit(2 * int64(cfg.Limits.MaxMessageBytes))
-	extend := func() error { return c.ws.SetReadDeadline(time.Now().Add(cfg.ReadTimeout)) }
-	_ = extend()
-	c.ws.SetPongHandler(func(string) error { return extend() })
+	_ = c.extendRead()
+	c.ws.SetPongHandler(func(string) error { return c.extendRead() })
 	// The writer answers pings (the latest one, RFC 6455 5.5.3): it alone
 	// writes to the socket.
 	c.ws.SetPingHandler(func(data string) error {
-		select {
-		case c.pongs <- data:
-		default:
-		}
-		return extend()
+		c.pongData.Store(&data)
+		c.kick()
+		return c.extendRead()
 	})
-	for {
-		_, data, err := c.ws.ReadMessage()
-		if err != nil {
-			switch {
-			case errors.Is(err, websocket.ErrReadLimit):
-				c.log.Debug("message far too big; closing", "limit", cfg.Limits.MaxMessageBytes)
-			case websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived):
-			default:
-				c.log.Debug("read ended", "err", err)
-			}
-			return
+	// The challenge on connect is queued before any message is read, so it is
+	// the first message the client gets.
+	if a := cfg.Auth; a.ChallengeOnConnect || a.RequiredForReads || a.RequiredForWrites {
+		c.sendChallenge()
+	}
+	go c.writeLoop() // (answers the kick newConn holds)
+	go c.readNext()
+}
+
+// extendRead moves the read deadline to ReadTimeout from now.
+func (c *conn) extendRead() error {
+	return c.ws.SetReadDeadline(time.Now().Add(c.r.cfg.ReadTimeout))
+}
+
+// readNext reads one message and handles it (readRest), then reads the next
+// one on a fresh goroutine: the stack that handling a message grew is freed,
+// and an idle connection's reader waits on the smallest one (readNext's own
+// frame is kept small for that: the wait for a message is its deepest call).
+// Messages are still read and handled one at a time, in order. When the read
+// fails the connection ends (teardown) and onEnd runs.
+func (c *conn) readNext() {
+	_, r, err := c.ws.NextReader()
+	c.readRest(r, err)
+}
+
+//go:noinline
+func (c *conn) readRest(r io.Reader, err error) {
+	var data []byte
+	if err == nil {
+		data, err = io.ReadAll(r) // (as gorilla's ReadMessage)
+	}
+	if err != nil {
+		switch {
+		case errors.Is(err, websocket.ErrReadLimit):
+			c.logger().Debug("message far too big; closing", "limit", c.r.cfg.Limits.MaxMessageBytes)
+		case websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived):
+		default:
+			c.logger().Debug("read ended", "err", err)
 		}
-		_ = extend()
-		c.handle(data)
+		close(c.readerDone)
+		c.teardown()
+		if c.onEnd != nil {
+			c.onEnd()
+		}
+		return
+	}
+	_ = c.extendRead()
+	c.handle(data)
+	go c.readNext()
+}
+
+// kick makes sure a writer runs to write what is due (queued messages, a ping,
+// a pong, the goodbye): it starts one when none runs. It never blocks. A
+// writer answers every kick that came before it found nothing more to do, so
+// no kick is lost and at most one writer runs at a time.
+func (c *conn) kick() {
+	if c.wake.Add(1) == 1 {
+		go c.writeLoop()
 	}
 }
 
-// writeLoop is the only writer to the socket. It sends the queued messages in
-// order, as many frames per write as are queued (up to writeBatchBytes): one
-// syscall for a burst of query results instead of one per message. It pings
-// (also while the queue never empties, so that a client that only listens
-// keeps answering) and answers pings, and when the connection closes it says
-// goodbye as the close mode asks and closes the socket.
+// pingSoon asks the writer for a ping (Relay.pinger).
+func (c *conn) pingSoon() {
+	c.pingDue.Store(true)
+	c.kick()
+}
+
+// writeLoop is the only writer to the socket; it runs while something is due
+// and ends when nothing is (see kick). It sends the queued messages in order,
+// as many frames per write as are queued (up to writeBatchBytes): one syscall
+// for a burst of query results instead of one per message. It sends the pings
+// the relay's pinger asks for (also while the queue never empties, so that a
+// client that only listens keeps answering) and answers pings, and when the
+// connection closes it says goodbye as the close mode asks, closes the socket
+// and ends for good (writerDone).
 func (c *conn) writeLoop() {
-	defer close(c.writerDone)
-	ping := time.NewTicker(c.r.cfg.PingInterval)
-	defer ping.Stop()
+	for {
+		k := c.wake.Load()
+		if !c.writeDue() {
+			c.wake.Store(writerEnded)
+			close(c.writerDone)
+			return
+		}
+		if c.wake.Add(-k) == 0 {
+			return
+		}
+	}
+}
+
+// writeDue writes what is due until nothing is; false means the writer has
+// ended for good.
+func (c *conn) writeDue() bool {
+	var batch []outMsg
+	if b := batchPool.Get(); b != nil {
+		batch = *(b.(*[]outMsg))
+	}
+	defer func() {
+		clear(batch) // (the batch buffer must not pin the messages)
+		batch = batch[:0]
+		batchPool.Put(&batch)
+	}()
 	for {
 		select {
 		case <-c.quit:
 			c.goodbye()
-			return
-		case <-ping.C:
-			if !c.ping() {
-				return
-			}
-		case data := <-c.pongs:
-			if !c.pong(data) {
-				return
-			}
+			return false
 		default:
 		}
-		if msgs, n := c.send.popBatch(c.batch, writeBatchBytes); len(msgs) > 0 {
-			err := c.writeBatch(msgs, time.Now().Add(c.r.cfg.WriteTimeout))
-			clear(msgs) // (the batch buffer must not pin the messages)
-			c.batch = msgs[:0]
-			c.send.sent(n)
-			if err != nil {
-				c.writeFailed(err)
-				return
-			}
-			continue
+		if data := c.pongData.Swap(nil); data != nil && !c.pong(*data) {
+			return false
 		}
-		select {
-		case <-c.send.ready:
-		case <-ping.C:
-			if !c.ping() {
-				return
-			}
-		case data := <-c.pongs:
-			if !c.pong(data) {
-				return
-			}
-		case <-c.quit:
-			c.goodbye()
-			return
+		if c.pingDue.Swap(false) && !c.ping() {
+			return false
+		}
+		msgs, n := c.send.popBatch(batch, writeBatchBytes)
+		if len(msgs) == 0 {
+			return true
+		}
+		err := c.writeBatch(msgs, time.Now().Add(c.r.cfg.WriteTimeout))
+		clear(msgs)
+		batch = msgs[:0]
+		c.send.sent(n)
+		if err != nil {
+			c.writeFailed(err)
+			return false
 		}
 	}
+}
+
+// batchPool holds the writers' batch buffers (*[]outMsg), so that an idle
+// connection holds none.
+var batchPool sync.Pool
+
+// framePool holds writeBatch's frame buffers.
+var framePool = sync.Pool{New: func() any { return new(frameBuf) }}
+
+// frameBuf is writeBatch's buffer: the frame headers of one batch and the
+// pieces of its vectored write.
+type frameBuf struct {
+	hdrs []byte
+	bufs net.Buffers
 }
 
 // writeBatchBytes bounds the messages the writer sends with one write; a longer
@@ -243,10 +324,12 @@ func (c *conn) writeBatch(msgs []outMsg, deadline time.Time) error {
 	for _, m := range msgs {
 		need += maxFrameHeader + len(m.head) + 1
 	}
-	if cap(c.hdrs) < need {
-		c.hdrs = make([]byte, 0, need)
+	fb := framePool.Get().(*frameBuf)
+	defer framePool.Put(fb)
+	if cap(fb.hdrs) < need {
+		fb.hdrs = make([]byte, 0, need)
 	}
-	hdrs, bufs := c.hdrs[:0], c.bufs[:0]
+	hdrs, bufs := fb.hdrs[:0], fb.bufs[:0]
 	closing := false // the last message was an EVENT: its "]" is due
 	for _, m := range msgs {
 		start := len(hdrs)
@@ -263,7 +346,7 @@ func (c *conn) writeBatch(msgs []outMsg, deadline time.Time) error {
 		hdrs = append(hdrs, ']')
 		bufs = append(bufs, hdrs[start:len(hdrs):len(hdrs)])
 	}
-	c.bufs = bufs
+	fb.bufs = bufs
 	w := bufs // (WriteTo consumes its receiver)
 	_, err := w.WriteTo(nc)
 	clear(bufs) // (the frame buffer must not pin the messages)
@@ -312,7 +395,7 @@ func (c *conn) writeFailed(err error) {
 	if errors.As(err, &ne) && ne.Timeout() && c.closeWith(closePeerGone) {
 		c.slowDisconnected("write timed out")
 	} else {
-		c.log.Debug("write failed", "err", err)
+		c.logger().Debug("write failed", "err", err)
 		c.closeWith(closePeerGone)
 	}
 	c.send.clear()
@@ -378,6 +461,9 @@ func (c *conn) closeWith(mode closeMode) bool {
 		close(c.quit)
 		c.cancel()
 	})
+	if first {
+		c.kick() // (the writer says goodbye)
+	}
 	return first
 }
 
@@ -411,7 +497,7 @@ func (c *conn) tooSlow(why string) {
 func (c *conn) slowDisconnected(why string) {
 	c.r.m.slowDisconnects.Inc()
 	msgs, bytes := c.send.size()
-	c.log.Info("client too slow; disconnecting", "reason", why, "queued_messages", msgs, "queued_bytes", bytes,
+	c.logger().Info("client too slow; disconnecting", "reason", why, "queued_messages", msgs, "queued_bytes", bytes,
 		"held_bytes", c.mem.held())
 }
 
@@ -434,6 +520,7 @@ func (c *conn) enqueueMsg(msg outMsg) bool {
 		c.tooSlow(res.String())
 		return false
 	}
+	c.kick()
 	return true
 }
 
@@ -457,6 +544,7 @@ func (c *conn) enqueueBulk(ctx context.Context, msg outMsg) bool {
 		}
 		res, room := c.send.tryPushBulk(msg)
 		if res == taken {
+			c.kick()
 			return true
 		}
 		if res == relayFull && c.r.shed(c) {

@@ -158,3 +158,45 @@ func TestPingGetsPong(t *testing.T) {
 		}
 	}
 }
+
+// TestServerPings: the relay pings a client that only listens every
+// PingInterval (from its pinger: no writer runs on an idle connection), and
+// the client's pongs keep it connected past ReadTimeout.
+func TestServerPings(t *testing.T) {
+	t.Parallel()
+	tr := startRelay(t, nil, func(c *Config) { c.PingInterval, c.ReadTimeout = 100*time.Millisecond, time.Second })
+	ws, _, err := websocket.DefaultDialer.Dial(tr.url, nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	pings := make(chan struct{}, 100)
+	ws.SetPingHandler(func(data string) error {
+		pings <- struct{}{}
+		return ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(5*time.Second))
+	})
+	read := make(chan error, 1)
+	go func() {
+		for {
+			if _, _, err := ws.ReadMessage(); err != nil {
+				read <- err
+				return
+			}
+		}
+	}()
+	start := time.Now()
+	deadline := time.After(waitTimeout)
+	for got := 0; got < 15; got++ {
+		select {
+		case <-pings:
+		case err := <-read:
+			t.Fatalf("connection ended after %d pings: %v", got, err)
+		case <-deadline:
+			t.Fatalf("%d pings in %s", got, waitTimeout)
+		}
+	}
+	require.Greater(t, time.Since(start), time.Second, "15 pings at 100 ms came faster than their interval")
+	select {
+	case err := <-read:
+		t.Fatalf("connection ended: %v", err)
+	default:
+	}
+}

@@ -138,9 +138,9 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "too many connections from your address", http.StatusTooManyRequests)
 		return
 	}
-	defer r.connsPerIP.release(key)
 	ws, err := r.upgrader.Upgrade(w, req, nil)
 	if err != nil {
+		r.connsPerIP.release(key)
 		return // the upgrader has answered the request
 	}
 	c := newConn(r, ws, ip, key, req.Host)
@@ -149,12 +149,18 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 		_ = ws.WriteControl(websocket.CloseMessage,
 			websocket.FormatCloseMessage(websocket.CloseGoingAway, "relay shutting down"), r.now().Add(r.cfg.WriteTimeout))
 		_ = ws.Close()
+		r.connsPerIP.release(key)
 		return
 	}
-	defer r.untrack(c)
 	r.m.connections.Inc()
-	defer r.m.connections.Dec()
-	c.serve()
+	// The handler returns now, and net/http's goroutine with it (its stack,
+	// grown by the request, and the request are freed): the connection runs
+	// on goroutines of its own (conn.start).
+	c.start(func() {
+		r.m.connections.Dec()
+		r.untrack(c)
+		r.connsPerIP.release(key)
+	})
 }
 
 // clientIP is the client's address (ipKey turns it into the key of the per-IP

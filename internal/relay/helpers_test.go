@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,15 @@ import (
 	"github.com/kukuri/communitynode/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(heldClientEnv) != "" { // the client process of held_test.go
+		os.Exit(heldClientMain())
+	}
+	if os.Getenv(heldServerEnv) != "" { // the relay's process of TestHeldConnectionMemory
+		os.Exit(heldServerMain())
+	}
+	pgtest.Main(m)
+}
 
 // waitTimeout bounds every wait of the tests for a message.
 //

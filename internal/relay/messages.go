@@ -145,7 +145,7 @@ func (c *conn) publishEphemeral(ev *nostr.Event) (bool, string) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.r.cfg.IngestTimeout)
 	defer cancel()
 	if err := c.r.ephemeral.Publish(ctx, ev); err != nil {
-		c.log.Warn("publish ephemeral event failed", "err", err)
+		c.logger().Warn("publish ephemeral event failed", "err", err)
 		return false, reasonEphemeralFailed
 	}
 	return true, ""
@@ -210,8 +210,11 @@ func (c *conn) onAuth(ev *nostr.Event) {
 		c.enqueue(okMsg(ev.ID, false, reason))
 		return
 	}
+	if c.authed == nil {
+		c.authed = make(map[string]struct{}, 1)
+	}
 	c.authed[ev.PubKey] = struct{}{}
-	c.log.Debug("authenticated", "pubkey", ev.PubKey)
+	c.logger().Debug("authenticated", "pubkey", ev.PubKey)
 	c.enqueue(okMsg(ev.ID, true, ""))
 }
 
@@ -328,7 +331,7 @@ func (c *conn) groupRules(ids []string) protocol.GroupGate {
 	defer cancel()
 	rules, err := ga.GroupAccess(ctx, ids)
 	if err != nil {
-		c.log.Warn("read group access failed; the relay's copy answers", "err", err)
+		c.logger().Warn("read group access failed; the relay's copy answers", "err", err)
 		return c.r.groups
 	}
 	g := newGroupGate()
@@ -412,6 +415,7 @@ func (c *conn) startQuery(fn func()) bool {
 
 func (c *conn) runQuery(s *subscription) {
 	defer close(s.done)
+	defer s.endQuery()
 	ctx, cancel := context.WithTimeout(s.ctx, c.r.cfg.QueryTimeout)
 	// The rows the query reads are taken from the connection's budget (its
 	// bulk part) as they are read; the query stops when it is full, and the
@@ -459,7 +463,7 @@ func (c *conn) runQuery(s *subscription) {
 	}
 	if stopped {
 		c.r.m.queryBudgetStops.Inc()
-		c.log.Debug("query stopped at the memory budget", "sub", s.id, "events", len(events), "held_bytes", held)
+		c.logger().Debug("query stopped at the memory budget", "sub", s.id, "events", len(events), "held_bytes", held)
 	}
 	if err != nil {
 		c.mem.give(held)
@@ -470,7 +474,7 @@ func (c *conn) runQuery(s *subscription) {
 		if errors.Is(err, context.DeadlineExceeded) {
 			reason = reasonQueryTimeout
 		} else {
-			c.log.Warn("query failed", "sub", s.id, "err", err)
+			c.logger().Warn("query failed", "sub", s.id, "err", err)
 		}
 		c.dropSub(s)
 		c.enqueue(closedMsg(s.id, reason))
@@ -503,7 +507,7 @@ func (c *conn) onCount(subID string, filters []nostr.Filter) {
 		case errors.Is(err, context.DeadlineExceeded):
 			c.enqueue(closedMsg(subID, reasonQueryTimeout))
 		default:
-			c.log.Warn("count failed", "sub", subID, "err", err)
+			c.logger().Warn("count failed", "sub", subID, "err", err)
 			c.enqueue(closedMsg(subID, reasonQueryFailed))
 		}
 	})

@@ -120,6 +120,9 @@ func (c *conn) onNegOpen(subID string, filter nostr.Filter, msg string) {
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	s := &negSession{id: subID, ctx: ctx, cancel: cancel, ready: make(chan struct{})}
+	if c.negs == nil {
+		c.negs = make(map[string]*negSession, 1)
+	}
 	c.negs[subID] = s
 	c.mu.Unlock()
 	v := c.viewer()
@@ -185,7 +188,7 @@ func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg str
 		case errors.Is(err, context.DeadlineExceeded):
 			c.failNeg(s, negErrMsg(s.id, reasonQueryTimeout))
 		default:
-			c.log.Warn("negentropy query failed", "sub", s.id, "err", err)
+			c.logger().Warn("negentropy query failed", "sub", s.id, "err", err)
 			c.failNeg(s, negErrMsg(s.id, reasonQueryFailed))
 		}
 		return
@@ -195,7 +198,7 @@ func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg str
 	loading = false
 	<-c.r.negLoads
 	if err != nil {
-		c.log.Warn("negentropy session failed", "sub", s.id, "err", err)
+		c.logger().Warn("negentropy session failed", "sub", s.id, "err", err)
 		c.failNeg(s, negErrMsg(s.id, reasonNegFailed))
 		return
 	}
@@ -249,7 +252,7 @@ func (c *conn) reconcileNeg(s *negSession, msg string) {
 	if err != nil {
 		s.mu.Unlock()
 		if errors.Is(err, negentropy.ErrPanic) {
-			c.log.Warn("negentropy library panicked on a checked message", "sub", s.id, "err", err)
+			c.logger().Warn("negentropy library panicked on a checked message", "sub", s.id, "err", err)
 			err = errors.New("could not reconcile this message")
 		}
 		c.failNeg(s, negErrMsg(s.id, "invalid: "+err.Error()))

@@ -167,6 +167,12 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 		conns:           make(map[*conn]struct{}),
 		upgrader: websocket.Upgrader{
 			HandshakeTimeout: 10 * time.Second,
+			// A held connection keeps its read buffer (a message longer than
+			// it is read in several reads), and takes a write buffer from the
+			// pool only while gorilla writes a data frame (the goodbye's;
+			// writeBatch writes the others from buffers of its own).
+			ReadBufferSize:  readBufferSize,
+			WriteBufferPool: &sync.Pool{},
 			// Nostr clients run in browsers on any origin.
 			CheckOrigin: func(*http.Request) bool { return true },
 		},
@@ -260,6 +266,7 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	g.Go(func() error { r.batcher.run(); return nil })
 	g.Go(func() error { r.follower.run(loops); return nil })
 	g.Go(func() error { r.sweep(loops); return nil })
+	g.Go(func() error { r.pinger(loops); return nil })
 	if r.learns != nil {
 		g.Go(func() error { r.learner(loops); return nil })
 	}
@@ -321,6 +328,9 @@ func (r *Relay) shutdown(srv *http.Server) {
 	r.log.Info("relay stopped", "connections_closed", open, "took", time.Since(start).String())
 }
 
+// readBufferSize is a connection's read buffer (gorilla's); see Relay.upgrader.
+const readBufferSize = 512
+
 // track registers a new connection; false means the relay is shutting down.
 func (r *Relay) track(c *conn) bool {
 	r.connsMu.Lock()
@@ -328,6 +338,7 @@ func (r *Relay) track(c *conn) bool {
 	if r.closing.Load() {
 		return false
 	}
+	c.lastPing = time.Now()
 	r.conns[c] = struct{}{}
 	r.connsWG.Add(1)
 	return true
@@ -409,7 +420,7 @@ func (r *Relay) DisconnectBlocked() {
 	for _, c := range blocked {
 		if c.closeWith(closeBlocked) {
 			r.m.refusedConns.WithLabelValues("blocked").Inc()
-			c.log.Info("address blocked; disconnecting")
+			c.logger().Info("address blocked; disconnecting")
 		}
 	}
 }
@@ -441,6 +452,39 @@ func (r *Relay) sweep(ctx context.Context) {
 			r.eventsPerIP.sweep()
 			r.eventsPerPubkey.sweep()
 			r.reqsPerIP.sweep()
+		}
+	}
+}
+
+// pinger pings every open connection every PingInterval, so that a client that
+// only listens keeps answering (its pongs extend the read deadline) and a dead
+// peer is found: one goroutine for the relay instead of a timer per
+// connection. It looks for connections due every tick, an eighth of
+// PingInterval or of what ReadTimeout leaves after it (the smaller), so a
+// connection is pinged between PingInterval and PingInterval plus a tick
+// after the last ping, well before its read deadline. The ping itself is the
+// connection's writer's (conn.pingSoon).
+func (r *Relay) pinger(ctx context.Context) {
+	every := r.cfg.PingInterval
+	tick := every
+	if slack := r.cfg.ReadTimeout - every; slack > 0 {
+		tick = min(tick, slack)
+	}
+	t := time.NewTicker(max(tick/8, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			r.connsMu.Lock()
+			for c := range r.conns {
+				if now.Sub(c.lastPing) >= every && !c.closing() {
+					c.lastPing = now
+					c.pingSoon()
+				}
+			}
+			r.connsMu.Unlock()
 		}
 	}
 }

@@ -3,11 +3,12 @@ package relay
 import "sync"
 
 const (
-	// queueMinSlots is the ring a queue allocates for its first message.
-	queueMinSlots = 8
+	// queueMinSlots is the ring a queue allocates for its first message: two
+	// slots (96 bytes), which an idle connection keeps.
+	queueMinSlots = 2
 	// queueKeepSlots is the largest ring a drained queue keeps; a larger one is
 	// released, so that a burst does not pin memory on an idle connection.
-	queueKeepSlots = 32
+	queueKeepSlots = 8
 )
 
 // outMsg is one message to send: body alone, or an EVENT of a subscription:
@@ -53,8 +54,9 @@ type sendQueue struct {
 	maxMsgs, bulkMsgs int     // the message limits of push and pushBulk (three quarters)
 	mem               *budget // the bytes of the queued messages are taken from it
 
-	// ready holds a signal (capacity 1) once a message has been pushed; the writer
-	// waits on it when the queue is empty.
+	// ready, if not nil (newSendQueue), holds a signal (capacity 1) once a
+	// message has been pushed. A connection's queue has none: its writer is
+	// kicked after each push instead (conn.kick).
 	ready chan struct{}
 
 	mu    sync.Mutex
@@ -65,19 +67,17 @@ type sendQueue struct {
 	room  chan struct{} // closed at the next pop; made by a pushBulk that found no room
 }
 
-// newSendQueue returns a queue with a budget of its own of maxBytes.
+// newSendQueue returns a queue with a budget of its own of maxBytes, which
+// signals ready.
 func newSendQueue(maxMsgs, maxBytes int) *sendQueue {
-	return newSendQueueIn(maxMsgs, newBudget(maxBytes, nil))
+	q := &sendQueue{ready: make(chan struct{}, 1)}
+	q.init(maxMsgs, newBudget(maxBytes, nil))
+	return q
 }
 
-// newSendQueueIn returns a queue whose messages are taken from mem.
-func newSendQueueIn(maxMsgs int, mem *budget) *sendQueue {
-	return &sendQueue{
-		maxMsgs:  maxMsgs,
-		bulkMsgs: maxMsgs - maxMsgs/4,
-		mem:      mem,
-		ready:    make(chan struct{}, 1),
-	}
+// init sets up an empty queue whose messages are taken from mem, without ready.
+func (q *sendQueue) init(maxMsgs int, mem *budget) {
+	q.maxMsgs, q.bulkMsgs, q.mem = maxMsgs, maxMsgs-maxMsgs/4, mem
 }
 
 // push appends msg unless that would exceed a limit; it never blocks.

@@ -39,9 +39,12 @@ type subscription struct {
 	viewer  protocol.Viewer // who reads: private kinds are delivered to their parties only
 	entries []*indexEntry   // owned by subIndex
 
-	ctx    context.Context // cancelled when the subscription closes
-	cancel context.CancelFunc
-	done   chan struct{} // closed when its query goroutine has ended
+	// ctx is cancelled when the subscription closes. It is the query's: the
+	// query goroutine alone reads it, and drops it when it ends (endQuery),
+	// so that a live subscription holds no context.
+	ctx    context.Context
+	cancel context.CancelFunc // under mu once the query may run; nil after endQuery
+	done   chan struct{}      // closed when its query goroutine has ended
 
 	mu           sync.Mutex
 	closed       bool
@@ -192,6 +195,21 @@ func (s *subscription) close() {
 	s.closed = true
 	s.conn.mem.give(s.pendingBytes)
 	s.pending, s.pendingBytes = nil, 0
+	cancel := s.cancel
 	s.mu.Unlock()
-	s.cancel()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// endQuery drops the subscription's context once its query goroutine is done
+// with it (it cancels it: the query's work is over either way).
+func (s *subscription) endQuery() {
+	s.mu.Lock()
+	cancel := s.cancel
+	s.ctx, s.cancel = nil, nil
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 }
