@@ -435,7 +435,7 @@ func (c *conn) treeNeg(s *negSession, f nostr.Filter, msg string) bool {
 	srv, err := negentropy.NewTreeServer(snap.Window(lo, hi), c.r.cfg.NegFrameLimit)
 	if err != nil {
 		c.negMem.give(negTreeSessionBytes)
-		c.log.Warn("negentropy session failed", "sub", s.id, "err", err)
+		c.logger().Warn("negentropy session failed", "sub", s.id, "err", err)
 		c.failNeg(s, negErrMsg(s.id, reasonNegFailed))
 		return true
 	}
