@@ -144,6 +144,7 @@ func TestApplyIsIdempotentAndConcurrent(t *testing.T) {
 	dbs := make([]*pgtest.DB, 4)
 	for i := range dbs {
 		dbs[i] = pgtest.New(t)
+		t.Cleanup(func() { dbs[i].Drop(t) }) // before the roles that own their objects
 	}
 	var g errgroup.Group
 	for _, db := range dbs {
@@ -184,6 +185,7 @@ func TestApplyWhileTheNodeWrites(t *testing.T) {
 	})
 	for range 6 {
 		db := pgtest.New(t)
+		t.Cleanup(func() { db.Drop(t) }) // before the roles that own its objects
 		ctx, cancel := context.WithCancel(context.Background())
 		var g errgroup.Group
 		var rounds atomic.Int64

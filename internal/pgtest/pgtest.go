@@ -304,6 +304,19 @@ func New(t testing.TB) *DB {
 	return db
 }
 
+// Drop closes db's pool and drops db now, not when the binary ends: for a
+// test that must remove cluster-wide objects its databases depend on (a role
+// that owns objects in them). Each drop costs a checkpoint.
+func (db *DB) Drop(t testing.TB) {
+	t.Helper()
+	if db.Pool != nil {
+		db.Pool.Close()
+	}
+	if _, err := admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{db.Name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		t.Errorf("pgtest: drop database %s: %v", db.Name, err)
+	}
+}
+
 // ForExample creates a database from the migrated template for a runnable
 // Example, which has no testing.TB: it returns the database's URL and a
 // function to call when done (the database is dropped when the binary ends).
