@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kukuri/communitynode/pkg/consumer"
@@ -112,9 +113,25 @@ func Rebuild(ctx context.Context, pool *pgxpool.Pool, o RebuildOptions) (Rebuild
 			break
 		}
 	}
-	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		return h.switchOver(ctx, tx, id, pos, &res)
-	}); err != nil {
+	// The switch-over renames the live table under an exclusive lock while
+	// searches, the live consumer and the GIN pending-list merge hold their own:
+	// Postgres may pick it as a deadlock victim or its lock_timeout may expire.
+	// Its transaction is then rolled back whole (the rebuild table, the offset
+	// and the live table are as before), so it is tried again.
+	caughtUp := res.CaughtUp
+	for attempt := 1; ; attempt++ {
+		res.CaughtUp = caughtUp
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			return h.switchOver(ctx, tx, id, pos, &res)
+		})
+		if err == nil {
+			break
+		}
+		var pgErr *pgconn.PgError
+		if attempt < switchAttempts && errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "55P03") && ctx.Err() == nil {
+			logger.Warn("reindex: switch-over lost a lock conflict; trying again", "attempt", attempt, "err", err)
+			continue
+		}
 		return res, fmt.Errorf("switch over: %w", err)
 	}
 	logger.Info("reindex: switched", "documents", res.Documents, "offset", res.SwitchedSeq, "took", time.Since(start).Round(time.Millisecond))
@@ -187,6 +204,9 @@ func catchUp(ctx context.Context, pool *pgxpool.Pool, h *Handler, pos int64) (n 
 	}
 	return len(rows), rows[len(rows)-1].Seq, nil
 }
+
+// switchAttempts bounds the switch-over's tries (see Rebuild).
+const switchAttempts = 5
 
 // switchOver is step 3 of Rebuild, inside tx.
 func (h *Handler) switchOver(ctx context.Context, tx pgx.Tx, id, pos int64, res *RebuildResult) error {
