@@ -162,6 +162,19 @@ func (h *Handler) now() time.Time {
 // the key keeps. So the result depends only on the current state of the events
 // named, never on the order or number of times rows are applied.
 func (h *Handler) apply(ctx context.Context, q querier, table string, ids []string, sharedLock bool) error {
+	if sharedLock {
+		// The switch lock comes first, in a statement of its own: queued in
+		// the batch below, it ran after pgx had prepared the batch's
+		// statements, and preparing a statement that names the table locks
+		// it until the transaction ends. A rebuild's switch-over, holding the
+		// switch lock and waiting for the table, then deadlocked with this
+		// batch, holding the table and waiting for the switch lock.
+		b := &pgx.Batch{}
+		b.Queue("SELECT pg_advisory_xact_lock_shared($1)", schema.IndexSwitchLock)
+		if err := q.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("take the index switch lock: %w", err)
+		}
+	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	srcs, err := loadSources(ctx, q, loadSQL, ids)
@@ -223,9 +236,6 @@ func (h *Handler) apply(ctx context.Context, q querier, table string, ids []stri
 	}
 
 	var b pgx.Batch
-	if sharedLock {
-		b.Queue("SELECT pg_advisory_xact_lock_shared($1)", schema.IndexSwitchLock)
-	}
 	if len(gone) > 0 {
 		b.Queue("DELETE FROM "+table+" WHERE event_id = ANY($1)", gone)
 	}
