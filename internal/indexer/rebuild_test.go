@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/textsearch"
 	"github.com/kukuri/communitynode/schema"
 )
@@ -182,4 +184,40 @@ func TestOneRebuildAtATime(t *testing.T) {
 	require.NoError(t, err)
 	_, err = Rebuild(ctx, n.db.Pool, RebuildOptions{RequestedBy: "test"})
 	require.NoError(t, err)
+}
+
+// TestBatchTakesTheSwitchLockFirst: a live batch on a fresh connection (no
+// statement prepared yet) runs while a switch-over holds the switch lock, and
+// the switch-over then takes the live table. The batch waits for the switch
+// lock holding nothing of the table, so the switch-over goes through and then
+// the batch. (With the lock queued in the batch, preparing the batch's DELETE
+// locked the table first: "deadlock detected", CI's TestRebuildWhileLive.)
+func TestBatchTakesTheSwitchLockFirst(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	switcher, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = switcher.Rollback(ctx) }()
+	_, err = switcher.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", schema.IndexSwitchLock)
+	require.NoError(t, err)
+
+	live, err := db.Conn(t).Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = live.Rollback(ctx) }()
+	done := make(chan error, 1)
+	go func() {
+		done <- (&Handler{Kinds: NewKinds(DefaultKinds)}).apply(ctx, live, documentsTable, []string{strings.Repeat("0", 64)}, true)
+	}()
+	require.Eventually(t, func() bool {
+		var waiting int
+		err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&waiting)
+		return err == nil && waiting == 1
+	}, 10*time.Second, 5*time.Millisecond, "the batch waits for the switch lock")
+
+	_, err = switcher.Exec(ctx, "SET LOCAL lock_timeout = '5s'; LOCK TABLE cn_index.documents IN ACCESS EXCLUSIVE MODE", pgx.QueryExecModeSimpleProtocol)
+	require.NoError(t, err, "the switch-over takes the table")
+	require.NoError(t, switcher.Commit(ctx))
+	require.NoError(t, <-done, "the batch runs once the switch-over commits")
+	require.NoError(t, live.Commit(ctx))
 }
