@@ -2,6 +2,7 @@ package chaos_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"net/http"
@@ -531,16 +532,23 @@ func (d *daemon) supervise(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { f.Close() })
 	d.stopped = make(chan struct{})
+	// start starts the process under d.mu, so that stop and kill always see
+	// the process that runs (or stopping before it starts): a restart racing
+	// stop would otherwise leave a process nobody signals, and stop waiting
+	// for it forever (CI: TestChaos hung till the package's timeout).
 	start := func() error {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.stopping {
+			return errStopping
+		}
 		cmd := exec.Command(d.bin, d.args...)
 		cmd.Stdout, cmd.Stderr = f, f
 		if err := cmd.Start(); err != nil {
 			return err
 		}
-		d.mu.Lock()
 		d.cmd, d.exited, d.killed = cmd, make(chan struct{}), false
 		d.starts++
-		d.mu.Unlock()
 		return nil
 	}
 	require.NoError(t, start())
@@ -563,7 +571,9 @@ func (d *daemon) supervise(t *testing.T) {
 				return
 			}
 			if err := start(); err != nil {
-				fmt.Fprintf(f, "chaos: restart %s: %v\n", d.name, err)
+				if !errors.Is(err, errStopping) {
+					fmt.Fprintf(f, "chaos: restart %s: %v\n", d.name, err)
+				}
 				return
 			}
 		}
@@ -602,6 +612,9 @@ func (d *daemon) stop(t *testing.T) {
 		<-d.stopped
 	}
 }
+
+// errStopping is start's answer once stop has begun.
+var errStopping = errors.New("stopping")
 
 // terminate ends some of the backends of the connections named app.
 func terminate(t *testing.T, db *pgtest.DB, app string, rng *rand.Rand) {
