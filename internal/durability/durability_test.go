@@ -3,10 +3,8 @@ package durability_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,9 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/node"
+	"github.com/kukuri/communitynode/internal/node/nodetest"
 	"github.com/kukuri/communitynode/internal/pgembed"
-	"github.com/kukuri/communitynode/internal/relay"
-	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/outbox"
 	"github.com/kukuri/communitynode/schema"
 )
@@ -446,41 +443,10 @@ type testRelay struct{ ws string }
 // with the given ingest timeout and no rate limits.
 func startRelay(t *testing.T, url string, ingestTimeout time.Duration) *testRelay {
 	t.Helper()
-	cfg := relay.DefaultConfig()
-	cfg.Listen, cfg.MetricsListen = testkit.FreeAddr(t), testkit.FreeAddr(t)
-	cfg.EventRatePerIP, cfg.EventRatePerPubkey, cfg.ReqRatePerIP = relay.Rate{}, relay.Rate{}, relay.Rate{}
+	cfg := nodetest.RelayConfig(t)
 	cfg.Limits.RequireTopic = false
 	cfg.IngestTimeout = ingestTimeout
-	require.NoError(t, cfg.Validate())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	logger := slog.New(slog.DiscardHandler) // (it logs every refused batch while the database is down)
-	go func() {
-		done <- node.Relay(ctx, node.RelayOptions{DatabaseURL: url, Relay: cfg, Logger: logger})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Logf("relay stopped: %v", err) // its database may have crashed under it
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("relay did not stop")
-		}
-	})
-	require.Eventually(t, func() bool {
-		select {
-		case err := <-done:
-			t.Fatalf("relay stopped: %v", err)
-		default:
-		}
-		resp, err := http.Get("http://" + cfg.Listen + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 30*time.Second, 20*time.Millisecond, "relay answers /healthz")
+	// (its database may crash under it; it logs every refused batch while it is down)
+	nodetest.StartRelay(t, node.RelayOptions{DatabaseURL: url, Relay: cfg, Logger: slog.New(slog.DiscardHandler)}, true)
 	return &testRelay{ws: "ws://" + cfg.Listen}
 }

@@ -23,9 +23,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/node"
+	"github.com/kukuri/communitynode/internal/node/nodetest"
 	"github.com/kukuri/communitynode/internal/pgembed"
-	"github.com/kukuri/communitynode/internal/relay"
-	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/schema"
 )
 
@@ -144,48 +143,18 @@ type testRelay struct {
 
 func startRelay(t *testing.T, c *cluster, maxLag time.Duration, replicas ...*pgembed.Server) *testRelay {
 	t.Helper()
-	cfg := relay.DefaultConfig()
-	cfg.Listen, cfg.MetricsListen = testkit.FreeAddr(t), testkit.FreeAddr(t)
-	cfg.EventRatePerIP, cfg.EventRatePerPubkey, cfg.ReqRatePerIP = relay.Rate{}, relay.Rate{}, relay.Rate{}
+	cfg := nodetest.RelayConfig(t)
 	cfg.Limits.MaxLimit = 5000
 	cfg.Limits.RequireTopic = false
 	cfg.CacheBytes = 0 // (these tests are about reads on replicas: the event cache would answer them)
-	require.NoError(t, cfg.Validate())
 	var urls []string
 	for _, r := range replicas {
 		urls = append(urls, r.URL(dbName))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	go func() {
-		done <- node.Relay(ctx, node.RelayOptions{DatabaseURL: c.primary.URL(dbName), ReadDatabaseURLs: urls, MaxReplicaLag: maxLag,
-			Relay: cfg, Logger: logger})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(30 * time.Second):
-			t.Error("relay did not stop")
-		}
-	})
-	r := &testRelay{ws: "ws://" + cfg.Listen, metrics: "http://" + cfg.MetricsListen + "/metrics"}
-	require.Eventually(t, func() bool {
-		select {
-		case err := <-done:
-			t.Fatalf("relay stopped: %v", err)
-		default:
-		}
-		resp, err := http.Get("http://" + cfg.Listen + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 30*time.Second, 20*time.Millisecond, "relay answers /healthz")
-	return r
+	nodetest.StartRelay(t, node.RelayOptions{DatabaseURL: c.primary.URL(dbName), ReadDatabaseURLs: urls, MaxReplicaLag: maxLag,
+		Relay: cfg, Logger: logger}, false)
+	return &testRelay{ws: "ws://" + cfg.Listen, metrics: "http://" + cfg.MetricsListen + "/metrics"}
 }
 
 // metric returns the sum of the samples of the relay's metric whose line
