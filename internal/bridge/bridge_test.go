@@ -456,50 +456,14 @@ func TestHaltsOnABrokenChain(t *testing.T) {
 // and max_payload (cnctl status, the status page). Once the operator raises
 // max_payload and restarts the bridge, the stream holds every row, in order.
 func TestHaltsOnARowTooLargeForTheServer(t *testing.T) {
-	ctx := context.Background()
-	db := pgtest.New(t)
 	ns := startNATSWith(t, 4096)
-	cfg := testConfig()
-	st := newStore(db)
-	rng := rand.New(rand.NewPCG(11, 12))
-	ingest(t, st, rng, 60)
-	big := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "nostr"}}, Content: strings.Repeat("x", 8192)}
-	require.NoError(t, big.Sign(nostr.GeneratePrivateKey()))
-	res, err := st.Ingest(ctx, []*nostr.Event{big})
-	require.NoError(t, err)
-	require.True(t, res[0].OK, res[0].Message)
-	ingest(t, st, rng, 30)
-	var poison, before int64
-	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT seq FROM cn_relay.events_outbox WHERE event_id = $1 AND op = 'upsert'", big.ID).Scan(&poison))
-	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT max(seq) FROM cn_relay.events_outbox WHERE seq < $1", poison).Scan(&before))
-
-	ccfg := consumer.Config{BatchSize: 40, LeaseTTL: time.Second, MaxAttempts: 2, RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond}
-	b := startBridge(t, db.Pool, ns.url(), cfg, ccfg)
-	select {
-	case err := <-b.done:
-		close(b.done)
-		require.ErrorIs(t, err, consumer.ErrHalted)
-		require.ErrorContains(t, err, "max_payload")
-	case <-time.After(60 * time.Second):
-		t.Fatal("the bridge did not halt on a row too large for the server")
-	}
-	require.Equal(t, float64(poison), b.gauge(t, "cn_bridge_too_large_seq"))
-	require.Equal(t, before, offset(t, db.Pool), "every row before the poison row is committed, the poison row is not")
-	require.Equal(t, before, streamLastID(t, ns.url(), cfg), "the stream holds every row before it and nothing after")
-	st0, err := consumer.ReadStatus(ctx, db.Pool)
-	require.NoError(t, err)
-	require.Len(t, st0.Consumers, 1)
-	require.True(t, st0.Consumers[0].Halted, "cnctl status and the status page show the halt")
-	require.Contains(t, st0.Consumers[0].HaltedReason, fmt.Sprintf("seq %d (event %s)", poison, big.ID))
-	require.Contains(t, st0.Consumers[0].HaltedReason, "raise max_payload")
-
-	// The operator raises max_payload (here: back to the default) and restarts.
-	ns.stop()
-	ns.maxPayload = 0
-	ns.start()
-	startBridge(t, db.Pool, ns.url(), cfg, ccfg)
-	testkit.WaitCaughtUp(t, db.Pool, ConsumerName)
-	requireStreamEqualsOutbox(t, db.Pool, ns.url(), cfg)
+	tooLarge{rng: rand.New(rand.NewPCG(11, 12)), errors: []string{"max_payload"}, reason: "raise max_payload"}.
+		run(t, ns, func() {
+			// The operator raises max_payload (here: back to the default) and restarts.
+			ns.stop()
+			ns.maxPayload = 0
+			ns.start()
+		})
 }
 
 // TestHaltsOnARowTooLargeForTheStream: the same for a stream whose
@@ -510,7 +474,6 @@ func TestHaltsOnARowTooLargeForTheServer(t *testing.T) {
 // the stream holds every row, in order.
 func TestHaltsOnARowTooLargeForTheStream(t *testing.T) {
 	ctx := context.Background()
-	db := pgtest.New(t)
 	ns := startNATS(t)
 	cfg := testConfig()
 	js, err := jetstream.New(connect(t, ns.url()))
@@ -518,15 +481,39 @@ func TestHaltsOnARowTooLargeForTheStream(t *testing.T) {
 	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: cfg.Stream, Subjects: []string{cfg.SubjectPrefix + ".>"},
 		Storage: jetstream.FileStorage, Duplicates: cfg.DuplicateWindow, MaxMsgSize: 4096})
 	require.NoError(t, err)
+	tooLarge{rng: rand.New(rand.NewPCG(13, 14)), errors: []string{"the stream CN_TEST refuses it", "max_msg_size"},
+		reason: "raise the stream's max_msg_size"}.run(t, ns, func() {
+		// The operator raises the stream's max_msg_size (here: removes the
+		// limit) and restarts the bridge.
+		sc := stream.CachedInfo().Config
+		sc.MaxMsgSize = -1
+		_, err = js.UpdateStream(ctx, sc)
+		require.NoError(t, err)
+	})
+}
+
+// tooLarge is the halt on a row too large to publish: 60 rows, an 8 KiB note,
+// 30 rows; the bridge publishes every row before the note and halts with an
+// error holding each of errors and a status reason that names the row and
+// holds reason; after raise, a restarted bridge publishes every row, in order.
+type tooLarge struct {
+	rng    *rand.Rand
+	errors []string
+	reason string
+}
+
+func (tl tooLarge) run(t *testing.T, ns *natsServer, raise func()) {
+	ctx := context.Background()
+	db := pgtest.New(t)
+	cfg := testConfig()
 	st := newStore(db)
-	rng := rand.New(rand.NewPCG(13, 14))
-	ingest(t, st, rng, 60)
-	big := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: strings.Repeat("x", 8192)}
+	ingest(t, st, tl.rng, 60)
+	big := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "nostr"}}, Content: strings.Repeat("x", 8192)}
 	require.NoError(t, big.Sign(nostr.GeneratePrivateKey()))
 	res, err := st.Ingest(ctx, []*nostr.Event{big})
 	require.NoError(t, err)
 	require.True(t, res[0].OK, res[0].Message)
-	ingest(t, st, rng, 30)
+	ingest(t, st, tl.rng, 30)
 	var poison, before int64
 	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT seq FROM cn_relay.events_outbox WHERE event_id = $1 AND op = 'upsert'", big.ID).Scan(&poison))
 	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT max(seq) FROM cn_relay.events_outbox WHERE seq < $1", poison).Scan(&before))
@@ -537,10 +524,11 @@ func TestHaltsOnARowTooLargeForTheStream(t *testing.T) {
 	case err := <-b.done:
 		close(b.done)
 		require.ErrorIs(t, err, consumer.ErrHalted)
-		require.ErrorContains(t, err, "the stream CN_TEST refuses it")
-		require.ErrorContains(t, err, "max_msg_size")
+		for _, want := range tl.errors {
+			require.ErrorContains(t, err, want)
+		}
 	case <-time.After(60 * time.Second):
-		t.Fatal("the bridge did not halt on a row too large for the stream")
+		t.Fatal("the bridge did not halt on a row too large to publish")
 	}
 	require.Equal(t, float64(poison), b.gauge(t, "cn_bridge_too_large_seq"))
 	require.Equal(t, before, offset(t, db.Pool), "every row before the poison row is committed, the poison row is not")
@@ -550,14 +538,9 @@ func TestHaltsOnARowTooLargeForTheStream(t *testing.T) {
 	require.Len(t, st0.Consumers, 1)
 	require.True(t, st0.Consumers[0].Halted, "cnctl status and the status page show the halt")
 	require.Contains(t, st0.Consumers[0].HaltedReason, fmt.Sprintf("seq %d (event %s)", poison, big.ID))
-	require.Contains(t, st0.Consumers[0].HaltedReason, "raise the stream's max_msg_size")
+	require.Contains(t, st0.Consumers[0].HaltedReason, tl.reason)
 
-	// The operator raises the stream's max_msg_size (here: removes the limit)
-	// and restarts the bridge.
-	sc := stream.CachedInfo().Config
-	sc.MaxMsgSize = -1
-	_, err = js.UpdateStream(ctx, sc)
-	require.NoError(t, err)
+	raise()
 	startBridge(t, db.Pool, ns.url(), cfg, ccfg)
 	testkit.WaitCaughtUp(t, db.Pool, ConsumerName)
 	requireStreamEqualsOutbox(t, db.Pool, ns.url(), cfg)
