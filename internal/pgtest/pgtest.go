@@ -142,8 +142,12 @@ func localServer(u string) bool {
 
 // Main prepares the server and template, runs the tests and exits.
 func Main(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(Run(m))
 }
+
+// Run is Main without the exit: it returns the code to exit with, for a
+// TestMain that checks more once the tests have run.
+func Run(m *testing.M) int { return run(m) }
 
 func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -3,8 +3,10 @@ package relay
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +26,25 @@ func TestMain(m *testing.M) {
 	if os.Getenv(heldServerEnv) != "" { // the relay's process of TestHeldConnectionMemory
 		os.Exit(heldServerMain())
 	}
-	pgtest.Main(m)
+	code := pgtest.Run(m)
+	if spinning := spinningQueries(); code == 0 && spinning > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: %d go-nostr QueryEvents goroutines spin after their queries ended (use querySync, not Relay.QuerySync or QueryEvents)\n", spinning)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// spinningQueries counts the goroutines of go-nostr's Relay.QueryEvents,
+// which never end once started (see querySync).
+func spinningQueries() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), "go-nostr.(*Relay).QueryEvents.func1")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }
 
 // waitTimeout bounds every wait of the tests for a message.
