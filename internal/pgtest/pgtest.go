@@ -145,6 +145,10 @@ func Main(m *testing.M) {
 	os.Exit(Run(m))
 }
 
+// ServerURL is the superuser URL of the server the tests use, once Main or
+// Run has found it: what a child test process is given as EnvURL.
+func ServerURL() string { return adminURL }
+
 // Run is Main without the exit: it returns the code to exit with, for a
 // TestMain that checks more once the tests have run.
 func Run(m *testing.M) int { return run(m) }

@@ -69,6 +69,9 @@ func (m *memStore) ids() []string {
 // relay: afterwards both hold the union.
 func TestNegentropyGoNostrSync(t *testing.T) {
 	t.Parallel()
+	if !inChild(t) { // go-nostr's client leaves its QueryEvents goroutines spinning
+		return
+	}
 	e := newNegEnv(t, nil)
 	k := newKey(t)
 	evs := signedNotes(t, k, 400, 5, mrand.New(mrand.NewPCG(9, 9)))
