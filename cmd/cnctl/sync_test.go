@@ -70,7 +70,7 @@ func (n *syncNode) store(t *testing.T, evs ...*nostr.Event) {
 // visible is the sorted ids of every event a public reader sees.
 func (n *syncNode) visible(t *testing.T) []string {
 	t.Helper()
-	items, err := n.st.SyncItems(context.Background(), nostr.Filter{}, protocol.Viewer{}, 1_000_000)
+	items, err := n.st.SyncItems(context.Background(), nostr.Filter{}, protocol.Viewer{}, 1_000_000, nil)
 	require.NoError(t, err)
 	ids := make([]string, len(items))
 	for i, it := range items {

@@ -148,7 +148,7 @@ func accessChanged(rows []outbox.Row) []string {
 // mayWrite is the last check before an event is queued on a client's socket
 // (defense in depth: every path that reads events filters them first):
 // whether v may read ev, whose JSON is js (ev itself may lack its tags when
-// it was read under store.Served). Only the group rule can have changed
+// it was read with its JSON only). Only the group rule can have changed
 // since the event was read, and only it is checked again; an event whose
 // JSON shows no `h` tag and is of no group kind is no group event.
 func mayWrite(v protocol.Viewer, ev *nostr.Event, js []byte) bool {

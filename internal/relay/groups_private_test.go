@@ -50,7 +50,7 @@ func TestGroupPrivateLeak(t *testing.T) {
 			cfg.CacheBytes = 0
 		}
 		reg := prometheus.NewRegistry()
-		r, err := New(cfg, Deps{Store: s, Feed: NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg})
+		r, err := New(cfg, Deps{Store: s, Primary: st, Feed: NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg})
 		require.NoError(t, err)
 		return serveRelay(t, r)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/internal/store"
 )
 
 // Reasons the relay itself gives (the protocol package gives the validation ones).
@@ -429,11 +428,10 @@ func (c *conn) runQuery(s *subscription) {
 		held += n
 		return true
 	}
-	ctx = store.WithRowBudget(ctx, budget)
-	// The stored events come with their JSON built from the stored bytes
-	// (store.Served): their tags are not decoded, nor are they encoded again.
-	sv := &store.Served{}
-	ctx = store.WithServed(ctx, sv)
+	// The stored events come with their JSON (readpath.Result.JSON: the
+	// store builds it from the stored bytes, without decoding the tags or
+	// encoding the event again).
+	sv := &served{}
 	start := time.Now()
 	// An answer from the event cache holds no memory of its own (its events
 	// are the cache's): it is only capped as the rows budget caps a query's,
@@ -450,7 +448,7 @@ func (c *conn) runQuery(s *subscription) {
 	var replica bool
 	var err error
 	if !cached {
-		events, seq, replica, err = c.r.querySnapshot(ctx, s)
+		events, seq, replica, err = c.r.querySnapshot(ctx, s, budget, sv)
 	}
 	cancel()
 	c.r.m.querySeconds.WithLabelValues("req").Observe(time.Since(start).Seconds())
@@ -497,7 +495,7 @@ func (c *conn) onCount(subID string, filters []nostr.Filter) {
 	c.startQuery(func() {
 		ctx, cancel := context.WithTimeout(c.ctx, c.r.cfg.QueryTimeout)
 		start := time.Now()
-		n, err := c.r.store.Count(ctx, filters, v)
+		n, err := c.r.reads.Count(ctx, filters, v)
 		cancel()
 		c.r.m.querySeconds.WithLabelValues("count").Observe(time.Since(start).Seconds())
 		switch {

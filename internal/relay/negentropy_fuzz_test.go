@@ -21,7 +21,7 @@ type syncFake struct {
 	items []negentropy.Item
 }
 
-func (s syncFake) SyncItems(context.Context, nostr.Filter, protocol.Viewer, int) ([]negentropy.Item, error) {
+func (s syncFake) SyncItems(context.Context, nostr.Filter, protocol.Viewer, int, func(int) bool) ([]negentropy.Item, error) {
 	return s.items, nil
 }
 

@@ -23,8 +23,17 @@ import (
 
 // Deps are the relay's collaborators.
 type Deps struct {
-	Store Store // required
+	Store Store // required: the primary database
 	Feed  Feed  // required: the outbox the live fan-out follows
+	// Reads, if set, reads REQs' stored parts and COUNTs instead of Store
+	// (package replica: read replicas in front of the primary). A stored
+	// part it reads on a replica is handed off to Primary.
+	Reads Reader
+	// Primary, if set, is the primary's outbox window and snapshot reads
+	// (package store), which a stored part read on a replica is handed off
+	// with (Relay.handoff). Required when Reads may answer from a replica:
+	// without it such a REQ fails (CLOSED "error: ...").
+	Primary Primary
 	// Logger may be nil (discard).
 	Logger *slog.Logger
 	// Registerer receives the relay's metrics; nil leaves them unregistered.
@@ -91,6 +100,8 @@ type Policy interface {
 type Relay struct {
 	cfg        Config
 	store      Store
+	reads      Reader            // REQs' stored parts and COUNTs: Deps.Reads, else store
+	primary    Primary           // nil: a replica's answer cannot be handed off
 	sync       SyncStore         // nil: NIP-77 is not served
 	negSlots   chan struct{}     // bounds the NIP-77 rounds computed at once (NegConcurrency)
 	cache      *eventcache.Cache // nil: every REQ reads the database
@@ -149,6 +160,8 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 	r := &Relay{
 		cfg:             cfg,
 		store:           deps.Store,
+		reads:           deps.Reads,
+		primary:         deps.Primary,
 		policy:          deps.Policy,
 		ranks:           deps.Ranks,
 		ephemeral:       deps.Ephemeral,
@@ -176,6 +189,9 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 			// Nostr clients run in browsers on any origin.
 			CheckOrigin: func(*http.Request) bool { return true },
 		},
+	}
+	if r.reads == nil {
+		r.reads = deps.Store
 	}
 	if ss, ok := deps.Store.(SyncStore); ok && cfg.Negentropy {
 		r.sync = ss

@@ -1,0 +1,85 @@
+package relay
+
+import (
+	"context"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/kukuri/communitynode/internal/readpath"
+)
+
+// served holds what the reads of a REQ's stored part said of its events
+// besides the events themselves: each one's JSON (readpath.Result.JSON, or
+// the event cache's) and which filters' own answers held it
+// (readpath.Result.From). It is keyed by the events' pointers, so that it
+// follows them through the handoff's merge. A served is used by one goroutine
+// at a time.
+type served struct {
+	json map[*nostr.Event][]byte
+	from map[*nostr.Event]uint64
+}
+
+// add records the JSON and filters of res's events.
+func (sv *served) add(res readpath.Result) {
+	for i, ev := range res.Events {
+		if i < len(res.JSON) && res.JSON[i] != nil {
+			sv.Put(ev, res.JSON[i])
+		}
+		if i < len(res.From) && res.From[i] != 0 {
+			if sv.from == nil {
+				sv.from = make(map[*nostr.Event]uint64)
+			}
+			sv.from[ev] = res.From[i]
+		}
+	}
+}
+
+// Take returns ev's JSON and forgets it; nil for an event it has none of, or
+// once taken.
+func (sv *served) Take(ev *nostr.Event) []byte {
+	if sv == nil {
+		return nil
+	}
+	js := sv.json[ev]
+	delete(sv.json, ev)
+	return js
+}
+
+// JSON returns ev's JSON as Take does, but keeps it.
+func (sv *served) JSON(ev *nostr.Event) []byte {
+	if sv == nil {
+		return nil
+	}
+	return sv.json[ev]
+}
+
+// Put records js as ev's JSON.
+func (sv *served) Put(ev *nostr.Event, js []byte) {
+	if sv.json == nil {
+		sv.json = make(map[*nostr.Event][]byte)
+	}
+	sv.json[ev] = js
+}
+
+// From returns which filters of a read of several (2 to 64) held ev in their
+// own answer (readpath.Result.From): bit i for filters[i]; 0 for any other
+// event.
+func (sv *served) From(ev *nostr.Event) uint64 {
+	if sv == nil {
+		return 0
+	}
+	return sv.from[ev]
+}
+
+// querySnapshot reads a subscription's stored part where the relay reads
+// (Deps.Reads: a replica or the primary), under take, and records its
+// events' JSON in sv; replica reports that a replica answered (the caller
+// hands the answer off: Relay.handoff).
+func (r *Relay) querySnapshot(ctx context.Context, s *subscription, take func(int) bool, sv *served) (evs []*nostr.Event, seq int64, replica bool, err error) {
+	res, err := r.reads.Read(ctx, readpath.Request{Filters: s.filters, Viewer: s.viewer, Take: take})
+	if err != nil {
+		return nil, 0, false, err
+	}
+	sv.add(res)
+	return res.Events, res.Seq, res.Source == readpath.Replica, nil
+}
