@@ -167,17 +167,21 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		reads = replicas
 	}
 	deps := relay.Deps{
-		Ranks:      ranks,
-		Store:      st,
-		Reads:      reads,
-		Primary:    st,
-		Feed:       relay.NewPGFeed(pool, logger),
-		Logger:     logger,
-		Registerer: reg,
-		Gatherer:   reg,
-		Policy:     policy,
-		Management: api,
-		Ephemeral:  ephemeral.New(pool, logger),
+		Ranks:       ranks,
+		Store:       st,
+		Reads:       reads,
+		Primary:     st,
+		Sync:        st,
+		Recent:      st,
+		GroupAccess: st,
+		SyncTree:    st,
+		Feed:        relay.NewPGFeed(pool, logger),
+		Logger:      logger,
+		Registerer:  reg,
+		Gatherer:    reg,
+		Policy:      policy,
+		Management:  api,
+		Ephemeral:   ephemeral.New(pool, logger),
 	}
 	if members != nil {
 		deps.Members = members

@@ -104,8 +104,9 @@ func (s *fakeStore) ingested() []*nostr.Event {
 // exactly the rows up to the seq it reports; each event comes as the store
 // serves it (ID, PubKey, CreatedAt, Kind, Tags only for addressable kinds, no
 // Content or Sig) with its JSON, which holds the whole event; Take is asked
-// for each event before it is kept, and a refusal ends the read; a read of 2
-// to 64 filters says which filters' own answers held each event (From).
+// for each event of each filter's answer before it is kept, and a refusal
+// ends the read; a read of 2 to 64 filters says which filters' own answers
+// held each event (From). TestFakeReadsAsTheStore holds it to the store.
 func (s *fakeStore) Read(ctx context.Context, req readpath.Request) (readpath.Result, error) {
 	s.mu.Lock()
 	hook := s.queryHook
@@ -156,8 +157,14 @@ func (sn *fakeSnapshot) Window(_ context.Context, after int64, limit int) (readp
 }
 
 func (sn *fakeSnapshot) read(req readpath.Request) readpath.Result {
+	// As the store reads: filter by filter, each filter's matches newest
+	// first up to its Limit, asking Take for each before it is kept (an
+	// event another filter kept already is asked for again); a refusal ends
+	// the whole read. The union is then sorted, each event once.
 	res := readpath.Result{Seq: sn.seq, Source: readpath.Primary}
 	picked := make(map[string]uint64) // id -> the filters whose own answer held it
+	served := make(map[string][]byte) // id -> its JSON
+read:
 	for i, f := range req.Filters {
 		if f.LimitZero {
 			continue
@@ -167,29 +174,34 @@ func (sn *fakeSnapshot) read(req readpath.Request) readpath.Result {
 			if f.Limit > 0 && n >= f.Limit {
 				break
 			}
-			if protocol.Match(f, ev) && req.Viewer.MayRead(ev) {
-				picked[ev.ID] |= 1 << i
-				n++
+			if !protocol.Match(f, ev) || !req.Viewer.MayRead(ev) {
+				continue
 			}
+			js := eventJSON(ev)
+			if req.Take != nil && !req.Take(len(js)+len(ev.ID)+len(ev.PubKey)) {
+				res.Stopped = true
+				break read
+			}
+			picked[ev.ID] |= 1 << i
+			served[ev.ID] = js
+			n++
 		}
 	}
 	attribute := len(req.Filters) > 1 && len(req.Filters) <= 64
+	if attribute {
+		res.From = []uint64{}
+	}
 	for _, ev := range sn.all {
 		from, ok := picked[ev.ID]
 		if !ok {
 			continue
 		}
-		js := eventJSON(ev)
 		out := &nostr.Event{ID: ev.ID, PubKey: ev.PubKey, CreatedAt: ev.CreatedAt, Kind: ev.Kind}
 		if protocol.ClassOf(ev.Kind) == protocol.Addressable {
 			out.Tags = ev.Tags
 		}
-		if req.Take != nil && !req.Take(len(js)+len(ev.ID)+len(ev.PubKey)) {
-			res.Stopped = true
-			break
-		}
 		res.Events = append(res.Events, out)
-		res.JSON = append(res.JSON, js)
+		res.JSON = append(res.JSON, served[ev.ID])
 		if attribute {
 			res.From = append(res.From, from)
 		}

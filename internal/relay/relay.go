@@ -34,6 +34,20 @@ type Deps struct {
 	// with (Relay.handoff). Required when Reads may answer from a replica:
 	// without it such a REQ fails (CLOSED "error: ...").
 	Primary Primary
+	// The primary's optional parts (package store implements them all; the
+	// composition root passes the primary's store for each). A feature whose
+	// part is nil is off, whatever Config says:
+	//
+	// Sync, if set, serves NIP-77 while Config.Negentropy is set.
+	Sync SyncStore
+	// Recent, if set, fills the event cache while Config.CacheBytes > 0.
+	Recent RecentStore
+	// GroupAccess, if set, has private and hidden NIP-29 groups enforced on
+	// the paths the relay answers from memory (groupgate.go).
+	GroupAccess GroupAccessStore
+	// SyncTree, if set, with Sync and GroupAccess, fills the NIP-77
+	// fingerprint tree while Config.NegTree is set (negentropy_tree.go).
+	SyncTree SyncTreeStore
 	// Logger may be nil (discard).
 	Logger *slog.Logger
 	// Registerer receives the relay's metrics; nil leaves them unregistered.
@@ -193,8 +207,8 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 	if r.reads == nil {
 		r.reads = deps.Store
 	}
-	if ss, ok := deps.Store.(SyncStore); ok && cfg.Negentropy {
-		r.sync = ss
+	if deps.Sync != nil && cfg.Negentropy {
+		r.sync = deps.Sync
 		r.negSlots = make(chan struct{}, cfg.NegConcurrency)
 		r.negLoads = make(chan struct{}, cfg.MaxSyncLoads)
 	}
@@ -204,10 +218,10 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 	r.follower = newFollower(deps.Feed, deps.Store, r.fanoutJSON, r.m, r.log)
 	r.groups = newGroupGate()
 	r.follower.gate = r.groups
-	if ga, ok := deps.Store.(GroupAccessStore); ok {
-		r.follower.access = ga
+	if deps.GroupAccess != nil {
+		r.follower.access = deps.GroupAccess
 	}
-	if rs, ok := deps.Store.(RecentStore); ok && cfg.CacheBytes > 0 {
+	if rs := deps.Recent; rs != nil && cfg.CacheBytes > 0 {
 		r.cache = eventcache.New(cfg.CacheBytes, !cfg.Limits.TopicRules.RequireTopic)
 		r.committed = rs.Committed
 		r.heads = &heads{read: deps.Feed.Head}
@@ -218,7 +232,7 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 	// The NIP-77 tree follows the outbox: it can hold only what has outbox
 	// rows (events with a topic: RequireTopic; the exempt kinds take the
 	// person scope), and needs the groups' rule.
-	if ts, ok := deps.Store.(SyncTreeStore); ok && r.sync != nil && cfg.NegTree && r.follower.access != nil &&
+	if ts := deps.SyncTree; ts != nil && r.sync != nil && cfg.NegTree && r.follower.access != nil &&
 		cfg.Limits.TopicRules.RequireTopic {
 		r.negTree = newNegTree(r.groups, r.now)
 		r.follower.tree, r.follower.treeStore = r.negTree, ts

@@ -87,8 +87,8 @@ type Feed interface {
 	Notified() int64
 }
 
-// RecentStore is implemented by a Store that can fill the relay's event cache
-// (package eventcache; Config.CacheBytes): package store implements it.
+// RecentStore fills the relay's event cache (package eventcache;
+// Config.CacheBytes, Deps.Recent): package store implements it.
 type RecentStore interface {
 	// Recent streams at most max visible public events that have a topic
 	// newest first (ties by lowest id) with their JSON to add, until it
