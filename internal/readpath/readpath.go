@@ -50,6 +50,10 @@ const (
 	// started, and the primary may have hidden or replaced its events since
 	// (see relay's handoff).
 	Replica
+	// Cache: the relay's event cache (package eventcache), which had
+	// applied every outbox row up to Seq, and every row committed before the
+	// read began.
+	Cache
 )
 
 func (s Source) String() string {
@@ -58,6 +62,8 @@ func (s Source) String() string {
 		return "primary"
 	case Replica:
 		return "replica"
+	case Cache:
+		return "cache"
 	}
 	return "unknown"
 }

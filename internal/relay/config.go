@@ -227,7 +227,8 @@ type Config struct {
 	// RecentStore to fill it (Deps.Recent).
 	CacheBytes int
 
-	// QueryTimeout bounds one Store.Query or Store.Count call.
+	// QueryTimeout bounds one read of a REQ's stored part (Reader.Read, and
+	// its handoff) or one Reader.Count call.
 	QueryTimeout time.Duration
 	// PingInterval is how often a ping is sent; ReadTimeout is how long a
 	// connection may stay silent (no message, no pong) before it is dropped.

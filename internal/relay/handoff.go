@@ -30,7 +30,7 @@ const handoffMaxRows = 1000
 // H is read by the follower after the filing and fanned out to the
 // subscription.
 //
-// Promise: the stored part returned is exactly Store.QuerySnapshot's answer
+// Promise: the stored part returned is exactly the primary's answer
 // (Reader.Read) in a snapshot of the primary that holds the outbox up to H: for each
 // filter the newest Limit visible matching events that the viewer may read
 // (ties by lowest id), their union newest first, each once. As the
@@ -384,18 +384,19 @@ const cacheWait = 100 * time.Millisecond
 // every outbox row committed before the REQ arrived (heads), with the seq it
 // has applied: every row above it is applied to the cache, then fanned out,
 // after the subscription was filed (follower), so the delivery promise holds
-// as for a database snapshot. take caps the answer as the row budget does;
-// each event's JSON is put in sv. ok is false when the database must answer.
-func (r *Relay) queryCache(s *subscription, take func(int) bool, sv *served) (evs []*nostr.Event, seq int64, ok bool) {
+// as for a database snapshot. take caps the answer as the row budget does.
+// The answer is a read's (Source readpath.Cache), with its events' JSON. ok
+// is false when the database must answer.
+func (r *Relay) queryCache(s *subscription, take func(int) bool) (res readpath.Result, ok bool) {
 	if r.cache == nil {
-		return nil, 0, false
+		return res, false
 	}
 	now := r.now().Unix()
 	// A REQ the cache cannot answer as it stands goes to the database at once
 	// (without the head read below, which would only delay it).
 	if _, _, _, ok := r.cache.Query(s.filters, s.viewer, now, nil); !ok {
 		r.m.cacheAnswers.WithLabelValues("miss").Inc()
-		return nil, 0, false
+		return res, false
 	}
 	// Every write committed before the REQ arrived, by any process, is in
 	// its stored part, as with a database snapshot: the cache must have
@@ -405,22 +406,22 @@ func (r *Relay) queryCache(s *subscription, take func(int) bool, sv *served) (ev
 	head, err := r.heads.get(s.ctx)
 	if err != nil {
 		r.m.cacheAnswers.WithLabelValues("behind").Inc()
-		return nil, 0, false
+		return res, false
 	}
 	if !r.cache.WaitFor(max(want, head), cacheWait, s.ctx.Done()) {
 		r.m.cacheAnswers.WithLabelValues("behind").Inc()
-		return nil, 0, false
+		return res, false
 	}
-	hits, seq, _, ok := r.cache.Query(s.filters, s.viewer, now, take)
+	hits, seq, stopped, ok := r.cache.Query(s.filters, s.viewer, now, take)
 	if !ok {
 		r.m.cacheAnswers.WithLabelValues("miss").Inc()
-		return nil, 0, false
+		return res, false
 	}
 	r.m.cacheAnswers.WithLabelValues("hit").Inc()
-	evs = make([]*nostr.Event, len(hits))
+	res = readpath.Result{Events: make([]*nostr.Event, len(hits)), JSON: make([][]byte, len(hits)), Seq: seq,
+		Source: readpath.Cache, Stopped: stopped}
 	for i, h := range hits {
-		evs[i] = h.Event
-		sv.Put(h.Event, h.JSON)
+		res.Events[i], res.JSON[i] = h.Event, h.JSON
 	}
-	return evs, seq, true
+	return res, true
 }

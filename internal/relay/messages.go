@@ -10,6 +10,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/readpath"
 )
 
 // Reasons the relay itself gives (the protocol package gives the validation ones).
@@ -437,20 +438,21 @@ func (c *conn) runQuery(s *subscription) {
 	// are the cache's): it is only capped as the rows budget caps a query's,
 	// and its messages take their share of the budget as they are queued.
 	answered, answerCap := int64(0), c.mem.bulkLimit()
-	events, seq, cached := c.r.queryCache(s, func(n int) bool {
+	res, cached := c.r.queryCache(s, func(n int) bool {
 		if answered+int64(n) > answerCap {
 			stopped = true
 			return false
 		}
 		answered += int64(n)
 		return true
-	}, sv)
-	var replica bool
+	})
 	var err error
 	if !cached {
-		events, seq, replica, err = c.r.querySnapshot(ctx, s, budget, sv)
+		res, err = c.r.reads.Read(ctx, readpath.Request{Filters: s.filters, Viewer: s.viewer, Take: budget})
 	}
 	cancel()
+	sv.add(res)
+	events, seq, replica := res.Events, res.Seq, res.Source == readpath.Replica
 	c.r.m.querySeconds.WithLabelValues("req").Observe(time.Since(start).Seconds())
 	if err == nil && replica {
 		// (the primary's window is read whole; the events it adds take their
@@ -478,7 +480,7 @@ func (c *conn) runQuery(s *subscription) {
 		c.enqueue(closedMsg(s.id, reason))
 		return
 	}
-	if !cached && !replica && !stopped {
+	if res.Source == readpath.Primary && !stopped {
 		c.r.offerLearn(s, events, sv, seq)
 	}
 	s.replay(events, sv, seq, held)

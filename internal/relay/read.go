@@ -1,8 +1,6 @@
 package relay
 
 import (
-	"context"
-
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/readpath"
@@ -69,17 +67,4 @@ func (sv *served) From(ev *nostr.Event) uint64 {
 		return 0
 	}
 	return sv.from[ev]
-}
-
-// querySnapshot reads a subscription's stored part where the relay reads
-// (Deps.Reads: a replica or the primary), under take, and records its
-// events' JSON in sv; replica reports that a replica answered (the caller
-// hands the answer off: Relay.handoff).
-func (r *Relay) querySnapshot(ctx context.Context, s *subscription, take func(int) bool, sv *served) (evs []*nostr.Event, seq int64, replica bool, err error) {
-	res, err := r.reads.Read(ctx, readpath.Request{Filters: s.filters, Viewer: s.viewer, Take: take})
-	if err != nil {
-		return nil, 0, false, err
-	}
-	sv.add(res)
-	return res.Events, res.Seq, res.Source == readpath.Replica, nil
 }
