@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/pgtest"
@@ -125,4 +127,64 @@ func (k key) signedAt(t *testing.T, kind int, at nostr.Timestamp, tags nostr.Tag
 	ev := &nostr.Event{Kind: kind, CreatedAt: at, Tags: tags, Content: content}
 	require.NoError(t, ev.Sign(k.sk))
 	return ev
+}
+
+// laggingReader is a read replica of a fakeStore that stopped replaying
+// when its snapshot was taken: every Read is that snapshot's (Source
+// readpath.Replica).
+type laggingReader struct{ sn *fakeSnapshot }
+
+func (l laggingReader) Read(_ context.Context, req readpath.Request) (readpath.Result, error) {
+	res := l.sn.read(req)
+	res.Source = readpath.Replica
+	return res, nil
+}
+
+func (l laggingReader) Count(_ context.Context, filters []nostr.Filter, v protocol.Viewer) (int64, error) {
+	return int64(len(l.sn.read(readpath.Request{Filters: filters, Viewer: v}).Events)), nil
+}
+
+// TestHandoffOnTheFake: the fake implements the whole read contract, the
+// primary's window and snapshot included, so the handoff of a lagging
+// replica's answer runs without Postgres: with the fake as the primary and
+// a copy of it taken before four more notes as the replica (Deps.Reads), a
+// REQ gets the primary's answer (the newest Limit notes, the four the
+// replica missed among them, handoffCaught); without a Primary the REQ is
+// CLOSED with an error, never answered with the replica's stale page.
+func TestHandoffOnTheFake(t *testing.T) {
+	t.Parallel()
+	fake := newFakeStore()
+	k := newKey(t)
+	at := nostr.Now() - 1000
+	var notes []*nostr.Event
+	for i := range 10 {
+		notes = append(notes, k.note(t, fmt.Sprint("note ", i), func(ev *nostr.Event) { ev.CreatedAt = at + nostr.Timestamp(i) }))
+	}
+	fake.store(notes[:6])
+	lag := laggingReader{fake.snapshot()}
+	fake.store(notes[6:])
+	start := func(primary Primary) *testRelay {
+		cfg := testConfig()
+		cfg.CacheBytes = 0
+		reg := prometheus.NewRegistry()
+		r, err := New(cfg, Deps{Store: fake, Feed: fake, Reads: lag, Primary: primary, Registerer: reg, Gatherer: reg})
+		require.NoError(t, err)
+		tr := serveRelay(t, r)
+		tr.store, tr.reg = fake, reg
+		return tr
+	}
+	tr := start(fake)
+	got := dial(t, tr.url).req("go", map[string]any{"#t": []string{"go"}, "limit": 8})
+	require.Empty(t, got.closed)
+	var want []string
+	for i := 9; i >= 2; i-- {
+		want = append(want, notes[i].ID)
+	}
+	require.Equal(t, want, got.ids, "the primary's newest 8")
+	require.EqualValues(t, 4, testutil.ToFloat64(tr.m.handoffCaught), "the notes the replica missed")
+
+	bare := start(nil)
+	got = dial(t, bare.url).req("go", map[string]any{"#t": []string{"go"}, "limit": 8})
+	require.Equal(t, reasonQueryFailed, got.closed)
+	require.Empty(t, got.ids)
 }
