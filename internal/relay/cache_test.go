@@ -287,7 +287,7 @@ func (cw *cacheWorld) learn(r *Relay, filters []nostr.Filter, v protocol.Viewer)
 	}
 	res, err := cw.st.Read(ctx, readpath.Request{Filters: filters, Viewer: v})
 	require.NoError(cw.t, err)
-	sv := &served{}
+	sv := &servedJSON{}
 	sv.add(res)
 	evs, seq := res.Events, res.Seq
 	if cw.rng.IntN(3) == 0 {
@@ -439,7 +439,7 @@ func TestLearnQueueIsBounded(t *testing.T) {
 	r := cw.cacheRelay(1 << 20)
 	offer := func(size int) {
 		ev := &nostr.Event{ID: strconv.Itoa(size), PubKey: cw.keys[0].pk}
-		sv := &served{}
+		sv := &servedJSON{}
 		sv.Put(ev, make([]byte, size))
 		r.offerLearn(&subscription{filters: []nostr.Filter{{Authors: []string{ev.PubKey}, Limit: 20}}}, []*nostr.Event{ev}, sv, 0)
 	}

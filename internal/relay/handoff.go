@@ -65,7 +65,7 @@ const handoffMaxRows = 1000
 // short filter, one query of the missing events only). Events the handoff
 // adds take their share of the connection's budget through take, as a
 // query's rows do; stopped says the replica's answer stopped at it.
-func (r *Relay) handoff(ctx context.Context, s *subscription, stored []*nostr.Event, sv *served, seq int64, stopped bool, take func(int) bool) (page []*nostr.Event, head int64, err error) {
+func (r *Relay) handoff(ctx context.Context, s *subscription, stored []*nostr.Event, sv *servedJSON, seq int64, stopped bool, take func(int) bool) (page []*nostr.Event, head int64, err error) {
 	if r.primary == nil {
 		return nil, 0, fmt.Errorf("handoff: a replica answered, and the relay has no Primary (Deps.Primary)")
 	}
@@ -155,7 +155,7 @@ type pageMerge struct {
 	viewer  protocol.Viewer
 	stored  []*nostr.Event          // read on the replica, in the store's order
 	stopped bool                    // the replica's answer stopped at the memory budget
-	sv      *served                 // the JSON of stored's events (nil, or none: they are whole)
+	sv      *servedJSON             // the JSON of stored's events (nil, or none: they are whole)
 	matches func(*nostr.Event) bool // an event matches one of the filters (search included)
 	whole   map[*nostr.Event]*nostr.Event
 }

@@ -432,7 +432,7 @@ func (c *conn) runQuery(s *subscription) {
 	// The stored events come with their JSON (readpath.Result.JSON: the
 	// store builds it from the stored bytes, without decoding the tags or
 	// encoding the event again).
-	sv := &served{}
+	sv := &servedJSON{}
 	start := time.Now()
 	// An answer from the event cache holds no memory of its own (its events
 	// are the cache's): it is only capped as the rows budget caps a query's,

@@ -6,19 +6,19 @@ import (
 	"github.com/kukuri/communitynode/internal/readpath"
 )
 
-// served holds what the reads of a REQ's stored part said of its events
+// servedJSON holds what the reads of a REQ's stored part said of its events
 // besides the events themselves: each one's JSON (readpath.Result.JSON, or
 // the event cache's) and which filters' own answers held it
 // (readpath.Result.From). It is keyed by the events' pointers, so that it
-// follows them through the handoff's merge. A served is used by one goroutine
-// at a time.
-type served struct {
+// follows them through the handoff's merge. A servedJSON is used by one
+// goroutine at a time.
+type servedJSON struct {
 	json map[*nostr.Event][]byte
 	from map[*nostr.Event]uint64
 }
 
 // add records the JSON and filters of res's events.
-func (sv *served) add(res readpath.Result) {
+func (sv *servedJSON) add(res readpath.Result) {
 	for i, ev := range res.Events {
 		if i < len(res.JSON) && res.JSON[i] != nil {
 			sv.Put(ev, res.JSON[i])
@@ -34,7 +34,7 @@ func (sv *served) add(res readpath.Result) {
 
 // Take returns ev's JSON and forgets it; nil for an event it has none of, or
 // once taken.
-func (sv *served) Take(ev *nostr.Event) []byte {
+func (sv *servedJSON) Take(ev *nostr.Event) []byte {
 	if sv == nil {
 		return nil
 	}
@@ -44,7 +44,7 @@ func (sv *served) Take(ev *nostr.Event) []byte {
 }
 
 // JSON returns ev's JSON as Take does, but keeps it.
-func (sv *served) JSON(ev *nostr.Event) []byte {
+func (sv *servedJSON) JSON(ev *nostr.Event) []byte {
 	if sv == nil {
 		return nil
 	}
@@ -52,7 +52,7 @@ func (sv *served) JSON(ev *nostr.Event) []byte {
 }
 
 // Put records js as ev's JSON.
-func (sv *served) Put(ev *nostr.Event, js []byte) {
+func (sv *servedJSON) Put(ev *nostr.Event, js []byte) {
 	if sv.json == nil {
 		sv.json = make(map[*nostr.Event][]byte)
 	}
@@ -62,7 +62,7 @@ func (sv *served) Put(ev *nostr.Event, js []byte) {
 // From returns which filters of a read of several (2 to 64) held ev in their
 // own answer (readpath.Result.From): bit i for filters[i]; 0 for any other
 // event.
-func (sv *served) From(ev *nostr.Event) uint64 {
+func (sv *servedJSON) From(ev *nostr.Event) uint64 {
 	if sv == nil {
 		return 0
 	}

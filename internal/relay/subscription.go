@@ -122,7 +122,7 @@ func (s *subscription) deliver(ev *nostr.Event, seq int64, evJSON []byte) bool {
 //
 // stored's JSON is sv's (readpath.Result.JSON), or encoded here when sv has
 // none.
-func (s *subscription) replay(stored []*nostr.Event, sv *served, seq int64, held int) {
+func (s *subscription) replay(stored []*nostr.Event, sv *servedJSON, seq int64, held int) {
 	c := s.conn
 	defer func() { c.mem.give(held) }()
 	s.mu.Lock()
