@@ -44,7 +44,7 @@ func newSyncNode(t testing.TB) *syncNode {
 	st := store.New(db.Pool, w, protocol.DefaultTopicRules())
 	cfg := relay.DefaultConfig()
 	cfg.EventRatePerIP, cfg.EventRatePerPubkey, cfg.ReqRatePerIP = relay.Rate{}, relay.Rate{}, relay.Rate{}
-	r, err := relay.New(cfg, relay.Deps{Store: st, Feed: relay.NewPGFeed(db.Pool, nil), Registerer: prometheus.NewRegistry()})
+	r, err := relay.New(cfg, relay.Deps{Store: st, Sync: st, Recent: st, GroupAccess: st, SyncTree: st, Feed: relay.NewPGFeed(db.Pool, nil), Registerer: prometheus.NewRegistry()})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -70,7 +70,7 @@ func (n *syncNode) store(t *testing.T, evs ...*nostr.Event) {
 // visible is the sorted ids of every event a public reader sees.
 func (n *syncNode) visible(t *testing.T) []string {
 	t.Helper()
-	items, err := n.st.SyncItems(context.Background(), nostr.Filter{}, protocol.Viewer{}, 1_000_000)
+	items, err := n.st.SyncItems(context.Background(), nostr.Filter{}, protocol.Viewer{}, 1_000_000, nil)
 	require.NoError(t, err)
 	ids := make([]string, len(items))
 	for i, it := range items {

@@ -172,7 +172,7 @@ func (l syncLocal) Items(ctx context.Context, f nostr.Filter) ([]negentropy.Item
 	if reason != "" {
 		return nil, errors.New(reason)
 	}
-	return l.r.SyncItems(ctx, vf, protocol.Viewer{}, l.max)
+	return l.r.SyncItems(ctx, vf, protocol.Viewer{}, l.max, nil)
 }
 
 func (l syncLocal) Events(ctx context.Context, ids []string) ([]*nostr.Event, error) {

@@ -155,7 +155,9 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		s.Relay.Info.Self, s.Relay.Membership = key.PubKey, string(cmp.Or(s.Membership, membership.Open))
 	}
 	reg.MustRegister(pendingGauges(st)...)
-	var reads relay.Store = st
+	// The relay's reads: the primary's store, or the read replicas in front
+	// of it, whose answers the relay hands off to the primary (Primary).
+	var reads relay.Reader = st
 	var replicas *replica.Set
 	if len(s.ReadDatabaseURLs) > 0 {
 		if replicas, err = openReplicas(st, pool, s, logger, reg); err != nil {
@@ -165,15 +167,21 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		reads = replicas
 	}
 	deps := relay.Deps{
-		Ranks:      ranks,
-		Store:      reads,
-		Feed:       relay.NewPGFeed(pool, logger),
-		Logger:     logger,
-		Registerer: reg,
-		Gatherer:   reg,
-		Policy:     policy,
-		Management: api,
-		Ephemeral:  ephemeral.New(pool, logger),
+		Ranks:       ranks,
+		Store:       st,
+		Reads:       reads,
+		Primary:     st,
+		Sync:        st,
+		Recent:      st,
+		GroupAccess: st,
+		SyncTree:    st,
+		Feed:        relay.NewPGFeed(pool, logger),
+		Logger:      logger,
+		Registerer:  reg,
+		Gatherer:    reg,
+		Policy:      policy,
+		Management:  api,
+		Ephemeral:   ephemeral.New(pool, logger),
 	}
 	if members != nil {
 		deps.Members = members
@@ -242,7 +250,7 @@ func openReplicas(st *store.Store, primary *pgxpool.Pool, s RelayOptions, logger
 		}
 		rs = append(rs, replica.Replica{Name: name, Pool: p})
 	}
-	return replica.New(st, primary, rs, replica.Config{MaxLag: maxLag, CheckInterval: DefaultReplicaCheckInterval,
+	return replica.New(st.Reader, primary, rs, replica.Config{MaxLag: maxLag, CheckInterval: DefaultReplicaCheckInterval,
 		Logger: logger, Registerer: reg}), nil
 }
 

@@ -136,12 +136,12 @@ func startNode(t *testing.T) *node {
 	require.NoError(t, st.SetGroups(store.Groups{Sign: nodeKey.Sign, Policy: groups.Policy{Node: nodeKey.PubKey, Creators: groups.CreatorsAny}}))
 	reg.MustRegister(&groups.Collector{Q: db.Pool})
 	cfg.Info.Self, cfg.Groups = nodeKey.PubKey, true
-	reads := replica.New(st, db.Pool,
+	reads := replica.New(st.Reader, db.Pool,
 		[]replica.Replica{{Name: replica.Name(replicaURL), Pool: rpool}},
 		replica.Config{MaxLag: cnnode.DefaultMaxReplicaLag, CheckInterval: cnnode.DefaultReplicaCheckInterval, Registerer: reg})
 	sdone := make(chan error, 1)
 	go func() { sdone <- reads.Run(ctx) }()
-	r, err := relay.New(cfg, relay.Deps{Store: reads, Feed: relay.NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg})
+	r, err := relay.New(cfg, relay.Deps{Store: st, Sync: st, Recent: st, GroupAccess: st, SyncTree: st, Reads: reads, Primary: st, Feed: relay.NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

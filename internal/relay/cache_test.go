@@ -16,6 +16,7 @@ import (
 	"github.com/kukuri/communitynode/internal/eventcache"
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/readpath"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
@@ -217,7 +218,7 @@ func (cw *cacheWorld) randomFilter() nostr.Filter {
 func (cw *cacheWorld) cacheRelay(cacheBytes int) *Relay {
 	cfg := testConfig()
 	cfg.CacheBytes = cacheBytes
-	r, err := New(cfg, Deps{Store: pgStore{cw.st}, Feed: NewPGFeed(cw.db.Pool, nil), Registerer: prometheus.NewRegistry()})
+	r, err := New(cfg, Deps{Store: pgStore{cw.st}, Sync: pgStore{cw.st}, Recent: pgStore{cw.st}, GroupAccess: pgStore{cw.st}, SyncTree: pgStore{cw.st}, Feed: NewPGFeed(cw.db.Pool, nil), Registerer: prometheus.NewRegistry()})
 	require.NoError(cw.t, err)
 	require.NotNil(cw.t, r.cache)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -275,7 +276,7 @@ func (cw *cacheWorld) compare(r *Relay, n int) (hits int) {
 }
 
 // learn does what the relay does with a REQ the cache missed: the
-// database's answer, read under store.WithServed, is offered to the cache's
+// database's answer, read with its JSON (Read), is offered to the cache's
 // author ranges (offerLearn, learn). Sometimes the world changes between the
 // read and the offer, so that the cache has applied rows after the answer's
 // seq, some of which touch it.
@@ -284,9 +285,11 @@ func (cw *cacheWorld) learn(r *Relay, filters []nostr.Filter, v protocol.Viewer)
 	if len(filters) != 1 || len(v.Authed) > 0 || !eventcache.Learnable(filters[0]) {
 		return
 	}
-	sv := &store.Served{}
-	evs, seq, err := cw.st.QuerySnapshot(store.WithServed(ctx, sv), filters, v)
+	res, err := cw.st.Read(ctx, readpath.Request{Filters: filters, Viewer: v})
 	require.NoError(cw.t, err)
+	sv := &servedJSON{}
+	sv.add(res)
+	evs, seq := res.Events, res.Seq
 	if cw.rng.IntN(3) == 0 {
 		cw.ingest(1 + cw.rng.IntN(10))
 		cw.moderate(1 + cw.rng.IntN(3))
@@ -436,7 +439,7 @@ func TestLearnQueueIsBounded(t *testing.T) {
 	r := cw.cacheRelay(1 << 20)
 	offer := func(size int) {
 		ev := &nostr.Event{ID: strconv.Itoa(size), PubKey: cw.keys[0].pk}
-		sv := &store.Served{}
+		sv := &servedJSON{}
 		sv.Put(ev, make([]byte, size))
 		r.offerLearn(&subscription{filters: []nostr.Filter{{Authors: []string{ev.PubKey}, Limit: 20}}}, []*nostr.Event{ev}, sv, 0)
 	}

@@ -162,8 +162,8 @@ type Config struct {
 	Auth AuthConfig
 	Info Info
 
-	// Negentropy serves NIP-77 (NEG-OPEN, NEG-MSG, NEG-CLOSE) when the store
-	// implements SyncStore; NIP-11 lists 77 only then. Default true.
+	// Negentropy serves NIP-77 (NEG-OPEN, NEG-MSG, NEG-CLOSE) when the relay
+	// has a SyncStore (Deps.Sync); NIP-11 lists 77 only then. Default true.
 	Negentropy bool
 	// NegTree keeps the NIP-77 fingerprint tree (negentropy_tree.go) of the
 	// events an anonymous reader may read, so that sessions of {} or a time
@@ -223,11 +223,12 @@ type Config struct {
 	// CacheBytes bounds the event cache (package eventcache): the newest
 	// visible public events, kept in memory by the outbox follower, from which
 	// a REQ whose whole answer it provably holds is answered without the
-	// database. 0 turns it off (every REQ reads the database). Needs a Store
-	// that can fill it (RecentStore).
+	// database. 0 turns it off (every REQ reads the database). Needs a
+	// RecentStore to fill it (Deps.Recent).
 	CacheBytes int
 
-	// QueryTimeout bounds one Store.Query or Store.Count call.
+	// QueryTimeout bounds one read of a REQ's stored part (Reader.Read, and
+	// its handoff) or one Reader.Count call.
 	QueryTimeout time.Duration
 	// PingInterval is how often a ping is sent; ReadTimeout is how long a
 	// connection may stay silent (no message, no pong) before it is dropped.

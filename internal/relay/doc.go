@@ -28,7 +28,7 @@
 // effective again) is delivered again.
 //
 // A REQ is filed in the fan-out index before its query runs; the query reads the
-// stored events and the outbox head in one snapshot (Store.QuerySnapshot), and a
+// stored events and the outbox head in one snapshot (Reader.Read), and a
 // live event whose outbox seq that snapshot holds is never sent, before EOSE or
 // after: each matching event reaches a subscription exactly once, none is lost
 // (see subscription).

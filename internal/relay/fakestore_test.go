@@ -3,12 +3,15 @@ package relay
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/readpath"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -25,7 +28,7 @@ type fakeStore struct {
 	listener []func()
 
 	// Hooks, set before use. ingestHook replaces the default Ingest; queryHook runs
-	// before Query and may fail it; eventsHook before Events; pingHook answers Ping.
+	// before Read and may fail it; eventsHook before Events; pingHook answers Ping.
 	ingestHook func(ctx context.Context, evs []*nostr.Event) ([]IngestResult, error)
 	queryHook  func(ctx context.Context) error
 	eventsHook func(ctx context.Context) error
@@ -96,43 +99,147 @@ func (s *fakeStore) ingested() []*nostr.Event {
 	return out
 }
 
-// QuerySnapshot reads the events and the outbox head under one lock: the
-// snapshot holds exactly the rows up to the seq it reports.
-func (s *fakeStore) QuerySnapshot(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) ([]*nostr.Event, int64, error) {
+// Read implements the read contract (Reader) as the real store does: the
+// events and the outbox head are read under one lock, so the snapshot holds
+// exactly the rows up to the seq it reports; each event comes as the store
+// serves it (ID, PubKey, CreatedAt, Kind, Tags only for addressable kinds, no
+// Content or Sig) with its JSON, which holds the whole event; Take is asked
+// for each event of each filter's answer before it is kept, and a refusal
+// ends the read; a read of 2 to 64 filters says which filters' own answers
+// held each event (From). TestFakeReadsAsTheStore holds it to the store.
+func (s *fakeStore) Read(ctx context.Context, req readpath.Request) (readpath.Result, error) {
 	s.mu.Lock()
 	hook := s.queryHook
 	s.mu.Unlock()
 	if hook != nil {
 		if err := hook(ctx); err != nil {
-			return nil, 0, err
+			return readpath.Result{}, err
 		}
 	}
+	return s.snapshot().read(req), nil
+}
+
+// Window implements Primary: what the rows after `after` changed, in a
+// snapshot of the store.
+func (s *fakeStore) Window(_ context.Context, after int64, limit int) (readpath.Window, error) {
+	return s.snapshot().window(after, limit), nil
+}
+
+// InSnapshot implements Primary: fn reads a copy of the store taken now.
+func (s *fakeStore) InSnapshot(_ context.Context, fn func(readpath.Snapshot) error) error {
+	return fn(s.snapshot())
+}
+
+// fakeSnapshot is a copy of a fakeStore's events and outbox at one seq.
+type fakeSnapshot struct {
+	all  []*nostr.Event // newest first, ties by lowest id
+	byID map[string]*nostr.Event
+	rows []outbox.Row
+	seq  int64
+}
+
+func (s *fakeStore) snapshot() *fakeSnapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	all := s.sorted()
-	picked := make(map[string]*nostr.Event)
-	for _, f := range filters {
+	return &fakeSnapshot{all: s.sorted(), byID: maps.Clone(s.events), rows: slices.Clone(s.rows), seq: s.seq}
+}
+
+// Read implements readpath.Snapshot (Seq 0: the Window's is the head).
+func (sn *fakeSnapshot) Read(_ context.Context, req readpath.Request) (readpath.Result, error) {
+	res := sn.read(req)
+	res.Seq = 0
+	return res, nil
+}
+
+// Window implements readpath.Snapshot.
+func (sn *fakeSnapshot) Window(_ context.Context, after int64, limit int) (readpath.Window, error) {
+	return sn.window(after, limit), nil
+}
+
+func (sn *fakeSnapshot) read(req readpath.Request) readpath.Result {
+	// As the store reads: filter by filter, each filter's matches newest
+	// first up to its Limit, asking Take for each before it is kept (an
+	// event another filter kept already is asked for again); a refusal ends
+	// the whole read. The union is then sorted, each event once.
+	res := readpath.Result{Seq: sn.seq, Source: readpath.Primary}
+	picked := make(map[string]uint64) // id -> the filters whose own answer held it
+	served := make(map[string][]byte) // id -> its JSON
+read:
+	for i, f := range req.Filters {
 		if f.LimitZero {
 			continue
 		}
 		n := 0
-		for _, ev := range all {
+		for _, ev := range sn.all {
 			if f.Limit > 0 && n >= f.Limit {
 				break
 			}
-			if protocol.Match(f, ev) && v.MayRead(ev) {
-				picked[ev.ID] = ev
-				n++
+			if !protocol.Match(f, ev) || !req.Viewer.MayRead(ev) {
+				continue
 			}
+			js := eventJSON(ev)
+			if req.Take != nil && !req.Take(len(js)+len(ev.ID)+len(ev.PubKey)) {
+				res.Stopped = true
+				break read
+			}
+			picked[ev.ID] |= 1 << i
+			served[ev.ID] = js
+			n++
 		}
 	}
-	out := make([]*nostr.Event, 0, len(picked))
-	for _, ev := range all {
-		if picked[ev.ID] != nil {
-			out = append(out, ev)
+	attribute := len(req.Filters) > 1 && len(req.Filters) <= 64
+	if attribute {
+		res.From = []uint64{}
+	}
+	for _, ev := range sn.all {
+		from, ok := picked[ev.ID]
+		if !ok {
+			continue
+		}
+		out := &nostr.Event{ID: ev.ID, PubKey: ev.PubKey, CreatedAt: ev.CreatedAt, Kind: ev.Kind}
+		if protocol.ClassOf(ev.Kind) == protocol.Addressable {
+			out.Tags = ev.Tags
+		}
+		res.Events = append(res.Events, out)
+		res.JSON = append(res.JSON, served[ev.ID])
+		if attribute {
+			res.From = append(res.From, from)
 		}
 	}
-	return out, s.seq, nil
+	return res
+}
+
+// window reads what the rows after `after` changed: every row names its
+// event, an upsert row its effective key; the named events are all visible
+// (the fake hides nothing).
+func (sn *fakeSnapshot) window(after int64, limit int) readpath.Window {
+	w := readpath.Window{Seq: sn.seq, Named: map[string]bool{}, Keys: map[string]bool{}}
+	var rows []outbox.Row
+	for _, r := range sn.rows {
+		if r.Seq > after {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) > limit {
+		w.More = true
+		return w
+	}
+	for _, r := range rows {
+		if strings.HasPrefix(r.TopicID, "GROUP:") {
+			w.Groups = true
+		}
+		if r.Op == outbox.OpUpsert && r.EffectiveKey != "" {
+			w.Keys[r.EffectiveKey] = true
+		}
+		if w.Named[r.EventID] {
+			continue
+		}
+		w.Named[r.EventID] = true
+		if ev := sn.byID[r.EventID]; ev != nil {
+			w.Events = append(w.Events, ev)
+		}
+	}
+	return w
 }
 
 // sorted returns the stored events newest first, ties by lowest id.
@@ -194,6 +301,13 @@ func (s *fakeStore) Ping(ctx context.Context) error {
 		return hook(ctx)
 	}
 	return nil
+}
+
+// Notified implements Feed: every row is announced as it is appended.
+func (s *fakeStore) Notified() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seq
 }
 
 // Head implements Feed.

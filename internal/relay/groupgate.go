@@ -19,9 +19,9 @@ import (
 
 // GroupAccessStore reads the rule of the private and hidden NIP-29 groups
 // (store.Reader.GroupAccess: cn_relay.group_access; ids nil: all of them). A
-// Store that has it gets private and hidden groups enforced on the paths the
-// relay answers from memory (live fan-out, the event cache, a replica's
-// handoff) as the database enforces them on every query.
+// relay that has it (Deps.GroupAccess) gets private and hidden groups
+// enforced on the paths it answers from memory (live fan-out, the event
+// cache, a replica's handoff) as the database enforces them on every query.
 type GroupAccessStore interface {
 	GroupAccess(ctx context.Context, ids []string) (map[string]protocol.GroupRule, error)
 }
@@ -148,7 +148,7 @@ func accessChanged(rows []outbox.Row) []string {
 // mayWrite is the last check before an event is queued on a client's socket
 // (defense in depth: every path that reads events filters them first):
 // whether v may read ev, whose JSON is js (ev itself may lack its tags when
-// it was read under store.Served). Only the group rule can have changed
+// it was read with its JSON only). Only the group rule can have changed
 // since the event was read, and only it is checked again; an event whose
 // JSON shows no `h` tag and is of no group kind is no group event.
 func mayWrite(v protocol.Viewer, ev *nostr.Event, js []byte) bool {

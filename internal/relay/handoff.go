@@ -12,7 +12,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/readpath"
 )
 
 // handoffMaxRows is the most outbox rows a handoff reads after a replica's
@@ -20,29 +20,18 @@ import (
 // checks) is not worth loading event by event: the primary answers the REQ.
 const handoffMaxRows = 1000
 
-// querySnapshot runs a subscription's stored part: on a replica when the
-// store reads from replicas (ReplicaReader; replica reports it), else on the
-// store's database.
-func (r *Relay) querySnapshot(ctx context.Context, s *subscription) (evs []*nostr.Event, seq int64, replica bool, err error) {
-	if rr, ok := r.store.(ReplicaReader); ok {
-		return rr.QuerySnapshotReplica(ctx, s.filters, s.viewer)
-	}
-	evs, seq, err = r.store.QuerySnapshot(ctx, s.filters, s.viewer)
-	return evs, seq, false, err
-}
-
 // handoff turns a stored part read on a replica, whose snapshot holds the
 // outbox up to seq, into the stored part the primary answers at the handoff
 // point H, and returns H: the subscription's snapshot.
 //
 // H is the primary's outbox head in the snapshot of the handoff's read of
-// the primary (store.Window), which starts after the subscription was filed:
+// the primary (Primary.Window), which starts after the subscription was filed:
 // H covers every write committed before the REQ arrived, and every row after
 // H is read by the follower after the filing and fanned out to the
 // subscription.
 //
-// Promise: the stored part returned is exactly Store.QuerySnapshot's answer
-// in a snapshot of the primary that holds the outbox up to H: for each
+// Promise: the stored part returned is exactly the primary's answer
+// (Reader.Read) in a snapshot of the primary that holds the outbox up to H: for each
 // filter the newest Limit visible matching events that the viewer may read
 // (ties by lowest id), their union newest first, each once. As the
 // subscription's snapshot is H, no event of a row up to H arrives live, and
@@ -54,7 +43,7 @@ func (r *Relay) querySnapshot(ctx context.Context, s *subscription) (evs []*nost
 // names none of its events and none it matches, else the primary's at H.
 //
 // How it is kept. The rows in (seq, H] name every event whose visibility
-// may have changed (store.Window): the replica's events they name, or whose
+// may have changed (readpath.Window): the replica's events they name, or whose
 // effective key an upsert among them names, are left out, and the events
 // they name that are visible at H and match are candidates. For each filter,
 // the replica's page down to its oldest event (the bound) is then exact at H
@@ -64,7 +53,7 @@ func (r *Relay) querySnapshot(ctx context.Context, s *subscription) (evs []*nost
 // page of a filter that had fewer matches than its Limit on the replica. A
 // page left short (its events deleted, hidden or replaced since, and fewer
 // new ones above the bound) is refilled from the primary in one snapshot
-// (store.Snapshot): the window is read again, the merge redone, and the
+// (Primary.InSnapshot): the window is read again, the merge redone, and the
 // filter's matches at or below the bound's created_at read, as many as are
 // missing plus the page's events of that second; H is then that snapshot's
 // head. A window of more than handoffMaxRows rows, or a search page it may
@@ -76,12 +65,11 @@ func (r *Relay) querySnapshot(ctx context.Context, s *subscription) (evs []*nost
 // short filter, one query of the missing events only). Events the handoff
 // adds take their share of the connection's budget through take, as a
 // query's rows do; stopped says the replica's answer stopped at it.
-func (r *Relay) handoff(ctx context.Context, s *subscription, stored []*nostr.Event, sv *store.Served, seq int64, stopped bool, take func(int) bool) (page []*nostr.Event, head int64, err error) {
-	rr, ok := r.store.(ReplicaReader)
-	if !ok {
-		return nil, 0, fmt.Errorf("handoff: the store reads no replica")
+func (r *Relay) handoff(ctx context.Context, s *subscription, stored []*nostr.Event, sv *servedJSON, seq int64, stopped bool, take func(int) bool) (page []*nostr.Event, head int64, err error) {
+	if r.primary == nil {
+		return nil, 0, fmt.Errorf("handoff: a replica answered, and the relay has no Primary (Deps.Primary)")
 	}
-	w, err := rr.Window(ctx, seq, handoffMaxRows)
+	w, err := r.primary.Window(ctx, seq, handoffMaxRows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("handoff after seq %d: %w", seq, err)
 	}
@@ -102,8 +90,15 @@ func (r *Relay) handoff(ctx context.Context, s *subscription, stored []*nostr.Ev
 	}
 	if w.More || res.primary || len(res.refills) > 0 {
 		r.m.handoffRefills.Inc()
-		qctx := store.WithServed(store.WithRowBudget(ctx, take), sv)
-		err = rr.InSnapshot(ctx, func(sn *store.Snapshot) error {
+		read := func(sn readpath.Snapshot, filters []nostr.Filter) ([]*nostr.Event, error) {
+			res, err := sn.Read(ctx, readpath.Request{Filters: filters, Viewer: s.viewer, Take: take})
+			if err != nil {
+				return nil, err
+			}
+			sv.add(res)
+			return res.Events, nil
+		}
+		err = r.primary.InSnapshot(ctx, func(sn readpath.Snapshot) error {
 			if w, err = sn.Window(ctx, seq, handoffMaxRows); err != nil {
 				return err
 			}
@@ -115,11 +110,11 @@ func (r *Relay) handoff(ctx context.Context, s *subscription, stored []*nostr.Ev
 			}
 			if w.More || res.primary {
 				res = merged{dropped: res.dropped}
-				res.page, err = sn.Query(qctx, s.filters, s.viewer)
+				res.page, err = read(sn, s.filters)
 				return err
 			}
 			for _, rf := range res.refills {
-				evs, err := sn.Query(qctx, []nostr.Filter{rf.filter}, s.viewer)
+				evs, err := read(sn, []nostr.Filter{rf.filter})
 				if err != nil {
 					return err
 				}
@@ -133,7 +128,7 @@ func (r *Relay) handoff(ctx context.Context, s *subscription, stored []*nostr.Ev
 		}
 	}
 	r.m.handoffDropped.Add(float64(res.dropped))
-	// The window's events are whole (not read under Served): their JSON is
+	// The window's events are whole (they come without JSON): their JSON is
 	// made here, and takes its share of the budget as a query row would; a
 	// refusal ends the page there (the newest events that fit).
 	added := 0
@@ -160,7 +155,7 @@ type pageMerge struct {
 	viewer  protocol.Viewer
 	stored  []*nostr.Event          // read on the replica, in the store's order
 	stopped bool                    // the replica's answer stopped at the memory budget
-	sv      *store.Served           // the JSON of stored's events (nil, or none: they are whole)
+	sv      *servedJSON             // the JSON of stored's events (nil, or none: they are whole)
 	matches func(*nostr.Event) bool // an event matches one of the filters (search included)
 	whole   map[*nostr.Event]*nostr.Event
 }
@@ -201,7 +196,7 @@ func (rf refill) fill(evs []*nostr.Event) []*nostr.Event {
 }
 
 // merge computes the page at w's head (see Relay.handoff).
-func (m *pageMerge) merge(w store.Window) (merged, error) {
+func (m *pageMerge) merge(w readpath.Window) (merged, error) {
 	res := merged{fromWindow: map[*nostr.Event]bool{}}
 	gone := func(ev *nostr.Event) bool {
 		return w.Named[ev.ID] || w.Keys[protocol.EffectiveKey(ev)]
@@ -304,7 +299,7 @@ func (m *pageMerge) merge(w store.Window) (merged, error) {
 }
 
 // answered reports whether the replica's answer for filters[i] (its own,
-// before the union) held ev: as the store recorded it (store.Served.From),
+// before the union) held ev: as the read recorded it (readpath.Result.From),
 // else by matching ev against f. An event that f matches but that its own
 // answer did not hold ranks below that answer's Limit events, where merge
 // cuts the page.
@@ -320,13 +315,13 @@ func (m *pageMerge) answered(i int, f nostr.Filter, ev *nostr.Event) (bool, erro
 }
 
 // needsTags reports whether matching the filters needs events' tags, which
-// events read under store.Served lack (but for addressable kinds).
+// events read with their JSON may lack (but for addressable kinds).
 func (m *pageMerge) needsTags() bool {
 	return slices.ContainsFunc(m.filters, func(f nostr.Filter) bool { return len(f.Tags) > 0 })
 }
 
 // wholeEvent returns ev as the filters need it to be matched: with its tags
-// (decoded from its JSON when it was read under store.Served and a filter
+// (decoded from its JSON when it was read without them and a filter
 // asks for tags), else ev itself, whose id, author, kind and created_at are
 // always there.
 func (m *pageMerge) wholeEvent(ev *nostr.Event) (*nostr.Event, error) {
@@ -371,7 +366,7 @@ func union(pages [][]*nostr.Event, several bool) []*nostr.Event {
 	return out
 }
 
-// newestFirst orders events as a stored part lists them (store.Reader.Query):
+// newestFirst orders events as a stored part lists them (Reader.Read):
 // newest first, ties by lowest id.
 func newestFirst(a, b *nostr.Event) int {
 	if a.CreatedAt != b.CreatedAt {
@@ -389,46 +384,44 @@ const cacheWait = 100 * time.Millisecond
 // every outbox row committed before the REQ arrived (heads), with the seq it
 // has applied: every row above it is applied to the cache, then fanned out,
 // after the subscription was filed (follower), so the delivery promise holds
-// as for a database snapshot. take caps the answer as the row budget does;
-// each event's JSON is put in sv. ok is false when the database must answer.
-func (r *Relay) queryCache(s *subscription, take func(int) bool, sv *store.Served) (evs []*nostr.Event, seq int64, ok bool) {
+// as for a database snapshot. take caps the answer as the row budget does.
+// The answer is a read's (Source readpath.Cache), with its events' JSON. ok
+// is false when the database must answer.
+func (r *Relay) queryCache(s *subscription, take func(int) bool) (res readpath.Result, ok bool) {
 	if r.cache == nil {
-		return nil, 0, false
+		return res, false
 	}
 	now := r.now().Unix()
 	// A REQ the cache cannot answer as it stands goes to the database at once
 	// (without the head read below, which would only delay it).
 	if _, _, _, ok := r.cache.Query(s.filters, s.viewer, now, nil); !ok {
 		r.m.cacheAnswers.WithLabelValues("miss").Inc()
-		return nil, 0, false
+		return res, false
 	}
 	// Every write committed before the REQ arrived, by any process, is in
 	// its stored part, as with a database snapshot: the cache must have
 	// applied the outbox head read after the REQ arrived (this process's own
 	// commits and the notifications received bound it from below for free).
-	want := r.committed()
-	if n, ok := r.follower.feed.(interface{ Notified() int64 }); ok {
-		want = max(want, n.Notified())
-	}
+	want := max(r.committed(), r.follower.feed.Notified())
 	head, err := r.heads.get(s.ctx)
 	if err != nil {
 		r.m.cacheAnswers.WithLabelValues("behind").Inc()
-		return nil, 0, false
+		return res, false
 	}
 	if !r.cache.WaitFor(max(want, head), cacheWait, s.ctx.Done()) {
 		r.m.cacheAnswers.WithLabelValues("behind").Inc()
-		return nil, 0, false
+		return res, false
 	}
-	hits, seq, _, ok := r.cache.Query(s.filters, s.viewer, now, take)
+	hits, seq, stopped, ok := r.cache.Query(s.filters, s.viewer, now, take)
 	if !ok {
 		r.m.cacheAnswers.WithLabelValues("miss").Inc()
-		return nil, 0, false
+		return res, false
 	}
 	r.m.cacheAnswers.WithLabelValues("hit").Inc()
-	evs = make([]*nostr.Event, len(hits))
+	res = readpath.Result{Events: make([]*nostr.Event, len(hits)), JSON: make([][]byte, len(hits)), Seq: seq,
+		Source: readpath.Cache, Stopped: stopped}
 	for i, h := range hits {
-		evs[i] = h.Event
-		sv.Put(h.Event, h.JSON)
+		res.Events[i], res.JSON[i] = h.Event, h.JSON
 	}
-	return evs, seq, true
+	return res, true
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/readpath"
 	"github.com/kukuri/communitynode/internal/store"
 )
 
@@ -191,14 +192,14 @@ func TestHandoffMergeIsThePrimarysAnswer(t *testing.T) {
 	require.Greater(t, stoppedRuns, 20)
 }
 
-// frozenReplica is a Store whose REQ reads (QuerySnapshotReplica) all run in
+// frozenReplica is a Store whose REQ reads (Read, Source Replica) all run in
 // one REPEATABLE READ snapshot of the database taken when it was made: a
 // replica that stopped replaying then. Window and InSnapshot read the
 // database as it is, as replica.Set's do on the primary.
 type frozenReplica struct {
 	pgStore
 	mu  sync.Mutex // (one statement at a time on the snapshot's transaction)
-	sn  *store.Snapshot
+	sn  readpath.Snapshot
 	seq int64
 }
 
@@ -207,7 +208,7 @@ func freeze(t *testing.T, st pgStore) *frozenReplica {
 	fr := &frozenReplica{pgStore: st}
 	ready, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
-		done <- st.InSnapshot(context.Background(), func(sn *store.Snapshot) error {
+		done <- st.InSnapshot(context.Background(), func(sn readpath.Snapshot) error {
 			w, err := sn.Window(context.Background(), math.MaxInt64, 1) // (the head alone)
 			if err != nil {
 				return err
@@ -230,11 +231,12 @@ func freeze(t *testing.T, st pgStore) *frozenReplica {
 	return fr
 }
 
-func (fr *frozenReplica) QuerySnapshotReplica(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) ([]*nostr.Event, int64, bool, error) {
+func (fr *frozenReplica) Read(ctx context.Context, req readpath.Request) (readpath.Result, error) {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
-	evs, err := fr.sn.Query(ctx, filters, v)
-	return evs, fr.seq, true, err
+	res, err := fr.sn.Read(ctx, req)
+	res.Seq, res.Source = fr.seq, readpath.Replica
+	return res, err
 }
 
 // TestHandoffFromAFrozenReplica: a relay whose replica stopped replaying
@@ -269,7 +271,7 @@ func TestHandoffFromAFrozenReplica(t *testing.T) {
 	cfg := testConfig()
 	cfg.CacheBytes = 0 // (the event cache would answer the REQs)
 	reg := prometheus.NewRegistry()
-	r, err := New(cfg, Deps{Store: fr, Feed: NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg})
+	r, err := New(cfg, Deps{Store: fr, Sync: fr, Recent: fr, GroupAccess: fr, SyncTree: fr, Primary: fr, Feed: NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg})
 	require.NoError(t, err)
 	tr := serveRelay(t, r)
 	conns := map[string]*client{} // subscription -> its own connection

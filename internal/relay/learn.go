@@ -7,7 +7,6 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/eventcache"
-	"github.com/kukuri/communitynode/internal/store"
 )
 
 // learnWait is how long the learner waits for the event cache to apply the
@@ -45,7 +44,7 @@ type learnItem struct {
 // private or hidden, unless the reader reads every group). It must run before the answer's JSON is
 // taken from sv. It never blocks: the learner is one goroutine, and answers
 // it has no room for are left.
-func (r *Relay) offerLearn(s *subscription, evs []*nostr.Event, sv *store.Served, seq int64) {
+func (r *Relay) offerLearn(s *subscription, evs []*nostr.Event, sv *servedJSON, seq int64) {
 	if r.learns == nil || len(s.filters) != 1 || !eventcache.Learnable(s.filters[0]) {
 		return
 	}

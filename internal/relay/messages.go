@@ -10,7 +10,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/readpath"
 )
 
 // Reasons the relay itself gives (the protocol package gives the validation ones).
@@ -429,30 +429,30 @@ func (c *conn) runQuery(s *subscription) {
 		held += n
 		return true
 	}
-	ctx = store.WithRowBudget(ctx, budget)
-	// The stored events come with their JSON built from the stored bytes
-	// (store.Served): their tags are not decoded, nor are they encoded again.
-	sv := &store.Served{}
-	ctx = store.WithServed(ctx, sv)
+	// The stored events come with their JSON (readpath.Result.JSON: the
+	// store builds it from the stored bytes, without decoding the tags or
+	// encoding the event again).
+	sv := &servedJSON{}
 	start := time.Now()
 	// An answer from the event cache holds no memory of its own (its events
 	// are the cache's): it is only capped as the rows budget caps a query's,
 	// and its messages take their share of the budget as they are queued.
 	answered, answerCap := int64(0), c.mem.bulkLimit()
-	events, seq, cached := c.r.queryCache(s, func(n int) bool {
+	res, cached := c.r.queryCache(s, func(n int) bool {
 		if answered+int64(n) > answerCap {
 			stopped = true
 			return false
 		}
 		answered += int64(n)
 		return true
-	}, sv)
-	var replica bool
+	})
 	var err error
 	if !cached {
-		events, seq, replica, err = c.r.querySnapshot(ctx, s)
+		res, err = c.r.reads.Read(ctx, readpath.Request{Filters: s.filters, Viewer: s.viewer, Take: budget})
 	}
 	cancel()
+	sv.add(res)
+	events, seq, replica := res.Events, res.Seq, res.Source == readpath.Replica
 	c.r.m.querySeconds.WithLabelValues("req").Observe(time.Since(start).Seconds())
 	if err == nil && replica {
 		// (the primary's window is read whole; the events it adds take their
@@ -480,7 +480,7 @@ func (c *conn) runQuery(s *subscription) {
 		c.enqueue(closedMsg(s.id, reason))
 		return
 	}
-	if !cached && !replica && !stopped {
+	if res.Source == readpath.Primary && !stopped {
 		c.r.offerLearn(s, events, sv, seq)
 	}
 	s.replay(events, sv, seq, held)
@@ -497,7 +497,7 @@ func (c *conn) onCount(subID string, filters []nostr.Filter) {
 	c.startQuery(func() {
 		ctx, cancel := context.WithTimeout(c.ctx, c.r.cfg.QueryTimeout)
 		start := time.Now()
-		n, err := c.r.store.Count(ctx, filters, v)
+		n, err := c.r.reads.Count(ctx, filters, v)
 		cancel()
 		c.r.m.querySeconds.WithLabelValues("count").Observe(time.Since(start).Seconds())
 		switch {

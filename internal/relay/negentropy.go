@@ -12,15 +12,17 @@ import (
 
 	"github.com/kukuri/communitynode/internal/negentropy"
 	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/readpath"
 )
 
-// SyncStore is what NIP-77 needs of the store (store.Reader.SyncItems): the
-// (created_at, id) of every stored event matching f that v may read, with
-// REQ's visibility, at most max of them, or store.ErrTooManySyncItems. A Store
-// that also implements it gets NIP-77 served while Config.Negentropy is set.
+// SyncStore is what NIP-77 needs of the store (package store implements it):
+// the (created_at, id) of every stored event matching f that v may read, with
+// REQ's visibility, at most max of them, or readpath.ErrTooManySyncItems. It
+// asks take for each item before it keeps it (when take is not nil), and
+// returns readpath.ErrSyncBudget at the first refusal. A relay that has one
+// (Deps.Sync) serves NIP-77 while Config.Negentropy is set.
 type SyncStore interface {
-	SyncItems(ctx context.Context, f nostr.Filter, v protocol.Viewer, max int) ([]negentropy.Item, error)
+	SyncItems(ctx context.Context, f nostr.Filter, v protocol.Viewer, max int, take func(n int) bool) ([]negentropy.Item, error)
 }
 
 const (
@@ -159,15 +161,15 @@ func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg str
 	held, refused := 0, taken
 	defer func() { c.negMem.give(held) }() // unless the session took them (held = 0)
 	ctx, cancel := context.WithTimeout(s.ctx, c.r.cfg.QueryTimeout)
-	ctx = store.WithRowBudget(ctx, func(int) bool {
+	take := func(int) bool {
 		if refused = c.negMem.take(negItemBytes, c.negMem.limit, false); refused != taken {
 			return false
 		}
 		held += negItemBytes
 		return true
-	})
+	}
 	start := time.Now()
-	items, err := c.r.sync.SyncItems(ctx, f, v, c.r.cfg.MaxSyncEvents)
+	items, err := c.r.sync.SyncItems(ctx, f, v, c.r.cfg.MaxSyncEvents, take)
 	cancel()
 	c.r.m.querySeconds.WithLabelValues("neg").Observe(time.Since(start).Seconds())
 	if err != nil {
@@ -177,13 +179,13 @@ func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg str
 			return // closed, replaced, or the connection ended
 		}
 		switch {
-		case errors.Is(err, store.ErrTooManySyncItems):
+		case errors.Is(err, readpath.ErrTooManySyncItems):
 			c.failNeg(s, negErrMsg(s.id, fmt.Sprintf("blocked: more than %d events match, sync with narrower filters", c.r.cfg.MaxSyncEvents),
 				c.r.cfg.MaxSyncEvents))
-		case errors.Is(err, store.ErrSyncBudget) && refused == connFull:
+		case errors.Is(err, readpath.ErrSyncBudget) && refused == connFull:
 			c.failNeg(s, negErrMsg(s.id, fmt.Sprintf("blocked: this connection's sync sessions would hold more than %d events together, close one or sync with narrower filters", c.r.cfg.MaxSyncEvents),
 				c.r.cfg.MaxSyncEvents))
-		case errors.Is(err, store.ErrSyncBudget):
+		case errors.Is(err, readpath.ErrSyncBudget):
 			c.failNeg(s, negErrMsg(s.id, reasonNegMemory))
 		case errors.Is(err, context.DeadlineExceeded):
 			c.failNeg(s, negErrMsg(s.id, reasonQueryTimeout))

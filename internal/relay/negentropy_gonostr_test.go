@@ -96,7 +96,7 @@ func TestNegentropyGoNostrSync(t *testing.T) {
 
 	all := idsOf(itemsOf(evs))
 	require.Equal(t, all, local.ids(), "the local store got what only the relay had")
-	items, err := e.st.SyncItems(context.Background(), filter, protocol.Viewer{}, 10_000)
+	items, err := e.st.SyncItems(context.Background(), filter, protocol.Viewer{}, 10_000, nil)
 	require.NoError(t, err)
 	require.Equal(t, all, idsOf(items), "the relay got what only the local store had")
 }

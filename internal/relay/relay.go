@@ -23,8 +23,31 @@ import (
 
 // Deps are the relay's collaborators.
 type Deps struct {
-	Store Store // required
+	Store Store // required: the primary database
 	Feed  Feed  // required: the outbox the live fan-out follows
+	// Reads, if set, reads REQs' stored parts and COUNTs instead of Store
+	// (package replica: read replicas in front of the primary). A stored
+	// part it reads on a replica is handed off to Primary.
+	Reads Reader
+	// Primary, if set, is the primary's outbox window and snapshot reads
+	// (package store), which a stored part read on a replica is handed off
+	// with (Relay.handoff). Required when Reads may answer from a replica:
+	// without it such a REQ fails (CLOSED "error: ...").
+	Primary Primary
+	// The primary's optional parts (package store implements them all; the
+	// composition root passes the primary's store for each). A feature whose
+	// part is nil is off, whatever Config says:
+	//
+	// Sync, if set, serves NIP-77 while Config.Negentropy is set.
+	Sync SyncStore
+	// Recent, if set, fills the event cache while Config.CacheBytes > 0.
+	Recent RecentStore
+	// GroupAccess, if set, has private and hidden NIP-29 groups enforced on
+	// the paths the relay answers from memory (groupgate.go).
+	GroupAccess GroupAccessStore
+	// SyncTree, if set, with Sync and GroupAccess, fills the NIP-77
+	// fingerprint tree while Config.NegTree is set (negentropy_tree.go).
+	SyncTree SyncTreeStore
 	// Logger may be nil (discard).
 	Logger *slog.Logger
 	// Registerer receives the relay's metrics; nil leaves them unregistered.
@@ -91,6 +114,8 @@ type Policy interface {
 type Relay struct {
 	cfg        Config
 	store      Store
+	reads      Reader            // REQs' stored parts and COUNTs: Deps.Reads, else store
+	primary    Primary           // nil: a replica's answer cannot be handed off
 	sync       SyncStore         // nil: NIP-77 is not served
 	negSlots   chan struct{}     // bounds the NIP-77 rounds computed at once (NegConcurrency)
 	cache      *eventcache.Cache // nil: every REQ reads the database
@@ -149,6 +174,8 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 	r := &Relay{
 		cfg:             cfg,
 		store:           deps.Store,
+		reads:           deps.Reads,
+		primary:         deps.Primary,
 		policy:          deps.Policy,
 		ranks:           deps.Ranks,
 		ephemeral:       deps.Ephemeral,
@@ -177,8 +204,11 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 			CheckOrigin: func(*http.Request) bool { return true },
 		},
 	}
-	if ss, ok := deps.Store.(SyncStore); ok && cfg.Negentropy {
-		r.sync = ss
+	if r.reads == nil {
+		r.reads = deps.Store
+	}
+	if deps.Sync != nil && cfg.Negentropy {
+		r.sync = deps.Sync
 		r.negSlots = make(chan struct{}, cfg.NegConcurrency)
 		r.negLoads = make(chan struct{}, cfg.MaxSyncLoads)
 	}
@@ -188,10 +218,10 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 	r.follower = newFollower(deps.Feed, deps.Store, r.fanoutJSON, r.m, r.log)
 	r.groups = newGroupGate()
 	r.follower.gate = r.groups
-	if ga, ok := deps.Store.(GroupAccessStore); ok {
-		r.follower.access = ga
+	if deps.GroupAccess != nil {
+		r.follower.access = deps.GroupAccess
 	}
-	if rs, ok := deps.Store.(RecentStore); ok && cfg.CacheBytes > 0 {
+	if rs := deps.Recent; rs != nil && cfg.CacheBytes > 0 {
 		r.cache = eventcache.New(cfg.CacheBytes, !cfg.Limits.TopicRules.RequireTopic)
 		r.committed = rs.Committed
 		r.heads = &heads{read: deps.Feed.Head}
@@ -202,7 +232,7 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 	// The NIP-77 tree follows the outbox: it can hold only what has outbox
 	// rows (events with a topic: RequireTopic; the exempt kinds take the
 	// person scope), and needs the groups' rule.
-	if ts, ok := deps.Store.(SyncTreeStore); ok && r.sync != nil && cfg.NegTree && r.follower.access != nil &&
+	if ts := deps.SyncTree; ts != nil && r.sync != nil && cfg.NegTree && r.follower.access != nil &&
 		cfg.Limits.TopicRules.RequireTopic {
 		r.negTree = newNegTree(r.groups, r.now)
 		r.follower.tree, r.follower.treeStore = r.negTree, ts

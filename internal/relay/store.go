@@ -6,11 +6,12 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/readpath"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
-// Store is the relay's persistence. Implementations are safe for concurrent use.
+// Store is the relay's persistence: the primary database. Implementations are
+// safe for concurrent use.
 type Store interface {
 	// Ingest stores verified, non-ephemeral events in ONE transaction that ends with
 	// the outbox append (group commit), and returns one result per event in input
@@ -18,24 +19,48 @@ type Store interface {
 	// "" ...). An error means the whole batch failed (the relay answers each event
 	// with OK false "error: ...").
 	Ingest(ctx context.Context, evs []*nostr.Event) ([]IngestResult, error)
-	// QuerySnapshot returns stored, visible events matching any of the filters
-	// that v may read (protocol.Viewer.MayRead: private kinds only to their
-	// parties); each filter's Limit applies to its own matches (LimitZero means
-	// none), newest first, ties by lowest id, no duplicates, all read in one
-	// snapshot, and seq, the highest outbox seq that snapshot holds: the
-	// snapshot holds exactly the writes whose outbox rows have seq <= seq (the
-	// outbox seq is committed in visibility order, see package outbox). A
-	// subscription's live part starts after seq.
-	QuerySnapshot(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) (evs []*nostr.Event, seq int64, err error)
-	// Count returns the number of stored, visible events matching any filter
-	// that v may read (NIP-45).
-	Count(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) (int64, error)
+	// Reader reads REQs and COUNTs on the primary unless Deps.Reads is set.
+	Reader
 	// Events loads visible events by id (for live fan-out of outbox rows), private
 	// kinds included (the fan-out checks each reader); missing ids are skipped.
+	// The events are whole (content, sig and tags).
 	Events(ctx context.Context, ids []string) ([]*nostr.Event, error)
 	// Ping reports whether the database answers (for /healthz, which calls it about
 	// once a second at most, with a short deadline).
 	Ping(ctx context.Context) error
+}
+
+// Reader is the relay's read contract: a REQ's stored part and a COUNT. The
+// primary's store implements it (package store), and so does a set of read
+// replicas in front of it (package replica); the composition root (package
+// node) picks which serves (Deps.Reads).
+type Reader interface {
+	// Read returns the stored, visible events matching any of req.Filters
+	// that req.Viewer may read (protocol.Viewer.MayRead: private kinds only
+	// to their parties), each filter's Limit applied to its own matches
+	// (LimitZero: none), newest first, ties by lowest id, no duplicates, all
+	// read in one snapshot, with their JSON, the snapshot's outbox seq and
+	// where it was read (readpath.Result). It asks req.Take for each event
+	// before keeping it and stops at the first refusal (Result.Stopped).
+	// A Result read on a replica (Source readpath.Replica) may be older than
+	// the REQ: the relay hands it off to the primary (Deps.Primary).
+	Read(ctx context.Context, req readpath.Request) (readpath.Result, error)
+	// Count returns the number of stored, visible events matching any filter
+	// that v may read (NIP-45). A replica's count is as old as its lag.
+	Count(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) (int64, error)
+}
+
+// Primary is the primary database as the handoff of a stored part read on a
+// replica needs it (see Relay.handoff): the outbox window after the
+// replica's seq, and reads in one snapshot. package store implements it.
+type Primary interface {
+	// Window reads what the outbox rows after seq `after` changed
+	// (readpath.Window), in one snapshot; a window of more than limit rows is
+	// not read: More is set.
+	Window(ctx context.Context, after int64, limit int) (readpath.Window, error)
+	// InSnapshot runs fn with reads in one snapshot of the primary, then ends
+	// it.
+	InSnapshot(ctx context.Context, fn func(readpath.Snapshot) error) error
 }
 
 // IngestResult is the answer to one event of an Ingest batch.
@@ -56,28 +81,14 @@ type Feed interface {
 	// notifications may have been missed meanwhile. wake never blocks. Listen
 	// returns when ctx is done.
 	Listen(ctx context.Context, wake func())
+	// Notified returns the highest seq a notification has announced (0: none
+	// yet): rows up to it are committed, by any process. A REQ answered from
+	// the event cache waits until the cache holds it.
+	Notified() int64
 }
 
-// ReplicaReader is implemented by a Store that may read a REQ's stored part
-// on a read replica (package replica). A replica's snapshot may lag the
-// primary: the relay then reads what changed since from the primary and
-// makes the stored part the primary's answer at a seq after the REQ arrived
-// (see Relay.handoff), so the delivery promise of a subscription holds
-// whatever the replica's lag.
-type ReplicaReader interface {
-	// QuerySnapshotReplica is QuerySnapshot; replica reports that the
-	// snapshot was a replica's, whose seq may lie below what this process's
-	// follower had fanned out when the subscription was filed, and whose
-	// events the primary may have hidden or replaced since.
-	QuerySnapshotReplica(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) (evs []*nostr.Event, seq int64, replica bool, err error)
-	// Window is store.Reader.Window on the primary.
-	Window(ctx context.Context, after int64, limit int) (store.Window, error)
-	// InSnapshot is store.Reader.InSnapshot on the primary.
-	InSnapshot(ctx context.Context, fn func(*store.Snapshot) error) error
-}
-
-// RecentStore is implemented by a Store that can fill the relay's event cache
-// (package eventcache; Config.CacheBytes): store.Reader.Recent.
+// RecentStore fills the relay's event cache (package eventcache;
+// Config.CacheBytes, Deps.Recent): package store implements it.
 type RecentStore interface {
 	// Recent streams at most max visible public events that have a topic
 	// newest first (ties by lowest id) with their JSON to add, until it

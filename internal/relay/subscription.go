@@ -7,7 +7,6 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/internal/store"
 )
 
 // subscription is one REQ of one connection: its normalised filters, registered in
@@ -121,9 +120,9 @@ func (s *subscription) deliver(ev *nostr.Event, seq int64, evJSON []byte) bool {
 // messages are queued (which take their own share), and in whole when replay
 // returns.
 //
-// stored were read under store.WithServed(sv): an event's JSON is sv's, or
-// encoded here when sv has none (a store that does not fill it).
-func (s *subscription) replay(stored []*nostr.Event, sv *store.Served, seq int64, held int) {
+// stored's JSON is sv's (readpath.Result.JSON), or encoded here when sv has
+// none.
+func (s *subscription) replay(stored []*nostr.Event, sv *servedJSON, seq int64, held int) {
 	c := s.conn
 	defer func() { c.mem.give(held) }()
 	s.mu.Lock()

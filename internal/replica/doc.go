@@ -19,9 +19,10 @@
 //     usable replica, else on the primary, and a second replica failure goes
 //     to the primary (cn_relay_read_retries_total). Only the caller's own
 //     deadline or cancellation ends a read early.
-//   - Freshness: a replica's REQ snapshot may lag the primary. Set answers
-//     relay.ReplicaReader (its Window and InSnapshot read the primary), so
-//     the relay makes the stored part the primary's answer at the primary's
+//   - Freshness: a replica's REQ snapshot may lag the primary. Set's Read
+//     says so (readpath.Result.Source is readpath.Replica), so the relay
+//     makes the stored part, with the primary's window and snapshot reads
+//     (relay.Primary: the primary's store), the primary's answer at the primary's
 //     outbox head read after the REQ arrived (relay.Relay's handoff): each
 //     filter's newest Limit events visible there, pages that deletions or
 //     replacements since left short refilled from the primary; every later

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/readpath"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
@@ -54,11 +55,12 @@ func Name(dbURL string) string {
 	return fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)
 }
 
-// Set is the relay's store with reads spread over replicas: it is the
-// primary's store.Store for everything but QuerySnapshotReplica and Count
-// (see package doc). Run keeps the replicas' health current.
+// Set spreads the relay's reads (relay.Reader: Read and Count) over
+// replicas, in front of the primary's reader (see package doc); the
+// composition root hands it to the relay as Deps.Reads, beside the primary
+// (Deps.Store, Deps.Primary). Run keeps the replicas' health current.
 type Set struct {
-	*store.Store
+	reader   *store.Reader // the primary's
 	primary  *pgxpool.Pool
 	replicas []*member
 	cfg      Config
@@ -76,14 +78,14 @@ type member struct {
 	usable atomic.Bool
 }
 
-// New returns a Set over the primary's store and pool and the replicas. A
+// New returns a Set over the primary's reader and pool and the replicas. A
 // replica serves from its first successful check on (Run).
-func New(primary *store.Store, primaryPool *pgxpool.Pool, replicas []Replica, cfg Config) *Set {
+func New(primary *store.Reader, primaryPool *pgxpool.Pool, replicas []Replica, cfg Config) *Set {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Set{Store: primary, primary: primaryPool, cfg: cfg, log: log, m: newMetrics(cfg.Registerer)}
+	s := &Set{reader: primary, primary: primaryPool, cfg: cfg, log: log, m: newMetrics(cfg.Registerer)}
 	s.m.maxLag.Set(cfg.MaxLag.Seconds())
 	// Every pool's error counters and both retry reasons exist from the start
 	// at 0: a rate over them is 0, not absent, before the first failure (the
@@ -213,25 +215,19 @@ func (s *Set) pick(not *member) *member {
 	return nil
 }
 
-// snapshot is a REQ's stored part and the seq its snapshot holds.
-type snapshot struct {
-	evs []*nostr.Event
-	seq int64
-}
-
-// QuerySnapshotReplica implements relay.ReplicaReader: store.Reader's
-// QuerySnapshot on a usable replica (replica true) or, with none or after
-// failures (see package doc), on the primary.
-func (s *Set) QuerySnapshotReplica(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) ([]*nostr.Event, int64, bool, error) {
-	snap, replica, err := read(s, ctx, "req", func(r *store.Reader) (snapshot, error) {
-		evs, seq, err := r.QuerySnapshot(ctx, filters, v)
-		return snapshot{evs, seq}, err
-	})
-	return snap.evs, snap.seq, replica, err
+// Read implements relay.Reader: store.Reader's Read on a usable replica
+// (Source readpath.Replica) or, with none or after failures (see package
+// doc), on the primary (Source readpath.Primary).
+func (s *Set) Read(ctx context.Context, req readpath.Request) (readpath.Result, error) {
+	res, replica, err := read(s, ctx, "req", func(r *store.Reader) (readpath.Result, error) { return r.Read(ctx, req) })
+	if err == nil && replica {
+		res.Source = readpath.Replica
+	}
+	return res, err
 }
 
 // Count is store.Reader's Count on a usable replica or the primary, like
-// QuerySnapshotReplica. A replica's count is as old as its lag.
+// Read. A replica's count is as old as its lag.
 func (s *Set) Count(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) (int64, error) {
 	n, _, err := read(s, ctx, "count", func(r *store.Reader) (int64, error) { return r.Count(ctx, filters, v) })
 	return n, err
@@ -240,7 +236,7 @@ func (s *Set) Count(ctx context.Context, filters []nostr.Filter, v protocol.View
 // read runs fn on a usable replica, then on another or the primary after a
 // failure, and on the primary after a second one; replica reports where the
 // answer came from. Rows a failed attempt read stay counted in the caller's
-// row budget (store.WithRowBudget) until the REQ ends: a retried answer may
+// row budget (readpath.Request.Take) until the REQ ends: a retried answer may
 // stop earlier at the budget, never hold more memory than it allows.
 func read[T any](s *Set, ctx context.Context, op string, fn func(*store.Reader) (T, error)) (res T, replica bool, err error) {
 	var failed *member
@@ -267,7 +263,7 @@ func read[T any](s *Set, ctx context.Context, op string, fn func(*store.Reader) 
 		s.log.Debug("replica read failed; retrying elsewhere", "replica", m.name, "op", op, "reason", reason, "err", err)
 		failed = m
 	}
-	res, err = timed(s, primaryName, op, func() (T, error) { return fn(s.Store.Reader) })
+	res, err = timed(s, primaryName, op, func() (T, error) { return fn(s.reader) })
 	return res, false, err
 }
 

@@ -73,7 +73,7 @@ func checkGroupReadRule(t *testing.T, st *Store, live map[string]*groups.State, 
 		n, err := st.Count(ctx, []nostr.Filter{all}, v)
 		require.NoError(t, err)
 		require.EqualValues(t, len(exp), n, "viewer %v: COUNT", v)
-		items, err := st.SyncItems(ctx, nostr.Filter{}, v, 100_000)
+		items, err := st.SyncItems(ctx, nostr.Filter{}, v, 100_000, nil)
 		require.NoError(t, err)
 		ids = ids[:0]
 		for _, it := range items {

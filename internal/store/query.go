@@ -12,6 +12,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/readpath"
 	"github.com/kukuri/communitynode/pkg/outbox"
 	"github.com/kukuri/communitynode/schema"
 )
@@ -34,7 +35,7 @@ var privateHiddenSQL = fmt.Sprintf("e.kind NOT IN (%d, %d)", protocol.KindEncryp
 // without duplicates. Filters must have been validated (protocol.ValidateFilter):
 // #t values normalised, Limit set.
 func (s *Reader) Query(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) ([]*nostr.Event, error) {
-	return s.query(ctx, s.pool, filters, v)
+	return s.query(ctx, s.pool, filters, v, nil)
 }
 
 // QuerySnapshot is Query run in one snapshot of the database, which also reads
@@ -49,8 +50,25 @@ func (s *Reader) Query(ctx context.Context, filters []nostr.Filter, v protocol.V
 // with the head in that one statement, which is its own snapshot: one round
 // trip. Anything else runs in a read-only REPEATABLE READ transaction.
 func (s *Reader) QuerySnapshot(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) (evs []*nostr.Event, seq int64, err error) {
+	return s.querySnapshot(ctx, filters, v, nil)
+}
+
+// Read is the read contract's primary read (readpath.Request, relay.Store):
+// QuerySnapshot under req.Take, whose events come with their JSON built from
+// the stored bytes (see readOpts): Content and Sig are left out of the
+// events, and Tags but for addressable kinds.
+func (s *Reader) Read(ctx context.Context, req readpath.Request) (readpath.Result, error) {
+	o := newReadOpts(req)
+	evs, seq, err := s.querySnapshot(ctx, req.Filters, req.Viewer, o)
+	if err != nil {
+		return readpath.Result{}, err
+	}
+	return o.result(evs, seq), nil
+}
+
+func (s *Reader) querySnapshot(ctx context.Context, filters []nostr.Filter, v protocol.Viewer, o *readOpts) (evs []*nostr.Event, seq int64, err error) {
 	if len(filters) == 1 {
-		evs, seq, ok, err := s.queryFolded(ctx, filters[0], v)
+		evs, seq, ok, err := s.queryFolded(ctx, filters[0], v, o)
 		if err != nil || ok {
 			return evs, seq, err
 		}
@@ -60,7 +78,7 @@ func (s *Reader) QuerySnapshot(ctx context.Context, filters []nostr.Filter, v pr
 		if seq, err = outbox.Head(ctx, tx); err != nil {
 			return err
 		}
-		evs, err = s.query(ctx, tx, filters, v)
+		evs, err = s.query(ctx, tx, filters, v, o)
 		return err
 	})
 	if err != nil {
@@ -81,7 +99,7 @@ const headSQL = "(" + outbox.HeadSQL + ") h"
 // first, ties by lowest id), which the subquery's rows already have. ok is
 // false when f needs more than one statement (search; a (topic, author) page
 // short of hidden events): the caller then takes a transaction.
-func (s *Reader) queryFolded(ctx context.Context, f nostr.Filter, v protocol.Viewer) (evs []*nostr.Event, seq int64, ok bool, err error) {
+func (s *Reader) queryFolded(ctx context.Context, f nostr.Filter, v protocol.Viewer, o *readOpts) (evs []*nostr.Event, seq int64, ok bool, err error) {
 	if f.Search != "" {
 		return nil, 0, false, nil
 	}
@@ -101,7 +119,7 @@ func (s *Reader) queryFolded(ctx context.Context, f nostr.Filter, v protocol.Vie
 		var inner int
 		sql, args, inner = s.topicAuthorsSQL(f, topic, v)
 		var read int64
-		evs, seq, stopped, err := s.collectFolded(ctx, sql, args, &read)
+		evs, seq, stopped, err := s.collectFolded(ctx, o, sql, args, &read)
 		if err != nil {
 			return nil, 0, false, err
 		}
@@ -112,21 +130,21 @@ func (s *Reader) queryFolded(ctx context.Context, f nostr.Filter, v protocol.Vie
 	default:
 		sql, args = s.selectSQL(f, where, args, v)
 	}
-	evs, seq, _, err = s.collectFolded(ctx, sql, args)
+	evs, seq, _, err = s.collectFolded(ctx, o, sql, args)
 	return evs, seq, err == nil, err
 }
 
 // collectFolded runs sql (eventColumns, then one column per extra) folded with
 // the outbox head (see queryFolded) and collects its events, under the row
 // budget as collectEvents does.
-func (s *Reader) collectFolded(ctx context.Context, sql string, args []any, extra ...any) (evs []*nostr.Event, seq int64, stopped bool, err error) {
+func (s *Reader) collectFolded(ctx context.Context, o *readOpts, sql string, args []any, extra ...any) (evs []*nostr.Event, seq int64, stopped bool, err error) {
 	folded := "SELECT q.*, h.seq FROM " + headSQL + " LEFT JOIN LATERAL (" + sql + ") q ON true ORDER BY q.created_at DESC, q.id"
 	rows, err := s.pool.Query(ctx, folded, args...)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("query events: %w", err)
 	}
 	defer rows.Close()
-	take, sv := rowBudget(ctx), served(ctx)
+	take, sv := o.budget(), o.json()
 	dest := append(extra, &seq)
 	for rows.Next() {
 		raw := rows.RawValues()
@@ -173,26 +191,26 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-func (s *Reader) query(ctx context.Context, q querier, filters []nostr.Filter, v protocol.Viewer) ([]*nostr.Event, error) {
+func (s *Reader) query(ctx context.Context, q querier, filters []nostr.Filter, v protocol.Viewer, o *readOpts) ([]*nostr.Event, error) {
 	seen := map[string]*nostr.Event{} // id -> the event returned
 	var out []*nostr.Event
-	sv := served(ctx)
-	attribute := sv != nil && len(filters) > 1 && len(filters) <= 64 // (Served.From)
+	sv := o.json()
+	attribute := sv != nil && len(filters) > 1 && len(filters) <= 64 // (readpath.Result.From)
 	if attribute && sv.from == nil {
 		sv.from = make(map[*nostr.Event]uint64)
 	}
 	stopped := false
-	if take := rowBudget(ctx); take != nil { // (see WithRowBudget)
-		ctx = WithRowBudget(ctx, func(n int) bool {
+	if take := o.budget(); take != nil { // (a refusal ends the whole read: see readOpts)
+		o = &readOpts{sv: sv, take: func(n int) bool {
 			stopped = stopped || !take(n)
 			return !stopped
-		})
+		}}
 	}
 	for i, f := range filters {
 		if stopped {
 			break
 		}
-		evs, err := s.queryFilter(ctx, q, f, v)
+		evs, err := s.queryFilter(ctx, q, f, v, o)
 		if err != nil {
 			return nil, err
 		}
@@ -221,7 +239,7 @@ func (s *Reader) query(ctx context.Context, q querier, filters []nostr.Filter, v
 
 // queryFilter returns one filter's matches, in its order (relevance for search,
 // else newest first), its Limit applied; it picks the query shape.
-func (s *Reader) queryFilter(ctx context.Context, q querier, f nostr.Filter, v protocol.Viewer) ([]*nostr.Event, error) {
+func (s *Reader) queryFilter(ctx context.Context, q querier, f nostr.Filter, v protocol.Viewer, o *readOpts) ([]*nostr.Event, error) {
 	if f.LimitZero {
 		return nil, nil
 	}
@@ -234,16 +252,16 @@ func (s *Reader) queryFilter(ctx context.Context, q querier, f nostr.Filter, v p
 		if !ok {
 			return nil, nil
 		}
-		return s.queryEvents(ctx, q, sql, sargs...)
+		return s.queryEvents(ctx, o, q, sql, sargs...)
 	}
 	if topic, ok := topicAuthorsDriven(f); ok && len(f.Tags) == 1 && f.Limit > 0 {
-		evs, complete, err := s.queryTopicAuthors(ctx, q, f, topic, v)
+		evs, complete, err := s.queryTopicAuthors(ctx, q, f, topic, v, o)
 		if err != nil || complete {
 			return evs, err
 		}
 	}
 	sql, args := s.selectSQL(f, where, args, v)
-	return s.queryEvents(ctx, q, sql, args...)
+	return s.queryEvents(ctx, o, q, sql, args...)
 }
 
 // selectSQL returns the query for a filter that is not a search, given its
@@ -347,7 +365,7 @@ func (s *Reader) Events(ctx context.Context, ids []string) ([]*nostr.Event, erro
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return s.queryEvents(ctx, s.pool, "SELECT "+eventColumns+" FROM cn_relay.events e WHERE "+visibleSQL+" AND e.id = ANY($2)",
+	return s.queryEvents(ctx, nil, s.pool, "SELECT "+eventColumns+" FROM cn_relay.events e WHERE "+visibleSQL+" AND e.id = ANY($2)",
 		s.now().Unix(), ids)
 }
 
@@ -393,14 +411,14 @@ const topicAuthorsSlack = 16
 // the newest limit+slack rows with the events. complete is false when hidden
 // events left the page short although more rows may match: the caller then runs
 // the general query.
-func (s *Reader) queryTopicAuthors(ctx context.Context, q querier, f nostr.Filter, topic string, v protocol.Viewer) (evs []*nostr.Event, complete bool, err error) {
+func (s *Reader) queryTopicAuthors(ctx context.Context, q querier, f nostr.Filter, topic string, v protocol.Viewer, o *readOpts) (evs []*nostr.Event, complete bool, err error) {
 	sql, args, inner := s.topicAuthorsSQL(f, topic, v)
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("query events: %w", err)
 	}
 	var read int64
-	evs, stopped, err := collectEvents(ctx, rows, &read)
+	evs, stopped, err := collectEvents(o, rows, &read)
 	if err != nil {
 		return nil, false, fmt.Errorf("query events: %w", err)
 	}
@@ -550,12 +568,12 @@ func oneOf[T any](col string, values []T, ph func(any) string) string {
 	return col + " = ANY(" + ph(values) + ")"
 }
 
-func (s *Reader) queryEvents(ctx context.Context, q querier, sql string, args ...any) ([]*nostr.Event, error) {
+func (s *Reader) queryEvents(ctx context.Context, o *readOpts, q querier, sql string, args ...any) ([]*nostr.Event, error) {
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("query events: %w", err)
 	}
-	evs, _, err := collectEvents(ctx, rows)
+	evs, _, err := collectEvents(o, rows)
 	if err != nil {
 		return nil, fmt.Errorf("query events: %w", err)
 	}
@@ -563,12 +581,11 @@ func (s *Reader) queryEvents(ctx context.Context, q querier, sql string, args ..
 }
 
 // collectEvents scans every row (eventColumns, then extra) and closes rows. Under
-// a row budget (WithRowBudget) it asks for each row before decoding it and stops
-// at the first refusal (stopped).
-func collectEvents(ctx context.Context, rows pgx.Rows, extra ...any) (evs []*nostr.Event, stopped bool, err error) {
+// o's take it asks for each row before keeping it and stops at the first
+// refusal (stopped).
+func collectEvents(o *readOpts, rows pgx.Rows, extra ...any) (evs []*nostr.Event, stopped bool, err error) {
 	defer rows.Close()
-	take := rowBudget(ctx)
-	sv := served(ctx)
+	take, sv := o.budget(), o.json()
 	for rows.Next() {
 		if sv != nil {
 			ev, size, err := scanServed(sv, rows, extra...)

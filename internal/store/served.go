@@ -1,91 +1,104 @@
 package store
 
 import (
-	"context"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/readpath"
 )
 
-// Served holds the NIP-01 JSON of the events a query read under WithServed,
-// built from the stored bytes (the tags' jsonb text and the content) instead
-// of decoding the tags into nostr.Tags and encoding the event again.
+// readOpts is how a read of the read contract (Reader.Read, readpath) reads:
+// take is the Request's Take, and sv receives the events' JSON. A nil
+// *readOpts reads whole events (Content, Sig and Tags decoded), without a
+// budget: Query, QuerySnapshot and Events for the store's other callers.
 //
-// Under WithServed, Query, QuerySnapshot and Events return events that carry
-// ID, PubKey, CreatedAt and Kind, Tags only for addressable kinds (so that
-// protocol.EffectiveKey works on every one of them), and neither Content nor
-// Sig: their JSON (Served.JSON) holds the whole event. A row budget
-// (WithRowBudget) is asked, for each row, for the bytes held for it: its JSON,
-// ID, PubKey and any decoded tags.
-//
-// A query of several filters (at most 64) also records, for each event it
-// returns, which filters' own answers held it (From).
-type Served struct {
+// Under sv, the events carry ID, PubKey, CreatedAt and Kind, Tags only for
+// addressable kinds (so that protocol.EffectiveKey works on every one of
+// them), and neither Content nor Sig: their JSON, built from the stored
+// bytes (the tags' jsonb text and the content) instead of decoding the tags
+// and encoding the event again, holds the whole event. take is asked, for
+// each row, for the bytes held for it: its JSON, ID, PubKey and any decoded
+// tags (without sv: the row's raw size, about its JSON size). When take
+// refuses, the read stops (the rest of that filter's rows and any further
+// filter are skipped) and returns what it read so far, without an error.
+type readOpts struct {
+	take    func(n int) bool
+	sv      *served
+	stopped bool // take refused (newReadOpts)
+}
+
+// newReadOpts returns the options of a read that req asks for: its events
+// come with their JSON, under req.Take; a refusal is recorded (result:
+// Stopped).
+func newReadOpts(req readpath.Request) *readOpts {
+	o := &readOpts{sv: &served{}}
+	if req.Take != nil {
+		o.take = func(n int) bool {
+			if !req.Take(n) {
+				o.stopped = true
+				return false
+			}
+			return true
+		}
+	}
+	return o
+}
+
+// result returns the read contract's answer for evs, which the read returned
+// under o, read at seq.
+func (o *readOpts) result(evs []*nostr.Event, seq int64) readpath.Result {
+	res := o.sv.result(evs, seq)
+	res.Stopped = o.stopped
+	return res
+}
+
+// budget returns o's take, or nil.
+func (o *readOpts) budget() func(int) bool {
+	if o == nil {
+		return nil
+	}
+	return o.take
+}
+
+// json returns o's served, or nil.
+func (o *readOpts) json() *served {
+	if o == nil {
+		return nil
+	}
+	return o.sv
+}
+
+// served holds the JSON of the events a read returned (see readOpts) and,
+// for a read of 2 to 64 filters, which filters' own answers held each.
+// A served is used by one goroutine at a time.
+type served struct {
 	json map[*nostr.Event][]byte
 	from map[*nostr.Event]uint64
 }
 
-type servedKey struct{}
-
-// WithServed returns a context under which the store's reads fill sv (see
-// Served). A Served is used by one goroutine at a time.
-func WithServed(ctx context.Context, sv *Served) context.Context {
-	return context.WithValue(ctx, servedKey{}, sv)
-}
-
-// Take returns the event JSON (an object, valid JSON, whose fields are the
-// stored event's) of an event returned under WithServed(sv), and forgets it;
-// nil for any other event, or once taken.
-func (sv *Served) Take(ev *nostr.Event) []byte {
-	if sv == nil {
-		return nil
+// result returns the read contract's answer for evs, which the read returned
+// under sv.
+func (sv *served) result(evs []*nostr.Event, seq int64) readpath.Result {
+	res := readpath.Result{Events: evs, JSON: make([][]byte, len(evs)), Seq: seq, Source: readpath.Primary}
+	for i, ev := range evs {
+		res.JSON[i] = sv.json[ev]
 	}
-	js := sv.json[ev]
-	delete(sv.json, ev)
-	return js
-}
-
-// JSON returns ev's JSON as Take does, but keeps it.
-func (sv *Served) JSON(ev *nostr.Event) []byte {
-	if sv == nil {
-		return nil
+	if sv.from != nil {
+		res.From = make([]uint64, len(evs))
+		for i, ev := range evs {
+			res.From[i] = sv.from[ev]
+		}
 	}
-	return sv.json[ev]
-}
-
-// Put records js as ev's JSON, for events that come from elsewhere than the
-// store (the relay's event cache), so that Take returns it.
-func (sv *Served) Put(ev *nostr.Event, js []byte) {
-	if sv.json == nil {
-		sv.json = make(map[*nostr.Event][]byte)
-	}
-	sv.json[ev] = js
-}
-
-// From returns which filters of a query of several (2 to 64) held ev in
-// their own answer, newest first and cut to their Limit: bit i for filters[i].
-// An event matching filter i may be returned for another filter only (it is
-// older than filter i's Limit newest): bit i is then unset. 0 for any other
-// event than one such a query returned under WithServed(sv).
-func (sv *Served) From(ev *nostr.Event) uint64 {
-	if sv == nil {
-		return 0
-	}
-	return sv.from[ev]
-}
-
-func served(ctx context.Context) *Served {
-	sv, _ := ctx.Value(servedKey{}).(*Served)
-	return sv
+	return res
 }
 
 // scanServed reads eventColumns (then extra) as scanEvent does, but keeps the
 // event's JSON in sv instead of its tags, content and sig; size is the bytes
 // held for it.
-func scanServed(sv *Served, row pgx.CollectableRow, extra ...any) (ev *nostr.Event, size int, err error) {
+func scanServed(sv *served, row pgx.CollectableRow, extra ...any) (ev *nostr.Event, size int, err error) {
 	ev = &nostr.Event{}
 	var createdAt int64
 	var kind int32

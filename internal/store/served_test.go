@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/readpath"
 )
 
 // trickyContents are contents and tags (every event needs a topic) whose JSON needs care: escapes, control
@@ -26,7 +27,7 @@ var trickyContents = []struct {
 	{`{"looks":["like",json]}`, nostr.Tags{{"t", "q"}, {"j", `{"a":[1,"2"]}`}}},
 }
 
-// TestServedJSONVerifies reads tricky events under WithServed and checks that
+// TestServedJSONVerifies reads tricky events with Read and checks that
 // each one's JSON is, byte for byte, a valid JSON event whose id and signature
 // verify and whose fields are the stored event's; an addressable event keeps
 // its effective key.
@@ -45,14 +46,15 @@ func TestServedJSONVerifies(t *testing.T) {
 		byID[ev.ID] = ev
 	}
 	for _, filter := range []nostr.Filter{{Limit: 100}, {Tags: nostr.TagMap{"t": {"q"}}, Limit: 100}, {Authors: []string{want[0].PubKey}, Limit: 100}} {
-		sv := &Served{}
-		evs, _, err := f.store.QuerySnapshot(WithServed(context.Background(), sv), []nostr.Filter{filter}, protocol.Viewer{})
+		res, err := f.store.Read(context.Background(), readpath.Request{Filters: []nostr.Filter{filter}})
 		require.NoError(t, err)
-		require.NotEmpty(t, evs)
-		for _, ev := range evs {
+		require.NotEmpty(t, res.Events)
+		require.Len(t, res.JSON, len(res.Events))
+		require.Equal(t, readpath.Primary, res.Source)
+		for i, ev := range res.Events {
 			orig := byID[ev.ID]
 			require.NotNil(t, orig)
-			js := sv.Take(ev)
+			js := res.JSON[i]
 			require.True(t, json.Valid(js), "%s", js)
 			var got nostr.Event
 			require.NoError(t, json.Unmarshal(js, &got), "%s", js)
@@ -70,10 +72,9 @@ func TestServedJSONVerifies(t *testing.T) {
 			require.Equal(t, orig.CreatedAt, ev.CreatedAt)
 			require.Equal(t, orig.Kind, ev.Kind)
 			require.Equal(t, protocol.EffectiveKey(orig), protocol.EffectiveKey(ev))
-			require.Nil(t, sv.Take(ev), "taken once")
 		}
 	}
-	// Without WithServed, the events are whole.
+	// QuerySnapshot's events are whole.
 	evs, _, err := f.store.QuerySnapshot(context.Background(), []nostr.Filter{{Limit: 100}}, protocol.Viewer{})
 	require.NoError(t, err)
 	require.Len(t, evs, len(want))
@@ -85,28 +86,30 @@ func TestServedJSONVerifies(t *testing.T) {
 	}
 }
 
-// TestServedRowBudget checks that a row budget is asked for the bytes held
+// TestServedRowBudget checks that a Read's Take is asked for the bytes held
 // for each served row (at least its JSON) and stops the read at a refusal.
 func TestServedRowBudget(t *testing.T) {
 	f := newFixture(t)
 	for i := range 5 {
 		f.ingest(t, f.event(t, 0, 1, base+nostr.Timestamp(i), nostr.Tags{{"t", "q"}}, "content"))
 	}
-	sv := &Served{}
 	var asked []int
-	ctx := WithRowBudget(WithServed(context.Background(), sv), func(n int) bool {
+	res, err := f.store.Read(context.Background(), readpath.Request{Filters: []nostr.Filter{{Limit: 100}}, Take: func(n int) bool {
 		asked = append(asked, n)
 		return len(asked) <= 2
-	})
-	evs, _, err := f.store.QuerySnapshot(ctx, []nostr.Filter{{Limit: 100}}, protocol.Viewer{})
+	}})
 	require.NoError(t, err)
-	require.Len(t, evs, 2)
+	require.Len(t, res.Events, 2)
+	require.Len(t, res.JSON, 2, "the refused row is not kept")
+	require.True(t, res.Stopped)
 	require.Len(t, asked, 3)
-	for i, ev := range evs {
-		js := sv.Take(ev)
-		require.GreaterOrEqual(t, asked[i], len(js)+len(ev.ID)+len(ev.PubKey))
+	for i, ev := range res.Events {
+		require.GreaterOrEqual(t, asked[i], len(res.JSON[i])+len(ev.ID)+len(ev.PubKey))
 	}
-	require.Empty(t, sv.json, "the refused row is not kept")
+	res, err = f.store.Read(context.Background(), readpath.Request{Filters: []nostr.Filter{{Limit: 100}}, Take: func(int) bool { return true }})
+	require.NoError(t, err)
+	require.Len(t, res.Events, 5)
+	require.False(t, res.Stopped, "every row fit")
 }
 
 // BenchmarkServedRow compares, for one typical stored row (the tags' jsonb
@@ -141,8 +144,7 @@ func BenchmarkServedRow(b *testing.B) {
 	})
 }
 
-// TestServedFromTellsEachFiltersAnswer: a query of several filters under
-// WithServed records, for each event, the filters whose own answer (newest
+// TestServedFromTellsEachFiltersAnswer: a Read of several filters records, for each event, the filters whose own answer (newest
 // first, cut to its Limit) held it; an event that a filter matches but that
 // is older than its Limit newest is not recorded for it.
 func TestServedFromTellsEachFiltersAnswer(t *testing.T) {
@@ -154,13 +156,13 @@ func TestServedFromTellsEachFiltersAnswer(t *testing.T) {
 	}
 	react := f.event(t, 1, 7, base+10, nostr.Tags{{"t", "q"}}, "+")
 	f.ingest(t, append([]*nostr.Event{react}, notes...)...)
-	sv := &Served{}
 	filters := []nostr.Filter{{Kinds: []int{1}, Limit: 2}, {Tags: nostr.TagMap{"t": {"q"}}, Limit: 4}, {Kinds: []int{30023}, Limit: 9}}
-	evs, _, err := f.store.QuerySnapshot(WithServed(context.Background(), sv), filters, protocol.Viewer{})
+	res, err := f.store.Read(context.Background(), readpath.Request{Filters: filters})
 	require.NoError(t, err)
+	require.Len(t, res.From, len(res.Events))
 	from := map[string]uint64{}
-	for _, ev := range evs {
-		from[ev.ID] = sv.From(ev)
+	for i, ev := range res.Events {
+		from[ev.ID] = res.From[i]
 	}
 	require.Equal(t, map[string]uint64{
 		react.ID:    0b010,
@@ -168,9 +170,10 @@ func TestServedFromTellsEachFiltersAnswer(t *testing.T) {
 		notes[1].ID: 0b011,
 		notes[2].ID: 0b010, // (kind 1, but older than filter 0's two newest)
 	}, from)
-	require.Zero(t, sv.From(notes[3]), "an event the query did not return")
+	require.NotContains(t, from, notes[3].ID, "an event the query did not return")
 
-	evs, _, err = f.store.QuerySnapshot(WithServed(context.Background(), sv), filters[:1], protocol.Viewer{})
+	res, err = f.store.Read(context.Background(), readpath.Request{Filters: filters[:1]})
 	require.NoError(t, err)
-	require.Zero(t, sv.From(evs[0]), "a lone filter: nothing to tell")
+	require.NotEmpty(t, res.Events)
+	require.Nil(t, res.From, "a lone filter: nothing to tell")
 }

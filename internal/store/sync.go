@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -11,14 +10,15 @@ import (
 
 	"github.com/kukuri/communitynode/internal/negentropy"
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/readpath"
 )
 
 // ErrTooManySyncItems is returned by SyncItems when more than max events match.
-var ErrTooManySyncItems = errors.New("too many events match the sync filter")
+var ErrTooManySyncItems = readpath.ErrTooManySyncItems
 
-// ErrSyncBudget is returned by SyncItems when its row budget (WithRowBudget)
-// refused a row: the caller's memory for the items ran out.
-var ErrSyncBudget = errors.New("the sync items do not fit the memory budget")
+// ErrSyncBudget is returned by SyncItems when its take refused a row: the
+// caller's memory for the items ran out.
+var ErrSyncBudget = readpath.ErrSyncBudget
 
 // SyncItems returns the (created_at, id) of every stored event matching f that v
 // may read, with the visibility of Query (hidden, deleted, expired and
@@ -26,10 +26,10 @@ var ErrSyncBudget = errors.New("the sync items do not fit the memory budget")
 // Limit is ignored: a sync covers every match, and at most max of them; when
 // more match, it returns ErrTooManySyncItems without reading further. Search
 // filters are the caller's to refuse; f must have been validated
-// (protocol.ValidateFilter). The items come in no promised order. Under a
-// row budget (WithRowBudget) it asks take(n) before each row and returns
-// ErrSyncBudget at the first refusal.
-func (s *Reader) SyncItems(ctx context.Context, f nostr.Filter, v protocol.Viewer, max int) ([]negentropy.Item, error) {
+// (protocol.ValidateFilter). The items come in no promised order. When take
+// is not nil it asks take(n) before each row, n being the row's raw size,
+// and returns ErrSyncBudget at the first refusal.
+func (s *Reader) SyncItems(ctx context.Context, f nostr.Filter, v protocol.Viewer, max int, take func(n int) bool) ([]negentropy.Item, error) {
 	sql, args, ok := s.syncSQL(f, v, max)
 	if !ok {
 		return nil, nil
@@ -55,7 +55,6 @@ func (s *Reader) SyncItems(ctx context.Context, f nostr.Filter, v protocol.Viewe
 	}
 	defer rows.Close()
 	items := make([]negentropy.Item, 0, 1024)
-	take := rowBudget(ctx)
 	for rows.Next() {
 		if len(items) == max {
 			return nil, ErrTooManySyncItems

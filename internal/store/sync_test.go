@@ -38,7 +38,7 @@ func TestSyncItems(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, want, 150)
 
-	items, err := f.store.SyncItems(ctx, filter, protocol.Viewer{}, 150)
+	items, err := f.store.SyncItems(ctx, filter, protocol.Viewer{}, 150, nil)
 	require.NoError(t, err)
 	got := make([]string, len(items))
 	for i, it := range items {
@@ -52,7 +52,7 @@ func TestSyncItems(t *testing.T) {
 	slices.Sort(wantIDs)
 	require.Equal(t, wantIDs, got)
 
-	_, err = f.store.SyncItems(ctx, filter, protocol.Viewer{}, 149)
+	_, err = f.store.SyncItems(ctx, filter, protocol.Viewer{}, 149, nil)
 	require.ErrorIs(t, err, ErrTooManySyncItems)
 
 	_, err = f.db.Pool.Exec(ctx, "ANALYZE cn_relay.events")
@@ -142,7 +142,7 @@ FROM generate_series(1, 20000) i`)
 		require.Contains(t, explain(name, f0), "Heap Fetches: 0", name)
 	}
 	// And the items are right: the visible ones, a public reader's.
-	items, err := f.store.SyncItems(ctx, nostr.Filter{Kinds: []int{1, 7, 4}}, protocol.Viewer{}, 100_000)
+	items, err := f.store.SyncItems(ctx, nostr.Filter{Kinds: []int{1, 7, 4}}, protocol.Viewer{}, 100_000, nil)
 	require.NoError(t, err)
 	var want int
 	require.NoError(t, f.db.Pool.QueryRow(ctx, `SELECT count(*) FROM cn_relay.events e WHERE `+

@@ -8,43 +8,13 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/readpath"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
 // Window is what the outbox rows after a seq changed, read in one snapshot
-// of the database, which holds the outbox up to Seq: a reader holding an
-// answer read in a snapshot at the seq asked for learns from it which of its
-// events may no longer be visible and which events may have become visible
-// since (the relay's handoff of a stored part read on a replica).
-//
-// Every change of what a reader sees writes outbox rows (package doc): an
-// event that becomes visible, or effective again, has an `upsert` row; one
-// that is deleted or hidden has a `delete` row; a replaceable or addressable
-// version that another version replaces has none of its own, but the new
-// version's upsert row carries their common effective key. So an event
-// visible at the earlier seq is visible at Seq unless Named holds its id or
-// Keys its effective key, and every event visible at Seq that was not visible
-// at the earlier seq is in Events.
-type Window struct {
-	// Seq is the snapshot's outbox head.
-	Seq int64
-	// Named holds the ids of the events the window's rows name, any op.
-	Named map[string]bool
-	// Keys holds the effective keys of the window's upsert rows.
-	Keys map[string]bool
-	// Events are the events of Named that are visible in the snapshot, each
-	// once, private kinds included (the caller checks each reader with
-	// protocol.Viewer.MayRead), with their tags and content.
-	Events []*nostr.Event
-	// More reports that the window has more than the rows asked for: it was
-	// not read (Named, Keys and Events are empty).
-	More bool
-	// Groups reports that a row of the window is in a NIP-29 group's scope
-	// (GROUP:<id>): who may read that group's events may have changed (a
-	// member removed, the group made private), for events the window does
-	// not name too.
-	Groups bool
-}
+// of the database (readpath.Window).
+type Window = readpath.Window
 
 // windowSQL reads, in one statement (one snapshot), the outbox head and how
 // many of the rows after seq $2 it read, up to $3; then, when they were
@@ -129,15 +99,16 @@ func (s *Reader) readWindow(ctx context.Context, q batcher, after int64, limit i
 
 // Snapshot reads the database in one snapshot: a read-only REPEATABLE READ
 // transaction whose first statement takes it (InSnapshot). Its reads agree
-// with each other: a Window's Seq is the outbox head of every Query's
-// snapshot too.
+// with each other: a Window's Seq is the outbox head of every Query's and
+// Read's snapshot too. It implements readpath.Snapshot.
 type Snapshot struct {
 	r  *Reader
 	tx pgx.Tx
 }
 
-// InSnapshot runs fn with a Snapshot, then ends its transaction.
-func (s *Reader) InSnapshot(ctx context.Context, fn func(*Snapshot) error) error {
+// InSnapshot runs fn with a Snapshot (a *Snapshot), then ends its
+// transaction (relay.Primary).
+func (s *Reader) InSnapshot(ctx context.Context, fn func(readpath.Snapshot) error) error {
 	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		return fn(&Snapshot{r: s, tx: tx})
 	})
@@ -148,7 +119,18 @@ func (sn *Snapshot) Window(ctx context.Context, after int64, limit int) (Window,
 	return sn.r.readWindow(ctx, sn.tx, after, limit)
 }
 
-// Query is Reader.Query in the snapshot (row budget and Served included).
+// Query is Reader.Query in the snapshot.
 func (sn *Snapshot) Query(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) ([]*nostr.Event, error) {
-	return sn.r.query(ctx, sn.tx, filters, v)
+	return sn.r.query(ctx, sn.tx, filters, v, nil)
+}
+
+// Read is Reader.Read in the snapshot; its Seq is 0 (Window's Seq is the
+// snapshot's head).
+func (sn *Snapshot) Read(ctx context.Context, req readpath.Request) (readpath.Result, error) {
+	o := newReadOpts(req)
+	evs, err := sn.r.query(ctx, sn.tx, req.Filters, req.Viewer, o)
+	if err != nil {
+		return readpath.Result{}, err
+	}
+	return o.result(evs, 0), nil
 }

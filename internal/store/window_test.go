@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/readpath"
 )
 
 // TestWindowTellsWhatChanged: after a random run of notes, replacements
@@ -139,7 +140,8 @@ func TestWindowTellsWhatChanged(t *testing.T) {
 	require.Empty(t, w.Events)
 
 	// In a Snapshot, the window and a query agree: both are the snapshot's.
-	require.NoError(t, f.store.InSnapshot(ctx, func(sn *Snapshot) error {
+	require.NoError(t, f.store.InSnapshot(ctx, func(rs readpath.Snapshot) error {
+		sn := rs.(*Snapshot)
 		w, err := sn.Window(ctx, points[0].seq, 10000)
 		require.NoError(t, err)
 		require.Equal(t, head, w.Seq)
@@ -147,6 +149,9 @@ func TestWindowTellsWhatChanged(t *testing.T) {
 		evs, err := sn.Query(ctx, []nostr.Filter{{Limit: 10000}}, protocol.Viewer{})
 		require.NoError(t, err)
 		require.Len(t, evs, len(now), "the query reads the window's snapshot")
+		res, err := sn.Read(ctx, readpath.Request{Filters: []nostr.Filter{{Limit: 10000}}})
+		require.NoError(t, err)
+		require.Len(t, res.Events, len(now), "so does a Read")
 		w, err = sn.Window(ctx, head, 10000)
 		require.NoError(t, err)
 		require.Equal(t, head, w.Seq, "so does a later window")
