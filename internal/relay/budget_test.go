@@ -221,8 +221,12 @@ func testRelayWideBudget(t *testing.T, cached bool) {
 	if cached {
 		// Every answer is ready at once: each client blocks its four query
 		// slots on a full send queue until it is shed or its write times out.
-		require.Eventually(t, func() bool { return testutil.ToFloat64(tr.m.slowDisconnects) == clients },
-			60*time.Second, 20*time.Millisecond)
+		for deadline := time.Now().Add(60 * time.Second); testutil.ToFloat64(tr.m.slowDisconnects) != clients; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%v of %d clients disconnected as too slow after 60 s; the relay holds %d bytes; its log:\n%s",
+					testutil.ToFloat64(tr.m.slowDisconnects), clients, tr.mem.held(), logs.String())
+			}
+		}
 		require.Positive(t, testutil.ToFloat64(tr.m.cacheAnswers.WithLabelValues("hit")))
 	} else {
 		// Every query has run (each is observed once, stopped at a budget or
