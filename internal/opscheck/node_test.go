@@ -15,13 +15,11 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,13 +29,12 @@ import (
 	"github.com/kukuri/communitynode/internal/groups"
 	cnnode "github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/nodekey"
-	"github.com/kukuri/communitynode/internal/pgembed"
+	"github.com/kukuri/communitynode/internal/pgembed/pgembedtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/replica"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/pkg/outbox"
-	"github.com/kukuri/communitynode/schema"
 )
 
 // node is a relay and an indexer serving on loopback, on a primary with one
@@ -76,37 +73,8 @@ func baseDir(t *testing.T) string {
 // the end of the test; it returns the database's URL on each.
 func startCluster(t *testing.T) (primaryURL, replicaURL string) {
 	t.Helper()
-	ctx := context.Background()
-	base := baseDir(t)
-	stop := func(s *pgembed.Server) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := s.Stop(ctx); err != nil {
-			t.Errorf("stop postgres: %v", err)
-		}
-	}
-	primary, err := pgembed.Start(ctx, pgembed.Config{DataDir: filepath.Join(base, "primary"), Ephemeral: true})
-	require.NoError(t, err, "start the primary (needs the Postgres server binaries: initdb, pg_ctl, pg_basebackup)")
-	t.Cleanup(func() { stop(primary) })
-	conn, err := pgx.Connect(ctx, primary.URL("postgres"))
-	require.NoError(t, err)
-	_, err = conn.Exec(ctx, "CREATE DATABASE "+opsDB)
-	require.NoError(t, err)
-	require.NoError(t, conn.Close(ctx))
-	conn, err = pgx.Connect(ctx, primary.URL(opsDB))
-	require.NoError(t, err)
-	_, err = schema.Migrate(ctx, conn)
-	require.NoError(t, err)
-	require.NoError(t, conn.Close(ctx))
-
-	dir := filepath.Join(base, "replica")
-	require.NoError(t, primary.BaseBackup(ctx, dir))
-	conf, err := os.ReadFile(repoFile(t, "ops/replica/standby.conf"))
-	require.NoError(t, err)
-	replica, err := pgembed.Start(ctx, pgembed.Config{DataDir: dir, Ephemeral: true, Settings: []string{string(conf)}})
-	require.NoError(t, err, "start the replica")
-	t.Cleanup(func() { stop(replica) })
-	return primary.URL(opsDB), replica.URL(opsDB)
+	c := pgembedtest.Start(t, opsDB)
+	return c.Primary.URL(opsDB), c.AddReplica(t, "replica").URL(opsDB)
 }
 
 const opsDB = "cn_opscheck"

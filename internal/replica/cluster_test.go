@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,7 +23,7 @@ import (
 	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/node/nodetest"
 	"github.com/kukuri/communitynode/internal/pgembed"
-	"github.com/kukuri/communitynode/schema"
+	"github.com/kukuri/communitynode/internal/pgembed/pgembedtest"
 )
 
 // The tests of this package start their own primary and streaming replicas
@@ -34,44 +32,11 @@ import (
 // the tests: they never skip.
 
 // cluster is a primary with the node's schema in database cn_i23_node.
-type cluster struct {
-	base    string
-	primary *pgembed.Server
-}
+type cluster = pgembedtest.Cluster
 
 const dbName = "cn_i23_node"
 
-// baseDir returns a 0755 directory the run-as account can traverse
-// (t.TempDir is 0700 and, as root, owned by root).
-func baseDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "replica-test-*")
-	require.NoError(t, err)
-	require.NoError(t, os.Chmod(dir, 0o755))
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
-}
-
-func startCluster(t *testing.T) *cluster {
-	t.Helper()
-	ctx := context.Background()
-	c := &cluster{base: baseDir(t)}
-	var err error
-	c.primary, err = pgembed.Start(ctx, pgembed.Config{DataDir: filepath.Join(c.base, "primary"), Ephemeral: true})
-	require.NoError(t, err, "start the primary (the tests need the Postgres server binaries: initdb, pg_ctl, pg_basebackup)")
-	t.Cleanup(func() { stop(t, c.primary) })
-	conn, err := pgx.Connect(ctx, c.primary.URL("postgres"))
-	require.NoError(t, err)
-	_, err = conn.Exec(ctx, "CREATE DATABASE "+dbName)
-	require.NoError(t, err)
-	require.NoError(t, conn.Close(ctx))
-	conn, err = pgx.Connect(ctx, c.primary.URL(dbName))
-	require.NoError(t, err)
-	_, err = schema.Migrate(ctx, conn)
-	require.NoError(t, err)
-	require.NoError(t, conn.Close(ctx))
-	return c
-}
+func startCluster(t *testing.T) *cluster { return pgembedtest.Start(t, dbName) }
 
 func stop(t *testing.T, s *pgembed.Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -79,25 +44,6 @@ func stop(t *testing.T, s *pgembed.Server) {
 	if err := s.Stop(ctx); err != nil {
 		t.Errorf("stop postgres: %v", err)
 	}
-}
-
-// addReplica starts a streaming replica of the primary as ops/runbook.md
-// says (pg_basebackup -R, ops/replica/standby.conf), with extra settings
-// after those (the later of two lines wins).
-func (c *cluster) addReplica(t *testing.T, name string, settings ...string) *pgembed.Server {
-	t.Helper()
-	ctx := context.Background()
-	dir := filepath.Join(c.base, name)
-	require.NoError(t, c.primary.BaseBackup(ctx, dir))
-	conf, err := os.ReadFile("../../ops/replica/standby.conf")
-	require.NoError(t, err)
-	r, err := pgembed.Start(ctx, pgembed.Config{DataDir: dir, Ephemeral: true, Settings: append([]string{string(conf)}, settings...)})
-	require.NoError(t, err, "start replica %s", name)
-	t.Cleanup(func() { stop(t, r) })
-	var inRecovery bool
-	require.NoError(t, queryRow(t, r.URL(dbName), "SELECT pg_is_in_recovery()").Scan(&inRecovery))
-	require.True(t, inRecovery, "replica %s runs as a standby", name)
-	return r
 }
 
 type rowScanner struct {
@@ -152,7 +98,7 @@ func startRelay(t *testing.T, c *cluster, maxLag time.Duration, replicas ...*pge
 		urls = append(urls, r.URL(dbName))
 	}
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	nodetest.StartRelay(t, node.RelayOptions{DatabaseURL: c.primary.URL(dbName), ReadDatabaseURLs: urls, MaxReplicaLag: maxLag,
+	nodetest.StartRelay(t, node.RelayOptions{DatabaseURL: c.Primary.URL(dbName), ReadDatabaseURLs: urls, MaxReplicaLag: maxLag,
 		Relay: cfg, Logger: logger}, false)
 	return &testRelay{ws: "ws://" + cfg.Listen, metrics: "http://" + cfg.MetricsListen + "/metrics"}
 }

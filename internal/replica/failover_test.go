@@ -65,7 +65,7 @@ func resume(t *testing.T, url string) {
 // relay keeps serving.
 func TestReplicaFailures(t *testing.T) {
 	c := startCluster(t)
-	rep := c.addReplica(t, "fast", "max_standby_streaming_delay = 0", "hot_standby_feedback = off")
+	rep := c.AddReplica(t, "fast", "max_standby_streaming_delay = 0", "hot_standby_feedback = off")
 	r := startRelay(t, c, time.Second, rep)
 	name := replicaLabel(rep)
 	usable := `cn_relay_replica_usable{replica="` + name + `"}`
@@ -93,7 +93,7 @@ func TestReplicaFailures(t *testing.T) {
 		ctx, stop := context.WithCancel(context.Background())
 		lockErr := make(chan error, 1)
 		go func() {
-			conn, err := pgx.Connect(ctx, c.primary.URL(dbName))
+			conn, err := pgx.Connect(ctx, c.Primary.URL(dbName))
 			if err != nil {
 				lockErr <- err
 				return

@@ -23,7 +23,7 @@ import (
 // and never an event whose deletion was acknowledged before the REQ was sent.
 func TestHandoffFromDelayedReplica(t *testing.T) {
 	c := startCluster(t)
-	rep := c.addReplica(t, "delayed", "recovery_min_apply_delay = '1s'", "hot_standby_feedback = on")
+	rep := c.AddReplica(t, "delayed", "recovery_min_apply_delay = '1s'", "hot_standby_feedback = on")
 	r := startRelay(t, c, 30*time.Second, rep)
 	name := replicaLabel(rep)
 	r.waitMetric(t, `cn_relay_replica_usable{replica="`+name+`"}`, func(v float64) bool { return v == 1 }, "the replica serves")

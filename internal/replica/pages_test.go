@@ -208,7 +208,7 @@ func (m *pageModel) check(s sub, fs []nostr.Filter) (problems []string, short, s
 // longer visible when the follower loads it).
 func TestFullPagesFromDelayedReplica(t *testing.T) {
 	c := startCluster(t)
-	rep := c.addReplica(t, "delayed", "recovery_min_apply_delay = '1s'", "hot_standby_feedback = on")
+	rep := c.AddReplica(t, "delayed", "recovery_min_apply_delay = '1s'", "hot_standby_feedback = on")
 	r := startRelay(t, c, 30*time.Second, rep) // (CacheBytes = 0)
 	name := replicaLabel(rep)
 	r.waitMetric(t, `cn_relay_replica_usable{replica="`+name+`"}`, func(v float64) bool { return v == 1 }, "the replica serves")
@@ -312,7 +312,7 @@ func TestFullPagesFromDelayedReplica(t *testing.T) {
 	// The replica holds the base before the first REQ: every page it answers
 	// is one of a matching set larger than the limit.
 	var head int64
-	require.NoError(t, queryRow(t, c.primary.URL(dbName), "SELECT seq FROM cn_relay.outbox_head").Scan(&head))
+	require.NoError(t, queryRow(t, c.Primary.URL(dbName), "SELECT seq FROM cn_relay.outbox_head").Scan(&head))
 	require.Eventually(t, func() bool {
 		var replayed int64
 		err := queryRow(t, rep.URL(dbName), "SELECT seq FROM cn_relay.outbox_head").Scan(&replayed)
