@@ -104,10 +104,13 @@ func (g *groupWork) run(stop, deadline time.Time) {
 		h := nostr.Tag{"h", id}
 		member := pick(c.rng, g.members)
 		switch r := c.rng.Intn(100); {
+		// Joins and leaves carry their step: two in one second by one key
+		// would otherwise be one event (same id), answered once as refused
+		// and once as stored.
 		case r < 15:
-			send(member, groups.KindJoinRequest, nostr.Tags{h}, "")
+			send(member, groups.KindJoinRequest, nostr.Tags{h}, fmt.Sprint("join ", n))
 		case r < 22:
-			send(member, groups.KindLeaveRequest, nostr.Tags{h}, "")
+			send(member, groups.KindLeaveRequest, nostr.Tags{h}, fmt.Sprint("leave ", n))
 		case r < 35 && len(posts[id]) > 0:
 			i := c.rng.Intn(len(posts[id]))
 			target := posts[id][i]
