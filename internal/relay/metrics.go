@@ -82,7 +82,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"class", "result"}),
 		querySeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "cn_relay_query_seconds",
-			Help:    "Duration of Store.Query (op=req) and Store.Count (op=count) calls.",
+			Help:    "Duration of the stored part of a REQ (op=req: Reader.Read, on the primary, a replica or the event cache) and of COUNT (op=count: Reader.Count).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"op"}),
 		slowDisconnects: prometheus.NewCounter(prometheus.CounterOpts{
