@@ -16,7 +16,7 @@ run:
 	./bin/cnctl dev
 
 ## test: every test against a real Postgres (CN_TEST_DATABASE_URL, Docker, or embedded), the soaks in their short versions (-short); under 10 minutes on two cores
-# internal/relay first: it is the longest package by far, and go test starts
+# internal/relay first: it is the longest package (~90 s), and go test starts
 # packages in the order given (two at a time on two cores).
 test:
 	$(GO) test -short -count=1 -timeout 15m ./internal/relay ./...
