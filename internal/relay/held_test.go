@@ -264,6 +264,12 @@ type memSample struct {
 	stack     uint64 // the stacks alone
 	rss       uint64
 	goroutine int
+	// The runtime's view (runtime.MemStats), for the benchmark's breakdown of
+	// what RSS holds beyond the live heap: heapInuse (spans in use: live
+	// objects, and the free slots of those spans), heapFree (spans free but
+	// not returned to the OS: GC headroom the scavenger has not released),
+	// other (the runtime's own: GC metadata, span and poll descriptors).
+	heapInuse, heapFree, other uint64
 }
 
 func sampleMem(pid int) memSample {
@@ -271,7 +277,8 @@ func sampleMem(pid int) memSample {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return memSample{heapStack: ms.HeapAlloc + ms.StackInuse, stack: ms.StackInuse, rss: rssOf(pid), goroutine: runtime.NumGoroutine()}
+	return memSample{heapStack: ms.HeapAlloc + ms.StackInuse, stack: ms.StackInuse, rss: rssOf(pid), goroutine: runtime.NumGoroutine(),
+		heapInuse: ms.HeapInuse, heapFree: ms.HeapIdle - ms.HeapReleased, other: ms.MSpanInuse + ms.MCacheInuse + ms.BuckHashSys + ms.GCSys + ms.OtherSys}
 }
 
 // rssOf is the resident set of process pid (0: this one) from /proc/<pid>/statm.
@@ -299,7 +306,9 @@ type heldRun struct {
 	stackKiB   float64 // the stacks' part of it
 	rssKiB     float64 // per connection; NaN without the relay's process
 	goroutines float64 // per connection
-	res        heldResult
+	// per connection, Go runtime only: see memSample
+	heapInuseKiB, heapFreeKiB, otherKiB float64
+	res                                 heldResult
 }
 
 // runHeld runs the client process with n connections against url, measuring the
@@ -337,6 +346,9 @@ func runHeld(tb testing.TB, url string, sample func() memSample, goRuntime bool,
 		run.heapKiB = per(after.heapStack, before.heapStack)
 		run.stackKiB = per(after.stack, before.stack)
 		run.goroutines = float64(after.goroutine-before.goroutine) / float64(n)
+		run.heapInuseKiB = per(after.heapInuse, before.heapInuse)
+		run.heapFreeKiB = per(after.heapFree, before.heapFree)
+		run.otherKiB = per(after.other, before.other)
 	}
 	if after.rss > 0 {
 		run.rssKiB = per(after.rss, before.rss)
@@ -451,7 +463,7 @@ func heldRelay(tb testing.TB) *testRelay {
 // HELD_URL=ws://... measures another relay (strfry, say) with the same client;
 // HELD_PID=<its pid> adds its RSS per connection. HELD_PROFILE=prefix writes
 // a heap and a goroutine profile of this relay once every connection holds its
-// subscription. Open files: the relay's process raises its soft limit to its
+// subscription, recording every allocation (runtime.MemProfileRate 1). Open files: the relay's process raises its soft limit to its
 // hard limit (20,000 on the development machines), and so does the client's.
 //
 //	go test ./internal/relay -run '^$' -bench HeldConnections -benchtime 1x
@@ -463,6 +475,11 @@ func BenchmarkHeldConnections(b *testing.B) {
 	limit := raiseOpenFiles()
 	url, pid := os.Getenv(heldURLEnv), envInt(heldPIDEnv, 0)
 	var tr *testRelay
+	if os.Getenv(heldProfEnv) != "" {
+		// Every allocation is recorded: the heap profile shows each
+		// connection's bytes exactly, not a 512 KiB sample.
+		runtime.MemProfileRate = 1
+	}
 	if url == "" {
 		if limit > 0 && uint64(n)+64 > limit {
 			b.Fatalf("%d connections need more open files than the limit of %d", n, limit)
@@ -487,6 +504,8 @@ func BenchmarkHeldConnections(b *testing.B) {
 		b.Logf("%d notes at %d/s: delivery p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d of %d delivered, %d missing, %d duplicated, %d connections dropped",
 			res.Notes, rate, res.P50ms, res.P99ms, res.MaxMs, res.Delivered, res.Conns*res.Notes, res.Missing, res.Duplicated, res.Dropped)
 		if !math.IsNaN(run.heapKiB) {
+			b.Logf("per connection, runtime.MemStats: %.2f KiB HeapInuse, %.2f KiB StackInuse, %.2f KiB heap idle not released, %.2f KiB runtime metadata",
+				run.heapInuseKiB, run.stackKiB, run.heapFreeKiB, run.otherKiB)
 			b.ReportMetric(run.heapKiB, "heap+stack-KiB/conn")
 		}
 		if !math.IsNaN(run.rssKiB) {

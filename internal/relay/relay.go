@@ -329,7 +329,7 @@ func (r *Relay) shutdown(srv *http.Server) {
 }
 
 // readBufferSize is a connection's read buffer (gorilla's); see Relay.upgrader.
-const readBufferSize = 512
+const readBufferSize = 256
 
 // track registers a new connection; false means the relay is shutting down.
 func (r *Relay) track(c *conn) bool {

@@ -26,7 +26,7 @@ type subIndex struct {
 
 type indexEntry struct {
 	sub    *subscription
-	filter nostr.Filter
+	filter *nostr.Filter // &sub.filters[i] (not a copy: 128 bytes), which nothing writes to
 	search *textsearch.Query // the filter's NIP-50 search, parsed; nil without one
 	keys   []indexKey        // empty: filed in rest (unless never)
 	never  bool              // matches no event; not filed
@@ -36,7 +36,7 @@ type indexEntry struct {
 // live event matches a NIP-50 filter when its text (content, and the title and
 // summary of long-form kinds, as the indexer indexes them) matches the query.
 func (e *indexEntry) matches(ev *nostr.Event) bool {
-	if !protocol.Match(e.filter, ev) {
+	if !protocol.Match(*e.filter, ev) {
 		return false
 	}
 	return e.search == nil || e.search.Match(protocol.SearchText(ev))
@@ -120,8 +120,9 @@ func bestTag(f nostr.Filter) string {
 // add files every filter of s.
 func (x *subIndex) add(s *subscription) {
 	entries := make([]*indexEntry, len(s.filters))
-	for i, f := range s.filters {
-		keys, never := keysFor(f)
+	for i := range s.filters {
+		f := &s.filters[i]
+		keys, never := keysFor(*f)
 		e := &indexEntry{sub: s, filter: f, keys: keys, never: never}
 		if f.Search != "" {
 			q, ok := protocol.ParseSearch(f.Search)

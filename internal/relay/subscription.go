@@ -44,7 +44,9 @@ type subscription struct {
 	// so that a live subscription holds no context.
 	ctx    context.Context
 	cancel context.CancelFunc // under mu once the query may run; nil after endQuery
-	done   chan struct{}      // closed when its query goroutine has ended
+	// query is done when its query goroutine has ended (or did not start): a
+	// WaitGroup of one, not a channel, which a live subscription would keep.
+	query sync.WaitGroup
 
 	mu           sync.Mutex
 	closed       bool
@@ -72,7 +74,9 @@ func (s *subscription) event(evJSON []byte) outMsg {
 
 func newSubscription(c *conn, id string, filters []nostr.Filter, v protocol.Viewer) *subscription {
 	ctx, cancel := context.WithCancel(c.ctx)
-	return &subscription{conn: c, id: id, head: eventHead(id), filters: filters, viewer: v, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	s := &subscription{conn: c, id: id, head: eventHead(id), filters: filters, viewer: v, ctx: ctx, cancel: cancel}
+	s.query.Add(1)
+	return s
 }
 
 // covered reports whether the stored part holds the live event of outbox row
