@@ -26,7 +26,7 @@ type subIndex struct {
 
 type indexEntry struct {
 	sub    *subscription
-	filter *nostr.Filter // &sub.filters[i] (not a copy: 128 bytes), which nothing writes to
+	filter *nostr.Filter     // &sub.filters[i] (not a copy: 128 bytes), which nothing writes to
 	search *textsearch.Query // the filter's NIP-50 search, parsed; nil without one
 	keys   []indexKey        // empty: filed in rest (unless never)
 	never  bool              // matches no event; not filed
