@@ -15,6 +15,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -270,15 +271,42 @@ type memSample struct {
 	// not returned to the OS: GC headroom the scavenger has not released),
 	// other (the runtime's own: GC metadata, span and poll descriptors).
 	heapInuse, heapFree, other uint64
+	// The CPU time the process has used (user + system), read before and
+	// after the sample's own garbage collections; 0 where /proc is missing.
+	cpuIn, cpuOut time.Duration
 }
 
 func sampleMem(pid int) memSample {
+	cpuIn := cpuOf(pid)
 	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return memSample{heapStack: ms.HeapAlloc + ms.StackInuse, stack: ms.StackInuse, rss: rssOf(pid), goroutine: runtime.NumGoroutine(),
-		heapInuse: ms.HeapInuse, heapFree: ms.HeapIdle - ms.HeapReleased, other: ms.MSpanInuse + ms.MCacheInuse + ms.BuckHashSys + ms.GCSys + ms.OtherSys}
+		heapInuse: ms.HeapInuse, heapFree: ms.HeapIdle - ms.HeapReleased, other: ms.MSpanInuse + ms.MCacheInuse + ms.BuckHashSys + ms.GCSys + ms.OtherSys,
+		cpuIn: cpuIn, cpuOut: cpuOf(pid)}
+}
+
+// cpuOf is the CPU time (user + system) process pid (0: this one) has used,
+// from /proc/<pid>/stat, in clock ticks of 10 ms.
+func cpuOf(pid int) time.Duration {
+	path := "/proc/self/stat"
+	if pid > 0 {
+		path = fmt.Sprintf("/proc/%d/stat", pid)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	// The fields after the command (which may hold spaces), from the state on:
+	// utime and stime are the 12th and 13th.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 // rssOf is the resident set of process pid (0: this one) from /proc/<pid>/statm.
@@ -308,7 +336,10 @@ type heldRun struct {
 	goroutines float64 // per connection
 	// per connection, Go runtime only: see memSample
 	heapInuseKiB, heapFreeKiB, otherKiB float64
-	res                                 heldResult
+	// the relay's CPU time while the connections opened, and while the notes
+	// were published and delivered (0 without the relay's process)
+	openCPU, publishCPU time.Duration
+	res                 heldResult
 }
 
 // runHeld runs the client process with n connections against url, measuring the
@@ -367,6 +398,8 @@ func runHeld(tb testing.TB, url string, sample func() memSample, goRuntime bool,
 	_, err = fmt.Sscanf(line(), "result %s", &js)
 	require.NoError(tb, err)
 	require.NoError(tb, json.Unmarshal([]byte(js), &run.res))
+	end := sample()
+	run.openCPU, run.publishCPU = after.cpuIn-before.cpuOut, end.cpuIn-after.cpuOut
 	return run
 }
 
@@ -494,7 +527,7 @@ func BenchmarkHeldConnections(b *testing.B) {
 		case tr != nil:
 			run = runHeld(b, url, func() memSample { return sampleMem(0) }, true, n, notes, rate, os.Getenv(heldProfEnv))
 		case pid > 0:
-			run = runHeld(b, url, func() memSample { return memSample{rss: rssOf(pid)} }, false, n, notes, rate, "")
+			run = runHeld(b, url, func() memSample { c := cpuOf(pid); return memSample{rss: rssOf(pid), cpuIn: c, cpuOut: c} }, false, n, notes, rate, "")
 		default: // (no RSS for a relay whose process is not named)
 			run = runHeld(b, url, func() memSample { return memSample{} }, false, n, notes, rate, "")
 		}
@@ -503,6 +536,8 @@ func BenchmarkHeldConnections(b *testing.B) {
 			run.opened, run.openTook.Seconds(), float64(run.opened)/run.openTook.Seconds(), run.heapKiB, run.stackKiB, run.rssKiB, run.goroutines)
 		b.Logf("%d notes at %d/s: delivery p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d of %d delivered, %d missing, %d duplicated, %d connections dropped",
 			res.Notes, rate, res.P50ms, res.P99ms, res.MaxMs, res.Delivered, res.Conns*res.Notes, res.Missing, res.Duplicated, res.Dropped)
+		b.Logf("relay CPU: %.2fs while the connections opened, %.2fs while the notes were published and delivered",
+			run.openCPU.Seconds(), run.publishCPU.Seconds())
 		if !math.IsNaN(run.heapKiB) {
 			b.Logf("per connection, runtime.MemStats: %.2f KiB HeapInuse, %.2f KiB StackInuse, %.2f KiB heap idle not released, %.2f KiB runtime metadata",
 				run.heapInuseKiB, run.stackKiB, run.heapFreeKiB, run.otherKiB)

@@ -26,17 +26,17 @@ type subIndex struct {
 
 type indexEntry struct {
 	sub    *subscription
-	filter *nostr.Filter     // &sub.filters[i] (not a copy: 128 bytes), which nothing writes to
-	search *textsearch.Query // the filter's NIP-50 search, parsed; nil without one
-	keys   []indexKey        // empty: filed in rest (unless never)
-	never  bool              // matches no event; not filed
+	filter protocol.LiveFilter // sub.filters[i] without its tag map (some 400 bytes): what a live subscription keeps of it
+	search *textsearch.Query   // the filter's NIP-50 search, parsed; nil without one
+	keys   []indexKey          // empty: filed in rest (unless never)
+	never  bool                // matches no event; not filed
 }
 
 // matches reports whether ev matches the entry's filter, its search included: a
 // live event matches a NIP-50 filter when its text (content, and the title and
 // summary of long-form kinds, as the indexer indexes them) matches the query.
 func (e *indexEntry) matches(ev *nostr.Event) bool {
-	if !protocol.Match(*e.filter, ev) {
+	if !e.filter.Match(ev) {
 		return false
 	}
 	return e.search == nil || e.search.Match(protocol.SearchText(ev))
@@ -120,10 +120,9 @@ func bestTag(f nostr.Filter) string {
 // add files every filter of s.
 func (x *subIndex) add(s *subscription) {
 	entries := make([]*indexEntry, len(s.filters))
-	for i := range s.filters {
-		f := &s.filters[i]
-		keys, never := keysFor(*f)
-		e := &indexEntry{sub: s, filter: f, keys: keys, never: never}
+	for i, f := range s.filters {
+		keys, never := keysFor(f)
+		e := &indexEntry{sub: s, filter: protocol.NewLiveFilter(f), keys: keys, never: never}
 		if f.Search != "" {
 			q, ok := protocol.ParseSearch(f.Search)
 			e.search, e.never = &q, never || !ok

@@ -34,8 +34,8 @@ import (
 type subscription struct {
 	conn    *conn
 	id      string
-	head    []byte // eventHead(id), the start of its EVENT messages
-	filters []nostr.Filter
+	head    []byte          // eventHead(id), the start of its EVENT messages
+	filters []nostr.Filter  // read by its query; nil once the query has ended (endQuery)
 	viewer  protocol.Viewer // who reads: private kinds are delivered to their parties only
 	entries []*indexEntry   // owned by subIndex
 
@@ -207,11 +207,14 @@ func (s *subscription) close() {
 }
 
 // endQuery drops the subscription's context once its query goroutine is done
-// with it (it cancels it: the query's work is over either way).
+// with it (it cancels it: the query's work is over either way), and its
+// filters: the query was their last reader (the live fan-out matches the
+// index entries' LiveFilters), and a live subscription keeps no tag map.
 func (s *subscription) endQuery() {
 	s.mu.Lock()
 	cancel := s.cancel
 	s.ctx, s.cancel = nil, nil
+	s.filters = nil
 	s.mu.Unlock()
 	if cancel != nil {
 		cancel()
