@@ -459,7 +459,7 @@ func (c *conn) writeBatch(msgs []outMsg, deadline time.Time) error {
 	}
 	if small <= writeCopyBytes {
 		if cap(fb.hdrs) < small {
-			fb.hdrs = make([]byte, 0, max(small, writeCopyBytes))
+			fb.hdrs = make([]byte, 0, small)
 		}
 		b := fb.hdrs[:0]
 		for _, m := range msgs {
