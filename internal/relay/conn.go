@@ -98,8 +98,8 @@ type conn struct {
 	// closed, and them made.
 	writerDone chan struct{}
 	readerDone chan struct{}
-	onEnd      func()    // run by start's connection once it has ended
-	lastPing   time.Time // when the pinger last pinged it; under Relay.connsMu
+	onEnd      func(*conn) // run by start's connection once it has ended
+	lastPing   time.Time   // when the pinger last pinged it; under Relay.connsMu
 
 	challenge string              // NIP-42; "" when AUTH is off
 	authed    map[string]struct{} // authenticated pubkeys, nil before the first; reader goroutine only
@@ -266,7 +266,7 @@ func (c *conn) logger() *slog.Logger { return c.r.log.With("remote", c.ip) }
 // the connection has stopped.
 func (c *conn) serve() {
 	done := make(chan struct{})
-	c.start(func() { close(done) })
+	c.start(func(*conn) { close(done) })
 	<-done
 }
 
@@ -274,7 +274,7 @@ func (c *conn) serve() {
 // onEnd runs once the connection has ended and every goroutine of it has
 // stopped. An idle connection keeps one goroutine, its reader, blocked in a
 // read; the writer runs only while something is to be written (see kick).
-func (c *conn) start(onEnd func()) {
+func (c *conn) start(onEnd func(*conn)) {
 	c.onEnd = onEnd
 	cfg := c.r.cfg
 	// Messages up to twice the limit are read so that the client gets a NOTICE
@@ -333,7 +333,7 @@ func (c *conn) readRest(r io.Reader, err error) {
 		close(c.readerDone)
 		c.teardown()
 		if c.onEnd != nil {
-			c.onEnd()
+			c.onEnd(c)
 		}
 		return
 	}

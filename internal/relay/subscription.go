@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -74,7 +75,9 @@ func (s *subscription) event(evJSON []byte) outMsg {
 
 func newSubscription(c *conn, id string, filters []nostr.Filter, v protocol.Viewer) *subscription {
 	ctx, cancel := context.WithCancel(c.ctx)
-	s := &subscription{conn: c, id: id, head: eventHead(id), filters: filters, viewer: v, ctx: ctx, cancel: cancel}
+	// (id is copied: it is a slice of the REQ message, which the
+	// subscription would keep whole; see detach)
+	s := &subscription{conn: c, id: strings.Clone(id), head: eventHead(id), filters: filters, viewer: v, ctx: ctx, cancel: cancel}
 	s.query.Add(1)
 	return s
 }
