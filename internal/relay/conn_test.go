@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +80,9 @@ func TestTooSlowGoodbye(t *testing.T) {
 
 // TestWriteBatchFrames: the writer's frames of each length class (7-bit,
 // 16-bit, 64-bit), plain and EVENT messages (head, shared body, "]") in any
-// succession, reach a stock WebSocket client as the messages written, in order.
+// succession, reach a stock WebSocket client as the messages written, in order:
+// from a large batch (a vectored write) and from a small one (copied into one
+// buffer, writeCopyBytes).
 func TestWriteBatchFrames(t *testing.T) {
 	t.Parallel()
 	ev := func(sub string, body []byte) outMsg { return outMsg{head: eventHead(sub), body: body} }
@@ -90,6 +93,13 @@ func TestWriteBatchFrames(t *testing.T) {
 		ev("last", []byte(`{"id":"x"}`))}
 	require.Equal(t, 125, msgs[3].size())
 	require.Equal(t, 126, msgs[4].size())
+	small := []outMsg{ev("s", []byte("{}")), ev("t", bytes.Repeat([]byte("2"), 112)), plainMsg([]byte("a")),
+		ev("u", bytes.Repeat([]byte("4"), 200)), plainMsg(bytes.Repeat([]byte("c"), 126)), ev("last", []byte(`{"id":"y"}`))}
+	n := 0
+	for _, m := range small {
+		n += maxFrameHeader + m.size()
+	}
+	require.LessOrEqual(t, n, writeCopyBytes, "the small batch is copied")
 	written := make(chan error, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
@@ -98,13 +108,17 @@ func TestWriteBatchFrames(t *testing.T) {
 			return
 		}
 		c := &conn{ws: ws}
-		written <- c.writeBatch(msgs, time.Now().Add(10*time.Second))
+		if err := c.writeBatch(msgs, time.Now().Add(10*time.Second)); err != nil {
+			written <- err
+			return
+		}
+		written <- c.writeBatch(small, time.Now().Add(10*time.Second))
 	}))
 	defer srv.Close()
 	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
 	require.NoError(t, err)
 	defer ws.Close()
-	for i, want := range msgs {
+	for i, want := range append(slices.Clone(msgs), small...) {
 		typ, got, err := ws.ReadMessage()
 		require.NoError(t, err, "message %d", i)
 		require.Equal(t, websocket.TextMessage, typ)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -84,6 +85,15 @@ func envInt(name string, def int) int {
 		return v
 	}
 	return def
+}
+
+// heldGC sets the garbage collector's target as cmd/relay does
+// (DefaultGCPercent), unless GOGC is set: the relay's memory is measured as it
+// runs.
+func heldGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(DefaultGCPercent)
+	}
 }
 
 // heldClientMain is the child process; see heldClientEnv.
@@ -409,6 +419,7 @@ func runHeld(tb testing.TB, url string, sample func() memSample, goRuntime bool,
 // <goroutines> <rss>" (sampleMem), until its stdin ends.
 func heldServerMain() int {
 	raiseOpenFiles()
+	heldGC()
 	store := newFakeStore()
 	r, err := New(heldRelayConfig(), Deps{Store: store, Feed: store})
 	if err != nil {
@@ -506,6 +517,7 @@ func BenchmarkHeldConnections(b *testing.B) {
 	notes := envInt(heldNotesEnv, 40)
 	rate := envInt(heldRateEnv, 10)
 	limit := raiseOpenFiles()
+	heldGC()
 	url, pid := os.Getenv(heldURLEnv), envInt(heldPIDEnv, 0)
 	var tr *testRelay
 	if os.Getenv(heldProfEnv) != "" {
