@@ -2,10 +2,12 @@ package relay
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -213,4 +215,46 @@ func TestServerPings(t *testing.T) {
 		t.Fatalf("connection ended: %v", err)
 	default:
 	}
+}
+
+// TestQueriesPerConnBounded: a connection runs at most MaxQueriesPerConn
+// queries at once; a further REQ waits for a slot (the client's later messages
+// with it) and runs as soon as one frees.
+func TestQueriesPerConnBounded(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore()
+	var running, peak atomic.Int32
+	entered := make(chan string, 8)
+	release := make(chan struct{}, 8)
+	store.queryHook = func(ctx context.Context) error {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		entered <- "query"
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	tr := startRelay(t, store, func(c *Config) { c.MaxQueriesPerConn = 2 })
+	c := dial(t, tr.url)
+	for _, id := range []string{"a", "b", "c"} {
+		c.send("REQ", id, goFilter())
+	}
+	<-entered
+	<-entered
+	require.Equal(t, int32(2), running.Load(), "two queries run")
+	release <- struct{}{} // one ends: the third takes its slot
+	<-entered
+	release <- struct{}{}
+	release <- struct{}{}
+	got := map[string]bool{}
+	for range 3 {
+		msg := c.expect("EOSE")
+		got[str(t, msg[1])] = true
+	}
+	require.Equal(t, map[string]bool{"a": true, "b": true, "c": true}, got)
+	require.Equal(t, int32(2), peak.Load(), "never more than MaxQueriesPerConn at once")
 }
