@@ -335,10 +335,10 @@ func (r *Relay) shutdown(srv *http.Server) {
 // connections (~5 KiB each, mostly idle) and what the budgets hold
 // (TotalQueueBytes, CacheBytes); the headroom over it is memory the process
 // keeps but never uses while the connections sit idle. Measured with
-// BenchmarkHeldConnections (2,000 to 18,000 held connections): RSS 6.8-7.3 KiB
-// per connection against 8.1-9.4 at 100, for ~15% more CPU while connections
-// open (more collections, each scanning every goroutine's stack) and none
-// measurable while events fan out. The heap can then reach about 1.5 times the
+// BenchmarkHeldConnections (2,000 to 18,000 held connections, medians of four
+// runs): RSS 6.8-7.2 KiB per connection against 7.8-8.8 at 100, for ~15% more
+// CPU while connections open (more collections, each scanning every
+// goroutine's stack) and none measurable while events fan out. The heap can then reach about 1.5 times the
 // held bytes of TotalQueueBytes before a collection, not twice.
 const DefaultGCPercent = 50
 
