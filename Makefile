@@ -41,7 +41,7 @@ fuzz:
 RACE_PKGS ?= ./internal/relay ./internal/eventcache ./internal/store ./internal/ephemeral ./internal/node ./internal/devnode ./internal/backoff ./internal/admission ./pkg/consumer ./pkg/outbox
 # These bound the process's heap, RSS or delivery latency, which the race detector's
 # instrumentation slows and inflates; make test runs them.
-RACE_SKIP ?= ^(TestNeverReadingClient|TestRelayWideBudget|TestSlowSubscriberDoesNotDelayOthers)$$
+RACE_SKIP ?= ^(TestNeverReadingClient|TestRelayWideBudget|TestSlowSubscriberDoesNotDelayOthers|TestHeldConnectionMemory)$$
 test-race:
 	$(GO) test -race -count=1 -timeout 30m -skip '$(RACE_SKIP)' $(RACE_PKGS)
 

@@ -39,6 +39,7 @@ var notStoreRules = map[string]string{
 	"send-queue":                "a connection's budget",
 	"send-queue-bytes":          "a connection's budget",
 	"total-queue-bytes":         "the connections' budget",
+	"gc-percent":                "the relay process's garbage collector",
 	"max-subscriptions":         "a connection's budget",
 	"max-conns-per-ip":          "a connection's budget",
 	"event-rate-ip":             "a connection's rate",

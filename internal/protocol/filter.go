@@ -195,22 +195,7 @@ func identityOnly(f nostr.Filter) bool {
 // This is the reference matcher: live fan-out uses it and the SQL query engine is
 // tested against it.
 func Match(f nostr.Filter, ev *nostr.Event) bool {
-	if ev == nil {
-		return false
-	}
-	if f.IDs != nil && !slices.Contains(f.IDs, ev.ID) {
-		return false
-	}
-	if f.Authors != nil && !slices.Contains(f.Authors, ev.PubKey) {
-		return false
-	}
-	if f.Kinds != nil && !slices.Contains(f.Kinds, ev.Kind) {
-		return false
-	}
-	if f.Since != nil && ev.CreatedAt < *f.Since {
-		return false
-	}
-	if f.Until != nil && ev.CreatedAt > *f.Until {
+	if ev == nil || !matchFields(f.IDs, f.Authors, f.Kinds, f.Since, f.Until, ev) {
 		return false
 	}
 	for name, values := range f.Tags {
@@ -218,6 +203,69 @@ func Match(f nostr.Filter, ev *nostr.Event) bool {
 			continue
 		}
 		if !hasTagValue(ev, name, values) {
+			return false
+		}
+	}
+	return true
+}
+
+// matchFields is Match's test of everything but the tags.
+func matchFields(ids, authors []string, kinds []int, since, until *nostr.Timestamp, ev *nostr.Event) bool {
+	if ids != nil && !slices.Contains(ids, ev.ID) {
+		return false
+	}
+	if authors != nil && !slices.Contains(authors, ev.PubKey) {
+		return false
+	}
+	if kinds != nil && !slices.Contains(kinds, ev.Kind) {
+		return false
+	}
+	if since != nil && ev.CreatedAt < *since {
+		return false
+	}
+	if until != nil && ev.CreatedAt > *until {
+		return false
+	}
+	return true
+}
+
+// LiveFilter is a filter as Match applies it (limit and search left out), in
+// less memory than a nostr.Filter, whose tag map costs some 400 bytes for a
+// single tag: for a filter held as long as a subscription lives (the relay's
+// live fan-out). Its Match answers as Match on the filter it was made from.
+// It shares that filter's slices and strings, which neither writes to.
+type LiveFilter struct {
+	IDs, Authors []string
+	Kinds        []int
+	Since, Until *nostr.Timestamp
+	Tags         []TagValues // the tag conditions (a nil list is none and is left out)
+}
+
+// TagValues is one tag condition of a LiveFilter: a `Name` tag whose first
+// value is in Values.
+type TagValues struct {
+	Name   string
+	Values []string
+}
+
+// NewLiveFilter returns f as a LiveFilter.
+func NewLiveFilter(f nostr.Filter) LiveFilter {
+	lf := LiveFilter{IDs: f.IDs, Authors: f.Authors, Kinds: f.Kinds, Since: f.Since, Until: f.Until}
+	for name, values := range f.Tags {
+		if values != nil {
+			lf.Tags = append(lf.Tags, TagValues{Name: name, Values: values})
+		}
+	}
+	return lf
+}
+
+// Match reports whether ev matches the filter, as Match does.
+func (f *LiveFilter) Match(ev *nostr.Event) bool {
+	if ev == nil || !matchFields(f.IDs, f.Authors, f.Kinds, f.Since, f.Until, ev) {
+		return false
+	}
+	for _, t := range f.Tags {
+		if !hasTagValue(ev, t.Name, t.Values) {
 			return false
 		}
 	}

@@ -182,8 +182,12 @@ func TestMatch(t *testing.T) {
 		{"limit plays no part", nostr.Filter{Limit: 1, LimitZero: true}, true},
 	} {
 		require.Equal(t, tc.want, protocol.Match(tc.f, ev), tc.name)
+		lf := protocol.NewLiveFilter(tc.f)
+		require.Equal(t, tc.want, lf.Match(ev), "%s (LiveFilter)", tc.name)
 	}
 	require.False(t, protocol.Match(nostr.Filter{}, nil))
+	lf := protocol.NewLiveFilter(nostr.Filter{})
+	require.False(t, lf.Match(nil))
 }
 
 // TestValidatedFilterMatchesNormalisedTopics ties ValidateFilter and Match together:

@@ -65,8 +65,14 @@ type conn struct {
 	key  string // what the per-IP limits count: ipKey(ip)
 	host string // the request's Host header, for AUTH when no PublicURL is set
 
-	ctx    context.Context // cancelled when the connection ends
-	cancel context.CancelFunc
+	// ctx is cancelled when the connection starts closing: it is the
+	// connection itself (connCtx, Done is quit), so an idle connection holds no
+	// context, no done channel and no map of children of its own. afters are
+	// the functions its children's contexts registered (connCtx.AfterFunc),
+	// while they run; closeWith runs them.
+	ctx     context.Context
+	afterMu sync.Mutex
+	afters  []*connAfter
 
 	mem      budget // everything held for this connection; see budget
 	negMem   budget // the items of its NIP-77 sessions (see negItemBytes), beside mem
@@ -78,23 +84,153 @@ type conn struct {
 	// The writer runs only while there is something to write (see kick):
 	// wake counts the kicks it has not answered yet; writerEnded once it has
 	// said goodbye (writerDone is closed then).
-	wake       atomic.Int64
-	pingDue    atomic.Bool            // the relay's pinger asks for a ping (Relay.pinger)
+	wake    atomic.Int64
+	pingDue atomic.Bool // the relay's pinger asks for a ping (Relay.pinger)
+	// challenged: the NIP-42 challenge was sent; reader goroutine only.
+	// (Here, beside pingDue, it takes no padding of its own: a conn of 448
+	// bytes, not 480.)
+	challenged bool
 	pongData   atomic.Pointer[string] // the payload of the latest ping to answer
+	// writerDone and readerDone are made by closeWith, before it closes quit:
+	// an open connection holds neither. Both close only once the connection
+	// is closing (the writer ends for good and the reader closes readerDone
+	// after closeWith), so whoever closes or waits on them has seen quit
+	// closed, and them made.
 	writerDone chan struct{}
 	readerDone chan struct{}
-	onEnd      func()    // run by start's connection once it has ended
-	lastPing   time.Time // when the pinger last pinged it; under Relay.connsMu
+	onEnd      func(*conn) // run by start's connection once it has ended
+	lastPing   time.Time   // when the pinger last pinged it; under Relay.connsMu
 
-	challenge  string              // NIP-42; "" when AUTH is off
-	challenged bool                // the challenge was sent; reader goroutine only
-	authed     map[string]struct{} // authenticated pubkeys, nil before the first; reader goroutine only
+	challenge string              // NIP-42; "" when AUTH is off
+	authed    map[string]struct{} // authenticated pubkeys, nil before the first; reader goroutine only
 
 	mu      sync.Mutex
-	subs    map[string]*subscription
+	subs    subList
 	negs    map[string]*negSession // NIP-77 sessions, nil before the first; they count against MaxSubscriptions
 	queries sync.WaitGroup         // running query goroutines
-	sem     chan struct{}          // bounds running queries
+	// running counts the query goroutines (startQuery), at most
+	// MaxQueriesPerConn; slotFree, made by a startQuery that found none free,
+	// is closed when one ends. Under mu.
+	running  int
+	slotFree chan struct{}
+}
+
+// subList is a connection's open subscriptions, in no order: a slice, not a
+// map, since a connection holds few (MaxSubscriptions) and most hold one (a
+// map of one costs a 200-byte group).
+type subList []*subscription
+
+// get returns the subscription id, or nil.
+func (l subList) get(id string) *subscription {
+	for _, s := range l {
+		if s.id == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// put adds s, whose id is not in l.
+func (l *subList) put(s *subscription) { *l = append(*l, s) }
+
+// take removes and returns the subscription id, or nil.
+func (l *subList) take(id string) *subscription {
+	for i, s := range *l {
+		if s.id == id {
+			l.removeAt(i)
+			return s
+		}
+	}
+	return nil
+}
+
+// remove removes s if it is in l.
+func (l *subList) remove(s *subscription) {
+	for i, x := range *l {
+		if x == s {
+			l.removeAt(i)
+			return
+		}
+	}
+}
+
+func (l *subList) removeAt(i int) {
+	old := *l
+	last := len(old) - 1
+	old[i] = old[last]
+	old[last] = nil
+	if last == 0 {
+		*l = nil // (an empty connection holds no slice)
+		return
+	}
+	*l = old[:last]
+}
+
+// connCtx is a connection seen as its context (conn.ctx): done once the
+// connection starts closing (quit), never before; canceled then. It has no
+// deadline and no values.
+type connCtx conn
+
+func (x *connCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (x *connCtx) Done() <-chan struct{}       { return x.quit }
+func (x *connCtx) Value(any) any               { return nil }
+func (x *connCtx) String() string              { return "relay connection" }
+
+func (x *connCtx) Err() error {
+	select {
+	case <-x.quit:
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+
+// connAfter is one function registered with connCtx.AfterFunc.
+type connAfter struct{ f func() }
+
+// AfterFunc arranges for f to run once the connection starts closing (at
+// once, in a goroutine, when it already has); stop unregisters it and
+// reports whether it did so before f ran. context.WithCancel uses it for a
+// child of the connection's context, instead of a map of children or a
+// goroutine per child.
+func (x *connCtx) AfterFunc(f func()) (stop func() bool) {
+	c := (*conn)(x)
+	a := &connAfter{f: f}
+	c.afterMu.Lock()
+	if c.closing() { // (runAfters runs, or ran, the ones registered before)
+		c.afterMu.Unlock()
+		go f()
+		return func() bool { return false }
+	}
+	c.afters = append(c.afters, a)
+	c.afterMu.Unlock()
+	return func() bool {
+		c.afterMu.Lock()
+		defer c.afterMu.Unlock()
+		for i, b := range c.afters {
+			if b == a {
+				last := len(c.afters) - 1
+				c.afters[i], c.afters[last] = c.afters[last], nil
+				c.afters = c.afters[:last]
+				if last == 0 {
+					c.afters = nil
+				}
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// runAfters runs the functions registered with AfterFunc (closeWith, once).
+func (c *conn) runAfters() {
+	c.afterMu.Lock()
+	afters := c.afters
+	c.afters = nil
+	c.afterMu.Unlock()
+	for _, a := range afters {
+		a.f()
+	}
 }
 
 // writerEnded is wake once the writer has ended for good: no kick reaches 1
@@ -102,23 +238,17 @@ type conn struct {
 const writerEnded = math.MinInt64 / 2
 
 func newConn(r *Relay, ws *websocket.Conn, ip, key, host string) *conn {
-	ctx, cancel := context.WithCancel(context.Background())
 	c := &conn{
-		r:          r,
-		ws:         ws,
-		ip:         ip,
-		key:        key,
-		host:       host,
-		ctx:        ctx,
-		cancel:     cancel,
-		mem:        budget{limit: int64(r.cfg.SendQueueBytes), parent: r.mem},
-		negMem:     budget{limit: int64(r.cfg.MaxSyncEvents * negItemBytes), parent: r.mem},
-		quit:       make(chan struct{}),
-		writerDone: make(chan struct{}),
-		readerDone: make(chan struct{}),
-		subs:       make(map[string]*subscription, 1),
-		sem:        make(chan struct{}, r.cfg.MaxQueriesPerConn),
+		r:      r,
+		ws:     ws,
+		ip:     ip,
+		key:    key,
+		host:   host,
+		mem:    budget{limit: int64(r.cfg.SendQueueBytes), parent: r.mem},
+		negMem: budget{limit: int64(r.cfg.MaxSyncEvents * negItemBytes), parent: r.mem},
+		quit:   make(chan struct{}),
 	}
+	c.ctx = (*connCtx)(c)
 	c.send.init(r.cfg.SendQueueSize, &c.mem)
 	// No writer runs before start: it holds one kick that start answers.
 	c.wake.Store(1)
@@ -136,7 +266,7 @@ func (c *conn) logger() *slog.Logger { return c.r.log.With("remote", c.ip) }
 // the connection has stopped.
 func (c *conn) serve() {
 	done := make(chan struct{})
-	c.start(func() { close(done) })
+	c.start(func(*conn) { close(done) })
 	<-done
 }
 
@@ -144,7 +274,7 @@ func (c *conn) serve() {
 // onEnd runs once the connection has ended and every goroutine of it has
 // stopped. An idle connection keeps one goroutine, its reader, blocked in a
 // read; the writer runs only while something is to be written (see kick).
-func (c *conn) start(onEnd func()) {
+func (c *conn) start(onEnd func(*conn)) {
 	c.onEnd = onEnd
 	cfg := c.r.cfg
 	// Messages up to twice the limit are read so that the client gets a NOTICE
@@ -199,10 +329,11 @@ func (c *conn) readRest(r io.Reader, err error) {
 		default:
 			c.logger().Debug("read ended", "err", err)
 		}
+		c.closeWith(closePeerGone) // (makes readerDone, if no close came first)
 		close(c.readerDone)
 		c.teardown()
 		if c.onEnd != nil {
-			c.onEnd()
+			c.onEnd(c)
 		}
 		return
 	}
@@ -317,6 +448,31 @@ func (c *conn) writeBatch(msgs []outMsg, deadline time.Time) error {
 	if err := nc.SetWriteDeadline(deadline); err != nil {
 		return err
 	}
+	fb := framePool.Get().(*frameBuf)
+	defer framePool.Put(fb)
+	// A small batch (a live event, an EOSE) is copied into one buffer and
+	// written with write(2): a vectored write makes the socket keep an iovec
+	// array for good (internal/poll caches it per descriptor).
+	small := 0
+	for _, m := range msgs {
+		small += maxFrameHeader + m.size()
+	}
+	if small <= writeCopyBytes {
+		if cap(fb.hdrs) < small {
+			fb.hdrs = make([]byte, 0, small)
+		}
+		b := fb.hdrs[:0]
+		for _, m := range msgs {
+			b = appendFrameHeader(b, m.size())
+			b = append(b, m.head...)
+			b = append(b, m.body...)
+			if m.head != nil {
+				b = append(b, ']')
+			}
+		}
+		_, err := nc.Write(b)
+		return err
+	}
 	// Each message is two pieces: its frame header with an EVENT's head (and
 	// the "]" that closes the EVENT before it), copied into hdrs, then its
 	// body. hdrs is sized first: the pieces point into it.
@@ -324,8 +480,6 @@ func (c *conn) writeBatch(msgs []outMsg, deadline time.Time) error {
 	for _, m := range msgs {
 		need += maxFrameHeader + len(m.head) + 1
 	}
-	fb := framePool.Get().(*frameBuf)
-	defer framePool.Put(fb)
 	if cap(fb.hdrs) < need {
 		fb.hdrs = make([]byte, 0, need)
 	}
@@ -352,6 +506,9 @@ func (c *conn) writeBatch(msgs []outMsg, deadline time.Time) error {
 	clear(bufs) // (the frame buffer must not pin the messages)
 	return err
 }
+
+// writeCopyBytes bounds the batches writeBatch copies into one buffer.
+const writeCopyBytes = 4 << 10
 
 // maxFrameHeader is the longest header of a server's frame.
 const maxFrameHeader = 10
@@ -458,8 +615,10 @@ func (c *conn) closeWith(mode closeMode) bool {
 	c.quitOnce.Do(func() {
 		first = true
 		c.mode.Store(int32(mode))
+		c.writerDone = make(chan struct{})
+		c.readerDone = make(chan struct{})
 		close(c.quit)
-		c.cancel()
+		c.runAfters()
 	})
 	if first {
 		c.kick() // (the writer says goodbye)

@@ -2,9 +2,12 @@ package relay
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,7 +82,9 @@ func TestTooSlowGoodbye(t *testing.T) {
 
 // TestWriteBatchFrames: the writer's frames of each length class (7-bit,
 // 16-bit, 64-bit), plain and EVENT messages (head, shared body, "]") in any
-// succession, reach a stock WebSocket client as the messages written, in order.
+// succession, reach a stock WebSocket client as the messages written, in order:
+// from a large batch (a vectored write) and from a small one (copied into one
+// buffer, writeCopyBytes).
 func TestWriteBatchFrames(t *testing.T) {
 	t.Parallel()
 	ev := func(sub string, body []byte) outMsg { return outMsg{head: eventHead(sub), body: body} }
@@ -90,6 +95,13 @@ func TestWriteBatchFrames(t *testing.T) {
 		ev("last", []byte(`{"id":"x"}`))}
 	require.Equal(t, 125, msgs[3].size())
 	require.Equal(t, 126, msgs[4].size())
+	small := []outMsg{ev("s", []byte("{}")), ev("t", bytes.Repeat([]byte("2"), 112)), plainMsg([]byte("a")),
+		ev("u", bytes.Repeat([]byte("4"), 200)), plainMsg(bytes.Repeat([]byte("c"), 126)), ev("last", []byte(`{"id":"y"}`))}
+	n := 0
+	for _, m := range small {
+		n += maxFrameHeader + m.size()
+	}
+	require.LessOrEqual(t, n, writeCopyBytes, "the small batch is copied")
 	written := make(chan error, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
@@ -98,13 +110,17 @@ func TestWriteBatchFrames(t *testing.T) {
 			return
 		}
 		c := &conn{ws: ws}
-		written <- c.writeBatch(msgs, time.Now().Add(10*time.Second))
+		if err := c.writeBatch(msgs, time.Now().Add(10*time.Second)); err != nil {
+			written <- err
+			return
+		}
+		written <- c.writeBatch(small, time.Now().Add(10*time.Second))
 	}))
 	defer srv.Close()
 	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
 	require.NoError(t, err)
 	defer ws.Close()
-	for i, want := range msgs {
+	for i, want := range append(slices.Clone(msgs), small...) {
 		typ, got, err := ws.ReadMessage()
 		require.NoError(t, err, "message %d", i)
 		require.Equal(t, websocket.TextMessage, typ)
@@ -199,4 +215,46 @@ func TestServerPings(t *testing.T) {
 		t.Fatalf("connection ended: %v", err)
 	default:
 	}
+}
+
+// TestQueriesPerConnBounded: a connection runs at most MaxQueriesPerConn
+// queries at once; a further REQ waits for a slot (the client's later messages
+// with it) and runs as soon as one frees.
+func TestQueriesPerConnBounded(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore()
+	var running, peak atomic.Int32
+	entered := make(chan string, 8)
+	release := make(chan struct{}, 8)
+	store.queryHook = func(ctx context.Context) error {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		entered <- "query"
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	tr := startRelay(t, store, func(c *Config) { c.MaxQueriesPerConn = 2 })
+	c := dial(t, tr.url)
+	for _, id := range []string{"a", "b", "c"} {
+		c.send("REQ", id, goFilter())
+	}
+	<-entered
+	<-entered
+	require.Equal(t, int32(2), running.Load(), "two queries run")
+	release <- struct{}{} // one ends: the third takes its slot
+	<-entered
+	release <- struct{}{}
+	release <- struct{}{}
+	got := map[string]bool{}
+	for range 3 {
+		msg := c.expect("EOSE")
+		got[str(t, msg[1])] = true
+	}
+	require.Equal(t, map[string]bool{"a": true, "b": true, "c": true}, got)
+	require.Equal(t, int32(2), peak.Load(), "never more than MaxQueriesPerConn at once")
 }

@@ -156,11 +156,15 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 	// The handler returns now, and net/http's goroutine with it (its stack,
 	// grown by the request, and the request are freed): the connection runs
 	// on goroutines of its own (conn.start).
-	c.start(func() {
-		r.m.connections.Dec()
-		r.untrack(c)
-		r.connsPerIP.release(key)
-	})
+	c.start(connEnded)
+}
+
+// connEnded forgets a connection serveWebSocket started once it has ended (a
+// function, not a closure: a held connection keeps no closure for it).
+func connEnded(c *conn) {
+	c.r.m.connections.Dec()
+	c.r.untrack(c)
+	c.r.connsPerIP.release(c.key)
 }
 
 // clientIP is the client's address (ipKey turns it into the key of the per-IP

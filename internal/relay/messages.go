@@ -383,7 +383,7 @@ func (c *conn) onReq(subID string, filters []nostr.Filter) {
 		return
 	}
 	s := newSubscription(c, subID, filters, c.viewer())
-	c.subs[subID] = s
+	c.subs.put(s)
 	c.mu.Unlock()
 	if invite != nil { // before the query starts: before EOSE
 		c.enqueueMsg(s.event(invite))
@@ -391,7 +391,7 @@ func (c *conn) onReq(subID string, filters []nostr.Filter) {
 	c.r.index.add(s)
 	c.r.m.subscriptions.Inc()
 	if !c.startQuery(func() { c.runQuery(s) }) {
-		close(s.done)
+		s.query.Done()
 	}
 }
 
@@ -399,22 +399,47 @@ func (c *conn) onReq(subID string, filters []nostr.Filter) {
 // free; it waits for one (the client's further messages wait too). It reports
 // false, without running fn, when the connection closes first.
 func (c *conn) startQuery(fn func()) bool {
-	select {
-	case c.sem <- struct{}{}:
-	case <-c.ctx.Done():
-		return false
+	for {
+		c.mu.Lock()
+		if c.running < c.r.cfg.MaxQueriesPerConn {
+			c.running++
+			c.mu.Unlock()
+			break
+		}
+		if c.slotFree == nil {
+			c.slotFree = make(chan struct{})
+		}
+		free := c.slotFree
+		c.mu.Unlock()
+		select {
+		case <-free:
+		case <-c.ctx.Done():
+			return false
+		}
 	}
 	c.queries.Add(1)
 	go func() {
 		defer c.queries.Done()
-		defer func() { <-c.sem }()
+		defer c.endQuerySlot()
 		fn()
 	}()
 	return true
 }
 
+// endQuerySlot frees the query slot of an ended query goroutine and wakes a
+// startQuery waiting for one.
+func (c *conn) endQuerySlot() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.running--
+	if c.slotFree != nil {
+		close(c.slotFree)
+		c.slotFree = nil
+	}
+}
+
 func (c *conn) runQuery(s *subscription) {
-	defer close(s.done)
+	defer s.query.Done()
 	defer s.endQuery()
 	ctx, cancel := context.WithTimeout(s.ctx, c.r.cfg.QueryTimeout)
 	// The rows the query reads are taken from the connection's budget (its
@@ -518,24 +543,21 @@ func (c *conn) onCount(subID string, filters []nostr.Filter) {
 // reuses the id starts clean.
 func (c *conn) closeSub(subID string) {
 	c.mu.Lock()
-	s := c.subs[subID]
-	delete(c.subs, subID)
+	s := c.subs.take(subID)
 	c.mu.Unlock()
 	if s == nil {
 		return
 	}
 	s.close()
 	c.r.dropSub(s)
-	<-s.done
+	s.query.Wait()
 }
 
 // dropSub closes s and forgets it, from a goroutine other than the reader (a
 // failed query).
 func (c *conn) dropSub(s *subscription) {
 	c.mu.Lock()
-	if c.subs[s.id] == s {
-		delete(c.subs, s.id)
-	}
+	c.subs.remove(s)
 	c.mu.Unlock()
 	s.close()
 	c.r.dropSub(s)

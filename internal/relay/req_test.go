@@ -234,7 +234,7 @@ func (tr *testRelay) subscription(_ *client, id string) *subscription {
 	defer tr.connsMu.Unlock()
 	for conn := range tr.conns {
 		conn.mu.Lock()
-		s := conn.subs[id]
+		s := conn.subs.get(id)
 		conn.mu.Unlock()
 		if s != nil {
 			return s

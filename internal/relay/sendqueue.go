@@ -2,14 +2,25 @@ package relay
 
 import "sync"
 
-const (
-	// queueMinSlots is the ring a queue allocates for its first message: two
-	// slots (96 bytes), which an idle connection keeps.
-	queueMinSlots = 2
-	// queueKeepSlots is the largest ring a drained queue keeps; a larger one is
-	// released, so that a burst does not pin memory on an idle connection.
-	queueKeepSlots = 8
-)
+// queueMinSlots is the ring a queue takes for its first message, from
+// ringPool; a drained queue gives it back there (a larger ring, grown by a
+// burst, to the garbage collector), so an idle connection holds no ring.
+const queueMinSlots = 4
+
+// smallRing is a ring of queueMinSlots; ringPool holds the free ones, each
+// with every slot zero.
+type smallRing [queueMinSlots]outMsg
+
+var ringPool = sync.Pool{New: func() any { return new(smallRing) }}
+
+// releaseRing gives a drained queue's ring back (to ringPool when it is a
+// small one); its slots are zero (pop and popBatch clear them).
+func (q *sendQueue) releaseRing() {
+	if len(q.ring) == queueMinSlots {
+		ringPool.Put((*smallRing)(q.ring))
+	}
+	q.ring, q.head = nil, 0
+}
 
 // outMsg is one message to send: body alone, or an EVENT of a subscription:
 // head (the subscription's `["EVENT",<quoted id>,`, see eventHead), then body
@@ -46,8 +57,7 @@ func (m outMsg) bytes() []byte {
 // of producers and one consumer (the writer).
 //
 // It allocates lazily: an idle queue holds no buffer, the ring grows by doubling
-// as messages wait, and a drained queue gives back a ring larger than
-// queueKeepSlots. A message is accepted into an empty queue whatever its size
+// as messages wait, and a drained queue gives its ring back (see queueMinSlots). A message is accepted into an empty queue whatever its size
 // (beyond the connection's budget, never beyond the relay's), so no single
 // message is undeliverable.
 type sendQueue struct {
@@ -133,13 +143,23 @@ func (q *sendQueue) pushLocked(msg outMsg, maxMsgs int, maxBytes int64) takeResu
 	return taken
 }
 
-// grow doubles the ring (or allocates the first one), keeping the FIFO order.
+// grow doubles the ring (or takes the first one from ringPool), keeping the
+// FIFO order.
 func (q *sendQueue) grow() {
-	ring := make([]outMsg, max(queueMinSlots, 2*len(q.ring)))
+	if q.ring == nil {
+		q.ring, q.head = ringPool.Get().(*smallRing)[:], 0
+		return
+	}
+	ring := make([]outMsg, 2*len(q.ring))
 	for i := range q.n {
 		ring[i] = q.ring[(q.head+i)%len(q.ring)]
 	}
+	old := q.ring
+	clear(old)
 	q.ring, q.head = ring, 0
+	if len(old) == queueMinSlots {
+		ringPool.Put((*smallRing)(old))
+	}
 }
 
 // pop removes and returns the oldest message; false means the queue is empty.
@@ -156,10 +176,7 @@ func (q *sendQueue) pop() (outMsg, bool) {
 	q.bytes -= msg.size()
 	q.mem.give(msg.size())
 	if q.n == 0 {
-		q.head = 0
-		if len(q.ring) > queueKeepSlots {
-			q.ring = nil
-		}
+		q.releaseRing()
 	}
 	if q.room != nil {
 		close(q.room)
@@ -191,10 +208,7 @@ func (q *sendQueue) popBatch(dst []outMsg, maxBytes int) (msgs []outMsg, n int) 
 		q.bytes -= msg.size()
 	}
 	if q.n == 0 {
-		q.head = 0
-		if len(q.ring) > queueKeepSlots {
-			q.ring = nil
-		}
+		q.releaseRing()
 	}
 	return msgs, n
 }
@@ -224,7 +238,9 @@ func (q *sendQueue) clear() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.mem.give(q.bytes)
-	q.ring, q.head, q.n, q.bytes = nil, 0, 0, 0
+	clear(q.ring)
+	q.releaseRing()
+	q.n, q.bytes = 0, 0
 	if q.room != nil {
 		close(q.room)
 		q.room = nil

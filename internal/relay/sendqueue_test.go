@@ -80,8 +80,8 @@ func TestSendQueueFIFO(t *testing.T) {
 	require.Zero(t, size)
 }
 
-// TestSendQueueMemory: an idle queue holds no ring, a small drained one keeps its
-// ring and a large drained one gives it back; popped slots let go of messages.
+// TestSendQueueMemory: an idle queue holds no ring, a drained one gives its
+// ring back, small or large; popped slots let go of messages.
 func TestSendQueueMemory(t *testing.T) {
 	t.Parallel()
 	q := newSendQueue(1000, 1<<20)
@@ -93,13 +93,13 @@ func TestSendQueueMemory(t *testing.T) {
 	_, _ = q.pop()
 	require.Zero(t, q.ring[0], "a popped slot still holds its message")
 	_, _ = q.pop()
-	require.Len(t, q.ring, queueMinSlots, "a small ring is kept")
+	require.Nil(t, q.ring, "a small ring is kept after the queue drained")
 
-	for range 10 * queueKeepSlots {
+	for range 10 * queueMinSlots {
 		require.True(t, q.push(plainMsg([]byte("x"))))
 	}
-	require.Greater(t, len(q.ring), queueKeepSlots)
-	for range 10*queueKeepSlots - 1 {
+	require.Greater(t, len(q.ring), queueMinSlots)
+	for range 10*queueMinSlots - 1 {
 		_, _ = q.pop()
 	}
 	require.NotNil(t, q.ring, "released before the queue drained")

@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -26,17 +28,17 @@ type subIndex struct {
 
 type indexEntry struct {
 	sub    *subscription
-	filter nostr.Filter
-	search *textsearch.Query // the filter's NIP-50 search, parsed; nil without one
-	keys   []indexKey        // empty: filed in rest (unless never)
-	never  bool              // matches no event; not filed
+	filter protocol.LiveFilter // sub.filters[i] without its tag map (some 400 bytes): what a live subscription keeps of it
+	search *textsearch.Query   // the filter's NIP-50 search, parsed; nil without one
+	keys   []indexKey          // empty: filed in rest (unless never)
+	never  bool                // matches no event; not filed
 }
 
 // matches reports whether ev matches the entry's filter, its search included: a
 // live event matches a NIP-50 filter when its text (content, and the title and
 // summary of long-form kinds, as the indexer indexes them) matches the query.
 func (e *indexEntry) matches(ev *nostr.Event) bool {
-	if !protocol.Match(e.filter, ev) {
+	if !e.filter.Match(ev) {
 		return false
 	}
 	return e.search == nil || e.search.Match(protocol.SearchText(ev))
@@ -122,7 +124,7 @@ func (x *subIndex) add(s *subscription) {
 	entries := make([]*indexEntry, len(s.filters))
 	for i, f := range s.filters {
 		keys, never := keysFor(f)
-		e := &indexEntry{sub: s, filter: f, keys: keys, never: never}
+		e := &indexEntry{sub: s, filter: detach(protocol.NewLiveFilter(f)), keys: keys, never: never}
 		if f.Search != "" {
 			q, ok := protocol.ParseSearch(f.Search)
 			e.search, e.never = &q, never || !ok
@@ -150,6 +152,52 @@ func (x *subIndex) add(s *subscription) {
 		}
 	}
 	x.count++
+}
+
+// detach returns f with its strings copied into one allocation of their own
+// (in new slices; f's are the subscription's filters', which its query reads):
+// a filter's strings are slices of the REQ message they were parsed from,
+// which a live subscription would otherwise keep whole for its life.
+func detach(f protocol.LiveFilter) protocol.LiveFilter {
+	// Every string of f, in one order: first written into the arena, then
+	// re-sliced from it.
+	var strs []*string
+	ids := slices.Clone(f.IDs)
+	authors := slices.Clone(f.Authors)
+	for i := range ids {
+		strs = append(strs, &ids[i])
+	}
+	for i := range authors {
+		strs = append(strs, &authors[i])
+	}
+	var tags []protocol.TagValues
+	if f.Tags != nil {
+		tags = make([]protocol.TagValues, len(f.Tags))
+		for i, t := range f.Tags {
+			tags[i] = protocol.TagValues{Name: t.Name, Values: slices.Clone(t.Values)}
+			strs = append(strs, &tags[i].Name)
+			for j := range tags[i].Values {
+				strs = append(strs, &tags[i].Values[j])
+			}
+		}
+	}
+	n := 0
+	for _, s := range strs {
+		n += len(*s)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, s := range strs {
+		b.WriteString(*s)
+	}
+	arena, at := b.String(), 0
+	for _, s := range strs {
+		l := len(*s)
+		*s = arena[at : at+l]
+		at += l
+	}
+	f.IDs, f.Authors, f.Tags = ids, authors, tags
+	return f
 }
 
 // remove unfiles s and reports whether it was filed.

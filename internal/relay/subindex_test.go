@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
@@ -131,4 +132,39 @@ func hexOf(c byte) string {
 		b[i] = c
 	}
 	return string(b)
+}
+
+// TestDetachKeepsNoMessage: the filter an index entry keeps has the values of
+// the filter it was made from, in memory of its own: none of its strings
+// points into the message the filter was parsed from.
+func TestDetachKeepsNoMessage(t *testing.T) {
+	t.Parallel()
+	msg := strings.Repeat("x", 1000) + strings.Repeat("1", 64) + strings.Repeat("2", 64) + "nostr" + "p" + strings.Repeat("3", 64)
+	at := 1000
+	next := func(n int) string { s := msg[at : at+n]; at += n; return s }
+	id, author, topic, p, pv := next(64), next(64), next(5), msg[at:at+1], msg[at+1:at+65]
+	f := nostr.Filter{IDs: []string{id}, Authors: []string{author}, Kinds: []int{1}, Tags: nostr.TagMap{"t": {topic}, p: {pv}}}
+	in := protocol.NewLiveFilter(f)
+	out := detach(in)
+	require.Equal(t, in.IDs, out.IDs)
+	require.Equal(t, in.Authors, out.Authors)
+	require.Equal(t, in.Kinds, out.Kinds)
+	require.ElementsMatch(t, in.Tags, out.Tags)
+	base := uintptr(unsafe.Pointer(unsafe.StringData(msg)))
+	inMsg := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		return p >= base && p < base+uintptr(len(msg))
+	}
+	for _, s := range append(append([]string{}, out.IDs...), out.Authors...) {
+		require.False(t, inMsg(s), "%q points into the message", s)
+	}
+	for _, tv := range out.Tags {
+		require.False(t, inMsg(tv.Name), "%q points into the message", tv.Name)
+		for _, s := range tv.Values {
+			require.False(t, inMsg(s), "%q points into the message", s)
+		}
+	}
+	ev := &nostr.Event{ID: id, PubKey: author, Kind: 1, Tags: nostr.Tags{{"t", "nostr"}, {"p", pv}}}
+	require.True(t, out.Match(ev))
+	require.Equal(t, "nostr", f.Tags["t"][0], "the filter detach was given is unchanged")
 }

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -33,8 +34,8 @@ import (
 type subscription struct {
 	conn    *conn
 	id      string
-	head    []byte // eventHead(id), the start of its EVENT messages
-	filters []nostr.Filter
+	head    []byte          // eventHead(id), the start of its EVENT messages
+	filters []nostr.Filter  // read by its query; nil once the query has ended (endQuery)
 	viewer  protocol.Viewer // who reads: private kinds are delivered to their parties only
 	entries []*indexEntry   // owned by subIndex
 
@@ -43,7 +44,9 @@ type subscription struct {
 	// so that a live subscription holds no context.
 	ctx    context.Context
 	cancel context.CancelFunc // under mu once the query may run; nil after endQuery
-	done   chan struct{}      // closed when its query goroutine has ended
+	// query is done when its query goroutine has ended (or did not start): a
+	// WaitGroup of one, not a channel, which a live subscription would keep.
+	query sync.WaitGroup
 
 	mu           sync.Mutex
 	closed       bool
@@ -71,7 +74,11 @@ func (s *subscription) event(evJSON []byte) outMsg {
 
 func newSubscription(c *conn, id string, filters []nostr.Filter, v protocol.Viewer) *subscription {
 	ctx, cancel := context.WithCancel(c.ctx)
-	return &subscription{conn: c, id: id, head: eventHead(id), filters: filters, viewer: v, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	// (id is copied: it is a slice of the REQ message, which the
+	// subscription would keep whole; see detach)
+	s := &subscription{conn: c, id: strings.Clone(id), head: eventHead(id), filters: filters, viewer: v, ctx: ctx, cancel: cancel}
+	s.query.Add(1)
+	return s
 }
 
 // covered reports whether the stored part holds the live event of outbox row
@@ -202,11 +209,14 @@ func (s *subscription) close() {
 }
 
 // endQuery drops the subscription's context once its query goroutine is done
-// with it (it cancels it: the query's work is over either way).
+// with it (it cancels it: the query's work is over either way), and its
+// filters: the query was their last reader (the live fan-out matches the
+// index entries' LiveFilters), and a live subscription keeps no tag map.
 func (s *subscription) endQuery() {
 	s.mu.Lock()
 	cancel := s.cancel
 	s.ctx, s.cancel = nil, nil
+	s.filters = nil
 	s.mu.Unlock()
 	if cancel != nil {
 		cancel()
