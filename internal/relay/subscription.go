@@ -17,7 +17,7 @@ import (
 // events. Delivery promise: each matching event exactly once per subscription,
 // across the stored part and the live part. The outbox seq orders both: the
 // query runs in one snapshot and reports the highest outbox seq it holds
-// (Store.QuerySnapshot), and a live event comes with the seq of the outbox row
+// (readpath.Result.Seq), and a live event comes with the seq of the outbox row
 // that made it visible (follower); a live event whose seq the snapshot holds is
 // skipped, whether it arrives before EOSE (it is held until then) or long
 // after (a follower behind the snapshot), since the query saw it or its later
