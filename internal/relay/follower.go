@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"time"
@@ -68,13 +69,13 @@ type follower struct {
 	access GroupAccessStore
 
 	// tree, if set, is the NIP-77 fingerprint tree (negentropy_tree.go):
-	// filled from treeStore before the cache (the follower then starts at
-	// the lower of their seqs; each skips the rows its snapshot holds), given
-	// the group rule once the gate is loaded, regrouped whenever the gate is
-	// refreshed, and applied every read of rows before any is fanned out.
-	tree       *negTree
-	treeStore  SyncTreeStore
-	treeFilled bool // (the follower's goroutine only)
+	// filled from treeStore in the background once the follower knows where
+	// it starts (fillTree; the follower does not wait for it: it hands the
+	// tree its reads meanwhile, which the fill applies on top of its
+	// snapshot), regrouped whenever the gate is refreshed, and applied every
+	// read of rows before any is fanned out.
+	tree      *negTree
+	treeStore SyncTreeStore
 
 	wake  chan struct{} // capacity 1: wake-ups coalesce
 	ready chan struct{} // closed once the start position (the head) is known
@@ -128,6 +129,20 @@ func (f *follower) run(ctx context.Context) {
 	}
 	f.m.followerSeq.Set(float64(last))
 	f.log.Info("following the outbox", "from_seq", last)
+	if f.tree != nil {
+		if f.access == nil {
+			f.log.Warn("negentropy tree off: the store does not report the groups' rule")
+		} else {
+			// (before the first read: the fill gets every read after last)
+			f.tree.beginFill(last)
+			fillDone := make(chan struct{})
+			go func() {
+				defer close(fillDone)
+				f.fillTree(ctx)
+			}()
+			defer func() { <-fillDone }()
+		}
+	}
 	close(f.ready)
 
 	listenDone := make(chan struct{})
@@ -188,10 +203,6 @@ func (f *follower) start(ctx context.Context) (int64, error) {
 	if err := f.loadGate(ctx, nil); err != nil {
 		return 0, err
 	}
-	if f.tree != nil && f.tree.len() == -1 && f.treeFilled {
-		f.tree.regroupAll()
-		f.log.Info("negentropy tree ready", "items", f.tree.len())
-	}
 	return head, nil
 }
 
@@ -212,47 +223,39 @@ func (f *follower) loadGate(ctx context.Context, ids []string) error {
 
 // startAt is start without the gate.
 func (f *follower) startAt(ctx context.Context) (int64, error) {
-	treeSeq, err := f.fillTree(ctx)
-	if err != nil {
-		return 0, err
-	}
-	seq, err := f.cacheAt(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if f.treeFilled {
-		seq = min(seq, treeSeq)
-	}
-	return seq, nil
+	return f.cacheAt(ctx)
 }
 
-// fillTree fills the NIP-77 tree, if any, from one snapshot and returns its
-// seq (treeFilled: it was filled). A snapshot holding events without a topic
-// leaves the tree off (sessions read the database), as does a store without
-// the group rule.
-func (f *follower) fillTree(ctx context.Context) (int64, error) {
-	f.treeFilled = false
-	if f.tree == nil {
-		return 0, nil
+// fillTree fills the NIP-77 tree from one snapshot (negTree.fillFrom), beside
+// the follower, which beginFill told to hand the tree its reads: a failed
+// fill is tried again with back-off, and again at once when its snapshot
+// was behind the follower's start or too many rows came meanwhile, until
+// the tree is ready or ctx is done. A snapshot holding events without a
+// topic leaves the tree off (sessions read the database).
+func (f *follower) fillTree(ctx context.Context) {
+	for attempt := 0; ctx.Err() == nil; {
+		began := time.Now()
+		seq, unscoped, err := f.tree.fillFrom(func(add func(negentropy.Candidate)) (int64, bool, error) {
+			return f.treeStore.SyncTreeItems(ctx, add)
+		})
+		switch {
+		case err == nil && unscoped:
+			f.log.Warn("negentropy tree off: events are stored without a topic (no outbox rows to follow); NIP-77 sessions read the database")
+			return
+		case err == nil:
+			f.log.Info("negentropy tree ready", "items", f.tree.len(), "seq", seq, "took", time.Since(began).Round(time.Millisecond))
+			return
+		case errors.Is(err, errTreeRestart):
+			f.log.Info("negentropy tree: filling again", "reason", err)
+			continue
+		case ctx.Err() != nil:
+			return
+		}
+		f.m.followerFailures.Inc()
+		f.log.Warn("negentropy tree: fill failed; retrying", "err", err)
+		backoff.Sleep(ctx, f.retryDelay(attempt))
+		attempt++
 	}
-	if f.access == nil {
-		f.log.Warn("negentropy tree off: the store does not report the groups' rule")
-		return 0, nil
-	}
-	began := time.Now()
-	seq, unscoped, err := f.tree.fill(func(add func(negentropy.Candidate)) (int64, bool, error) {
-		return f.treeStore.SyncTreeItems(ctx, add)
-	})
-	if err != nil {
-		return 0, err
-	}
-	if unscoped {
-		f.log.Warn("negentropy tree off: events are stored without a topic (no outbox rows to follow); NIP-77 sessions read the database")
-		return 0, nil
-	}
-	f.treeFilled = true
-	f.log.Info("negentropy tree filled", "seq", seq, "took", time.Since(began).Round(time.Millisecond))
-	return seq, nil
 }
 
 // cacheAt is startAt for the event cache: the outbox head without one.

@@ -139,6 +139,13 @@ func startRelay(t *testing.T, store *fakeStore, edit func(*Config), tune ...func
 // delivered live.
 func serveRelay(t testing.TB, r *Relay) *testRelay {
 	t.Helper()
+	return serveRelayWait(t, r, true)
+}
+
+// serveRelayWait is serveRelay, without waiting for the follower to start
+// unless wait.
+func serveRelayWait(t testing.TB, r *Relay, wait bool) *testRelay {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -160,13 +167,17 @@ func serveRelay(t testing.TB, r *Relay) *testRelay {
 		}
 	}
 	t.Cleanup(func() { require.NoError(t, stop()) })
+	addr := ln.Addr().String()
+	tr := &testRelay{Relay: r, url: "ws://" + addr, http: "http://" + addr, stop: stop}
+	if !wait {
+		return tr
+	}
 	select {
 	case <-r.follower.ready:
 	case <-time.After(waitTimeout):
 		t.Fatal("the follower did not start")
 	}
-	addr := ln.Addr().String()
-	return &testRelay{Relay: r, url: "ws://" + addr, http: "http://" + addr, stop: stop}
+	return tr
 }
 
 // client is a raw WebSocket client that reads every message into a channel,

@@ -3,6 +3,7 @@ package relay
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -30,14 +31,17 @@ type SyncTreeStore interface {
 // that is not deleted, not hidden, not replaced, not expired; not of a private
 // kind; not kept from non-members by a private or hidden group,
 // protocol.GroupKeepsFrom), as of the outbox seq it has applied (seq). It is
-// built from one database snapshot (fill) and then kept by the outbox
-// follower, which applies every read of rows (apply) after it refreshed the
-// group rule those rows may change (regroup), as the event cache is. A
-// session whose filter the tree covers (no ids, authors, kinds or tags: {}
-// or a time window) and whose reader's readable set is the public set (an
-// anonymous reader) is served from a snapshot of it (session) once it has
-// applied the outbox head read after the NEG-OPEN arrived; every other
-// session reads its items from the database.
+// built from one database snapshot, in the background (beginFill, fillFrom:
+// the follower goes on reading rows and delivering events meanwhile; its
+// reads are kept and applied on top of the snapshot), and then kept by the
+// outbox follower, which applies every read of rows (apply) after it
+// refreshed the group rule those rows may change (regroup), as the event
+// cache is. A session whose filter the tree covers (no ids, authors, kinds
+// or tags: {} or a time window) and whose reader's readable set is the
+// public set (an anonymous reader) is served from a snapshot of it (session)
+// once it has applied the outbox head read after the NEG-OPEN arrived; every
+// other session, and every session while the tree is not ready (being
+// filled), reads its items from the database.
 //
 // Beside the tree it keeps what it needs to follow changes the rows do not
 // spell out: the version of each effective key (a newer version replaces
@@ -62,7 +66,44 @@ type negTree struct {
 	groups  map[string]map[[32]byte]treeRec // group id -> its candidates
 	expires expiryHeap
 	bulk    []negentropy.Key // during fill: the tree's items, built at its end
+
+	// While a fill is under way (filling, between beginFill and the end of
+	// fillFrom), apply keeps the follower's reads (pending, as ops) instead
+	// of applying them: fillFrom builds the snapshot's tree off the lock and
+	// then applies the kept reads above the snapshot's seq, so the follower
+	// (and live delivery behind it) never waits for a fill. pendingFrom is
+	// the seq the kept reads start after; pendingLast the last seq kept.
+	// Past maxPendingOps the reads are dropped (overflow) and fillFrom
+	// starts again from pendingLast.
+	filling     bool
+	pending     []treeRead
+	pendingOps  int
+	pendingFrom int64
+	pendingLast int64
+	overflow    bool
 }
+
+// treeOp is one outbox row as the tree applies it: add rec (an upsert of a
+// visible public event) or remove it.
+type treeOp struct {
+	seq int64
+	rec treeRec
+	add bool
+}
+
+// treeRead is one read of rows by the follower, as ops, up to seq last.
+type treeRead struct {
+	ops  []treeOp
+	last int64
+}
+
+// maxPendingOps bounds the rows a fill keeps (about 150 bytes each): at a
+// thousand rows a second, a fill of 15 minutes.
+const maxPendingOps = 1 << 20
+
+// errTreeRestart is fillFrom's answer when its snapshot is older than the
+// reads it kept start or it dropped reads: the fill must be done again.
+var errTreeRestart = errors.New("negentropy tree: snapshot behind the follower, or too many rows during the fill")
 
 // negTreeExtraBytes is about what an event costs beside its tree node when it
 // has an effective key, an expiration or a group (a map entry or a heap
@@ -109,7 +150,8 @@ func (t *negTree) reset() {
 
 // fill replaces the tree's content with a snapshot's candidates (read),
 // without the group rule (regroupAll applies it and makes the
-// tree ready). It returns the snapshot's seq. A snapshot that holds an event
+// tree ready), holding the tree's lock throughout: fillFrom fills a new
+// tree with it. It returns the snapshot's seq. A snapshot that holds an event
 // without a topic leaves the tree off: it cannot follow such events.
 func (t *negTree) fill(read func(add func(negentropy.Candidate)) (int64, bool, error)) (int64, bool, error) {
 	t.mu.Lock()
@@ -258,18 +300,25 @@ func (t *negTree) expireLocked(now int64) {
 // below seq is held by the snapshot already. An upsert row whose event is
 // loaded, of a public kind, is added (in place of another version of its
 // key); any other row's event is removed, from its group too when the row is
-// of a group's scope.
+// of a group's scope. While a fill is under way it keeps the read for the
+// fill to apply (it never waits for the fill); otherwise, before the tree is
+// ready, it does nothing.
 func (t *negTree) apply(rows []outbox.Row, byID map[string]*nostr.Event, last int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.ready || last <= t.seq {
+	if !t.ready {
+		if t.filling {
+			t.keepLocked(treeOps(rows, byID), last)
+		}
 		return
 	}
-	now := t.now().Unix()
+	t.applyLocked(treeOps(rows, byID), last)
+}
+
+// treeOps turns a read of rows (see apply) into ops; rows are not kept.
+func treeOps(rows []outbox.Row, byID map[string]*nostr.Event) []treeOp {
+	ops := make([]treeOp, 0, len(rows))
 	for _, row := range rows {
-		if row.Seq <= t.seq {
-			continue
-		}
 		id, ok := negentropy.ParseID(row.EventID)
 		if !ok {
 			continue
@@ -278,7 +327,7 @@ func (t *negTree) apply(rows []outbox.Row, byID map[string]*nostr.Event, last in
 		r.group, r.grouped = strings.CutPrefix(row.TopicID, groups.ScopePrefix)
 		ev := byID[row.EventID]
 		if row.Op != outbox.OpUpsert || ev == nil || protocol.IsPrivateKind(ev.Kind) {
-			t.remove(r)
+			ops = append(ops, treeOp{seq: row.Seq, rec: r})
 			continue
 		}
 		r.ts, r.kind, r.key = int64(ev.CreatedAt), ev.Kind, protocol.EffectiveKey(ev)
@@ -286,10 +335,103 @@ func (t *negTree) apply(rows []outbox.Row, byID map[string]*nostr.Event, last in
 		if exp, ok := protocol.Expiration(ev); ok {
 			r.expires = max(exp, 1)
 		}
-		t.add(r, now, true)
+		ops = append(ops, treeOp{seq: row.Seq, rec: r, add: true})
+	}
+	return ops
+}
+
+// applyLocked applies ops (a read up to last) to the tree, skipping those at
+// or below its seq, and moves seq to last.
+func (t *negTree) applyLocked(ops []treeOp, last int64) {
+	if last <= t.seq {
+		return
+	}
+	now := t.now().Unix()
+	for _, op := range ops {
+		if op.seq <= t.seq {
+			continue
+		}
+		if op.add {
+			t.add(op.rec, now, true)
+		} else {
+			t.remove(op.rec)
+		}
 	}
 	t.seq = last
 	t.movedLocked()
+}
+
+// keepLocked keeps a read for the fill under way, or drops it past
+// maxPendingOps (the fill then starts again).
+func (t *negTree) keepLocked(ops []treeOp, last int64) {
+	t.pendingLast = last
+	if t.overflow || t.pendingOps+len(ops) > maxPendingOps {
+		t.overflow, t.pending, t.pendingOps = true, nil, 0
+		return
+	}
+	t.pending = append(t.pending, treeRead{ops: ops, last: last})
+	t.pendingOps += len(ops)
+}
+
+// beginFill starts a fill: from now on, until fillFrom makes the tree ready
+// (or finds the store cannot have one, or endFill), apply keeps the reads
+// of rows after seq from, which is where the follower's next read starts.
+// The follower calls it before it reads rows, in its own goroutine.
+func (t *negTree) beginFill(from int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.reset()
+	t.filling, t.pending, t.pendingOps, t.overflow = true, nil, 0, false
+	t.pendingFrom, t.pendingLast = from, from
+}
+
+// endFill ends a fill without a tree (it stays not ready).
+func (t *negTree) endFill() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.filling, t.pending, t.pendingOps, t.overflow = false, nil, 0, false
+}
+
+// fillFrom fills the tree from a snapshot (read, seq S) without holding the
+// tree's lock (apply keeps the follower's reads meanwhile), then, under the
+// lock, puts it in place, applies the kept reads above S (in seq order, with
+// the group rule as the gate has it now), applies the group rule to every
+// group's candidates and makes the tree ready: it is then as current as the
+// follower's last read. It returns errTreeRestart, keeping the reads from
+// the last one kept on, when S is below pendingFrom (rows between would be
+// missing) or reads were dropped; the caller calls it again. A snapshot
+// holding an event without a topic ends the fill without a tree (unscoped).
+func (t *negTree) fillFrom(read func(add func(negentropy.Candidate)) (int64, bool, error)) (int64, bool, error) {
+	nt := newNegTree(t.gate, t.now)
+	seq, unscoped, err := nt.fill(read)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	restart := func() {
+		t.pending, t.pendingOps, t.overflow, t.pendingFrom = nil, 0, false, t.pendingLast
+	}
+	switch {
+	case err != nil:
+		restart()
+		return 0, false, err
+	case unscoped:
+		t.filling, t.pending, t.pendingOps, t.overflow = false, nil, 0, false
+		return 0, true, nil
+	case seq < t.pendingFrom || t.overflow:
+		restart()
+		return 0, false, errTreeRestart
+	}
+	t.tree, t.keys, t.groups, t.expires, t.seq = nt.tree, nt.keys, nt.groups, nt.expires, seq
+	for _, r := range t.pending {
+		t.applyLocked(r.ops, r.last)
+	}
+	t.filling, t.pending, t.pendingOps = false, nil, 0
+	now := t.now().Unix()
+	for g := range t.groups {
+		t.regroupLocked(g, now)
+	}
+	t.ready = true
+	t.movedLocked()
+	return t.seq, false, nil
 }
 
 func (t *negTree) movedLocked() {
@@ -370,14 +512,18 @@ const negTreeWait = 5 * time.Second
 
 // treeNeg serves session s (filter f, an anonymous reader: treeCovers) from
 // the tree, and reports whether it did (answered the initial message or
-// ended the session); false: the outbox head could not be read, or the tree
-// is not ready or not current, within negTreeWait each, and the caller reads
-// the items. The session sees every event committed before the head read
+// ended the session); false: the tree is not ready (a fill is under way,
+// or it is off), or the outbox head could not be read or the tree did not
+// apply it, within negTreeWait each, and the caller reads the items. The session sees every event committed before the head read
 // here, which is read after the NEG-OPEN arrived (a read of its own: the
 // REQs' shared read, heads, gives up after cacheWait). Its items count
 // towards the connection's MaxSyncEvents as a loaded session's do (NEG-ERR
 // "blocked: ..." as theirs).
 func (c *conn) treeNeg(s *negSession, f nostr.Filter, msg string) bool {
+	if c.r.negTree.len() < 0 { // (being filled: not worth a wait)
+		c.r.m.negTreeMisses.Inc()
+		return false
+	}
 	hctx, cancel := context.WithTimeout(s.ctx, negTreeWait)
 	head, err := c.r.follower.feed.Head(hctx)
 	cancel()

@@ -1,16 +1,19 @@
 package relay
 
 import (
+	"context"
 	"maps"
 	mrand "math/rand/v2"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 	lib "github.com/nbd-wtf/go-nostr/nip77/negentropy"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage/vector"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/groups"
@@ -224,4 +227,164 @@ func compareWindow(t *testing.T, rng *mrand.Rand, got lib.Storage, want []negent
 		j := i + rng.IntN(n-i+1)
 		require.Equal(t, v.Fingerprint(i, j), got.Fingerprint(i, j), "step %d: fingerprint [%d, %d)", step, i, j)
 	}
+}
+
+// slowTreeStore is the Postgres store whose NIP-77 tree snapshot, once it
+// has its snapshot and its first item, waits for release (or its context):
+// a fill as slow as the test wants.
+type slowTreeStore struct {
+	pgStore
+	started chan struct{} // closed when the fill holds its snapshot
+	release chan struct{}
+	once    *sync.Once
+}
+
+func (s slowTreeStore) SyncTreeItems(ctx context.Context, add func(negentropy.Candidate)) (int64, bool, error) {
+	return s.pgStore.SyncTreeItems(ctx, func(c negentropy.Candidate) {
+		s.once.Do(func() {
+			close(s.started)
+			select {
+			case <-s.release:
+			case <-ctx.Done():
+			}
+		})
+		add(c)
+	})
+}
+
+// TestNegTreeFillDoesNotHoldLiveDelivery: the tree is filled beside the
+// follower, not before it. While the fill holds its snapshot (artificially
+// stopped after its first item), an event published is delivered live to a
+// subscription, a NIP-77 session is answered from the database with every
+// event committed before its NEG-OPEN (the published one included, the
+// deleted one not), and once the fill ends the tree holds the snapshot with
+// the rows committed during the fill applied on top (the new event in, the
+// deleted one out), and serves the session.
+func TestNegTreeFillDoesNotHoldLiveDelivery(t *testing.T) {
+	t.Parallel()
+	e := newNegEnv(t, nil)
+	rng := mrand.New(mrand.NewPCG(21, 22))
+	k := newKey(t)
+	early := signedNotes(t, k, 30, 60, rng)
+	e.store(early)
+
+	slow := slowTreeStore{pgStore: e.st, started: make(chan struct{}), release: make(chan struct{}), once: &sync.Once{}}
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(slow.release) }) }
+	t.Cleanup(release)
+	r, err := New(testConfig(), Deps{Store: e.st, Sync: e.st, Recent: e.st, GroupAccess: e.st, SyncTree: slow,
+		Feed: NewPGFeed(e.db.Pool, nil), Registerer: prometheus.NewRegistry()})
+	require.NoError(t, err)
+	tr := serveRelayWait(t, r, false) // (the old follower waited for the fill)
+	select {
+	case <-slow.started:
+	case <-time.After(waitTimeout):
+		t.Fatal("the tree's fill did not start")
+	}
+
+	sub := dial(t, tr.url)
+	sub.send("REQ", "live", map[string]any{"kinds": []int{1}, "since": int64(nostr.Now())})
+	sub.eose("live")
+	pub := dial(t, tr.url)
+	live := k.note(t, "during the fill", nil)
+	ok, msg := pub.publish(live)
+	require.True(t, ok, msg)
+	require.Equal(t, live.ID, sub.event("live").ID, "delivered live while the tree is being filled")
+	deletion := k.signed(t, 5, nostr.Tags{{"e", early[0].ID}, {"t", "go"}}, "")
+	ok, msg = pub.publish(deletion)
+	require.True(t, ok, msg)
+	require.Equal(t, -1, tr.Relay.negTree.len(), "still filling")
+
+	want := []string{live.ID, deletion.ID}
+	for _, ev := range early[1:] {
+		want = append(want, ev.ID)
+	}
+	slices.Sort(want)
+	_, need := syncThrough(t, dial(t, tr.url), "during", map[string]any{}, nil, 0)
+	require.Equal(t, want, need, "a session during the fill: every event committed before its NEG-OPEN")
+	require.Equal(t, 0, negTreeSessions(tr), "read from the database")
+
+	release()
+	treeCurrent(t, tr)
+	_, need = syncThrough(t, dial(t, tr.url), "after", map[string]any{}, nil, 0)
+	require.Equal(t, want, need, "the tree: the snapshot and the rows committed during the fill")
+	require.Equal(t, 1, negTreeSessions(tr), "served from the tree")
+}
+
+// TestNegTreeFillKeepsReads: the reads the follower applies while a fill is
+// under way are kept and applied on top of the fill's snapshot (those above
+// its seq only); a snapshot older than where the kept reads start, or a
+// fill that had to drop reads, is refused (errTreeRestart) and the next
+// fill keeps the reads from the last one on.
+func TestNegTreeFillKeepsReads(t *testing.T) {
+	t.Parallel()
+	now := int64(1_700_000_000)
+	tree := newNegTree(newGroupGate(), func() time.Time { return time.Unix(now, 0) })
+	evs := make([]*nostr.Event, 6)
+	for i := range evs {
+		evs[i] = &nostr.Event{ID: randomHex(32), Kind: 1, CreatedAt: nostr.Timestamp(now - int64(10*i))}
+	}
+	cand := func(ev *nostr.Event) negentropy.Candidate {
+		return negentropy.Candidate{CreatedAt: int64(ev.CreatedAt), ID: ev.ID, Kind: ev.Kind}
+	}
+	row := func(seq int64, op outbox.Op, ev *nostr.Event) outbox.Row {
+		return outbox.Row{Seq: seq, Op: op, EventID: ev.ID, TopicID: "go", Kind: ev.Kind, CreatedAt: int64(ev.CreatedAt)}
+	}
+	read := func(rows ...outbox.Row) {
+		byID := map[string]*nostr.Event{}
+		for _, r := range rows {
+			if r.Op == outbox.OpUpsert {
+				for _, ev := range evs {
+					if ev.ID == r.EventID {
+						byID[ev.ID] = ev
+					}
+				}
+			}
+		}
+		tree.apply(rows, byID, rows[len(rows)-1].Seq)
+	}
+	items := func() []string {
+		snap, ok := tree.snapshot(0, 0, nil)
+		require.True(t, ok)
+		var ids []string
+		for _, it := range snap.Window(0, snap.Len()).Range(0, snap.Len()) {
+			ids = append(ids, it.ID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	sorted := func(evs ...*nostr.Event) []string {
+		var ids []string
+		for _, ev := range evs {
+			ids = append(ids, ev.ID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+
+	tree.beginFill(10)
+	read(row(11, outbox.OpUpsert, evs[2]), row(12, outbox.OpUpsert, evs[3]))
+	// A snapshot at seq 9 misses row 10: refused.
+	_, _, err := tree.fillFrom(func(add func(negentropy.Candidate)) (int64, bool, error) {
+		add(cand(evs[0]))
+		return 9, false, nil
+	})
+	require.ErrorIs(t, err, errTreeRestart)
+	require.Equal(t, -1, tree.len())
+	// The reads from 12 on are kept now.
+	read(row(13, outbox.OpDelete, evs[0]), row(14, outbox.OpUpsert, evs[4]))
+	// A snapshot at 12 (rows 11 and 12 in it): the kept reads 13 and 14 on top.
+	seq, unscoped, err := tree.fillFrom(func(add func(negentropy.Candidate)) (int64, bool, error) {
+		for _, ev := range evs[:4] {
+			add(cand(ev))
+		}
+		return 12, false, nil
+	})
+	require.NoError(t, err)
+	require.False(t, unscoped)
+	require.Equal(t, int64(14), seq, "as current as the follower's last read")
+	require.Equal(t, sorted(evs[1], evs[2], evs[3], evs[4]), items())
+	// Ready: reads apply at once.
+	read(row(15, outbox.OpDelete, evs[1]), row(16, outbox.OpUpsert, evs[5]))
+	require.Equal(t, sorted(evs[2], evs[3], evs[4], evs[5]), items())
 }
