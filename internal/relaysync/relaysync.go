@@ -103,8 +103,13 @@ type Local interface {
 type Result struct {
 	Have, Need int // ids only here, only there
 	Rounds     int // NEG-MSG round trips
-	Downloaded int // events received for the needed ids
-	Uploaded   int // events the remote accepted
+	// NegBytesSent and NegBytesReceived are the NIP-77 messages' payloads
+	// (the hex of NEG-OPEN's and the NEG-MSGs' messages, as sent), and
+	// Reconcile the time from the NEG-OPEN to the last NEG-MSG.
+	NegBytesSent, NegBytesReceived int64
+	Reconcile                      time.Duration
+	Downloaded                     int // events received for the needed ids
+	Uploaded                       int // events the remote accepted
 	// UploadRefused counts the remote's refusals by reason (OK false).
 	UploadRefused map[string]int
 }
@@ -143,12 +148,15 @@ func Run(ctx context.Context, local Local, o Options, down io.Writer, progressTo
 	go r.read()
 	defer r.close()
 
+	began := time.Now()
 	have, need, rounds, err := r.reconcile(ctx, items, o, pr)
 	res.Have, res.Need, res.Rounds = len(have), len(need), rounds
+	res.NegBytesSent, res.NegBytesReceived, res.Reconcile = r.negSent, r.negReceived, time.Since(began)
 	if err != nil {
 		return res, err
 	}
-	fmt.Fprintf(progressTo, "sync: %d local items, %d only here, %d only there, %d rounds\n", len(items), len(have), len(need), rounds)
+	fmt.Fprintf(progressTo, "sync: %d local items, %d only here, %d only there, %d rounds, NIP-77 messages %d bytes sent and %d received, reconciled in %s\n",
+		len(items), len(have), len(need), rounds, r.negSent, r.negReceived, res.Reconcile.Round(time.Millisecond))
 	if o.Direction == Down || o.Direction == Both {
 		n, err := r.download(ctx, need, o.Batch, down, pr)
 		res.Downloaded = n
@@ -181,6 +189,8 @@ type remote struct {
 	gone    chan struct{}
 	err     error
 	timeout time.Duration
+	// negSent and negReceived add up the NIP-77 messages' payloads (hex).
+	negSent, negReceived int64
 }
 
 func (r *remote) read() {
@@ -269,6 +279,7 @@ func (r *remote) reconcile(ctx context.Context, items []negentropy.Item, o Optio
 		return nil, nil, 0, err
 	}
 	sub := newSubID("cnsync-")
+	r.negSent += int64(len(msg))
 	if err := r.send("NEG-OPEN", sub, o.Filter, msg); err != nil {
 		return nil, nil, 0, err
 	}
@@ -297,6 +308,7 @@ func (r *remote) reconcile(ctx context.Context, items []negentropy.Item, o Optio
 				return nil, nil, rounds, errors.New("malformed NEG-MSG from the relay")
 			}
 			rounds++
+			r.negReceived += int64(len(str(m[2])))
 			next, done, err := cl.Reconcile(str(m[2]))
 			if err != nil {
 				return nil, nil, rounds, fmt.Errorf("relay's NEG-MSG: %w", err)
@@ -305,6 +317,7 @@ func (r *remote) reconcile(ctx context.Context, items []negentropy.Item, o Optio
 				have, need = cl.Result()
 				return have, need, rounds, nil
 			}
+			r.negSent += int64(len(next))
 			if err := r.send("NEG-MSG", sub, next); err != nil {
 				return nil, nil, rounds, err
 			}
