@@ -37,6 +37,14 @@ type Request struct {
 	// elsewhere (a failed replica) asks Take again for the rows it reads
 	// again: what a failed attempt took stays taken.
 	Take func(n int) bool
+	// Cap, when > 0, bounds an answer whose events hold none of the
+	// reader's memory (the event cache's events are the cache's): such a
+	// source does not ask Take; it keeps events while the bytes Take would
+	// have been asked for sum to at most Cap, and stops at the first that
+	// does not fit (Stopped). 0: no cap. A read of a database asks Take and
+	// ignores Cap: a connection's budget is taken by what it holds, and only
+	// capped for what it merely shares.
+	Cap int64
 }
 
 // Source says where a Result was read.

@@ -376,52 +376,6 @@ func newestFirst(a, b *nostr.Event) int {
 }
 
 // cacheWait is how long a REQ waits for the event cache to apply the writes
-// committed before it arrived, before it reads the database instead.
+// committed before it arrived, before it reads the database instead
+// (eventcache.Reader.Wait), and bounds its read of the outbox head.
 const cacheWait = 100 * time.Millisecond
-
-// queryCache answers a subscription's stored part from the event cache when
-// the cache holds the whole answer (eventcache.Cache.Query) and has applied
-// every outbox row committed before the REQ arrived (heads), with the seq it
-// has applied: every row above it is applied to the cache, then fanned out,
-// after the subscription was filed (follower), so the delivery promise holds
-// as for a database snapshot. take caps the answer as the row budget does.
-// The answer is a read's (Source readpath.Cache), with its events' JSON. ok
-// is false when the database must answer.
-func (r *Relay) queryCache(s *subscription, take func(int) bool) (res readpath.Result, ok bool) {
-	if r.cache == nil {
-		return res, false
-	}
-	now := r.now().Unix()
-	// A REQ the cache cannot answer as it stands goes to the database at once
-	// (without the head read below, which would only delay it).
-	if _, _, _, ok := r.cache.Query(s.filters, s.viewer, now, nil); !ok {
-		r.m.cacheAnswers.WithLabelValues("miss").Inc()
-		return res, false
-	}
-	// Every write committed before the REQ arrived, by any process, is in
-	// its stored part, as with a database snapshot: the cache must have
-	// applied the outbox head read after the REQ arrived (this process's own
-	// commits and the notifications received bound it from below for free).
-	want := max(r.committed(), r.follower.feed.Notified())
-	head, err := r.heads.get(s.ctx)
-	if err != nil {
-		r.m.cacheAnswers.WithLabelValues("behind").Inc()
-		return res, false
-	}
-	if !r.cache.WaitFor(max(want, head), cacheWait, s.ctx.Done()) {
-		r.m.cacheAnswers.WithLabelValues("behind").Inc()
-		return res, false
-	}
-	hits, seq, stopped, ok := r.cache.Query(s.filters, s.viewer, now, take)
-	if !ok {
-		r.m.cacheAnswers.WithLabelValues("miss").Inc()
-		return res, false
-	}
-	r.m.cacheAnswers.WithLabelValues("hit").Inc()
-	res = readpath.Result{Events: make([]*nostr.Event, len(hits)), JSON: make([][]byte, len(hits)), Seq: seq,
-		Source: readpath.Cache, Stopped: stopped}
-	for i, h := range hits {
-		res.Events[i], res.JSON[i] = h.Event, h.JSON
-	}
-	return res, true
-}

@@ -460,20 +460,13 @@ func (c *conn) runQuery(s *subscription) {
 	sv := &servedJSON{}
 	start := time.Now()
 	// An answer from the event cache holds no memory of its own (its events
-	// are the cache's): it is only capped as the rows budget caps a query's,
-	// and its messages take their share of the budget as they are queued.
-	answered, answerCap := int64(0), c.mem.bulkLimit()
-	res, cached := c.r.queryCache(s, func(n int) bool {
-		if answered+int64(n) > answerCap {
-			stopped = true
-			return false
-		}
-		answered += int64(n)
-		return true
-	})
-	var err error
-	if !cached {
-		res, err = c.r.reads.Read(ctx, readpath.Request{Filters: s.filters, Viewer: s.viewer, Take: budget})
+	// are the cache's): it is only capped as the rows budget caps a query's
+	// (Request.Cap), and its messages take their share of the budget as they
+	// are queued.
+	res, err := c.r.reads.Read(ctx, readpath.Request{Filters: s.filters, Viewer: s.viewer, Take: budget,
+		Cap: c.mem.bulkLimit()})
+	if res.Source == readpath.Cache {
+		stopped = res.Stopped // (the cache asked no Take)
 	}
 	cancel()
 	sv.add(res)

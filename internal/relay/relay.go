@@ -114,15 +114,13 @@ type Policy interface {
 type Relay struct {
 	cfg        Config
 	store      Store
-	reads      Reader            // REQs' stored parts and COUNTs: Deps.Reads, else store
+	reads      Reader            // REQs' stored parts and COUNTs: Deps.Reads, else store; behind the cache when it is on
 	primary    Primary           // nil: a replica's answer cannot be handed off
 	sync       SyncStore         // nil: NIP-77 is not served
 	negSlots   chan struct{}     // bounds the NIP-77 rounds computed at once (NegConcurrency)
 	cache      *eventcache.Cache // nil: every REQ reads the database
 	learns     chan learnItem    // database answers for the cache's author ranges (learn.go); nil without a cache
 	learnBytes atomic.Int64      // the bytes of the answers in learns
-	committed  func() int64      // RecentStore.Committed
-	heads      *heads            // the outbox head read after a REQ arrived
 	negLoads   chan struct{}     // bounds the NIP-77 sessions reading items at once (MaxSyncLoads)
 	negTree    *negTree          // nil: every NIP-77 session reads its items (negentropy_tree.go)
 	policy     Policy
@@ -223,8 +221,17 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 	}
 	if rs := deps.Recent; rs != nil && cfg.CacheBytes > 0 {
 		r.cache = eventcache.New(cfg.CacheBytes, !cfg.Limits.TopicRules.RequireTopic)
-		r.committed = rs.Committed
-		r.heads = &heads{read: deps.Feed.Head}
+		// The cache answers the REQs it can prove it holds in front of the
+		// database's reads (eventcache.Reader), once it has applied what
+		// this process committed and what notifications announced.
+		feed := deps.Feed
+		r.reads = &eventcache.Reader{Cache: r.cache, Next: r.reads,
+			Want:     func() int64 { return max(rs.Committed(), feed.Notified()) },
+			Heads:    &eventcache.Heads{Read: feed.Head, Wait: cacheWait},
+			Wait:     cacheWait,
+			Now:      r.now,
+			Answered: func(result string) { r.m.cacheAnswers.WithLabelValues(result).Inc() },
+		}
 		r.follower.cache, r.follower.recent = r.cache, rs
 		r.m.registerCache(deps.Registerer, r.cache)
 		r.learns = make(chan learnItem, learnQueue)

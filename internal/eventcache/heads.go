@@ -1,19 +1,24 @@
-package relay
+package eventcache
 
 import (
 	"context"
 	"sync"
+	"time"
 )
 
-// heads reads the outbox head for REQs answered from the event cache: a REQ
+// Heads reads the outbox head for REQs answered from the event cache: a REQ
 // waits until the cache holds every row committed before it arrived, by any
 // process (a moderator's hide, an operator's ban, another relay's event), as
-// a database snapshot taken after its arrival would. get returns the head read
-// by a statement that started after get was called. A REQ that finds no read
+// a database snapshot taken after its arrival would. Get returns the head read
+// by a statement that started after Get was called. A REQ that finds no read
 // in flight runs one itself; the REQs that arrive while one is in flight share
 // the next, so under load it costs one round trip per read, not per REQ.
-type heads struct {
-	read func(context.Context) (int64, error)
+type Heads struct {
+	// Read reads the outbox head (relay.Feed.Head); each call gets a
+	// context that ends after Wait.
+	Read func(context.Context) (int64, error)
+	// Wait bounds each read of the head.
+	Wait time.Duration
 
 	mu       sync.Mutex
 	inflight bool       // a read runs
@@ -26,8 +31,8 @@ type headRound struct {
 	err  error
 }
 
-// get returns a head read after it was called (see heads).
-func (h *heads) get(ctx context.Context) (int64, error) {
+// Get returns a head read after it was called (see Heads).
+func (h *Heads) Get(ctx context.Context) (int64, error) {
 	h.mu.Lock()
 	if !h.inflight {
 		h.inflight = true
@@ -51,10 +56,10 @@ func (h *heads) get(ctx context.Context) (int64, error) {
 
 // run reads for r, then hands the round joined meanwhile, if any, to a
 // goroutine of its own (the caller's REQ does not wait for others' rounds).
-func (h *heads) run(r *headRound) {
+func (h *Heads) run(r *headRound) {
 	// (not tied to one REQ: the others sharing the round need it)
-	ctx, cancel := context.WithTimeout(context.Background(), cacheWait)
-	r.head, r.err = h.read(ctx)
+	ctx, cancel := context.WithTimeout(context.Background(), h.Wait)
+	r.head, r.err = h.Read(ctx)
 	cancel()
 	close(r.done)
 	h.mu.Lock()

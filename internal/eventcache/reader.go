@@ -1,0 +1,126 @@
+package eventcache
+
+import (
+	"context"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/readpath"
+)
+
+// Next is the read a Reader falls back to (relay.Reader: the primary's
+// store, or the read replicas in front of it).
+type Next interface {
+	Read(ctx context.Context, req readpath.Request) (readpath.Result, error)
+	Count(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) (int64, error)
+}
+
+// Reader is the event cache in front of a database's reads (a relay.Reader
+// decorator): it answers a read from the cache when the cache holds the
+// whole answer (Cache.Query) and has applied every outbox row committed
+// before the read began, and passes every other read, and every count, to
+// Next unchanged.
+//
+// Read-your-writes: before it answers, the cache must have applied, within
+// Wait, the highest of Want (this process's commits, the notifications
+// received) and an outbox head read after the read began (Heads, by any
+// process), as a database snapshot taken then would hold them. Every row
+// above the answer's Seq is applied to the cache, and so fanned out, after
+// the read began, so a subscription filed before it misses none.
+//
+// A cache answer (Source readpath.Cache) holds no memory of the reader's:
+// it is bounded by Request.Cap, not Request.Take, which Next alone asks.
+type Reader struct {
+	Cache *Cache
+	Next  Next
+	// Want returns the lowest seq the cache must have applied before it
+	// answers, read without a round trip (this process's commits,
+	// notifications received).
+	Want func() int64
+	// Heads reads the outbox head after the read began.
+	Heads *Heads
+	// Wait bounds the wait for the cache to apply the seq wanted; past it
+	// Next answers.
+	Wait time.Duration
+	// Now is the clock for NIP-40 expiry; nil: time.Now.
+	Now func() time.Time
+	// Answered, if set, counts each read by how the cache took it: "hit"
+	// (it answered), "miss" (it cannot prove it holds the whole answer) or
+	// "behind" (it had not applied the seq wanted within Wait, or the head
+	// could not be read).
+	Answered func(result string)
+}
+
+// Read answers req from the cache when it can (see Reader), else from Next.
+func (rd *Reader) Read(ctx context.Context, req readpath.Request) (readpath.Result, error) {
+	if res, ok := rd.fromCache(ctx, req); ok {
+		return res, nil
+	}
+	return rd.Next.Read(ctx, req)
+}
+
+// Count is Next's: the cache counts nothing.
+func (rd *Reader) Count(ctx context.Context, filters []nostr.Filter, v protocol.Viewer) (int64, error) {
+	return rd.Next.Count(ctx, filters, v)
+}
+
+func (rd *Reader) answered(result string) {
+	if rd.Answered != nil {
+		rd.Answered(result)
+	}
+}
+
+// fromCache is the cache's answer to req; ok is false when Next must
+// answer.
+func (rd *Reader) fromCache(ctx context.Context, req readpath.Request) (res readpath.Result, ok bool) {
+	now := time.Now
+	if rd.Now != nil {
+		now = rd.Now
+	}
+	at := now().Unix()
+	// A read the cache cannot answer as it stands goes to Next at once
+	// (without the head read below, which would only delay it).
+	if _, _, _, ok := rd.Cache.Query(req.Filters, req.Viewer, at, nil); !ok {
+		rd.answered("miss")
+		return res, false
+	}
+	// Every write committed before the read began, by any process, is in
+	// its answer, as with a database snapshot: the cache must have applied
+	// the outbox head read after it began (Want bounds it from below for
+	// free).
+	want := rd.Want()
+	head, err := rd.Heads.Get(ctx)
+	if err != nil {
+		rd.answered("behind")
+		return res, false
+	}
+	if !rd.Cache.WaitFor(max(want, head), rd.Wait, ctx.Done()) {
+		rd.answered("behind")
+		return res, false
+	}
+	var take func(int) bool
+	if limit := req.Cap; limit > 0 {
+		kept := int64(0)
+		take = func(n int) bool {
+			if kept+int64(n) > limit {
+				return false
+			}
+			kept += int64(n)
+			return true
+		}
+	}
+	hits, seq, stopped, ok := rd.Cache.Query(req.Filters, req.Viewer, at, take)
+	if !ok {
+		rd.answered("miss")
+		return res, false
+	}
+	rd.answered("hit")
+	res = readpath.Result{Events: make([]*nostr.Event, len(hits)), JSON: make([][]byte, len(hits)), Seq: seq,
+		Source: readpath.Cache, Stopped: stopped}
+	for i, h := range hits {
+		res.Events[i], res.JSON[i] = h.Event, h.JSON
+	}
+	return res, true
+}
