@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/readpath"
@@ -46,11 +47,48 @@ type Reader struct {
 	Wait time.Duration
 	// Now is the clock for NIP-40 expiry; nil: time.Now.
 	Now func() time.Time
-	// Answered, if set, counts each read by how the cache took it: "hit"
-	// (it answered), "miss" (it cannot prove it holds the whole answer) or
-	// "behind" (it had not applied the seq wanted within Wait, or the head
-	// could not be read).
-	Answered func(result string)
+	// Answers, if set, counts each read by how the cache took it (label
+	// result): "hit" (it answered), "miss" (it cannot prove it holds the
+	// whole answer) or "behind" (it had not applied the seq wanted within
+	// Wait, or the head could not be read). See NewAnswers.
+	Answers *prometheus.CounterVec
+}
+
+// ReadWait is how long a read waits for the cache to apply the writes
+// committed before it began, before Next answers instead (Reader.Wait), and
+// bounds each read of the outbox head (Heads.Wait).
+const ReadWait = 100 * time.Millisecond
+
+// Feed is the outbox as a Reader needs it (relay.Feed).
+type Feed interface {
+	// Head reads the highest committed seq.
+	Head(ctx context.Context) (int64, error)
+	// Notified returns the highest seq a notification has announced.
+	Notified() int64
+}
+
+// NewReader puts c in front of next: a read waits until c has applied
+// every row this process committed (committed, relay.RecentStore's
+// Committed), every row feed's notifications announced, and the outbox head
+// read after the read began, for at most ReadWait; answers counts the
+// reads (nil: not counted).
+func NewReader(c *Cache, next Next, committed func() int64, feed Feed, now func() time.Time, answers *prometheus.CounterVec) *Reader {
+	return &Reader{Cache: c, Next: next,
+		Want:    func() int64 { return max(committed(), feed.Notified()) },
+		Heads:   &Heads{Read: feed.Head, Wait: ReadWait},
+		Wait:    ReadWait,
+		Now:     now,
+		Answers: answers,
+	}
+}
+
+// NewAnswers is the counter of Reader.Answers,
+// cn_relay_cache_answers_total{result}; the caller registers it.
+func NewAnswers() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "cn_relay_cache_answers_total",
+		Help: "REQs by how the event cache took them: hit (it answered), miss (it cannot prove it holds the whole answer), behind (it had not applied the writes committed before the REQ within 100 ms, or the outbox head could not be read); miss and behind read the database.",
+	}, []string{"result"})
 }
 
 // Read answers req from the cache when it can (see Reader), else from Next.
@@ -67,8 +105,8 @@ func (rd *Reader) Count(ctx context.Context, filters []nostr.Filter, v protocol.
 }
 
 func (rd *Reader) answered(result string) {
-	if rd.Answered != nil {
-		rd.Answered(result)
+	if rd.Answers != nil {
+		rd.Answers.WithLabelValues(result).Inc()
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/kukuri/communitynode/internal/daemon"
 	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/ephemeral"
+	"github.com/kukuri/communitynode/internal/eventcache"
 	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/nodekey"
@@ -166,6 +167,18 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		defer replicas.Close()
 		reads = replicas
 	}
+	// The event cache, when on, answers in front of them the REQs it can
+	// prove it holds, once it has applied what this process committed and
+	// what the feed's notifications announced; the relay's follower fills it
+	// from the store and keeps it with the outbox (Deps.Cache).
+	feed := relay.NewPGFeed(pool, logger)
+	var cache *eventcache.Cache
+	if s.Relay.CacheBytes > 0 {
+		cache = eventcache.New(s.Relay.CacheBytes, !s.Relay.Limits.TopicRules.RequireTopic)
+		answers := eventcache.NewAnswers()
+		reg.MustRegister(answers)
+		reads = eventcache.NewReader(cache, reads, st.Committed, feed, nil, answers)
+	}
 	deps := relay.Deps{
 		Ranks:       ranks,
 		Store:       st,
@@ -175,7 +188,7 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		Recent:      st,
 		GroupAccess: st,
 		SyncTree:    st,
-		Feed:        relay.NewPGFeed(pool, logger),
+		Feed:        feed,
 		Logger:      logger,
 		Registerer:  reg,
 		Gatherer:    reg,
@@ -185,6 +198,9 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	}
 	if members != nil {
 		deps.Members = members
+	}
+	if cache != nil {
+		deps.Cache = cache
 	}
 	r, err := relay.New(s.Relay, deps)
 	if err != nil {

@@ -128,8 +128,8 @@ func startBudgetRelay(t *testing.T, db *pgtest.DB, st pgStore, logs *testkit.Buf
 	cfg.WriteTimeout = 2 * time.Second
 	edit(&cfg)
 	reg := prometheus.NewRegistry()
-	r, err := New(cfg, Deps{Store: st, Sync: st, Recent: st, GroupAccess: st, SyncTree: st, Feed: NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg,
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	r, err := New(cfg, withCache(cfg, Deps{Store: st, Sync: st, Recent: st, GroupAccess: st, SyncTree: st, Feed: NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))}))
 	require.NoError(t, err)
 	tr := serveRelay(t, r)
 	tr.reg = reg
@@ -227,7 +227,7 @@ func testRelayWideBudget(t *testing.T, cached bool) {
 					testutil.ToFloat64(tr.m.slowDisconnects), clients, tr.mem.held(), logs.String())
 			}
 		}
-		require.Positive(t, testutil.ToFloat64(tr.m.cacheAnswers.WithLabelValues("hit")))
+		require.Positive(t, cacheAnswers(tr.Relay, "hit"))
 	} else {
 		// Every query has run (each is observed once, stopped at a budget or
 		// not), and the relay shed or timed out at least one client.

@@ -218,9 +218,9 @@ func (cw *cacheWorld) randomFilter() nostr.Filter {
 func (cw *cacheWorld) cacheRelay(cacheBytes int) *Relay {
 	cfg := testConfig()
 	cfg.CacheBytes = cacheBytes
-	r, err := New(cfg, Deps{Store: pgStore{cw.st}, Sync: pgStore{cw.st}, Recent: pgStore{cw.st}, GroupAccess: pgStore{cw.st}, SyncTree: pgStore{cw.st}, Feed: NewPGFeed(cw.db.Pool, nil), Registerer: prometheus.NewRegistry()})
+	r, err := New(cfg, withCache(cfg, Deps{Store: pgStore{cw.st}, Sync: pgStore{cw.st}, Recent: pgStore{cw.st}, GroupAccess: pgStore{cw.st}, SyncTree: pgStore{cw.st}, Feed: NewPGFeed(cw.db.Pool, nil), Registerer: prometheus.NewRegistry()}))
 	require.NoError(cw.t, err)
-	require.NotNil(cw.t, r.cache)
+	require.NotNil(cw.t, cacheOf(r))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); r.follower.run(ctx) }()
@@ -232,8 +232,8 @@ func (cw *cacheWorld) cacheRelay(cacheBytes int) *Relay {
 func (cw *cacheWorld) caughtUp(r *Relay) {
 	head, err := outbox.Head(context.Background(), cw.db.Pool)
 	require.NoError(cw.t, err)
-	require.True(cw.t, r.cache.WaitFor(head, waitTimeout, nil), "the cache did not reach seq %d: %+v", head, r.cache.Stats())
-	require.Eventually(cw.t, func() bool { return r.cache.SeenStats().Ready }, waitTimeout, time.Millisecond, "the seen set was not built")
+	require.True(cw.t, cacheOf(r).WaitFor(head, waitTimeout, nil), "the cache did not reach seq %d: %+v", head, cacheOf(r).Stats())
+	require.Eventually(cw.t, func() bool { return cacheOf(r).SeenStats().Ready }, waitTimeout, time.Millisecond, "the seen set was not built")
 }
 
 // compare checks n random REQs (one to three filters, readers anonymous or
@@ -250,7 +250,7 @@ func (cw *cacheWorld) compare(r *Relay, n int) (hits int) {
 		if cw.rng.IntN(4) == 0 {
 			v.Authed = []string{cw.keys[cw.rng.IntN(len(cw.keys))].pk}
 		}
-		got, gotSeq, _, ok := r.cache.Query(filters, v, time.Now().Unix(), nil)
+		got, gotSeq, _, ok := cacheOf(r).Query(filters, v, time.Now().Unix(), nil)
 		if !ok {
 			cw.learn(r, filters, v)
 			continue
@@ -350,9 +350,9 @@ func TestCacheAnswersAsTheDatabase(t *testing.T) {
 			r := cw.cacheRelay(tc.bytes)
 			cw.caughtUp(r)
 			if tc.name == "legacy deletion without a topic" {
-				require.Equal(t, []int{5}, r.cache.Stats().Unscoped)
+				require.Equal(t, []int{5}, cacheOf(r).Stats().Unscoped)
 			}
-			require.Equal(t, tc.bytes < 64<<20, r.cache.Stats().Bounded, "%+v", r.cache.Stats())
+			require.Equal(t, tc.bytes < 64<<20, cacheOf(r).Stats().Bounded, "%+v", cacheOf(r).Stats())
 			hits := cw.compare(r, 150)
 			for range 6 { // after the fill: the follower keeps it
 				cw.ingest(150)
@@ -360,11 +360,11 @@ func TestCacheAnswersAsTheDatabase(t *testing.T) {
 				cw.caughtUp(r)
 				hits += cw.compare(r, 50)
 			}
-			t.Logf("%s: %d of 450 REQs answered by the cache; %+v; %+v; learns: %v taken, %v left", tc.name, hits, r.cache.Stats(), r.cache.SeenStats(),
+			t.Logf("%s: %d of 450 REQs answered by the cache; %+v; %+v; learns: %v taken, %v left", tc.name, hits, cacheOf(r).Stats(), cacheOf(r).SeenStats(),
 				testutil.ToFloat64(r.m.cacheLearns.WithLabelValues("taken")), testutil.ToFloat64(r.m.cacheLearns.WithLabelValues("left")))
-			require.Positive(t, r.cache.SeenStats().Proofs, "no REQ was answered by the seen set")
+			require.Positive(t, cacheOf(r).SeenStats().Proofs, "no REQ was answered by the seen set")
 			if tc.name == "bounded, many authors" {
-				require.GreaterOrEqual(t, r.cache.Stats().RangeHits, int64(30), "too few REQs were answered by author ranges")
+				require.GreaterOrEqual(t, cacheOf(r).Stats().RangeHits, int64(30), "too few REQs were answered by author ranges")
 			}
 			require.GreaterOrEqual(t, hits, tc.minHits, "the cache answers too few REQs to be tested")
 			if tc.bytes < 64<<20 {
@@ -381,7 +381,7 @@ func TestCacheReadsYourWrites(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	tr, _ := startAppRelay(t, db, nil)
-	require.NotNil(t, tr.cache)
+	require.NotNil(t, cacheOf(tr.Relay))
 	a, b := dial(t, tr.url), dial(t, tr.url)
 	k := newKey(t)
 	for i := range 50 {
@@ -393,7 +393,7 @@ func TestCacheReadsYourWrites(t *testing.T) {
 		require.Empty(t, got.closed)
 		require.Equal(t, []string{ev.ID}, got.ids, "note %d", i)
 	}
-	hits := testutil.ToFloat64(tr.m.cacheAnswers.WithLabelValues("hit"))
+	hits := cacheAnswers(tr.Relay, "hit")
 	require.Positive(t, hits, "the cache answered none of them")
 }
 
@@ -406,7 +406,7 @@ func TestCacheSeesOtherProcessesWrites(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	tr, _ := startAppRelay(t, db, nil)
-	require.NotNil(t, tr.cache)
+	require.NotNil(t, cacheOf(tr.Relay))
 	// Another process: its own writer, whose notifications are never sent
 	// (its Run is not started), so this relay learns of its rows only by
 	// polling (every second) or by reading the head.
@@ -427,7 +427,7 @@ func TestCacheSeesOtherProcessesWrites(t *testing.T) {
 		require.NoError(t, tx.Commit(context.Background()))
 		require.Empty(t, c.req("hidden", map[string]any{"ids": []string{ev.ID}}).ids, "event %d was hidden before the REQ", i)
 	}
-	require.Positive(t, testutil.ToFloat64(tr.m.cacheAnswers.WithLabelValues("hit"))+testutil.ToFloat64(tr.m.cacheAnswers.WithLabelValues("behind")))
+	require.Positive(t, cacheAnswers(tr.Relay, "hit")+cacheAnswers(tr.Relay, "behind"))
 }
 
 // TestLearnQueueIsBounded: the answers waiting for the learner hold no

@@ -223,8 +223,10 @@ type Config struct {
 	// CacheBytes bounds the event cache (package eventcache): the newest
 	// visible public events, kept in memory by the outbox follower, from which
 	// a REQ whose whole answer it provably holds is answered without the
-	// database. 0 turns it off (every REQ reads the database). Needs a
-	// RecentStore to fill it (Deps.Recent).
+	// database. 0 turns it off (every REQ reads the database). The
+	// composition root (node.Relay) builds the cache with it and puts its
+	// Reader in front of Deps.Reads (Deps.Cache); the relay fills it from a
+	// RecentStore (Deps.Recent).
 	CacheBytes int
 
 	// QueryTimeout bounds one read of a REQ's stored part (Reader.Read, and

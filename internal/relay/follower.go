@@ -46,7 +46,7 @@ type follower struct {
 	// before any of their events is fanned out: a subscription filed before
 	// it reads the cache gets every event above the cache's seq live (see
 	// subscription).
-	cache  *eventcache.Cache
+	cache  EventCache
 	recent RecentStore
 	// listening reports whether any live subscription is filed; nil: always.
 	// With none, the follower moves past new rows without loading their

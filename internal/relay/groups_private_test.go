@@ -57,7 +57,7 @@ func TestGroupPrivateLeak(t *testing.T) {
 			cfg.CacheBytes = 0
 		}
 		reg := prometheus.NewRegistry()
-		r, err := New(cfg, Deps{Store: s, Sync: s, Recent: s, GroupAccess: s, SyncTree: s, Primary: st, Feed: NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg})
+		r, err := New(cfg, withCache(cfg, Deps{Store: s, Sync: s, Recent: s, GroupAccess: s, SyncTree: s, Primary: st, Feed: NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg}))
 		require.NoError(t, err)
 		return serveRelay(t, r)
 	}

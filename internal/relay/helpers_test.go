@@ -15,8 +15,10 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kukuri/communitynode/internal/eventcache"
 	"github.com/kukuri/communitynode/internal/pgtest"
 )
 
@@ -425,3 +427,35 @@ func (k key) note(t *testing.T, content string, edit func(*nostr.Event)) *nostr.
 
 // goFilter is a filter for topic "go".
 func goFilter() map[string]any { return map[string]any{"#t": []string{"go"}} }
+
+// withCache composes the event cache into deps as node.Relay does: in front
+// of deps.Reads (else deps.Store) when cfg.CacheBytes > 0 and deps.Recent is
+// set; its answers counter is registered with deps.Registerer.
+func withCache(cfg Config, deps Deps) Deps {
+	if cfg.CacheBytes <= 0 || deps.Recent == nil {
+		return deps
+	}
+	c := eventcache.New(cfg.CacheBytes, !cfg.Limits.TopicRules.RequireTopic)
+	next := deps.Reads
+	if next == nil {
+		next = deps.Store
+	}
+	answers := eventcache.NewAnswers()
+	if deps.Registerer != nil {
+		deps.Registerer.MustRegister(answers)
+	}
+	deps.Reads = eventcache.NewReader(c, next, deps.Recent.Committed, deps.Feed, deps.Now, answers)
+	deps.Cache = c
+	return deps
+}
+
+// cacheOf is r's event cache (withCache); nil without one.
+func cacheOf(r *Relay) *eventcache.Cache {
+	c, _ := r.cache.(*eventcache.Cache)
+	return c
+}
+
+// cacheAnswers is r's cache answers counter (withCache), by result.
+func cacheAnswers(r *Relay, result string) float64 {
+	return testutil.ToFloat64(r.reads.(*eventcache.Reader).Answers.WithLabelValues(result))
+}

@@ -6,7 +6,6 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kukuri/communitynode/internal/eventcache"
 	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/protocol"
 )
@@ -35,7 +34,6 @@ type metrics struct {
 	handoffCaught    prometheus.Counter
 	handoffDropped   prometheus.Counter
 	handoffRefills   prometheus.Counter
-	cacheAnswers     *prometheus.CounterVec // by result: hit (the event cache answered) or miss
 	cacheLearns      *prometheus.CounterVec // database answers offered to the cache's author ranges, by result
 	groupEvents      *prometheus.CounterVec // answers to NIP-29 group events, by kind class and result (groups.ResultLabel)
 }
@@ -68,10 +66,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Duration of Store.Ingest calls.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
-		cacheAnswers: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cn_relay_cache_answers_total",
-			Help: "REQs by how the event cache took them: hit (it answered), miss (it cannot prove it holds the whole answer), behind (it had not applied the writes committed before the REQ within 100 ms, or the outbox head could not be read); miss and behind read the database.",
-		}, []string{"result"}),
 		cacheLearns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cn_relay_cache_learns_total",
 			Help: "Database answers to author filters offered to the event cache's author ranges, by result: taken, left (the cache could not prove them current, or did not need them), busy (the learner's queue was full).",
@@ -149,7 +143,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	if reg != nil {
 		reg.MustRegister(m.ingestWaiting, m.connections, m.subscriptions, m.messages, m.events, m.batchSize,
 			m.ingestSeconds, m.querySeconds, m.slowDisconnects, m.liveDeliveries, m.groupWithheld, m.groupGateBehind, m.negTreeSessions, m.negTreeMisses, m.refusedConns,
-			m.followerSeq, m.followerFailures, m.badRealIP, m.queryBudgetStops, m.handoffCaught, m.handoffDropped, m.handoffRefills, m.cacheAnswers, m.cacheLearns, m.groupEvents)
+			m.followerSeq, m.followerFailures, m.badRealIP, m.queryBudgetStops, m.handoffCaught, m.handoffDropped, m.handoffRefills, m.cacheLearns, m.groupEvents)
 	}
 	return m
 }
@@ -204,8 +198,9 @@ func (m *metrics) registerHeld(reg prometheus.Registerer, b *budget) {
 	}, func() float64 { return float64(b.held()) }))
 }
 
-// registerCache registers the event cache's size gauges.
-func (m *metrics) registerCache(reg prometheus.Registerer, c *eventcache.Cache) {
+// registerCache registers the event cache's size gauges (its answers are
+// counted by its Reader: eventcache.NewAnswers).
+func (m *metrics) registerCache(reg prometheus.Registerer, c EventCache) {
 	if reg == nil {
 		return
 	}

@@ -272,8 +272,8 @@ func TestNegTreeFillDoesNotHoldLiveDelivery(t *testing.T) {
 	var releaseOnce sync.Once
 	release := func() { releaseOnce.Do(func() { close(slow.release) }) }
 	t.Cleanup(release)
-	r, err := New(testConfig(), Deps{Store: e.st, Sync: e.st, Recent: e.st, GroupAccess: e.st, SyncTree: slow,
-		Feed: NewPGFeed(e.db.Pool, nil), Registerer: prometheus.NewRegistry()})
+	r, err := New(testConfig(), withCache(testConfig(), Deps{Store: e.st, Sync: e.st, Recent: e.st, GroupAccess: e.st, SyncTree: slow,
+		Feed: NewPGFeed(e.db.Pool, nil), Registerer: prometheus.NewRegistry()}))
 	require.NoError(t, err)
 	tr := serveRelayWait(t, r, false) // (the old follower waited for the fill)
 	select {

@@ -17,7 +17,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kukuri/communitynode/internal/admission"
-	"github.com/kukuri/communitynode/internal/eventcache"
 	"github.com/kukuri/communitynode/internal/httpserver"
 )
 
@@ -40,8 +39,14 @@ type Deps struct {
 	//
 	// Sync, if set, serves NIP-77 while Config.Negentropy is set.
 	Sync SyncStore
-	// Recent, if set, fills the event cache while Config.CacheBytes > 0.
+	// Recent, if set, fills Cache.
 	Recent RecentStore
+	// Cache, if set with Recent, is the event cache (package eventcache),
+	// which the follower fills from Recent and keeps with the outbox rows,
+	// and files database answers into (learn.go). Its reads are the
+	// composition root's: it puts the cache's Reader (eventcache.Reader) in
+	// front of Reads, built with Config.CacheBytes (0: no cache).
+	Cache EventCache
 	// GroupAccess, if set, has private and hidden NIP-29 groups enforced on
 	// the paths the relay answers from memory (groupgate.go).
 	GroupAccess GroupAccessStore
@@ -114,15 +119,15 @@ type Policy interface {
 type Relay struct {
 	cfg        Config
 	store      Store
-	reads      Reader            // REQs' stored parts and COUNTs: Deps.Reads, else store; behind the cache when it is on
-	primary    Primary           // nil: a replica's answer cannot be handed off
-	sync       SyncStore         // nil: NIP-77 is not served
-	negSlots   chan struct{}     // bounds the NIP-77 rounds computed at once (NegConcurrency)
-	cache      *eventcache.Cache // nil: every REQ reads the database
-	learns     chan learnItem    // database answers for the cache's author ranges (learn.go); nil without a cache
-	learnBytes atomic.Int64      // the bytes of the answers in learns
-	negLoads   chan struct{}     // bounds the NIP-77 sessions reading items at once (MaxSyncLoads)
-	negTree    *negTree          // nil: every NIP-77 session reads its items (negentropy_tree.go)
+	reads      Reader         // REQs' stored parts and COUNTs: Deps.Reads, else store
+	primary    Primary        // nil: a replica's answer cannot be handed off
+	sync       SyncStore      // nil: NIP-77 is not served
+	negSlots   chan struct{}  // bounds the NIP-77 rounds computed at once (NegConcurrency)
+	cache      EventCache     // nil: no event cache (Deps.Cache)
+	learns     chan learnItem // database answers for the cache's author ranges (learn.go); nil without a cache
+	learnBytes atomic.Int64   // the bytes of the answers in learns
+	negLoads   chan struct{}  // bounds the NIP-77 sessions reading items at once (MaxSyncLoads)
+	negTree    *negTree       // nil: every NIP-77 session reads its items (negentropy_tree.go)
 	policy     Policy
 	ranks      RankGate
 	admission  admission.Chain // every EVENT's checks after the connection's own
@@ -219,19 +224,8 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 	if deps.GroupAccess != nil {
 		r.follower.access = deps.GroupAccess
 	}
-	if rs := deps.Recent; rs != nil && cfg.CacheBytes > 0 {
-		r.cache = eventcache.New(cfg.CacheBytes, !cfg.Limits.TopicRules.RequireTopic)
-		// The cache answers the REQs it can prove it holds in front of the
-		// database's reads (eventcache.Reader), once it has applied what
-		// this process committed and what notifications announced.
-		feed := deps.Feed
-		r.reads = &eventcache.Reader{Cache: r.cache, Next: r.reads,
-			Want:     func() int64 { return max(rs.Committed(), feed.Notified()) },
-			Heads:    &eventcache.Heads{Read: feed.Head, Wait: cacheWait},
-			Wait:     cacheWait,
-			Now:      r.now,
-			Answered: func(result string) { r.m.cacheAnswers.WithLabelValues(result).Inc() },
-		}
+	if rs := deps.Recent; rs != nil && deps.Cache != nil {
+		r.cache = deps.Cache
 		r.follower.cache, r.follower.recent = r.cache, rs
 		r.m.registerCache(deps.Registerer, r.cache)
 		r.learns = make(chan learnItem, learnQueue)

@@ -2,9 +2,11 @@ package relay
 
 import (
 	"context"
+	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/kukuri/communitynode/internal/eventcache"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/readpath"
 	"github.com/kukuri/communitynode/pkg/outbox"
@@ -87,8 +89,32 @@ type Feed interface {
 	Notified() int64
 }
 
+// EventCache is the relay's event cache (eventcache.Cache, Deps.Cache): what
+// the follower fills and keeps it with, and the learner files into it. Its
+// reads are its Reader's (eventcache.Reader), composed in front of
+// Deps.Reads. Implementations are safe for concurrent use.
+type EventCache interface {
+	// MaxEvents bounds the events Fill can take.
+	MaxEvents() int
+	// Fill fills the cache once, before Apply (eventcache.Cache.Fill).
+	Fill(read eventcache.Filler) error
+	// BuildSeen builds its seen set (eventcache.Cache.BuildSeen).
+	BuildSeen(scan eventcache.SeenScan) (full <-chan struct{}, err error)
+	// Apply applies the outbox rows up to last, with the visible events
+	// they name loaded (eventcache.Cache.Apply), in seq order.
+	Apply(rows []outbox.Row, loaded map[string]eventcache.Loaded, last int64)
+	// WaitFor waits until the cache has applied seq, for at most wait or
+	// until done is closed, and reports whether it has.
+	WaitFor(seq int64, wait time.Duration, done <-chan struct{}) bool
+	// Learn files a database answer read at seq as author ranges
+	// (eventcache.Cache.Learn) and reports whether it took it.
+	Learn(f nostr.Filter, answer []eventcache.Loaded, seq int64) bool
+	Stats() eventcache.Stats
+	SeenStats() eventcache.SeenStats
+}
+
 // RecentStore fills the relay's event cache (package eventcache;
-// Config.CacheBytes, Deps.Recent): package store implements it.
+// Deps.Recent, Deps.Cache): package store implements it.
 type RecentStore interface {
 	// Recent streams at most max visible public events that have a topic
 	// newest first (ties by lowest id) with their JSON to add, until it
