@@ -38,6 +38,12 @@
 // A filter that names ids, authors or values of one tag none of which it
 // holds matches no stored event, and is answered empty.
 //
+// Reader puts the cache in front of the database's reads (a relay.Reader
+// decorator, composed by node.Relay): it answers a read from Query once the
+// cache has applied every outbox row committed before the read began, and
+// passes every other read to the next Reader. The relay's follower fills and
+// keeps the cache (relay.Deps.Cache).
+//
 // Matching is protocol.Match, the reference matcher that live fan-out uses and
 // the SQL query engine is tested against; order is the store's (newest first,
 // ties by lowest id).
