@@ -1,0 +1,76 @@
+package node_test
+
+import (
+	"bufio"
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/node"
+	"github.com/kukuri/communitynode/internal/node/nodetest"
+	"github.com/kukuri/communitynode/internal/pgtest"
+)
+
+// cacheHits is the relay's cn_relay_cache_answers_total{result="hit"}.
+func cacheHits(t *testing.T, metricsURL string) float64 {
+	t.Helper()
+	resp, err := http.Get(metricsURL)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	sum := 0.0
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if line := sc.Text(); strings.HasPrefix(line, `cn_relay_cache_answers_total{result="hit"}`) {
+			f := strings.Fields(line)
+			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			require.NoError(t, err, line)
+			sum += v
+		}
+	}
+	require.NoError(t, sc.Err())
+	return sum
+}
+
+// TestRelayComposesTheCache: node.Relay puts the event cache in front of the
+// database's reads when --cache-bytes > 0 (a REQ it holds is answered from
+// it: cn_relay_cache_answers_total counts the hit), and leaves it out at 0
+// (every REQ reads the database; nothing is counted).
+func TestRelayComposesTheCache(t *testing.T) {
+	for _, bytes := range []int{64 << 20, 0} {
+		t.Run(strconv.Itoa(bytes), func(t *testing.T) {
+			db := pgtest.New(t)
+			cfg := nodetest.RelayConfig(t)
+			cfg.CacheBytes = bytes
+			nodetest.StartRelay(t, node.RelayOptions{DatabaseURL: db.URL, Relay: cfg, Logger: slog.New(slog.DiscardHandler)}, false)
+			metrics := "http://" + cfg.MetricsListen + "/metrics"
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			rl, err := nostr.RelayConnect(ctx, "ws://"+cfg.Listen)
+			require.NoError(t, err)
+			defer rl.Close()
+			filter := nostr.Filter{Kinds: []int{1}, Tags: nostr.TagMap{"t": {"cache"}}, Limit: 10}
+			// The cache answers once its fill is done: until then a REQ reads
+			// the database (behind). Ten REQs are plenty either way.
+			for range 10 {
+				evs, err := rl.QuerySync(ctx, filter)
+				require.NoError(t, err)
+				require.Empty(t, evs)
+				if cacheHits(t, metrics) > 0 {
+					break
+				}
+			}
+			if bytes > 0 {
+				require.Positive(t, cacheHits(t, metrics), "no REQ was answered from the cache")
+			} else {
+				require.Zero(t, cacheHits(t, metrics), "a REQ was answered from a cache that is off")
+			}
+		})
+	}
+}
