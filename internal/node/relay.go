@@ -167,18 +167,7 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		defer replicas.Close()
 		reads = replicas
 	}
-	// The event cache, when on, answers in front of them the REQs it can
-	// prove it holds, once it has applied what this process committed and
-	// what the feed's notifications announced; the relay's follower fills it
-	// from the store and keeps it with the outbox (Deps.Cache).
 	feed := relay.NewPGFeed(pool, logger)
-	var cache *eventcache.Cache
-	if s.Relay.CacheBytes > 0 {
-		cache = eventcache.New(s.Relay.CacheBytes, !s.Relay.Limits.TopicRules.RequireTopic)
-		answers := eventcache.NewAnswers()
-		reg.MustRegister(answers)
-		reads = eventcache.NewReader(cache, reads, st.Committed, feed, nil, answers)
-	}
 	deps := relay.Deps{
 		Ranks:       ranks,
 		Store:       st,
@@ -199,10 +188,7 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	if members != nil {
 		deps.Members = members
 	}
-	if cache != nil {
-		deps.Cache = cache
-	}
-	r, err := relay.New(s.Relay, deps)
+	r, err := relay.New(s.Relay, WithEventCache(s.Relay, deps))
 	if err != nil {
 		return err
 	}
@@ -380,4 +366,30 @@ func JoinAdmission(g *gate.Gate) func(pubkey string) groups.Admission {
 		}
 		return groups.AdmitReview
 	}
+}
+
+// WithEventCache composes the event cache into deps as Relay does, when
+// cfg.CacheBytes > 0 (otherwise it returns deps as they are): the cache
+// answers in front of deps.Reads (deps.Store when nil) the REQs it can prove
+// it holds, once it has applied what this process committed
+// (deps.Recent.Committed) and what deps.Feed's notifications announced; the
+// relay's follower fills it from deps.Recent and keeps it with the outbox
+// (deps.Cache). Its answers counter (cn_relay_cache_answers_total) is
+// registered on deps.Registerer.
+func WithEventCache(cfg relay.Config, deps relay.Deps) relay.Deps {
+	if cfg.CacheBytes <= 0 || deps.Recent == nil {
+		return deps
+	}
+	cache := eventcache.New(cfg.CacheBytes, !cfg.Limits.TopicRules.RequireTopic)
+	next := deps.Reads
+	if next == nil {
+		next = deps.Store
+	}
+	answers := eventcache.NewAnswers()
+	if deps.Registerer != nil {
+		deps.Registerer.MustRegister(answers)
+	}
+	deps.Reads = eventcache.NewReader(cache, next, deps.Recent.Committed, deps.Feed, deps.Now, answers)
+	deps.Cache = cache
+	return deps
 }
