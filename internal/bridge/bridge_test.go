@@ -333,6 +333,15 @@ func TestResumesAcrossRestarts(t *testing.T) {
 
 	a := startBridge(t, db.Pool, ns.url(), cfg, ccfg)
 	require.Eventually(t, func() bool { return offset(t, db.Pool) >= 200 }, 30*time.Second, time.Millisecond)
+	// Hold the bridge's offset row: its next offset commit waits for it, so
+	// the cancel finds it mid-way however fast it drains the backlog (on a
+	// quiet machine it published all 2,000 rows before the cancel).
+	hold, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = hold.Exec(ctx, "SELECT 1 FROM cn_relay.consumer_offsets WHERE consumer = $1 FOR UPDATE", ConsumerName)
+	require.NoError(t, err)
+	a.cancel()
+	require.NoError(t, hold.Rollback(ctx))
 	require.NoError(t, a.stop(t))
 	last := streamLastID(t, ns.url(), cfg)
 	require.Less(t, last, head, "the first bridge was stopped mid-way")
