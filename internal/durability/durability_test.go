@@ -82,6 +82,7 @@ func TestAcknowledgedEventsSurviveFailover(t *testing.T) {
 	acked := load(t, r, func() {
 		killed = time.Now()
 		require.NoError(t, primary.Crash(context.Background()))
+		requireOutageAnswers(t, r)
 		require.NoError(t, standby.Promote(context.Background()))
 		// What a failover manager does next: the new primary has no standby
 		// yet, and it inherited synchronous_standby_names (pg_basebackup
@@ -108,6 +109,46 @@ func TestAcknowledgedEventsSurviveFailover(t *testing.T) {
 		return ok
 	}, time.Minute, 50*time.Millisecond, "the relay takes events again after the promotion")
 	t.Logf("from the kill to the first event accepted on the new primary: %v", accepted.Sub(killed).Round(time.Millisecond))
+}
+
+// requireOutageAnswers: while no server accepts connections (the primary is
+// gone, the standby not promoted yet), a new client is still answered, each
+// with a reason a client can act on: an EVENT gets OK false "error: ..." (it
+// may resend it), a REQ gets its stored events and EOSE (from the event
+// cache) or CLOSED "error: ..."; never OK true, and never silence.
+func requireOutageAnswers(t *testing.T, r *testRelay) {
+	t.Helper()
+	ws := dial(t, r)
+	ev := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "durability"}}, Content: "during the outage"}
+	require.NoError(t, ev.Sign(nostr.GeneratePrivateKey()))
+	require.NoError(t, ws.WriteJSON([]any{"EVENT", ev}))
+	msg := requireMessage(t, ws, "OK")
+	var ok bool
+	var okReason, reason string
+	require.NoError(t, json.Unmarshal(msg[2], &ok))
+	require.NoError(t, json.Unmarshal(msg[3], &okReason))
+	require.False(t, ok, "an EVENT while no primary answers is not acknowledged")
+	require.True(t, strings.HasPrefix(okReason, "error:"), "reason %q", okReason)
+
+	require.NoError(t, ws.WriteJSON([]any{"REQ", "outage", nostr.Filter{Kinds: []int{1}, Limit: 5}}))
+	for {
+		msg := requireMessage(t, ws, "")
+		var typ string
+		require.NoError(t, json.Unmarshal(msg[0], &typ))
+		if typ == "EVENT" {
+			continue
+		}
+		if typ == "CLOSED" {
+			require.NoError(t, json.Unmarshal(msg[2], &reason))
+			require.True(t, strings.HasPrefix(reason, "error:"), "CLOSED reason %q", reason)
+			t.Logf("during the outage: EVENT answered %q; REQ CLOSED %q", okReason, reason)
+		} else {
+			require.Equal(t, "EOSE", typ, "message %s", msg)
+			t.Logf("during the outage: EVENT answered %q; REQ answered with EOSE", okReason)
+		}
+		break
+	}
+	require.NoError(t, ws.Close())
 }
 
 // TestNoAcknowledgementWithoutTheSynchronousStandby: a primary whose
