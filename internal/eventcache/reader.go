@@ -82,6 +82,20 @@ func NewReader(c *Cache, next Next, committed func() int64, feed Feed, now func(
 	}
 }
 
+// Compose is a relay's event cache in front of next: a Cache of maxBytes
+// (topicless: it also holds events without a community topic) and the Reader
+// that answers from it, whose answers counter is registered with reg (nil:
+// not registered). The caller hands the Reader to the relay as its reads and
+// the Cache as the cache its outbox follower fills.
+func Compose(maxBytes int, topicless bool, next Next, committed func() int64, feed Feed, now func() time.Time, reg prometheus.Registerer) (*Reader, *Cache) {
+	answers := NewAnswers()
+	if reg != nil {
+		reg.MustRegister(answers)
+	}
+	c := New(maxBytes, topicless)
+	return NewReader(c, next, committed, feed, now, answers), c
+}
+
 // NewAnswers is the counter of Reader.Answers,
 // cn_relay_cache_answers_total{result}; the caller registers it.
 func NewAnswers() *prometheus.CounterVec {

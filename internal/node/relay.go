@@ -380,16 +380,11 @@ func WithEventCache(cfg relay.Config, deps relay.Deps) relay.Deps {
 	if cfg.CacheBytes <= 0 || deps.Recent == nil {
 		return deps
 	}
-	cache := eventcache.New(cfg.CacheBytes, !cfg.Limits.TopicRules.RequireTopic)
 	next := deps.Reads
 	if next == nil {
 		next = deps.Store
 	}
-	answers := eventcache.NewAnswers()
-	if deps.Registerer != nil {
-		deps.Registerer.MustRegister(answers)
-	}
-	deps.Reads = eventcache.NewReader(cache, next, deps.Recent.Committed, deps.Feed, deps.Now, answers)
-	deps.Cache = cache
+	deps.Reads, deps.Cache = eventcache.Compose(cfg.CacheBytes, !cfg.Limits.TopicRules.RequireTopic,
+		next, deps.Recent.Committed, deps.Feed, deps.Now, deps.Registerer)
 	return deps
 }

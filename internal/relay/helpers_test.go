@@ -435,17 +435,12 @@ func withCache(cfg Config, deps Deps) Deps {
 	if cfg.CacheBytes <= 0 || deps.Recent == nil {
 		return deps
 	}
-	c := eventcache.New(cfg.CacheBytes, !cfg.Limits.TopicRules.RequireTopic)
 	next := deps.Reads
 	if next == nil {
 		next = deps.Store
 	}
-	answers := eventcache.NewAnswers()
-	if deps.Registerer != nil {
-		deps.Registerer.MustRegister(answers)
-	}
-	deps.Reads = eventcache.NewReader(c, next, deps.Recent.Committed, deps.Feed, deps.Now, answers)
-	deps.Cache = c
+	deps.Reads, deps.Cache = eventcache.Compose(cfg.CacheBytes, !cfg.Limits.TopicRules.RequireTopic,
+		next, deps.Recent.Committed, deps.Feed, deps.Now, deps.Registerer)
 	return deps
 }
 
