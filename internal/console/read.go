@@ -25,7 +25,11 @@ type Group struct {
 	Banner     string   `json:"banner"`
 	Closed     bool     `json:"closed"`
 	Restricted bool     `json:"restricted"`
-	Kinds      []int    `json:"supported_kinds"` // null: every kind; []: none but the group's own kinds
+	Private    bool     `json:"private"`            // only members read its events
+	Hidden     bool     `json:"hidden"`             // only members read its metadata
+	Parent     string   `json:"parent,omitempty"`   // its parent group (NIP-29 subgroups); "": a root
+	Children   []string `json:"children,omitempty"` // its subgroups, in order (a 9002 must list them all)
+	Kinds      []int    `json:"supported_kinds"`    // null: every kind; []: none but the group's own kinds
 	Creator    string   `json:"creator"`
 	CreatedAt  int64    `json:"created_at"`
 	Deleted    bool     `json:"deleted"`
@@ -68,7 +72,8 @@ func (c *Console) Groups(ctx context.Context) ([]Group, error) {
 	out := []Group{}
 	for _, s := range states {
 		g := Group{ID: s.ID, Name: s.Meta.Name, About: s.Meta.About, Picture: s.Meta.Picture, Banner: s.Meta.Banner, Closed: s.Meta.Closed,
-			Restricted: s.Meta.Restricted, Creator: s.Creator, CreatedAt: s.Created.At, Deleted: !s.Deleted.IsZero(),
+			Restricted: s.Meta.Restricted, Private: s.Meta.Private, Hidden: s.Meta.Hidden, Parent: s.Tree.Parent,
+			Children: slices.Clone(s.Tree.Children), Creator: s.Creator, CreatedAt: s.Created.At, Deleted: !s.Deleted.IsZero(),
 			Members: []Person{}, Pending: []Person{}, Invites: []Invite{}}
 		if !s.Meta.AllKinds {
 			g.Kinds = append([]int{}, s.Meta.Kinds...)

@@ -486,6 +486,38 @@ func TestConsoleInBrowser(t *testing.T) {
 		return len(last) == 1 && last[0].Tags.GetFirst([]string{"name"}).Value() == "Ops crew (on call)" && last[0].Tags.GetFirst([]string{"closed"}) != nil
 	}, 10*time.Second, 100*time.Millisecond, "39000 has the new name and is still closed: %v", &last)
 
+	// A private subgroup of it: created with its flags and parent, then
+	// edited; neither edit may drop a flag, the parent or the child list (a
+	// 9002 replaces every field, and NIP-29 refuses one that leaves out a
+	// child).
+	fill(`#create-group input[name="id"]`, "ops-night")
+	fill(`#create-group input[name="name"]`, "Night shift")
+	click(`#create-group input[name="private"]`)
+	fill(`#create-group select[name="parent"]`, "ops-crew")
+	click(`#create-group button[type="submit"]`)
+	require.Contains(t, result("Create group ops-night"), "created")
+	waitFor("the subgroup on the page", func() bool {
+		return exists("#group-ops-night") && strings.Contains(text("#group-ops-crew [data-tree]"), "ops-night")
+	})
+	fill(`form[data-form="meta"][data-group="ops-night"] input[name="about"]`, "after midnight")
+	click(`form[data-form="meta"][data-group="ops-night"] button[type="submit"]`)
+	require.Contains(t, result("Save metadata of ops-night"), "saved")
+	fill(`form[data-form="meta"][data-group="ops-crew"] input[name="about"]`, "the people on call, day and night")
+	click(`form[data-form="meta"][data-group="ops-crew"] button[type="submit"]`)
+	require.Contains(t, result("Save metadata of ops-crew"), "saved")
+	require.Eventually(t, func() bool {
+		night := c.query(nostr.Filter{Kinds: []int{39000}, Tags: nostr.TagMap{"d": {"ops-night"}}})
+		crew := c.query(nostr.Filter{Kinds: []int{39000}, Tags: nostr.TagMap{"d": {"ops-crew"}}})
+		last = append(night, crew...)
+		return len(night) == 1 && len(crew) == 1 &&
+			night[0].Tags.GetFirst([]string{"about"}).Value() == "after midnight" &&
+			night[0].Tags.GetFirst([]string{"private"}) != nil &&
+			night[0].Tags.GetFirst([]string{"parent"}).Value() == "ops-crew" &&
+			crew[0].Tags.GetFirst([]string{"about"}).Value() == "the people on call, day and night" &&
+			crew[0].Tags.GetFirst([]string{"child"}).Value() == "ops-night" &&
+			crew[0].Tags.GetFirst([]string{"closed"}) != nil
+	}, 10*time.Second, 100*time.Millisecond, "the subgroup is private under ops-crew after both edits: %v", &last)
+
 	// A join request waits; the admin approves it.
 	joiner := testkit.NewKey(t)
 	ok, reason, _ := c.publish(joiner.SK, nostr.Event{Kind: 9021, Tags: nostr.Tags{{"h", "ops-crew"}}})

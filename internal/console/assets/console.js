@@ -343,7 +343,7 @@
     for (const el of form.elements) {
       if (!el.dataset.keep) continue;
       const now = $("page").querySelector(`[data-keep="${CSS.escape(el.dataset.keep)}"]`) || el;
-      if (now.type === "checkbox") now.checked = false; else if (now.tagName !== "SELECT") now.value = "";
+      if (now.type === "checkbox") now.checked = false; else if (now.tagName === "SELECT") now.selectedIndex = 0; else now.value = "";
     }
   }
   const signedNote = () => (signer ? "" : '<p class="muted">Sign in to act; the lists below are read-only.</p>');
@@ -356,8 +356,16 @@
       const groups = await getJSON("api/groups");
       groupData = Object.fromEntries(groups.map((g) => [g.id, g]));
       const flags = (g) => [g.closed ? '<span class="pill warn">closed</span>' : '<span class="pill ok">open</span>',
-        g.restricted ? '<span class="pill warn">restricted</span>' : "", g.deleted ? '<span class="pill bad">deleted</span>' : ""].join(" ");
+        g.restricted ? '<span class="pill warn">restricted</span>' : "", g.private ? '<span class="pill warn">private</span>' : "",
+        g.hidden ? '<span class="pill warn">hidden</span>' : "", g.deleted ? '<span class="pill bad">deleted</span>' : ""].join(" ");
       const k = (g, name) => `data-keep="${esc(g.id)}:${name}"`;
+      // parentOptions lists the groups self may name as its parent (none of
+      // itself; the relay refuses a cycle and says so).
+      const live = groups.filter((g) => !g.deleted);
+      const parentOptions = (self, cur) => `<option value="">none (a root group)</option>` +
+        live.filter((g) => g.id !== self).map((g) => `<option value="${esc(g.id)}" ${g.id === cur ? "selected" : ""}>${esc(g.name || g.id)} (${esc(g.id)})</option>`).join("");
+      const tree = (g) => [g.parent ? `subgroup of <span class="mono">${esc(g.parent)}</span>` : "",
+        (g.children || []).length ? `subgroups: ${g.children.map((c) => `<span class="mono">${esc(c)}</span>`).join(", ")}` : ""].filter(Boolean).join(" · ");
       render(`${signedNote()}
         <section aria-labelledby="create-h"><h2 id="create-h">Create a group</h2>
           <form id="create-group" data-form="create">
@@ -366,15 +374,19 @@
             <label>About<input name="about" data-keep="create:about"></label>
             <label class="check"><input type="checkbox" name="closed" data-keep="create:closed"> Closed (joins need an admin or an invite code)</label>
             <label class="check"><input type="checkbox" name="restricted" data-keep="create:restricted"> Restricted (only members write)</label>
+            <label class="check"><input type="checkbox" name="private" data-keep="create:private"> Private (only members read its messages)</label>
+            <label class="check"><input type="checkbox" name="hidden" data-keep="create:hidden"> Hidden (only members see its metadata)</label>
+            <label>Parent group<select name="parent" data-keep="create:parent">${parentOptions("", "")}</select></label>
             <button type="submit">Create group</button>
           </form>
-          <p class="muted">Creating sends a NIP-29 create-group (9007) and its metadata (9002), signed by you. Subgroups are not offered: this relay refuses <code>parent</code>/<code>child</code> tags (docs/groups.md).</p>
+          <p class="muted">Creating sends a NIP-29 create-group (9007) and its metadata (9002), signed by you. A parent makes it a subgroup: you must be an admin of the parent; membership is not inherited.</p>
         </section>
         <h2>Groups (${groups.length})</h2>
         ${groups.length ? "" : '<p class="muted">No group yet.</p>'}
         ${groups.map((g) => `<article id="group-${esc(g.id)}" data-group="${esc(g.id)}" aria-labelledby="group-h-${esc(g.id)}">
           <h3 id="group-h-${esc(g.id)}">${esc(g.name || g.id)} <span class="muted mono">${esc(g.id)}</span> ${flags(g)}</h3>
           <p>${esc(g.about) || '<span class="muted">no description</span>'} <span class="muted">· created ${when(g.created_at)} by</span> ${g.creator ? who(g.creator) : "–"}</p>
+          ${tree(g) ? `<p class="muted" data-tree>${tree(g)}</p>` : ""}
           <details id="meta-${esc(g.id)}"><summary>Edit metadata and flags</summary>
             <form data-form="meta" data-group="${esc(g.id)}">
               <label>Name<input name="name" value="${esc(g.name)}" ${k(g, "name")}></label>
@@ -382,6 +394,9 @@
               <label>Picture URL<input name="picture" value="${esc(g.picture)}" ${k(g, "picture")}></label>
               <label class="check"><input type="checkbox" name="closed" ${g.closed ? "checked" : ""} ${k(g, "closed")}> Closed</label>
               <label class="check"><input type="checkbox" name="restricted" ${g.restricted ? "checked" : ""} ${k(g, "restricted")}> Restricted</label>
+              <label class="check"><input type="checkbox" name="private" ${g.private ? "checked" : ""} ${k(g, "private")}> Private</label>
+              <label class="check"><input type="checkbox" name="hidden" ${g.hidden ? "checked" : ""} ${k(g, "hidden")}> Hidden</label>
+              <label>Parent group<select name="parent" ${k(g, "parent")}>${parentOptions(g.id, g.parent)}</select></label>
               <button type="submit">Save metadata</button>
             </form></details>
           <h4>Pending join requests (${g.pending.length})</h4>
@@ -416,7 +431,8 @@
     async submit(form, data) {
       const g = form.dataset.group;
       const metaTags = (d) => [...(d.name ? [["name", d.name]] : []), ...(d.about ? [["about", d.about]] : []), ...(d.picture ? [["picture", d.picture]] : []),
-        ...(d.closed ? [["closed"]] : []), ...(d.restricted ? [["restricted"]] : [])];
+        ...(d.closed ? [["closed"]] : []), ...(d.restricted ? [["restricted"]] : []), ...(d.private ? [["private"]] : []),
+        ...(d.hidden ? [["hidden"]] : []), ...(d.parent ? [["parent", d.parent]] : [])];
       switch (form.dataset.form) {
         case "create":
           return act("Create group " + data.id, async () => {
@@ -426,10 +442,13 @@
             return "created (9007) with its metadata (9002); you are its admin";
           });
         case "meta": {
-          // A 9002 replaces every field: keep what this form does not edit.
+          // A 9002 replaces every field: keep what this form does not edit,
+          // and list every subgroup in its order (NIP-29 refuses a 9002 that
+          // leaves one out).
           const cur = groupData[g] || {};
           const keep = [...(cur.banner ? [["banner", cur.banner]] : []),
-            ...(Array.isArray(cur.supported_kinds) ? [["supported_kinds", ...cur.supported_kinds.map(String)]] : [])];
+            ...(Array.isArray(cur.supported_kinds) ? [["supported_kinds", ...cur.supported_kinds.map(String)]] : []),
+            ...(cur.children || []).map((c) => ["child", c])];
           return act("Save metadata of " + g, async () => { await groupEvent(9002, g, [...metaTags(data), ...keep]); return "saved (9002)"; });
         }
         case "add":
