@@ -26,7 +26,8 @@ func (g ruleGate) Rule(id string, pubkeys []string) (private, hidden, member boo
 }
 
 // checkGroupReadRule checks, after a random group history (randomGroupHistory),
-// that cn_relay.group_access says what the live states say (groups.Access),
+// that cn_relay.group_access says what the live states say (groups.Access;
+// deleted groups included: read by no one),
 // and that the SQL engine applies protocol.Viewer.MayReadGroup exactly: for
 // an anonymous reader, each user authenticated alone, and a relay admin,
 // Query, Count and SyncItems return the stored events the Go rule lets
@@ -44,6 +45,14 @@ func checkGroupReadRule(t *testing.T, st *Store, live map[string]*groups.State, 
 	}
 	require.Equal(t, map[string]protocol.GroupRule(want), rules, "group_access follows the states")
 	require.NotEmpty(t, rules, "the history made some group private or hidden")
+	deleted := 0
+	for id, r := range rules {
+		if r.Deleted {
+			deleted++
+			require.True(t, r.Private && r.Hidden && len(r.Readers) == 0, "deleted group %s: read by no one", id)
+		}
+	}
+	require.Positive(t, deleted, "the history deleted some group")
 
 	all := nostr.Filter{Limit: 100_000}
 	stored, _, err := st.QuerySnapshot(ctx, []nostr.Filter{all}, protocol.Viewer{Operator: true})
