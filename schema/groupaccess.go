@@ -3,7 +3,8 @@ package schema
 // GroupReadableSQL is protocol.Viewer.MayReadGroup for event e as SQL, for a
 // reader authenticated as the pubkeys of readers (a text[] expression; an
 // empty array for an anonymous reader): false only when e's scope row
-// (ScopeSQL) is a group of cn_relay.group_access (migration 0026) that does
+// (ScopeSQL) is a group of cn_relay.group_access (migrations 0026, 0032: a
+// private, hidden or deleted group; a deleted one has no reader) that does
 // not list one of them as a reader and keeps e's kind from non-members
 // (protocol.GroupKeepsFrom; cn_relay.group_keeps).
 //

@@ -31,7 +31,7 @@ func exportCommand() *cli.Command {
 			"Without --filter it exports the whole node. #t matches own t tags as in a REQ: replies and\n" +
 			"reactions that inherit a topic are not in a #t export. A filter's limit keeps the newest events;\n" +
 			"without one there is no limit. search filters are refused. It is the operator's copy: DMs (kinds 4,\n" +
-			"1059) and private NIP-29 groups' events are exported too, whoever may read them on the relay.",
+			"1059) and private and deleted NIP-29 groups' events are exported too, whoever may read them on the relay.",
 		DB: true,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "filter", Usage: `a NIP-01 filter as JSON, e.g. '{"kinds":[1],"#t":["go"]}' (default: everything)`},

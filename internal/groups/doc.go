@@ -96,6 +96,13 @@
 // docs/groups.md for every read path. A private group is written by its
 // members only (ReasonPrivate), restricted or not.
 //
+// A deleted group (9008) is read by no one but relay admins, the node key and
+// operator tools: Access derives its row as private and hidden with no
+// readers (GroupRule.Deleted), whatever its metadata said, so its events,
+// old ones included, are kept from its members and former members as from
+// outsiders on every read path, with no rule of its own. Its events stay
+// stored (Project still reads them: a rebuild gives the same state and row).
+//
 // # Secrets
 //
 // Invite codes are secrets. A 9009 (create-invite) and a 9021 that carries a

@@ -157,8 +157,8 @@ func QueueWithheldIDs(b *pgx.Batch, ids []string, seen map[string]bool) {
 }
 
 // QueueSave queues the upsert of states, and of their rows of
-// cn_relay.group_access (Access: one for a private or hidden group, none
-// for any other).
+// cn_relay.group_access (Access: one for a private, hidden or deleted
+// group, none for any other).
 func QueueSave(b *pgx.Batch, states []*State, at time.Time) {
 	if len(states) == 0 {
 		return
@@ -389,10 +389,16 @@ func Replace(ctx context.Context, tx pgx.Tx, states map[string]*State) error {
 	return nil
 }
 
-// Access returns s's row of cn_relay.group_access (migration 0025), and
-// false when the group has none: everyone may read it (neither private nor
-// hidden).
+// Access returns s's row of cn_relay.group_access (migrations 0026, 0032),
+// and false when the group has none: everyone may read it (neither private
+// nor hidden). A deleted group (9008) is private and hidden with no readers,
+// whatever its metadata said: from its deletion on, no member, former
+// member or outsider reads any of its events (relay admins, the node key and
+// operator tools still do, as for every private group).
 func Access(s *State) (protocol.GroupRule, bool) {
+	if !s.Deleted.IsZero() {
+		return protocol.GroupRule{Private: true, Hidden: true, Deleted: true, Readers: []string{}}, true
+	}
 	if !s.Meta.Private && !s.Meta.Hidden {
 		return protocol.GroupRule{}, false
 	}
@@ -403,7 +409,7 @@ func Access(s *State) (protocol.GroupRule, bool) {
 // states say (QueueSave).
 func queueAccess(b *pgx.Batch, states []*State) {
 	var del, scopes []string
-	var private, hidden []bool
+	var private, hidden, deleted []bool
 	var readers []string // (each a JSON array: unnest cannot take a ragged text[][])
 	for _, s := range states {
 		rule, ok := Access(s)
@@ -412,6 +418,7 @@ func queueAccess(b *pgx.Batch, states []*State) {
 			continue
 		}
 		scopes, private, hidden = append(scopes, Scope(s.ID)), append(private, rule.Private), append(hidden, rule.Hidden)
+		deleted = append(deleted, rule.Deleted)
 		lit, _ := json.Marshal(append([]string{}, rule.Readers...)) // (never null)
 		readers = append(readers, string(lit))
 	}
@@ -419,10 +426,11 @@ func queueAccess(b *pgx.Batch, states []*State) {
 		b.Queue(`DELETE FROM cn_relay.group_access WHERE scope = ANY($1)`, del)
 	}
 	if len(scopes) > 0 {
-		b.Queue(`INSERT INTO cn_relay.group_access (scope, private, hidden, readers)
-			SELECT u.scope, u.private, u.hidden, ARRAY(SELECT jsonb_array_elements_text(u.readers::jsonb))
-			FROM unnest($1::text[], $2::bool[], $3::bool[], $4::text[]) AS u(scope, private, hidden, readers)
-			ON CONFLICT (scope) DO UPDATE SET private = excluded.private, hidden = excluded.hidden, readers = excluded.readers`,
-			scopes, private, hidden, readers)
+		b.Queue(`INSERT INTO cn_relay.group_access (scope, private, hidden, readers, deleted)
+			SELECT u.scope, u.private, u.hidden, ARRAY(SELECT jsonb_array_elements_text(u.readers::jsonb)), u.deleted
+			FROM unnest($1::text[], $2::bool[], $3::bool[], $4::text[], $5::bool[]) AS u(scope, private, hidden, readers, deleted)
+			ON CONFLICT (scope) DO UPDATE SET private = excluded.private, hidden = excluded.hidden, readers = excluded.readers,
+				deleted = excluded.deleted`,
+			scopes, private, hidden, readers, deleted)
 	}
 }

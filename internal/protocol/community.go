@@ -129,8 +129,14 @@ type GroupGate interface {
 }
 
 // GroupRule is one private or hidden group's row of cn_relay.group_access.
+// A deleted group is both, with no readers: nobody but those who read every
+// group (Viewer.AllGroups, Viewer.Operator) reads anything of it.
 type GroupRule struct {
 	Private, Hidden bool
+	// Deleted says the group was deleted (9008): Private and Hidden are set
+	// and Readers is empty. It changes no read rule; the relay answers a REQ
+	// that names a deleted group as it answers one naming an unknown id.
+	Deleted bool
 	// Readers are the members.
 	Readers []string
 }

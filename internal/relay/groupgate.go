@@ -38,7 +38,7 @@ type GroupAccessStore interface {
 // of the group from the cache or live after that, old or new.
 type groupGate struct {
 	mu    sync.RWMutex
-	rules map[string]protocol.GroupRule // by group id: only private or hidden groups
+	rules map[string]protocol.GroupRule // by group id: only private, hidden or deleted groups
 	any   atomic.Bool
 
 	seqMu sync.Mutex
@@ -68,6 +68,14 @@ func (g *groupGate) Rule(id string, pubkeys []string) (private, hidden, member b
 		}
 	}
 	return r.Private, r.Hidden, member
+}
+
+// deleted reports whether group id was deleted (protocol.GroupRule.Deleted):
+// Rule says it is private and hidden with no member.
+func (g *groupGate) deleted(id string) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.rules[id].Deleted
 }
 
 // set replaces the rules of ids (nil: of every group) with rules.

@@ -287,8 +287,10 @@ func (c *conn) viewer() protocol.Viewer {
 // the challenge, from a connection that has not authenticated, so that apps
 // authenticate and ask again; restricted from one authenticated as no
 // member. A hidden group answers a non-member as an unknown id does (its
-// events are not there for them): nothing to say. "" for everything else;
-// the query keeps out what the reader may not see either way.
+// events are not there for them): nothing to say; so does a deleted group,
+// to everyone (no one reads it: authenticating would not help). "" for
+// everything else; the query keeps out what the reader may not see either
+// way.
 func (c *conn) groupReadReason(filters []nostr.Filter, v protocol.Viewer) string {
 	if v.AllGroups {
 		return ""
@@ -304,7 +306,7 @@ func (c *conn) groupReadReason(filters []nostr.Filter, v protocol.Viewer) string
 	for _, id := range ids {
 		private, hidden, member := rules.Rule(id, v.Authed)
 		switch {
-		case !private || member:
+		case !private || member || rules.deleted(id):
 		case len(v.Authed) == 0 && c.challenge == "":
 			return reasonGroupNoAuth
 		case len(v.Authed) == 0:
@@ -322,7 +324,7 @@ func (c *conn) groupReadReason(filters []nostr.Filter, v protocol.Viewer) string
 // goroutine, only for messages that name a group), so that an answer right
 // after a group turned private is already this one; the relay's gate when
 // the store cannot say, or the read fails.
-func (c *conn) groupRules(ids []string) protocol.GroupGate {
+func (c *conn) groupRules(ids []string) *groupGate {
 	ga := c.r.follower.access
 	if ga == nil {
 		return c.r.groups
@@ -343,12 +345,15 @@ func (c *conn) groupRules(ids []string) protocol.GroupGate {
 // sends an event to a private group (called by admit): its OK answers
 // (duplicate:, pending) are for members, and apps authenticate and send it
 // again. The store then decides it by its author (a member, a join request).
+// An event to a deleted group is left to the store, which refuses it
+// whoever sends it (restricted: this group was deleted).
 func (c *conn) groupWriteReason(ev *nostr.Event) string {
 	if len(c.authed) > 0 || !protocol.IsGroupEvent(ev) {
 		return ""
 	}
 	id, _ := protocol.GroupTag(ev)
-	if private, _, _ := c.groupRules([]string{id}).Rule(id, nil); !private {
+	rules := c.groupRules([]string{id})
+	if private, _, _ := rules.Rule(id, nil); !private || rules.deleted(id) {
 		return ""
 	}
 	if c.challenge == "" {

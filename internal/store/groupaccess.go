@@ -9,12 +9,12 @@ import (
 	"github.com/kukuri/communitynode/internal/protocol"
 )
 
-// GroupAccess reads cn_relay.group_access: the rule of every private or
-// hidden group (ids nil), or of the groups ids (a group absent from the
+// GroupAccess reads cn_relay.group_access: the rule of every private,
+// hidden or deleted group (ids nil), or of the groups ids (a group absent from the
 // answer is read by everyone). The relay keeps its copy of it
 // (protocol.GroupGate) for live delivery and the event cache.
 func (s *Reader) GroupAccess(ctx context.Context, ids []string) (map[string]protocol.GroupRule, error) {
-	sql := `SELECT scope, private, hidden, readers FROM cn_relay.group_access`
+	sql := `SELECT scope, private, hidden, readers, deleted FROM cn_relay.group_access`
 	var args []any
 	if ids != nil {
 		scopes := make([]string, len(ids))
@@ -33,7 +33,7 @@ func (s *Reader) GroupAccess(ctx context.Context, ids []string) (map[string]prot
 	for rows.Next() {
 		var scope string
 		var r protocol.GroupRule
-		if err := rows.Scan(&scope, &r.Private, &r.Hidden, &r.Readers); err != nil {
+		if err := rows.Scan(&scope, &r.Private, &r.Hidden, &r.Readers, &r.Deleted); err != nil {
 			return nil, fmt.Errorf("read group access: %w", err)
 		}
 		out[strings.TrimPrefix(scope, groups.ScopePrefix)] = r

@@ -26,12 +26,14 @@ func (g ruleGate) Rule(id string, pubkeys []string) (private, hidden, member boo
 }
 
 // checkGroupReadRule checks, after a random group history (randomGroupHistory),
-// that cn_relay.group_access says what the live states say (groups.Access),
+// that cn_relay.group_access says what the live states say (groups.Access;
+// deleted groups included: read by no one),
 // and that the SQL engine applies protocol.Viewer.MayReadGroup exactly: for
 // an anonymous reader, each user authenticated alone, and a relay admin,
 // Query, Count and SyncItems return the stored events the Go rule lets
-// them read, over the rule read back from the database.
-func checkGroupReadRule(t *testing.T, st *Store, live map[string]*groups.State, pks []string) {
+// them read, over the rule read back from the database. It returns how many
+// deleted groups the rule holds.
+func checkGroupReadRule(t *testing.T, st *Store, live map[string]*groups.State, pks []string) (deleted int) {
 	t.Helper()
 	ctx := context.Background()
 	rules, err := st.GroupAccess(ctx, nil)
@@ -44,6 +46,12 @@ func checkGroupReadRule(t *testing.T, st *Store, live map[string]*groups.State, 
 	}
 	require.Equal(t, map[string]protocol.GroupRule(want), rules, "group_access follows the states")
 	require.NotEmpty(t, rules, "the history made some group private or hidden")
+	for id, r := range rules {
+		if r.Deleted {
+			deleted++
+			require.True(t, r.Private && r.Hidden && len(r.Readers) == 0, "deleted group %s: read by no one", id)
+		}
+	}
 
 	all := nostr.Filter{Limit: 100_000}
 	stored, _, err := st.QuerySnapshot(ctx, []nostr.Filter{all}, protocol.Viewer{Operator: true})
@@ -82,4 +90,5 @@ func checkGroupReadRule(t *testing.T, st *Store, live map[string]*groups.State, 
 		require.ElementsMatch(t, exp, ids, "viewer %v: NIP-77", v)
 	}
 	require.Positive(t, kept, "some reader was kept from something")
+	return deleted
 }

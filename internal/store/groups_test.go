@@ -43,7 +43,8 @@ func TestGroupRebuildEqualsLive(t *testing.T) {
 	})
 	// The histories made every subgroup move (ids and signatures are random,
 	// so one seed alone may miss one).
-	for _, what := range []string{"parent set", "detached", "reordered", "parent deleted"} {
+	// (and deleted some group: its group_access row is checked).
+	for _, what := range []string{"parent set", "detached", "reordered", "parent deleted", "deleted"} {
 		require.Positive(t, total[what], "the histories never %s: %v", what, total)
 	}
 }
@@ -243,7 +244,7 @@ func randomGroupHistory(t *testing.T, seed uint64) map[string]int {
 				"group %s state event %d:\nwant %v\ngot  %v", id, i, want.Tags, evs[0].Tags)
 		}
 	}
-	checkGroupReadRule(t, st, live, pks)
+	tally["deleted"] += checkGroupReadRule(t, st, live, pks)
 	return tally
 }
 
@@ -259,6 +260,73 @@ func requireProjectEqualsLive(t *testing.T, db *pgtest.DB) {
 	for _, id := range groups.Diff(live, rebuilt) {
 		require.Failf(t, "rebuild differs from live", "group %s:\nlive    %s\nrebuilt %s", id, dump(live[id]), dump(rebuilt[id]))
 	}
+}
+
+// TestGroupMigrationDeleted: migration 0032 gives the groups deleted before
+// it the row of cn_relay.group_access that groups.Access derives now (read
+// by no one), whatever row they had (none for a public group, its members'
+// for a private one), and leaves the others alone.
+func TestGroupMigrationDeleted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
+	require.NoError(t, err)
+	st := New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	require.NoError(t, st.SetGroups(Groups{Sign: node.Sign, Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsAny}}))
+	at := nostr.Now()
+	for i, ev := range []*nostr.Event{
+		{Kind: groups.KindCreateGroup, Tags: nostr.Tags{{"h", "gone"}}},
+		{Kind: groups.KindCreateGroup, Tags: nostr.Tags{{"h", "gonepriv"}}},
+		{Kind: groups.KindEditMetadata, Tags: nostr.Tags{{"h", "gonepriv"}, {"private"}}},
+		{Kind: groups.KindCreateGroup, Tags: nostr.Tags{{"h", "priv"}}},
+		{Kind: groups.KindEditMetadata, Tags: nostr.Tags{{"h", "priv"}, {"private"}, {"hidden"}}},
+		{Kind: groups.KindCreateGroup, Tags: nostr.Tags{{"h", "open"}}},
+		{Kind: groups.KindDeleteGroup, Tags: nostr.Tags{{"h", "gone"}}},
+		{Kind: groups.KindDeleteGroup, Tags: nostr.Tags{{"h", "gonepriv"}}},
+	} {
+		ev.CreatedAt = at + nostr.Timestamp(i)
+		require.NoError(t, node.Sign(ev))
+		res, err := st.Ingest(ctx, []*nostr.Event{ev})
+		require.NoError(t, err)
+		require.True(t, res[0].OK, "%d: %s", i, res[0].Message)
+	}
+	live, err := groups.Live(ctx, db.Pool)
+	require.NoError(t, err)
+	want := map[string]protocol.GroupRule{}
+	for id, s := range live {
+		if r, ok := groups.Access(s); ok {
+			want[id] = r
+		}
+	}
+	require.Len(t, want, 3, "gone, gonepriv and priv have rows")
+	require.True(t, want["gone"].Deleted && want["gonepriv"].Deleted && !want["priv"].Deleted)
+
+	// As before 0032: no deleted column; a deleted public group had no row,
+	// a deleted private one its members as readers.
+	_, err = db.Pool.Exec(ctx, `ALTER TABLE cn_relay.group_access DROP COLUMN deleted`)
+	require.NoError(t, err)
+	_, err = db.Pool.Exec(ctx, `DELETE FROM cn_relay.group_access WHERE scope = 'GROUP:gone'`)
+	require.NoError(t, err)
+	_, err = db.Pool.Exec(ctx, `UPDATE cn_relay.group_access SET private = true, hidden = false, readers = $1
+		WHERE scope = 'GROUP:gonepriv'`, []string{node.PubKey})
+	require.NoError(t, err)
+	migrations, err := schema.Migrations()
+	require.NoError(t, err)
+	var sql string
+	for _, m := range migrations {
+		if m.Version == 32 {
+			sql = m.SQL
+		}
+	}
+	require.NotEmpty(t, sql)
+	_, err = db.Pool.Exec(ctx, sql)
+	require.NoError(t, err)
+
+	rules, err := st.GroupAccess(ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, want, rules, "group_access after 0032 is what groups.Access derives")
+	requireProjectEqualsLive(t, db)
 }
 
 func dump(s *groups.State) string {
