@@ -1,6 +1,9 @@
 package relay
 
 import (
+	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -22,20 +25,7 @@ import (
 // once removed.
 func TestGroupWithheldReaders(t *testing.T) {
 	t.Parallel()
-	db := pgtest.New(t)
-	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
-	require.NoError(t, err)
-	relayAdmin := newKey(t)
-	cfg := testConfig()
-	cfg.Info.Self, cfg.Groups, cfg.GroupAdmins = node.PubKey, true, []string{relayAdmin.pk}
-	st := pgStore{store.New(db.Pool, startWriter(t, db), cfg.Limits.TopicRules)}
-	require.NoError(t, st.SetGroups(store.Groups{Sign: node.Sign,
-		Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsMembers, Admins: map[string]bool{relayAdmin.pk: true}}}))
-	reg := prometheus.NewRegistry()
-	r, err := New(cfg, withCache(cfg, Deps{Store: st, Sync: st, Recent: st, GroupAccess: st, Withheld: st, SyncTree: st,
-		Feed: NewPGFeed(db.Pool, nil), Registerer: reg}))
-	require.NoError(t, err)
-	tr := serveRelay(t, r)
+	tr, relayAdmin := startWithheldRelay(t, nil)
 	authed := func(k key) *client {
 		c := dial(t, tr.url)
 		c.authAs(k, tr.url)
@@ -166,4 +156,82 @@ func TestGroupWithheldReaders(t *testing.T) {
 	adminLive.send("REQ", "fence", map[string]any{"ids": []string{plainJoin.ID}})
 	msg := adminLive.next()
 	require.Equal(t, `"fence"`, string(msg[1]), "the removed admin gets no invite live: %s", join(msg))
+}
+
+// startWithheldRelay serves a relay on Postgres that hosts NIP-29 groups,
+// with a relay admin, and withheld events read through wrap(store) (nil: the
+// store).
+func startWithheldRelay(t *testing.T, wrap func(pgStore, *Relay) WithheldStore) (*testRelay, key) {
+	t.Helper()
+	db := pgtest.New(t)
+	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
+	require.NoError(t, err)
+	relayAdmin := newKey(t)
+	cfg := testConfig()
+	cfg.Info.Self, cfg.Groups, cfg.GroupAdmins = node.PubKey, true, []string{relayAdmin.pk}
+	st := pgStore{store.New(db.Pool, startWriter(t, db), cfg.Limits.TopicRules)}
+	require.NoError(t, st.SetGroups(store.Groups{Sign: node.Sign,
+		Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsMembers, Admins: map[string]bool{relayAdmin.pk: true}}}))
+	deps := Deps{Store: st, Sync: st, Recent: st, GroupAccess: st, Withheld: st, SyncTree: st,
+		Feed: NewPGFeed(db.Pool, nil), Registerer: prometheus.NewRegistry()}
+	r, err := New(cfg, withCache(cfg, deps))
+	require.NoError(t, err)
+	if wrap != nil {
+		r.withheld = wrap(st, r)
+	}
+	return serveRelay(t, r), relayAdmin
+}
+
+// hookedWithheld runs before ahead of each read of withheld events.
+type hookedWithheld struct {
+	pgStore
+	before func()
+}
+
+func (h hookedWithheld) GroupWithheld(ctx context.Context, f nostr.Filter, r groups.WithheldReader) ([]*nostr.Event, error) {
+	h.before()
+	return h.pgStore.GroupWithheld(ctx, f, r)
+}
+
+// TestGroupWithheldOnce: an invite code committed after a subscription was
+// filed and before its stored part read the withheld events is both read and
+// delivered live (held until EOSE); the client gets it once.
+func TestGroupWithheldOnce(t *testing.T) {
+	t.Parallel()
+	var pending atomic.Pointer[nostr.Event] // the invite the next read commits first
+	hookErr := make(chan error, 1)
+	alice := newKey(t)
+	tr, _ := startWithheldRelay(t, func(st pgStore, r *Relay) WithheldStore {
+		return hookedWithheld{pgStore: st, before: func() {
+			inv := pending.Swap(nil)
+			if inv == nil {
+				return
+			}
+			// What the relay does with an EVENT it withholds (messages.go
+			// onEvent): ingest, then live delivery.
+			res, err := st.Ingest(context.Background(), []*nostr.Event{inv})
+			if err == nil && !res[0].Withheld {
+				err = fmt.Errorf("not withheld: %+v", res[0])
+			}
+			if err == nil {
+				r.fanoutWithheld(context.Background(), inv)
+			}
+			hookErr <- err
+		}}
+	})
+	c := dial(t, tr.url)
+	c.authAs(alice, tr.url)
+	c.accepted(alice.note(t, "hello", nil))
+	c.accepted(alice.signed(t, groups.KindCreateGroup, nostr.Tags{h("g")}, ""))
+	inv := alice.signed(t, groups.KindCreateInvite, nostr.Tags{h("g"), {"code", "once"}}, "")
+	pending.Store(inv)
+	c.send("REQ", "s", map[string]any{"kinds": []int{groups.KindCreateInvite}, "#h": []string{"g"}})
+	require.Equal(t, inv.ID, c.event("s").ID)
+	c.eose("s")
+	require.NoError(t, <-hookErr)
+	fence := alice.signed(t, 9, nostr.Tags{h("g")}, "fence")
+	c.accepted(fence)
+	c.send("REQ", "fence", map[string]any{"ids": []string{fence.ID}})
+	msg := c.next()
+	require.Equal(t, `"fence"`, string(msg[1]), "no second copy: %s", join(msg))
 }

@@ -229,8 +229,9 @@ func (c *conn) onAuth(ev *nostr.Event) {
 // answered auth-required, after the challenge when the connection has not had
 // it yet (NIP-42); other filters are served minus what the reader may not see
 // (protocol.Viewer). A client that authenticates and sends the REQ again gets
-// its whole answer. Filters naming a private group are answered as
-// groupReadReason says.
+// its whole answer. A filter that names kind 9009 (NIP-29 invite codes,
+// withheld.go) is answered the same way. Filters naming a private group are
+// answered as groupReadReason says.
 func (c *conn) checkRead(filters []nostr.Filter) ([]nostr.Filter, string) {
 	if c.r.cfg.Auth.RequiredForReads && len(c.authed) == 0 {
 		c.sendChallenge()
@@ -254,7 +255,7 @@ func (c *conn) checkRead(filters []nostr.Filter) ([]nostr.Filter, string) {
 		c.sendChallenge()
 		return nil, reasonAuthForPrivate
 	}
-	if len(c.authed) == 0 && c.challenge != "" && c.r.withheld != nil && slices.ContainsFunc(out, asksInvites) {
+	if len(c.authed) == 0 && c.challenge != "" && c.r.cfg.Groups && c.r.withheld != nil && slices.ContainsFunc(out, asksInvites) {
 		c.sendChallenge()
 		return nil, reasonAuthForInvites
 	}

@@ -50,9 +50,9 @@ type Deps struct {
 	// GroupAccess, if set, has private and hidden NIP-29 groups enforced on
 	// the paths the relay answers from memory (groupgate.go).
 	GroupAccess GroupAccessStore
-	// Withheld, if set, serves the NIP-29 events withheld for their invite
-	// codes to the REQs of the readers allowed to read them, stored and
-	// live (withheld.go). Nil: nobody reads them.
+	// Withheld, if set (with Config.Groups), serves the NIP-29 events
+	// withheld for their invite codes to the REQs of the readers allowed to
+	// read them, stored and live (withheld.go). Nil: nobody reads them.
 	Withheld WithheldStore
 	// SyncTree, if set, with Sync and GroupAccess, fills the NIP-77
 	// fingerprint tree while Config.NegTree is set (negentropy_tree.go).

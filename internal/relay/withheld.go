@@ -42,7 +42,7 @@ func withheldReader(v protocol.Viewer) groups.WithheldReader {
 // 9009 or 9021 or none, no search), nil for every other REQ: those cost
 // nothing more.
 func (r *Relay) withheldFilters(filters []nostr.Filter, v protocol.Viewer) []nostr.Filter {
-	if r.withheld == nil || len(v.Authed) == 0 {
+	if r.withheld == nil || !r.cfg.Groups || len(v.Authed) == 0 {
 		return nil
 	}
 	var out []nostr.Filter
@@ -169,7 +169,7 @@ func sortEvents(evs []*nostr.Event) {
 // their subscribers read it when they send the REQ again. It reads the state
 // only when a subscription matches, at most QueryTimeout.
 func (r *Relay) fanoutWithheld(ctx context.Context, ev *nostr.Event) {
-	if r.withheld == nil {
+	if r.withheld == nil || !r.cfg.Groups {
 		return
 	}
 	var subs []*subscription
