@@ -156,6 +156,16 @@ func TestGroupWithheldReaders(t *testing.T) {
 	adminLive.send("REQ", "fence", map[string]any{"ids": []string{plainJoin.ID}})
 	msg := adminLive.next()
 	require.Equal(t, `"fence"`, string(msg[1]), "the removed admin gets no invite live: %s", join(msg))
+
+	// A private group's rule applies on top: its moderator reads the codes;
+	// a requester who is no member does not read even their own request
+	// (as for one without a code), one who joined does.
+	authed(relayAdmin).accepted(relayAdmin.signed(t, groups.KindEditMetadata, nostr.Tags{h("g"), {"name", "G"}, {"closed"}, {"private"}}, ""))
+	require.Equal(t, []string{inv3.ID, inv2.ID, inv1.ID}, authed(mod).req("inv", invites).ids)
+	require.Equal(t, []string{plainJoin.ID, erinJoin.ID, daveJoin.ID}, authed(mod).req("j", joins).ids)
+	require.Regexp(t, "^restricted: ", authed(erin).req("j", joins).closed)
+	require.Empty(t, authed(erin).req("j", map[string]any{"kinds": []int{groups.KindJoinRequest}, "authors": []string{erin.pk}, "#h": []string{"g"}}).ids)
+	require.Equal(t, []string{plainJoin.ID, daveJoin.ID}, authed(dave).req("j", joins).ids, "a member: the shared requests and their own")
 }
 
 // startWithheldRelay serves a relay on Postgres that hosts NIP-29 groups,
