@@ -166,6 +166,13 @@ func TestGroupWithheldReaders(t *testing.T) {
 	require.Regexp(t, "^restricted: ", authed(erin).req("j", joins).closed)
 	require.Empty(t, authed(erin).req("j", map[string]any{"kinds": []int{groups.KindJoinRequest}, "authors": []string{erin.pk}, "#h": []string{"g"}}).ids)
 	require.Equal(t, []string{plainJoin.ID, daveJoin.ID}, authed(dave).req("j", joins).ids, "a member: the shared requests and their own")
+
+	// A deleted group is read by relay admins and the node only, its
+	// withheld events too.
+	authed(relayAdmin).accepted(relayAdmin.signed(t, groups.KindDeleteGroup, nostr.Tags{h("g")}, ""))
+	require.Empty(t, authed(mod).req("inv", invites).ids, "the moderator of a deleted group")
+	require.Empty(t, authed(dave).req("j", joins).ids, "the joiner of a deleted group")
+	require.Equal(t, []string{inv3.ID, inv2.ID, inv1.ID}, authed(relayAdmin).req("inv", invites).ids)
 }
 
 // startWithheldRelay serves a relay on Postgres that hosts NIP-29 groups,
