@@ -107,8 +107,9 @@
 //
 // Invite codes are secrets. A 9009 (create-invite) and a 9021 that carries a
 // `code` tag are withheld: kept in cn_relay.group_withheld (which Project
-// reads), never in cn_relay.events, the outbox, the index or any answer to a
-// client (a per-admin read rule for them is not built).
+// reads), never in cn_relay.events, the outbox or the index. The relay adds
+// them to the REQs of the readers WithheldReader allows (ReadWithheld; live,
+// the relay that took one delivers it); no other path returns them.
 //
 // # Metrics
 //

@@ -18,7 +18,8 @@ import (
 
 // The tables (migration 0024): cn_relay.groups holds each group's State (its
 // Dump) as the relay keeps it live; cn_relay.group_withheld holds the group
-// events no reader may see (Decision.Withhold). internal/store writes both in
+// events kept off the shared read paths (Decision.Withhold; only a REQ by
+// the readers WithheldReader allows returns them, ReadWithheld). internal/store writes both in
 // the transaction of the batch that decided them (QueueSave, QueueWithhold);
 // Replace (cnctl groups rebuild --write) is their only other writer. Every
 // writer holds the group's lock (schema.GroupLockSQL) first.

@@ -176,6 +176,7 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		Sync:        st,
 		Recent:      st,
 		GroupAccess: st,
+		Withheld:    st,
 		SyncTree:    st,
 		Feed:        feed,
 		Logger:      logger,

@@ -152,4 +152,9 @@ func (l Limits) Limitation() nip11.RelayLimitationDocument {
 type Verdict struct {
 	OK      bool
 	Message string
+	// Withheld: the event was kept, for the first time, withheld from the
+	// shared read paths (a NIP-29 invite code: groups.Decision.Withhold), so
+	// the relay that took it delivers it live to the subscriptions allowed
+	// to read it (it has no outbox row).
+	Withheld bool
 }

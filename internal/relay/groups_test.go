@@ -38,7 +38,7 @@ func startGroupRelay(t *testing.T, edit func(*groups.Policy)) *groupRelay {
 	}
 	require.NoError(t, st.SetGroups(store.Groups{Policy: pol, Sign: node.Sign}))
 	reg := prometheus.NewRegistry()
-	r, err := New(cfg, withCache(cfg, Deps{Store: pgStore{st}, Sync: pgStore{st}, Recent: pgStore{st}, GroupAccess: pgStore{st}, SyncTree: pgStore{st}, Feed: NewPGFeed(db.Pool, nil), Registerer: reg}))
+	r, err := New(cfg, withCache(cfg, Deps{Store: pgStore{st}, Sync: pgStore{st}, Recent: pgStore{st}, GroupAccess: pgStore{st}, Withheld: pgStore{st}, SyncTree: pgStore{st}, Feed: NewPGFeed(db.Pool, nil), Registerer: reg}))
 	require.NoError(t, err)
 	return &groupRelay{testRelay: serveRelay(t, r), db: db, node: node}
 }
@@ -149,7 +149,8 @@ func TestGroupModeration(t *testing.T) {
 
 	// Invite codes: withheld from every reader; a valid one joins at once.
 	c.accepted(alice.signed(t, groups.KindCreateInvite, nostr.Tags{h("pizza"), {"code", "s3cret"}}, ""))
-	require.Empty(t, g.query(t, c, map[string]any{"kinds": []int{groups.KindCreateInvite}}))
+	require.Regexp(t, "^auth-required: ", c.req("inv", map[string]any{"kinds": []int{groups.KindCreateInvite}}).closed,
+		"invite codes are for the group's admins, who authenticate")
 	c.accepted(dave.signed(t, groups.KindJoinRequest, nostr.Tags{h("pizza"), {"code", "s3cret"}}, ""))
 	require.Empty(t, g.query(t, c, map[string]any{"kinds": []int{groups.KindJoinRequest}, "authors": []string{dave.pk}}), "a join with a code is withheld")
 	c.refused(erin.signed(t, groups.KindJoinRequest, nostr.Tags{h("pizza"), {"code", "guess"}}, ""), "restricted: pending review: this invite code is unknown")

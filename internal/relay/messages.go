@@ -126,6 +126,11 @@ func (c *conn) onEvent(ev *nostr.Event) {
 	}
 	if !c.r.batcher.submit(ev, func(res IngestResult) {
 		c.r.m.countGroupEvent(ev, res.OK, res.Message)
+		if res.Withheld {
+			// (before the OK: once its author has the answer, the event is
+			// queued to every live subscriber of this process allowed it)
+			c.r.fanoutWithheld(context.Background(), ev)
+		}
 		c.answer(ev.ID, res.OK, res.Message)
 	}) {
 		c.answer(ev.ID, false, reasonShuttingDown)
@@ -224,8 +229,9 @@ func (c *conn) onAuth(ev *nostr.Event) {
 // answered auth-required, after the challenge when the connection has not had
 // it yet (NIP-42); other filters are served minus what the reader may not see
 // (protocol.Viewer). A client that authenticates and sends the REQ again gets
-// its whole answer. Filters naming a private group are answered as
-// groupReadReason says.
+// its whole answer. A filter that names kind 9009 (NIP-29 invite codes,
+// withheld.go) is answered the same way. Filters naming a private group are
+// answered as groupReadReason says.
 func (c *conn) checkRead(filters []nostr.Filter) ([]nostr.Filter, string) {
 	if c.r.cfg.Auth.RequiredForReads && len(c.authed) == 0 {
 		c.sendChallenge()
@@ -248,6 +254,10 @@ func (c *conn) checkRead(filters []nostr.Filter) ([]nostr.Filter, string) {
 		}
 		c.sendChallenge()
 		return nil, reasonAuthForPrivate
+	}
+	if len(c.authed) == 0 && c.challenge != "" && c.r.cfg.Groups && c.r.withheld != nil && slices.ContainsFunc(out, asksInvites) {
+		c.sendChallenge()
+		return nil, reasonAuthForInvites
 	}
 	if reason := c.groupReadReason(out, c.viewer()); reason != "" {
 		return nil, reason
@@ -388,6 +398,7 @@ func (c *conn) onReq(subID string, filters []nostr.Filter) {
 		return
 	}
 	s := newSubscription(c, subID, filters, c.viewer())
+	s.withheld = c.r.withheldFilters(filters, s.viewer)
 	c.subs.put(s)
 	c.mu.Unlock()
 	if invite != nil { // before the query starts: before EOSE
@@ -505,6 +516,24 @@ func (c *conn) runQuery(s *subscription) {
 	}
 	if res.Source == readpath.Primary && !stopped {
 		c.r.offerLearn(s, events, sv, seq)
+	}
+	if len(s.withheld) > 0 {
+		// After the cache learnt the shared answer (never these). On the
+		// primary, after the stored part: a withheld event committed since
+		// the subscription was filed is read here or delivered live, and
+		// withheldSent keeps it from coming twice.
+		wctx, wcancel := context.WithTimeout(s.ctx, c.r.cfg.QueryTimeout)
+		events, err = c.r.addWithheld(wctx, s, events, sv)
+		wcancel()
+		if err != nil {
+			c.mem.give(held)
+			if s.ctx.Err() == nil {
+				c.logger().Warn("withheld group events query failed", "sub", s.id, "err", err)
+				c.dropSub(s)
+				c.enqueue(closedMsg(s.id, reasonQueryFailed))
+			}
+			return
+		}
 	}
 	s.replay(events, sv, seq, held)
 }

@@ -50,6 +50,10 @@ type Deps struct {
 	// GroupAccess, if set, has private and hidden NIP-29 groups enforced on
 	// the paths the relay answers from memory (groupgate.go).
 	GroupAccess GroupAccessStore
+	// Withheld, if set (with Config.Groups), serves the NIP-29 events
+	// withheld for their invite codes to the REQs of the readers allowed to
+	// read them, stored and live (withheld.go). Nil: nobody reads them.
+	Withheld WithheldStore
 	// SyncTree, if set, with Sync and GroupAccess, fills the NIP-77
 	// fingerprint tree while Config.NegTree is set (negentropy_tree.go).
 	SyncTree SyncTreeStore
@@ -144,7 +148,8 @@ type Relay struct {
 	batcher  *batcher
 	follower *follower
 	health   *healthCheck
-	groups   *groupGate // the private and hidden groups' rule (groupgate.go)
+	groups   *groupGate    // the private and hidden groups' rule (groupgate.go)
+	withheld WithheldStore // nil: withheld group events are read by nobody (withheld.go)
 
 	eventsPerIP     *limiter
 	eventsPerPubkey *limiter
@@ -183,6 +188,7 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 		ranks:           deps.Ranks,
 		ephemeral:       deps.Ephemeral,
 		members:         deps.Members,
+		withheld:        deps.Withheld,
 		management:      deps.Management,
 		log:             deps.Logger,
 		m:               newMetrics(deps.Registerer),

@@ -37,7 +37,11 @@ type subscription struct {
 	head    []byte          // eventHead(id), the start of its EVENT messages
 	filters []nostr.Filter  // read by its query; nil once the query has ended (endQuery)
 	viewer  protocol.Viewer // who reads: private kinds are delivered to their parties only
-	entries []*indexEntry   // owned by subIndex
+	// withheld are the filters that can match withheld group events its
+	// reader may read (Relay.withheldFilters; nil for nearly every
+	// subscription): live, Relay.fanoutWithheld delivers by them.
+	withheld []nostr.Filter
+	entries  []*indexEntry // owned by subIndex
 
 	// ctx is cancelled when the subscription closes. It is the query's: the
 	// query goroutine alone reads it, and drops it when it ends (endQuery),
@@ -50,10 +54,11 @@ type subscription struct {
 
 	mu           sync.Mutex
 	closed       bool
-	snapshot     int64         // the stored part's outbox seq; set by replay
-	live         bool          // stored events and EOSE are queued; deliver directly
-	pending      []pendingLive // live matches held until EOSE
-	pendingBytes int           // the total length of their JSON, taken from the connection's budget
+	snapshot     int64           // the stored part's outbox seq; set by replay
+	live         bool            // stored events and EOSE are queued; deliver directly
+	pending      []pendingLive   // live matches held until EOSE
+	pendingBytes int             // the total length of their JSON, taken from the connection's budget
+	withheldSent map[string]bool // the withheld events the stored part holds (Relay.addWithheld): not delivered live again
 }
 
 type pendingLive struct {
@@ -89,6 +94,13 @@ func (s *subscription) covered(seq int64) bool {
 	return seq != 0 && seq <= s.snapshot
 }
 
+// sentWithheld reports whether the stored part holds ev, a live event
+// without an outbox row (seq 0) that may be a withheld group event
+// (Relay.fanoutWithheld). Under s.mu, or in replay after the stored part.
+func (s *subscription) sentWithheld(seq int64, ev *nostr.Event) bool {
+	return seq == 0 && s.withheldSent != nil && s.withheldSent[ev.ID]
+}
+
 // deliver hands a live event, made visible by outbox row seq (0: ephemeral), to
 // the subscription without ever blocking: it is queued on the connection, or
 // held until EOSE, or skipped when the stored part holds it. It reports whether
@@ -112,7 +124,7 @@ func (s *subscription) deliver(ev *nostr.Event, seq int64, evJSON []byte) bool {
 		s.pendingBytes += len(evJSON)
 		return true
 	}
-	if s.covered(seq) || !mayWrite(s.viewer, ev, evJSON) {
+	if s.covered(seq) || s.sentWithheld(seq, ev) || !mayWrite(s.viewer, ev, evJSON) {
 		return false
 	}
 	return s.conn.enqueueMsg(s.event(evJSON))
@@ -181,7 +193,7 @@ func (s *subscription) replay(stored []*nostr.Event, sv *servedJSON, seq int64, 
 		s.mu.Unlock()
 		for i, p := range pending {
 			c.mem.give(len(p.json)) // (taken by deliver)
-			if s.covered(p.seq) || !mayWrite(s.viewer, p.ev, p.json) {
+			if s.covered(p.seq) || s.sentWithheld(p.seq, p.ev) || !mayWrite(s.viewer, p.ev, p.json) {
 				continue
 			}
 			if !c.enqueueBulk(s.ctx, s.event(p.json)) {

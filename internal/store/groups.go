@@ -323,6 +323,7 @@ func (p *plan) decideGroup(ev *nostr.Event) (d *groups.Decision, v protocol.Verd
 	case !dec.Keep:
 		return nil, v, true
 	case dec.Withhold:
+		v.Withheld = true
 		p.withheld = append(p.withheld, ev)
 		p.withheldSeen[ev.ID] = true
 		p.applyGroup(ev, &dec)
