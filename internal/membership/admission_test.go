@@ -187,6 +187,17 @@ func TestRebuildEqualsLive(t *testing.T) {
 	for _, m := range []string{"setrole", "removerole", "assignrole", "unassignrole"} {
 		require.NotZero(t, done[m], "the history has a %s", m)
 	}
+	// And, whatever the random part left: a role removed for good, a member
+	// with roles removed, a member with roles kept.
+	survivor, leaver := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
+	roleCall("setrole", "gone", map[string]string{"label": "gone"})
+	roleCall("setrole", "kept", map[string]string{"label": "kept"})
+	for _, sk := range []string{survivor, leaver} {
+		roleCall("addmember", testkit.Pub(sk), "", []string{"gone", "kept"})
+	}
+	roleCall("removerole", "gone")
+	ok, reason := conn(leaver).publish(testkit.SignNow(t, leaver, membership.KindLeave, nostr.Tags{{"-"}}, ""))
+	require.True(t, ok, reason)
 	// Roles: the defined ones and who has them, recomputed from the stored
 	// 33534, kind 5 and newest 13534, equal what the relay kept.
 	liveState, err := membership.LiveState(ctx, e.db.Pool)

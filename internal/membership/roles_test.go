@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -165,13 +166,18 @@ func TestRoles(t *testing.T) {
 	require.Equal(t, map[string][]string{adminPK: {}}, list())
 	call(e.admin, 200, "addmember", bobPK)
 	require.Equal(t, map[string][]string{adminPK: {}, bobPK: {}}, list())
-	call(e.admin, 200, "assignrole", bobPK, "king")
+	call(e.admin, 200, "assignrole", bobPK, "mod") // (the king role he had is gone, not merely hidden)
+	require.Equal(t, map[string][]string{adminPK: {}, bobPK: {"mod"}}, list())
 	bc := dial(t, e.url)
 	bc.auth(bob)
 	ok, reason := bc.publish(testkit.SignNow(t, bob, membership.KindLeave, nostr.Tags{{"-"}}, ""))
 	require.True(t, ok, reason)
+	live, err := membership.LiveState(ctx, e.db.Pool)
+	require.NoError(t, err)
+	require.NotContains(t, live.Assigned, bobPK, "left: no roles kept")
 	call(e.admin, 200, "addmember", bobPK)
-	require.Equal(t, map[string][]string{adminPK: {}, bobPK: {}}, list())
+	call(e.admin, 200, "assignrole", bobPK, "king")
+	require.Equal(t, map[string][]string{adminPK: {}, bobPK: {"king"}}, list())
 
 	// A client's own 33534 is refused, a member's included.
 	err = rl.Publish(ctx, *testkit.SignNow(t, bob, membership.KindRole, nostr.Tags{{"-"}, {"d", "king"}, {"label", "usurper"}}, ""))
@@ -182,5 +188,48 @@ func TestRoles(t *testing.T) {
 	// Every change is in the management log.
 	var n int
 	require.NoError(t, e.db.Pool.QueryRow(ctx, `SELECT count(*) FROM cn_admin.log WHERE method IN ('setrole', 'removerole', 'assignrole', 'unassignrole')`).Scan(&n))
-	require.Equal(t, 10, n, "refused calls roll back")
+	require.Equal(t, 11, n, "refused calls roll back")
+}
+
+// TestProjectRoles: a role is the newest 33534 for its id by the node, unless
+// the node's deletion at or after it addresses it; whatever the order.
+func TestProjectRoles(t *testing.T) {
+	node, other := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
+	self := testkit.Pub(node)
+	role := func(sk, id, label string, at int64) *nostr.Event {
+		ev := membership.RoleEvent(membership.Role{ID: id, Label: label}, at)
+		require.NoError(t, ev.Sign(sk))
+		return ev
+	}
+	del := func(sk, id string, at int64) *nostr.Event {
+		ev := membership.RoleDeletion(testkit.Pub(sk), id, at)
+		require.NoError(t, ev.Sign(sk))
+		return ev
+	}
+	evs := []*nostr.Event{
+		role(node, "a", "old", 100), role(node, "a", "new", 200), // newest wins
+		role(node, "b", "x", 100), del(node, "b", 150), // deleted
+		role(node, "c", "x", 100), del(node, "c", 100), // deleted (at the same second)
+		role(node, "d", "x", 100), del(node, "d", 150), role(node, "d", "again", 151), // defined again after
+		role(other, "e", "x", 100),                      // not the node's
+		role(node, "f", "x", 100), del(other, "f", 200), // not the node's deletion
+	}
+	for range 5 {
+		rand.Shuffle(len(evs), func(i, j int) { evs[i], evs[j] = evs[j], evs[i] })
+		got := membership.ProjectRoles(self, evs)
+		labels := map[string]string{}
+		for id, r := range got {
+			labels[id] = r.Label
+		}
+		require.Equal(t, map[string]string{"a": "new", "d": "again", "f": "x"}, labels)
+	}
+}
+
+// TestProjectAssignments: the 13534's role arguments, for members and defined roles only.
+func TestProjectAssignments(t *testing.T) {
+	list := membership.ListEvent(map[string][]string{"m1": {"b", "a"}, "m2": {"gone"}, "out": {"a"}, "m3": nil}, 1)
+	regs := map[string]membership.Register{"m1": {Member: true}, "m2": {Member: true}, "m3": {Member: true}, "out": {Member: false}}
+	roles := map[string]membership.Role{"a": {ID: "a"}, "b": {ID: "b"}}
+	require.Equal(t, map[string][]string{"m1": {"a", "b"}}, membership.ProjectAssignments(list, regs, roles))
+	require.Empty(t, membership.ProjectAssignments(nil, regs, roles))
 }
