@@ -34,7 +34,7 @@ type membersOpts struct {
 // in cn_admin.log with the operator's user@host. Changes are signed by the
 // node key (NIP-11 self), as the relay signs them.
 func membersCommand() *cli.Command {
-	keyFlag := &cli.StringFlag{Name: "node-key-file", Value: nodekey.DefaultFile, EnvVars: []string{"CN_NODE_KEY_FILE"}, Usage: "the node key, which signs the 8000/8001/13534 a change publishes"}
+	keyFlag := &cli.StringFlag{Name: "node-key-file", Value: nodekey.DefaultFile, EnvVars: []string{"CN_NODE_KEY_FILE"}, Usage: "the node key, which signs the 8000/8001/13534/33534/5 a change publishes"}
 	jsonFlag := &cli.BoolFlag{Name: "json", Usage: "print the NIP-86 result as JSON"}
 	reasonFlag := &cli.StringFlag{Name: "reason", Usage: "why (recorded)"}
 	param := func(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
