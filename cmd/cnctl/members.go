@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -33,7 +34,7 @@ type membersOpts struct {
 // in cn_admin.log with the operator's user@host. Changes are signed by the
 // node key (NIP-11 self), as the relay signs them.
 func membersCommand() *cli.Command {
-	keyFlag := &cli.StringFlag{Name: "node-key-file", Value: nodekey.DefaultFile, EnvVars: []string{"CN_NODE_KEY_FILE"}, Usage: "the node key, which signs the 8000/8001/13534 a change publishes"}
+	keyFlag := &cli.StringFlag{Name: "node-key-file", Value: nodekey.DefaultFile, EnvVars: []string{"CN_NODE_KEY_FILE"}, Usage: "the node key, which signs the 8000/8001/13534/33534/5 a change publishes"}
 	jsonFlag := &cli.BoolFlag{Name: "json", Usage: "print the NIP-86 result as JSON"}
 	reasonFlag := &cli.StringFlag{Name: "reason", Usage: "why (recorded)"}
 	param := func(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
@@ -62,14 +63,21 @@ func membersCommand() *cli.Command {
 			Run: runMembersList,
 		}.build()
 	}
-	change := func(name, method, usage string, reason bool) *cli.Command {
+	change := func(name, method, usage string, reason bool, extra ...cli.Flag) *cli.Command {
 		flags := []cli.Flag{keyFlag}
 		if reason {
 			flags = append(flags, reasonFlag)
 		}
+		flags = append(flags, extra...)
 		return command[membersOpts]{
 			Name: name, Usage: usage, ArgsUsage: "PUBKEY", DB: true, Flags: flags,
-			Options: onePubkey(method, reason),
+			Options: func(c *cli.Context) (membersOpts, error) {
+				o, err := onePubkey(method, reason)(c)
+				if err == nil && len(c.StringSlice("role")) > 0 { // addmember's [pubkey, reason, roles]
+					o.params = append(o.params[:1], param(c.String("reason")), param(c.StringSlice("role")))
+				}
+				return o, err
+			},
 			Run: func(ctx context.Context, e env, o membersOpts) error {
 				if _, err := runMembers(ctx, e, o); err != nil {
 					return err
@@ -83,7 +91,8 @@ func membersCommand() *cli.Command {
 		list("list", "listmembers", "the NIP-43 members (those the node's kind 13534 lists), with how each joined"),
 		list("invites", "listinvites", "invite codes: id, issuer, expiry, state (never the code itself)"),
 		list("pending", "listpendingmembers", "join requests waiting for an admin (no invite code, rank below --admit-min-rank)"),
-		change("add", "addmember", "make a key a member (publishes 8000 and a new 13534)", true),
+		change("add", "addmember", "make a key a member (publishes 8000 and a new 13534)", true,
+			&cli.StringSliceFlag{Name: "role", Usage: "also assign this defined role (repeatable; see members roles)"}),
 		change("remove", "removemember", "remove a member (publishes 8001 and a new 13534); their later posts are refused in invite mode", true),
 		change("admit", "admitmember", "admit a pending join request", false),
 		change("deny", "denymember", "drop a pending join request", true),
@@ -129,8 +138,9 @@ func membersCommand() *cli.Command {
 				return nil
 			},
 		}.build(),
+		rolesCommand(keyFlag, jsonFlag),
 		command[membersOpts]{
-			Name: "rebuild", Usage: "recompute membership from the node's stored 8000/8001 events and compare it with what the relay keeps; --write replaces it",
+			Name: "rebuild", Usage: "recompute membership and roles from the node's stored 8000/8001/33534/5/13534 events and compare them with what the relay keeps; --write replaces it",
 			DB: true, Flags: []cli.Flag{keyFlag, &cli.BoolFlag{Name: "write", Usage: "replace the kept registers with the recomputed ones"}},
 			Options: func(c *cli.Context) (membersOpts, error) {
 				return membersOpts{keyFile: c.String("node-key-file"), write: c.Bool("write")}, nil
@@ -177,9 +187,14 @@ func runMembersList(ctx context.Context, e env, o membersOpts) error {
 	}
 	switch rows := res.(type) {
 	case []membership.Member:
-		fmt.Fprintln(w, "PUBKEY\tVIA\tSINCE")
+		fmt.Fprintln(w, "PUBKEY\tVIA\tSINCE\tROLES")
 		for _, m := range rows {
-			fmt.Fprintf(w, "%s\t%s\t%s\n", m.Pubkey, m.Via, at(m.Since))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", m.Pubkey, m.Via, at(m.Since), strings.Join(m.Roles, ","))
+		}
+	case []membership.Role:
+		fmt.Fprintln(w, "ID\tLABEL\tCOLOR\tORDER\tDESCRIPTION")
+		for _, r := range rows {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Label, r.Color, r.Order, r.Description)
 		}
 	case []membership.Invite:
 		fmt.Fprintln(w, "ID\tSTATE\tISSUER\tEXPIRES\tUSED BY")
@@ -204,19 +219,18 @@ func runMembersRebuild(ctx context.Context, e env, o membersOpts) error {
 	if err != nil {
 		return err
 	}
-	stored, err := membership.Stored(ctx, e.Pool, key.PubKey)
+	projected, n, err := membership.StoredState(ctx, e.Pool, key.PubKey)
 	if err != nil {
 		return err
 	}
-	projected := membership.Project(key.PubKey, stored)
-	live, err := membership.Live(ctx, e.Pool)
+	live, err := membership.LiveState(ctx, e.Pool)
 	if err != nil {
 		return err
 	}
-	diff := membership.Diff(live, projected)
-	fmt.Fprintf(e.Out, "%d events, %d keys, %d differ\n", len(stored), len(projected), len(diff))
-	for _, pk := range diff {
-		fmt.Fprintf(e.Out, "  %s kept %+v, recomputed %+v\n", pk, live[pk], projected[pk])
+	diff := projected.Diff(live)
+	fmt.Fprintf(e.Out, "%d events, %d roles, %d keys, %d differ\n", n, len(projected.Roles), len(projected.Registers), len(diff))
+	for _, line := range diff {
+		fmt.Fprintf(e.Out, "  %s\n", line)
 	}
 	if !o.write || len(diff) == 0 {
 		return nil
@@ -234,4 +248,115 @@ func runMembersRebuild(ctx context.Context, e env, o membersOpts) error {
 	}
 	fmt.Fprintln(e.Out, "replaced")
 	return nil
+}
+
+// rolesCommand is NIP-43 roles for operators: each subcommand runs the
+// relay's NIP-86 method of the same meaning (listroles, setrole, removerole,
+// assignrole, unassignrole). Roles are for clients to display; this relay
+// gives them no access effect.
+func rolesCommand(keyFlag, jsonFlag cli.Flag) *cli.Command {
+	param := func(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
+	done := func(ctx context.Context, e env, o membersOpts) error {
+		if _, err := runMembers(ctx, e, o); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.Out, "members roles %s: done\n", o.arg)
+		return nil
+	}
+	roleID := func(c *cli.Context, i int) (string, error) {
+		id := c.Args().Get(i)
+		if err := membership.ValidRoleID(id); err != nil {
+			return "", err
+		}
+		return id, nil
+	}
+	assign := func(name, method, usage string) *cli.Command {
+		return command[membersOpts]{
+			Name: name, Usage: usage, ArgsUsage: "PUBKEY ROLE", DB: true, Flags: []cli.Flag{keyFlag},
+			Options: func(c *cli.Context) (membersOpts, error) {
+				if c.NArg() != 2 {
+					return membersOpts{}, errors.New("name one pubkey (hex or npub) and one role id")
+				}
+				pk, err := protocol.ParsePubkey(c.Args().First())
+				if err != nil {
+					return membersOpts{}, err
+				}
+				id, err := roleID(c, 1)
+				if err != nil {
+					return membersOpts{}, err
+				}
+				return membersOpts{method: method, params: []json.RawMessage{param(pk), param(id)}, arg: name + " " + pk + " " + id,
+					keyFile: c.String("node-key-file")}, nil
+			},
+			Run: done,
+		}.build()
+	}
+	fields := []string{"label", "description", "color", "order"}
+	setFlags := []cli.Flag{keyFlag,
+		&cli.StringFlag{Name: "label", Usage: "the role's label (\"\": none)"},
+		&cli.StringFlag{Name: "description", Usage: "the role's description (\"\": none)"},
+		&cli.StringFlag{Name: "color", Usage: "a hue from 0 to 360 (\"\": none)"},
+		&cli.StringFlag{Name: "order", Usage: "an integer, for clients' display order (\"\": none)"},
+	}
+	return group("roles", "NIP-43 roles (kind 33534) and who has them; no access effect here (docs/membership.md)",
+		command[membersOpts]{
+			Name: "list", Usage: "the defined roles", DB: true, Flags: []cli.Flag{jsonFlag},
+			Options: func(c *cli.Context) (membersOpts, error) {
+				return membersOpts{method: "listroles", json: c.Bool("json")}, nil
+			},
+			Run: runMembersList,
+		}.build(),
+		command[membersOpts]{
+			Name: "set", Usage: "define a role or change the fields given (publishes its 33534)", ArgsUsage: "ID", DB: true, Flags: setFlags,
+			Options: func(c *cli.Context) (membersOpts, error) {
+				if c.NArg() != 1 {
+					return membersOpts{}, errors.New("name one role id")
+				}
+				id, err := roleID(c, 0)
+				if err != nil {
+					return membersOpts{}, err
+				}
+				var patch membership.RolePatch
+				for _, f := range fields {
+					if !c.IsSet(f) {
+						continue
+					}
+					v := c.String(f)
+					switch f {
+					case "label":
+						patch.Label = &v
+					case "description":
+						patch.Description = &v
+					case "color":
+						patch.Color = &v
+					case "order":
+						patch.Order = &v
+					}
+				}
+				if err := patch.Validate(); err != nil {
+					return membersOpts{}, err
+				}
+				return membersOpts{method: "setrole", params: []json.RawMessage{param(id), param(patch)}, arg: "set " + id,
+					keyFile: c.String("node-key-file")}, nil
+			},
+			Run: done,
+		}.build(),
+		command[membersOpts]{
+			Name: "remove", Usage: "remove a role (publishes the NIP-09 deletion of its 33534) and take it off every member", ArgsUsage: "ID", DB: true,
+			Flags: []cli.Flag{keyFlag},
+			Options: func(c *cli.Context) (membersOpts, error) {
+				if c.NArg() != 1 {
+					return membersOpts{}, errors.New("name one role id")
+				}
+				id, err := roleID(c, 0)
+				if err != nil {
+					return membersOpts{}, err
+				}
+				return membersOpts{method: "removerole", params: []json.RawMessage{param(id)}, arg: "remove " + id, keyFile: c.String("node-key-file")}, nil
+			},
+			Run: done,
+		}.build(),
+		assign("assign", "assignrole", "give a NIP-43 member a defined role (publishes a new 13534)"),
+		assign("unassign", "unassignrole", "take a role from a member (publishes a new 13534)"),
+	)
 }

@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,16 +19,18 @@ func (e BadRequest) BadRequest() bool { return true }
 // AdminMethods are the membership methods (NIP-86; /work/notes/membership-api.md
 // and docs/membership.md describe params and results).
 var AdminMethods = []string{"listmembers", "addmember", "removemember", "mintinvite", "revokeinvite", "listinvites",
-	"listpendingmembers", "admitmember", "denymember"}
+	"listpendingmembers", "admitmember", "denymember",
+	"listroles", "setrole", "removerole", "assignrole", "unassignrole"}
 
 // Methods lists AdminMethods (relayadmin.Extension).
 func (s *Service) Methods() []string { return AdminMethods }
 
 // Member is one row of listmembers.
 type Member struct {
-	Pubkey string `json:"pubkey"`
-	Via    string `json:"via"`
-	Since  int64  `json:"since"`
+	Pubkey string   `json:"pubkey"`
+	Via    string   `json:"via"`
+	Since  int64    `json:"since"`
+	Roles  []string `json:"roles"` // role ids, sorted
 }
 
 // Invite is one row of listinvites (never the claim itself).
@@ -102,8 +105,58 @@ func (s *Service) Do(ctx context.Context, actor, source, method string, params [
 		if _, err := str(1, "a reason", false); err != nil {
 			return nil, err
 		}
-		c := Change{Pubkey: pk, Add: method == "addmember", Via: via}
-		_, err = s.change(ctx, log, deletePending(ctx, pk), []Change{c})
+		changes := []Change{{Pubkey: pk, Add: method == "addmember", Via: via}}
+		if method == "addmember" && len(params) > 2 { // [pubkey, reason, [role ids]]
+			var roles []string
+			if err := json.Unmarshal(params[2], &roles); err != nil {
+				return nil, BadRequest("addmember: roles must be an array of role ids")
+			}
+			for _, id := range roles {
+				changes = append(changes, Change{Op: OpAssign, Pubkey: pk, Role: id})
+			}
+		}
+		_, err = s.change(ctx, log, deletePending(ctx, pk), changes)
+		return err == nil, err
+	case "listroles":
+		return s.ListRoles(ctx)
+	case "setrole", "removerole":
+		id, err := str(0, "a role id", true)
+		if err != nil {
+			return nil, err
+		}
+		if err := ValidRoleID(id); err != nil {
+			return nil, BadRequest(method + ": " + err.Error())
+		}
+		c := Change{Op: OpRemoveRole, Role: id}
+		if method == "setrole" {
+			c.Op = OpSetRole
+			if len(params) > 1 {
+				dec := json.NewDecoder(bytes.NewReader(params[1]))
+				dec.DisallowUnknownFields()
+				if err := dec.Decode(&c.Patch); err != nil {
+					return nil, BadRequest("setrole: the second param is an object with string fields label, description, color, order")
+				}
+			}
+			if err := c.Patch.Validate(); err != nil {
+				return nil, BadRequest("setrole: " + err.Error())
+			}
+		}
+		_, err = s.change(ctx, log, nil, []Change{c})
+		return err == nil, err
+	case "assignrole", "unassignrole":
+		pk, err := pubkey()
+		if err != nil {
+			return nil, err
+		}
+		id, err := str(1, "a role id", true)
+		if err != nil {
+			return nil, err
+		}
+		op := OpAssign
+		if method == "unassignrole" {
+			op = OpUnassign
+		}
+		_, err = s.change(ctx, log, nil, []Change{{Op: op, Pubkey: pk, Role: id}})
 		return err == nil, err
 	case "admitmember", "denymember":
 		pk, err := pubkey()
@@ -165,17 +218,38 @@ func (s *Service) Do(ctx context.Context, actor, source, method string, params [
 
 // ListMembers returns the NIP-43 members, sorted by pubkey.
 func (s *Service) ListMembers(ctx context.Context) ([]Member, error) {
-	rows, err := s.Pool.Query(ctx, `SELECT pubkey, via, at FROM cn_relay.nip43_members WHERE member ORDER BY pubkey`)
+	rows, err := s.Pool.Query(ctx, `SELECT pubkey, via, at, roles FROM cn_relay.nip43_members WHERE member ORDER BY pubkey`)
 	if err != nil {
 		return nil, err
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Member, error) {
 		var m Member
-		err := r.Scan(&m.Pubkey, &m.Via, &m.Since)
+		err := r.Scan(&m.Pubkey, &m.Via, &m.Since, &m.Roles)
+		if m.Roles == nil {
+			m.Roles = []string{}
+		}
 		return m, err
 	})
 	if out == nil {
 		out = []Member{}
+	}
+	return out, err
+}
+
+// ListRoles returns the defined roles, by order (those without one last), then id.
+func (s *Service) ListRoles(ctx context.Context) ([]Role, error) {
+	rows, err := s.Pool.Query(ctx, `SELECT id, label, description, color, ord, at, event_id FROM cn_relay.nip43_roles
+		ORDER BY nullif(ord, '')::bigint NULLS LAST, id`)
+	if err != nil {
+		return nil, err
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Role, error) {
+		var x Role
+		err := r.Scan(&x.ID, &x.Label, &x.Description, &x.Color, &x.Order, &x.At, &x.EventID)
+		return x, err
+	})
+	if out == nil {
+		out = []Role{}
 	}
 	return out, err
 }

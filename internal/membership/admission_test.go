@@ -2,6 +2,7 @@ package membership_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -121,10 +122,12 @@ func TestOpenToInvite(t *testing.T) {
 }
 
 // TestRebuildEqualsLive: after a random history of joins with claims,
-// leaves, admin adds and removes (several in the same second, so created_at
+// leaves, admin adds and removes, role definitions, changes, removals,
+// assignments and unassignments (several in the same second, so created_at
 // ties are stamped apart), the registers the relay kept live equal the
-// projection of the stored 8000/8001 events, and the 13534 lists exactly the
-// projected members.
+// projection of the stored 8000/8001 events, the roles and who has them equal
+// the projection of the stored 33534, kind 5 and newest 13534, and the 13534
+// lists exactly the projected members and their roles.
 func TestRebuildEqualsLive(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -142,9 +145,19 @@ func TestRebuildEqualsLive(t *testing.T) {
 		}
 		return conns[sk]
 	}
-	for step := 0; step < 60; step++ {
+	roleIDs := []string{"king", "mod", "scribe"}
+	done := map[string]int{} // role methods answered 200
+	roleCall := func(method string, params ...any) {
+		status, out := e.nip86(t, e.admin, method, params...)
+		require.Contains(t, []int{200, 400}, status, string(out["error"])) // (400: undefined role, not a member)
+		if status == 200 {
+			done[method]++
+		}
+	}
+	for step := 0; step < 120; step++ {
 		sk := keys[rng.IntN(len(keys))]
-		switch rng.IntN(4) {
+		role := roleIDs[rng.IntN(len(roleIDs))]
+		switch rng.IntN(11) {
 		case 0: // join with a fresh claim
 			status, out := e.nip86(t, e.admin, "mintinvite")
 			require.Equal(t, 200, status)
@@ -161,8 +174,44 @@ func TestRebuildEqualsLive(t *testing.T) {
 		case 3:
 			status, _ := e.nip86(t, e.admin, "removemember", testkit.Pub(sk))
 			require.Equal(t, 200, status)
+		case 4: // define or change a role
+			roleCall("setrole", role, map[string]string{"label": fmt.Sprint(role, step), "color": fmt.Sprint(rng.IntN(361))})
+		case 5:
+			roleCall("removerole", role)
+		case 6, 8, 9, 10: // (most keys are not members at any time)
+			roleCall("assignrole", testkit.Pub(sk), role)
+		case 7:
+			roleCall("unassignrole", testkit.Pub(sk), role)
 		}
 	}
+	for _, m := range []string{"setrole", "removerole", "assignrole", "unassignrole"} {
+		require.NotZero(t, done[m], "the history has a %s", m)
+	}
+	// And, whatever the random part left: a role removed for good, a member
+	// with roles removed, a member with roles kept.
+	survivor, leaver := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
+	roleCall("setrole", "gone", map[string]string{"label": "gone"})
+	roleCall("setrole", "kept", map[string]string{"label": "kept"})
+	for _, sk := range []string{survivor, leaver} {
+		roleCall("addmember", testkit.Pub(sk), "", []string{"gone", "kept"})
+	}
+	roleCall("removerole", "gone")
+	ok, reason := conn(leaver).publish(testkit.SignNow(t, leaver, membership.KindLeave, nostr.Tags{{"-"}}, ""))
+	require.True(t, ok, reason)
+	// Roles: the defined ones and who has them, recomputed from the stored
+	// 33534, kind 5 and newest 13534, equal what the relay kept.
+	liveState, err := membership.LiveState(ctx, e.db.Pool)
+	require.NoError(t, err)
+	storedState, _, err := membership.StoredState(ctx, e.db.Pool, e.node.PubKey)
+	require.NoError(t, err)
+	require.Empty(t, storedState.Diff(liveState))
+	require.NotEmpty(t, liveState.Roles, "the history leaves some roles defined")
+	require.NotEmpty(t, liveState.Assigned, "and some assigned")
+	roleEvs, err := membership.StoredRoles(ctx, e.db.Pool, e.node.PubKey)
+	require.NoError(t, err)
+	rng.Shuffle(len(roleEvs), func(i, j int) { roleEvs[i], roleEvs[j] = roleEvs[j], roleEvs[i] })
+	require.Equal(t, liveState.Roles, membership.ProjectRoles(e.node.PubKey, roleEvs), "in any order")
+
 	live, err := membership.Live(ctx, e.db.Pool)
 	require.NoError(t, err)
 	stored, err := membership.Stored(ctx, e.db.Pool, e.node.PubKey)
@@ -177,4 +226,7 @@ func TestRebuildEqualsLive(t *testing.T) {
 		}
 	}
 	require.ElementsMatch(t, want, e.memberList(t, dial(t, e.url)))
+	lists, _ := dial(t, e.url).req("list", map[string]any{"kinds": []int{membership.KindMembers}, "authors": []string{e.node.PubKey}})
+	require.Len(t, lists, 1)
+	require.Equal(t, storedState.Assigned, membership.MemberRoles(lists[0]), "the 13534 lists each member's roles")
 }

@@ -1,9 +1,13 @@
 // Package membership is the node's NIP-43 relay membership: who is a member
 // (Register, one per key: the newest of the node's 8000/8001 naming it), the
-// events the node signs to say so (AddEvent, RemoveEvent, ListEvent; the
+// roles operators define (Role: the node's newest 33534 per id, unless its
+// NIP-09 deletion covers it) and assign to members (the role ids after each
+// pubkey of the 13534; no access effect), the events the node signs to say
+// so (AddEvent, RemoveEvent, ListEvent, RoleEvent, RoleDeletion; the
 // store signs and stores them in the transaction of the change, see
 // store.Publisher.MembershipTx), how the registers are recomputed from the
-// stored events (Project, Stored, Diff, Replace), and the Service that answers
+// stored events (Project, ProjectRoles, ProjectAssignments, StoredState,
+// LiveState, Replace), and the Service that answers
 // join (28934), leave (28936) and invite (28935) requests and the admins'
 // NIP-86 methods.
 //
@@ -12,7 +16,9 @@
 // cn_relay.members; in invite mode the store refuses everyone else's events.
 // Every change commits its 8000/8001, the new 13534, the register and what it
 // used up (a claim, a pending request, the admin's log row) in one
-// transaction. Claims are single-use, expire (DefaultInviteTTL), and only
+// transaction; so does every role change with its 33534 or deletion and the
+// new 13534. Only defined roles are assigned, only to members; a key removed
+// loses its roles. Claims are single-use, expire (DefaultInviteTTL), and only
 // their SHA-256 is stored. Apply is commutative, so Project of the stored
 // events equals the registers the relay kept.
 package membership

@@ -2,6 +2,7 @@ package membership
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -9,7 +10,7 @@ import (
 
 // NIP-43 kinds.
 const (
-	KindRole    = 33534 // a role definition (not published by this node)
+	KindRole    = 33534 // a role definition, by the node
 	KindMembers = 13534 // the membership list, by the node
 	KindAdd     = 8000  // a member was added, by the node
 	KindRemove  = 8001  // a member was removed, by the node
@@ -126,11 +127,12 @@ func RemoveEvent(pubkey, via string, at int64) *nostr.Event {
 		Tags: nostr.Tags{{"-"}, {"p", pubkey}, {"via", via}}}
 }
 
-// ListEvent is the unsigned 13534 listing members (sorted, one `member` tag each).
-func ListEvent(members []string, at int64) *nostr.Event {
+// ListEvent is the unsigned 13534 listing members (sorted, one `member` tag
+// each), each member's role ids (as given) following its pubkey in its tag.
+func ListEvent(members map[string][]string, at int64) *nostr.Event {
 	tags := nostr.Tags{{"-"}}
-	for _, pk := range slices.Sorted(slices.Values(members)) {
-		tags = append(tags, nostr.Tag{"member", pk})
+	for _, pk := range slices.Sorted(maps.Keys(members)) {
+		tags = append(tags, append(nostr.Tag{"member", pk}, members[pk]...))
 	}
 	return &nostr.Event{Kind: KindMembers, CreatedAt: nostr.Timestamp(at), Tags: tags}
 }
@@ -143,11 +145,32 @@ func InviteEvent(claim string, at int64) *nostr.Event {
 // Claim returns the `claim` tag of a 28934, or "".
 func Claim(ev *nostr.Event) string { return tagValue(ev, "claim") }
 
-// Change is one membership change the store makes (Applier.MembershipTx).
+// Op is what a Change does.
+type Op uint8
+
+const (
+	// OpMember adds (Add) or removes Pubkey: an 8000 or 8001 and a new 13534.
+	// A key removed loses its roles.
+	OpMember Op = iota
+	// OpSetRole defines Role or changes it by Patch: a new 33534.
+	OpSetRole
+	// OpRemoveRole removes Role: the node's NIP-09 deletion of its 33534,
+	// and, when some member had it, a new 13534 without it.
+	OpRemoveRole
+	// OpAssign gives Pubkey, a NIP-43 member, the defined Role: a new 13534.
+	OpAssign
+	// OpUnassign takes Role from Pubkey: a new 13534.
+	OpUnassign
+)
+
+// Change is one membership change the store makes (store.Publisher.MembershipTx).
 type Change struct {
+	Op     Op
 	Pubkey string
-	Add    bool   // true: make a member (8000); false: remove (8001)
-	Via    string // the via tag
+	Add    bool      // OpMember: true makes a member (8000); false removes (8001)
+	Via    string    // OpMember: the via tag
+	Role   string    // the role id (OpSetRole, OpRemoveRole, OpAssign, OpUnassign)
+	Patch  RolePatch // OpSetRole
 }
 
 // Outcome is what a Change did.
@@ -155,8 +178,15 @@ type Outcome string
 
 const (
 	Added   Outcome = "added"   // 8000 published
-	Removed Outcome = "removed" // 8001 published
-	Already Outcome = "already" // nothing to do: already a member / not a member
+	Removed Outcome = "removed" // 8001 published (OpRemoveRole: the 33534 deleted)
+	Already Outcome = "already" // nothing to do: already a member / not a member / role already so
+	// Roles.
+	Defined    Outcome = "defined"    // a 33534 published
+	Assigned   Outcome = "assigned"   // the role added to the member's tag of a new 13534
+	Unassigned Outcome = "unassigned" // the role taken from it
+	// Refusals: the caller must roll the transaction back (Service does).
+	NoRole    Outcome = "no_role"    // the role is not defined
+	NotMember Outcome = "not_member" // the key is not a NIP-43 member
 )
 
 func tagValue(ev *nostr.Event, name string) string {

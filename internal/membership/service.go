@@ -159,6 +159,14 @@ func (s *Service) change(ctx context.Context, log *logRow, pre func(pgx.Tx) erro
 		if outs, r, err = s.Apply(ctx, tx, changes); err != nil {
 			return nil, err
 		}
+		for i, o := range outs { // (a refused change rolls everything back)
+			switch o {
+			case NoRole:
+				return nil, BadRequest(fmt.Sprintf("role %q is not defined (see listroles)", changes[i].Role))
+			case NotMember:
+				return nil, BadRequest(fmt.Sprintf("%s is not a NIP-43 member of this relay", changes[i].Pubkey))
+			}
+		}
 	}
 	if err := outbox.Commit(ctx, tx); err != nil {
 		return nil, err

@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -58,8 +60,14 @@ type MembershipResult struct {
 // caller commits and then announces (as with PublishTx): for each change that
 // changes something it signs and stores the node's 8000 or 8001, updates the
 // key's register (cn_relay.nip43_members), and, once per call, signs and
-// stores a new 13534 listing every NIP-43 member; a change that changes
-// nothing is answered membership.Already. A key added here also becomes a
+// stores a new 13534 listing every NIP-43 member with its roles; a change that
+// changes nothing is answered membership.Already. Role changes sign and store
+// the node's 33534 (OpSetRole) or its NIP-09 deletion (OpRemoveRole, which
+// takes the role off every member) and keep cn_relay.nip43_roles and the
+// members' roles; assigning an undefined role, or to a key that is not a
+// NIP-43 member, is answered membership.NoRole or membership.NotMember and
+// changes nothing (the caller should roll back). A key removed loses its
+// roles. A key added here also becomes a
 // member of cn_relay.members (its pending identity events are published). The
 // plan holds the effective-key lock of the node's 13534 from before it reads
 // the registers, so membership changes are serialised across relays. The
@@ -88,16 +96,23 @@ func (p *plan) membersKey() string {
 }
 
 // membershipLoad adds to a load what membership needs: the lock and the
-// versions of the node's 13534 when the plan changes membership, and the
-// registers of the keys whose membership the decisions ask.
-func (p *plan) membershipLoad(keys, people map[string]bool) {
+// versions of the node's 13534 when the plan changes membership, the lock,
+// versions and deletions of the 33534 of each role it sets or removes, and
+// the registers of the keys whose membership the decisions ask.
+func (p *plan) membershipLoad(keys, addrs, people map[string]bool) {
 	if p.mship == nil {
 		return
 	}
 	if len(p.mchanges) > 0 {
 		keys[p.membersKey()] = true
 		for _, c := range p.mchanges {
-			people[c.Pubkey] = true
+			switch c.Op {
+			case membership.OpSetRole, membership.OpRemoveRole:
+				a := membership.RoleAddress(p.mship.Self, c.Role)
+				keys[a], addrs[a] = true, true // (an addressable kind's key is its address)
+			default:
+				people[c.Pubkey] = true
+			}
 		}
 	}
 }
@@ -120,13 +135,27 @@ func (p *plan) queueMembershipLoad(b *pgx.Batch, people map[string]bool) {
 			return rows.Err()
 		})
 	if len(p.mchanges) > 0 {
-		b.Queue(`SELECT pubkey FROM cn_relay.nip43_members WHERE member`).Query(func(rows pgx.Rows) error {
+		b.Queue(`SELECT pubkey, roles FROM cn_relay.nip43_members WHERE member`).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var pk string
-				if err := rows.Scan(&pk); err != nil {
+				var roles []string
+				if err := rows.Scan(&pk, &roles); err != nil {
 					return fmt.Errorf("load members: %w", err)
 				}
 				p.mlist[pk] = true
+				if len(roles) > 0 {
+					p.mroles[pk] = roles
+				}
+			}
+			return rows.Err()
+		})
+		b.Queue(`SELECT id, label, description, color, ord, at, event_id FROM cn_relay.nip43_roles`).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var r membership.Role
+				if err := rows.Scan(&r.ID, &r.Label, &r.Description, &r.Color, &r.Order, &r.At, &r.EventID); err != nil {
+					return fmt.Errorf("load roles: %w", err)
+				}
+				p.mdefs[r.ID] = r
 			}
 			return rows.Err()
 		})
@@ -167,6 +196,15 @@ func (p *plan) relayMember(pk string) bool {
 func (p *plan) decideMembership() {
 	now := p.ingestedAt.Unix()
 	for _, c := range p.mchanges {
+		if c.Op != membership.OpMember {
+			out, err := p.decideRole(c)
+			if err != nil {
+				p.groupErr = errors.Join(p.groupErr, err)
+				return
+			}
+			p.moutcomes = append(p.moutcomes, out)
+			continue
+		}
 		r := p.mregs[c.Pubkey]
 		// Add: unless the register says member (a key that is a member by
 		// posting only gets its 8000, so it is listed). Remove: unless the
@@ -194,24 +232,115 @@ func (p *plan) decideMembership() {
 		p.mregs[c.Pubkey] = r.Apply(ev)
 		p.mtouched = append(p.mtouched, c.Pubkey)
 		p.mlist[c.Pubkey] = c.Add
+		if !c.Add && len(p.mroles[c.Pubkey]) > 0 {
+			delete(p.mroles, c.Pubkey)
+			p.mrolesSet[c.Pubkey] = true
+		}
 		p.moutcomes = append(p.moutcomes, out)
 	}
 }
 
-// finishMembership stores a new 13534 when the plan changed membership, with
-// a created_at above the stored version's.
+// decideRole applies one role change (see MembershipTx).
+func (p *plan) decideRole(c membership.Change) (membership.Outcome, error) {
+	now := p.ingestedAt.Unix()
+	key := membership.RoleAddress(p.mship.Self, c.Role)
+	old, defined := p.mdefs[c.Role]
+	if !defined && c.Op != membership.OpSetRole {
+		return membership.NoRole, nil
+	}
+	switch c.Op {
+	case membership.OpSetRole:
+		next := c.Patch.Apply(old)
+		next.ID = c.Role
+		if defined && next == old {
+			return membership.Already, nil
+		}
+		// Later than every stored version and than the node's deletion of
+		// an earlier definition, which would otherwise cover it.
+		at := now
+		for _, v := range p.versions[key] {
+			at = max(at, v.createdAt+1)
+		}
+		if del, ok := p.tombAddr[key]; ok {
+			at = max(at, del+1)
+		}
+		ev := membership.RoleEvent(next, at)
+		if err := p.signNode(ev); err != nil {
+			return "", err
+		}
+		next.At, next.EventID = at, ev.ID
+		p.mdefs[c.Role], p.mdefsDirty[c.Role] = next, true
+		return membership.Defined, nil
+	case membership.OpRemoveRole:
+		at := now // (covering every version: NIP-09 deletes those up to it)
+		for _, v := range p.versions[key] {
+			at = max(at, v.createdAt)
+		}
+		if err := p.signNode(membership.RoleDeletion(p.mship.Self, c.Role, at)); err != nil {
+			return "", err
+		}
+		delete(p.mdefs, c.Role)
+		p.mdefsDirty[c.Role] = true
+		for pk, ids := range p.mroles {
+			if slices.Contains(ids, c.Role) {
+				p.setRoles(pk, slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == c.Role }))
+			}
+		}
+		return membership.Removed, nil
+	}
+	if !p.mlist[c.Pubkey] {
+		return membership.NotMember, nil
+	}
+	ids := p.mroles[c.Pubkey]
+	has := slices.Contains(ids, c.Role)
+	switch {
+	case c.Op == membership.OpAssign && !has:
+		p.setRoles(c.Pubkey, slices.Sorted(slices.Values(append(slices.Clone(ids), c.Role))))
+		return membership.Assigned, nil
+	case c.Op == membership.OpUnassign && has:
+		p.setRoles(c.Pubkey, slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == c.Role }))
+		return membership.Unassigned, nil
+	}
+	return membership.Already, nil
+}
+
+// setRoles gives a member its roles (sorted).
+func (p *plan) setRoles(pk string, ids []string) {
+	if len(ids) == 0 {
+		delete(p.mroles, pk)
+	} else {
+		p.mroles[pk] = ids
+	}
+	p.mrolesSet[pk] = true
+}
+
+// signNode signs one of the node's NIP-43 events made by this plan and
+// stores it through the plan (decideEvent).
+func (p *plan) signNode(ev *nostr.Event) error {
+	if err := p.mship.Sign(ev); err != nil {
+		return fmt.Errorf("sign the node's kind %d: %w", ev.Kind, err)
+	}
+	p.mgenerated[ev.ID] = true
+	if v := p.decideEvent(-1, ev); !v.OK {
+		return fmt.Errorf("the node's kind %d was refused: %s", ev.Kind, v.Message)
+	}
+	return nil
+}
+
+// finishMembership stores a new 13534 when the plan changed membership or
+// some member's roles, with a created_at above the stored version's.
 func (p *plan) finishMembership() {
-	if len(p.mtouched) == 0 {
+	if len(p.mtouched) == 0 && len(p.mrolesSet) == 0 {
 		return
 	}
 	at := p.ingestedAt.Unix()
 	for _, v := range p.versions[p.membersKey()] {
 		at = max(at, v.createdAt+1)
 	}
-	var members []string
+	members := map[string][]string{}
 	for pk, in := range p.mlist {
 		if in {
-			members = append(members, pk)
+			members[pk] = p.mroles[pk]
 		}
 	}
 	ev := membership.ListEvent(members, at)
@@ -229,8 +358,37 @@ func (p *plan) finishMembership() {
 // (protocol.NodeTopic), as events for the whole node.
 func (p *plan) membershipScope(ev *nostr.Event) bool { return p.mgenerated[ev.ID] }
 
-// queueMembershipWrites queues the upsert of the changed registers.
+// queueMembershipWrites queues the upsert of the changed registers, then the
+// changed members' roles and role definitions.
 func (p *plan) queueMembershipWrites(b *pgx.Batch) {
+	p.queueRegisterWrites(b)
+	if len(p.mrolesSet) > 0 {
+		set := map[string][]string{}
+		for pk := range p.mrolesSet {
+			set[pk] = append([]string{}, p.mroles[pk]...) // (never null)
+		}
+		raw, _ := json.Marshal(set)
+		b.Queue(`UPDATE cn_relay.nip43_members m SET roles = ARRAY(SELECT jsonb_array_elements_text(j.value))
+			FROM jsonb_each($1::jsonb) j WHERE m.pubkey = j.key`, string(raw))
+	}
+	var gone []string
+	for _, id := range slices.Sorted(maps.Keys(p.mdefsDirty)) {
+		r, ok := p.mdefs[id]
+		if !ok {
+			gone = append(gone, id)
+			continue
+		}
+		b.Queue(`INSERT INTO cn_relay.nip43_roles (id, label, description, color, ord, at, event_id) VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (id) DO UPDATE SET label = excluded.label, description = excluded.description, color = excluded.color,
+				ord = excluded.ord, at = excluded.at, event_id = excluded.event_id`,
+			r.ID, r.Label, r.Description, r.Color, r.Order, r.At, r.EventID)
+	}
+	if len(gone) > 0 {
+		b.Queue(`DELETE FROM cn_relay.nip43_roles WHERE id = ANY($1)`, gone)
+	}
+}
+
+func (p *plan) queueRegisterWrites(b *pgx.Batch) {
 	if len(p.mtouched) == 0 {
 		return
 	}

@@ -80,6 +80,10 @@ type plan struct {
 	mgenerated map[string]bool                // ids of the node's NIP-43 events made by this plan
 	mtouched   []string                       // keys whose register changed
 	moutcomes  []membership.Outcome           // one per change
+	mdefs      map[string]membership.Role     // the defined roles (loaded when changing), then changed
+	mroles     map[string][]string            // each NIP-43 member's roles (loaded when changing), then changed
+	mdefsDirty map[string]bool                // role ids whose definition changed (written)
+	mrolesSet  map[string]bool                // keys whose roles changed (written; a new 13534)
 	withheld   []*nostr.Event                 // group events this batch withholds
 	groupErr   error                          // the group path failed (the batch fails)
 }
@@ -115,6 +119,7 @@ func newPlan(evs []*nostr.Event, now time.Time, rules protocol.TopicRules) *plan
 		groupIDs: map[string]bool{}, gstate: map[string]*groups.State{}, gbefore: map[string]*groups.State{},
 		withheldSeen: map[string]bool{}, groupsTouched: map[string]bool{}, generated: map[string]string{},
 		mregs: map[string]membership.Register{}, mlist: map[string]bool{}, mgenerated: map[string]bool{},
+		mdefs: map[string]membership.Role{}, mroles: map[string][]string{}, mdefsDirty: map[string]bool{}, mrolesSet: map[string]bool{},
 	}
 }
 

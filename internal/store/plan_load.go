@@ -69,7 +69,7 @@ func (p *plan) load(ctx context.Context, tx outbox.Batcher) error {
 			}
 		}
 	}
-	p.membershipLoad(keys, people)
+	p.membershipLoad(keys, addrs, people)
 	var b pgx.Batch
 	queueGenericPlans(&b)
 	p.queueGroupLocks(&b)
