@@ -16,8 +16,8 @@ type BadRequest string
 func (e BadRequest) Error() string    { return string(e) }
 func (e BadRequest) BadRequest() bool { return true }
 
-// AdminMethods are the membership methods (NIP-86; /work/notes/membership-api.md
-// and docs/membership.md describe params and results).
+// AdminMethods are the membership methods (NIP-86; docs/membership.md
+// describes params and results).
 var AdminMethods = []string{"listmembers", "addmember", "removemember", "mintinvite", "revokeinvite", "listinvites",
 	"listpendingmembers", "admitmember", "denymember",
 	"listroles", "setrole", "removerole", "assignrole", "unassignrole"}
