@@ -3,7 +3,6 @@ package membership_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -13,29 +12,6 @@ import (
 	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/testkit"
 )
-
-// querySync is a REQ to EOSE through go-nostr's Subscribe (its QuerySync
-// leaves a spinning goroutine: docs/development.md).
-func querySync(ctx context.Context, rl *nostr.Relay, f nostr.Filter) ([]*nostr.Event, error) {
-	sub, err := rl.Subscribe(ctx, nostr.Filters{f})
-	if err != nil {
-		return nil, err
-	}
-	defer sub.Unsub()
-	var evs []*nostr.Event
-	for {
-		select {
-		case ev := <-sub.Events:
-			evs = append(evs, ev)
-		case <-sub.EndOfStoredEvents:
-			return evs, nil
-		case why := <-sub.ClosedReason:
-			return evs, fmt.Errorf("CLOSED: %s", why)
-		case <-ctx.Done():
-			return evs, ctx.Err()
-		}
-	}
-}
 
 func tagMap(ev *nostr.Event) map[string]string {
 	out := map[string]string{}
@@ -70,7 +46,7 @@ func TestRoles(t *testing.T) {
 	t.Cleanup(func() { _ = rl.Close() })
 	roles := func() map[string]*nostr.Event {
 		t.Helper()
-		evs, err := querySync(ctx, rl, nostr.Filter{Kinds: []int{membership.KindRole}, Authors: []string{e.node.PubKey}})
+		evs, err := testkit.QuerySync(ctx, rl, nostr.Filter{Kinds: []int{membership.KindRole}, Authors: []string{e.node.PubKey}})
 		require.NoError(t, err)
 		out := map[string]*nostr.Event{}
 		for _, ev := range evs {
@@ -81,7 +57,7 @@ func TestRoles(t *testing.T) {
 	}
 	list := func() map[string][]string {
 		t.Helper()
-		evs, err := querySync(ctx, rl, nostr.Filter{Kinds: []int{membership.KindMembers}, Authors: []string{e.node.PubKey}})
+		evs, err := testkit.QuerySync(ctx, rl, nostr.Filter{Kinds: []int{membership.KindMembers}, Authors: []string{e.node.PubKey}})
 		require.NoError(t, err)
 		require.Len(t, evs, 1)
 		e.verifyNodeEvent(t, evs[0])
@@ -149,7 +125,7 @@ func TestRoles(t *testing.T) {
 	got = roles()
 	require.Len(t, got, 1)
 	require.Contains(t, got, "king")
-	dels, err := querySync(ctx, rl, nostr.Filter{Kinds: []int{nostr.KindDeletion}, Authors: []string{e.node.PubKey}})
+	dels, err := testkit.QuerySync(ctx, rl, nostr.Filter{Kinds: []int{nostr.KindDeletion}, Authors: []string{e.node.PubKey}})
 	require.NoError(t, err)
 	require.Len(t, dels, 1)
 	ok, err := dels[0].CheckSignature()

@@ -9,9 +9,9 @@ package relay
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
 )
@@ -75,40 +75,11 @@ func TestGoNostrStockClient(t *testing.T) {
 	err = rl.Publish(ctx, *bob.signed(t, 1, nil, "no topic, no reference"))
 	require.ErrorContains(t, err, "restricted: missing topic")
 
-	evs, err := querySync(ctx, rl, nostr.Filter{Kinds: []int{0}, Authors: []string{alice.pk}})
+	evs, err := testkit.QuerySync(ctx, rl, nostr.Filter{Kinds: []int{0}, Authors: []string{alice.pk}})
 	require.NoError(t, err)
 	require.Len(t, evs, 1)
 	require.Equal(t, profile.ID, evs[0].ID)
 	n, err := rl.Count(ctx, nostr.Filters{{Kinds: []int{7}, Tags: nostr.TagMap{"e": {note.ID}}}})
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
-}
-
-// querySync is go-nostr's Relay.QuerySync (REQ, the stored events, EOSE,
-// CLOSE) through its public Subscribe, without QuerySync's leak: v0.38.2's
-// QueryEvents starts a goroutine that, once the query ends, calls Unsub in a
-// loop forever. Each QuerySync left one spinning for the rest of the test
-// binary: they took 97% of this package's CPU (go test -cpuprofile), and every
-// later test ran 10-60 times slower. TestMain fails the package when one spins.
-func querySync(ctx context.Context, rl *nostr.Relay, f nostr.Filter) ([]*nostr.Event, error) {
-	sub, err := rl.Subscribe(ctx, nostr.Filters{f})
-	if err != nil {
-		return nil, err
-	}
-	defer sub.Unsub()
-	var evs []*nostr.Event
-	for {
-		// go-nostr sends EndOfStoredEvents only once every stored event has
-		// been received from sub.Events (Subscription.storedwg).
-		select {
-		case ev := <-sub.Events:
-			evs = append(evs, ev)
-		case <-sub.EndOfStoredEvents:
-			return evs, nil
-		case why := <-sub.ClosedReason:
-			return evs, fmt.Errorf("CLOSED: %s", why)
-		case <-ctx.Done():
-			return evs, ctx.Err()
-		}
-	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/groups"
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 // TestGroupGoNostrClient: a go-nostr app creates a group, edits it, joins,
@@ -37,7 +38,7 @@ func TestGroupGoNostrClient(t *testing.T) {
 	err = rl.Publish(ctx, *bob.signed(t, nostr.KindSimpleGroupJoinRequest, nostr.Tags{{"h", "gophers"}}, "hi again"))
 	require.ErrorContains(t, err, "duplicate: already a member")
 
-	evs, err := querySync(ctx, rl, nostr.Filter{Kinds: []int{nostr.KindSimpleGroupMetadata}, Authors: []string{g.node.PubKey}})
+	evs, err := testkit.QuerySync(ctx, rl, nostr.Filter{Kinds: []int{nostr.KindSimpleGroupMetadata}, Authors: []string{g.node.PubKey}})
 	require.NoError(t, err)
 	require.Len(t, evs, 1)
 	group, err := nip29.NewGroupFromMetadataEvent(g.url, evs[0])
@@ -50,7 +51,7 @@ func TestGroupGoNostrClient(t *testing.T) {
 	require.False(t, group.Closed)
 
 	for _, kind := range []int{nostr.KindSimpleGroupAdmins, nostr.KindSimpleGroupMembers} {
-		evs, err := querySync(ctx, rl, nostr.Filter{Kinds: []int{kind}, Tags: nostr.TagMap{"d": {"gophers"}}})
+		evs, err := testkit.QuerySync(ctx, rl, nostr.Filter{Kinds: []int{kind}, Tags: nostr.TagMap{"d": {"gophers"}}})
 		require.NoError(t, err)
 		require.Len(t, evs, 1)
 		require.Equal(t, g.node.PubKey, evs[0].PubKey)
@@ -75,7 +76,7 @@ func TestGroupGoNostrClient(t *testing.T) {
 	// Closing the group is read back the same way.
 	require.NoError(t, rl.Publish(ctx, *alice.signed(t, nostr.KindSimpleGroupEditMetadata, nostr.Tags{{"h", "gophers"},
 		{"name", "Gophers"}, {"closed"}}, "close")))
-	evs, err = querySync(ctx, rl, nostr.Filter{Kinds: []int{nostr.KindSimpleGroupMetadata}, Tags: nostr.TagMap{"d": {"gophers"}}})
+	evs, err = testkit.QuerySync(ctx, rl, nostr.Filter{Kinds: []int{nostr.KindSimpleGroupMetadata}, Tags: nostr.TagMap{"d": {"gophers"}}})
 	require.NoError(t, err)
 	require.Len(t, evs, 1)
 	closed, err := nip29.NewGroupFromMetadataEvent(g.url, evs[0])

@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 	}
 	code := pgtest.Run(m)
 	if spinning := spinningQueries(); code == 0 && spinning > 0 && os.Getenv(childTestEnv) == "" {
-		fmt.Fprintf(os.Stderr, "FAIL: %d go-nostr QueryEvents goroutines spin after their queries ended (use querySync, not Relay.QuerySync or QueryEvents)\n", spinning)
+		fmt.Fprintf(os.Stderr, "FAIL: %d go-nostr QueryEvents goroutines spin after their queries ended (use testkit.QuerySync, not Relay.QuerySync or QueryEvents)\n", spinning)
 		code = 1
 	}
 	os.Exit(code)
@@ -43,7 +43,7 @@ const childTestEnv = "CN_RELAY_TEST_CHILD"
 // inChild reports whether this process is the child that runs t alone; in
 // the parent it runs t in such a child (this test binary, -test.run ^t$) and
 // fails t if the child fails. For tests of stock clients that leave
-// goroutines spinning forever (go-nostr's NIP-77 client, see querySync): they
+// goroutines spinning forever (go-nostr's NIP-77 client, see testkit.QuerySync): they
 // end with the child instead of slowing every later test.
 func inChild(t *testing.T) bool {
 	t.Helper()
@@ -64,7 +64,7 @@ func inChild(t *testing.T) bool {
 }
 
 // spinningQueries counts the goroutines of go-nostr's Relay.QueryEvents,
-// which never end once started (see querySync).
+// which never end once started (see testkit.QuerySync).
 func spinningQueries() int {
 	buf := make([]byte, 1<<20)
 	for {

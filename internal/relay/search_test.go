@@ -54,7 +54,7 @@ func TestNIP50Search(t *testing.T) {
 	testkit.WaitCaughtUp(t, db.Pool, indexer.ConsumerName)
 
 	ids := func(f nostr.Filter) []string {
-		evs, err := querySync(ctx, rl, f)
+		evs, err := testkit.QuerySync(ctx, rl, f)
 		require.NoError(t, err)
 		var out []string
 		for _, ev := range evs {
