@@ -60,7 +60,7 @@ func New(cfg Config) *Console {
 //	GET {prefix}assets/...       its script and styles
 //	GET {prefix}api/groups       every group: metadata, flags, members and roles, pending joins, invites (codes masked)
 //	GET {prefix}api/members      the community's members (cn_relay.members) with trust ranks and admin status
-//	GET {prefix}api/nip43        NIP-43 membership: members, pending join requests, invites (never a claim)
+//	GET {prefix}api/nip43        NIP-43 membership: roles, members, pending join requests, invites (never a claim)
 //	GET {prefix}api/reports      the moderation queue (?group=ID: that group's; ?group=node: outside groups),
 //	                             each with its event, reporters and their ranks, and the node's labels
 //	GET {prefix}api/policy       the NIP-86 lists: banned and allowed pubkeys and events, kinds, blocked addresses

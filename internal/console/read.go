@@ -409,16 +409,20 @@ func (c *Console) Backlog(ctx context.Context) (BacklogView, error) {
 // return it (listmembers, listpendingmembers, listinvites; the same code,
 // membership.Service, read-only). Invites never carry their claim.
 type NIP43View struct {
+	Roles   []membership.Role    `json:"roles"` // the relay's roles (33534), in display order
 	Members []membership.Member  `json:"members"`
 	Pending []membership.Pending `json:"pending"`
 	Invites []membership.Invite  `json:"invites"`
 }
 
-// NIP43 reads the NIP-43 members, the pending join requests and the invites.
+// NIP43 reads the NIP-43 roles, members, pending join requests and invites.
 func (c *Console) NIP43(ctx context.Context) (NIP43View, error) {
 	s := &membership.Service{Pool: c.cfg.Pool}
 	var v NIP43View
 	var err error
+	if v.Roles, err = s.ListRoles(ctx); err != nil {
+		return v, fmt.Errorf("read NIP-43 roles: %w", err)
+	}
 	if v.Members, err = s.ListMembers(ctx); err != nil {
 		return v, fmt.Errorf("read NIP-43 members: %w", err)
 	}

@@ -146,6 +146,40 @@ func TestConsoleMembersInBrowser(t *testing.T) {
 	require.Contains(t, listed(), waiter.PK)
 	waitFor("the admitted key listed", func() bool { return exists(memberRow(waiter.PK)) && !exists(pendingRow(waiter.PK)) })
 
+	// Roles (NIP-43 33534): define one, give it to the admitted key (the
+	// 13534 lists it after the key), take it back by removing the role.
+	roleOf := func(pk string) []string {
+		t.Helper()
+		for _, ev := range c.query(nostr.Filter{Kinds: []int{13534}}) {
+			for _, tag := range ev.Tags {
+				if len(tag) >= 2 && tag[0] == "member" && tag[1] == pk {
+					return tag[2:]
+				}
+			}
+		}
+		return nil
+	}
+	fill(`form[data-form="setrole"] input[name="id"]`, "night")
+	fill(`form[data-form="setrole"] input[name="label"]`, "Night owl")
+	fill(`form[data-form="setrole"] input[name="color"]`, "240")
+	click(`form[data-form="setrole"] button[type="submit"]`)
+	require.Contains(t, result("Define role night"), "published")
+	defs := c.query(nostr.Filter{Kinds: []int{33534}, Tags: nostr.TagMap{"d": {"night"}}})
+	require.Len(t, defs, 1, "the relay publishes the role")
+	require.NotNil(t, defs[0].Tags.GetFirst([]string{"-"}), "33534 carries the NIP-70 tag")
+	require.Equal(t, "Night owl", defs[0].Tags.GetFirst([]string{"label"}).Value())
+	require.Equal(t, "240", defs[0].Tags.GetFirst([]string{"color"}).Value())
+	waitFor("the role listed and offered", func() bool {
+		return exists(`tr[data-role="night"]`) && exists(memberRow(waiter.PK)+` form[data-form="assignrole"]`)
+	})
+	fill(memberRow(waiter.PK)+` select[name="role"]`, "night")
+	click(memberRow(waiter.PK) + ` form[data-form="assignrole"] button[type="submit"]`)
+	require.Contains(t, result("Give role night"), "given")
+	require.Equal(t, []string{"night"}, roleOf(waiter.PK), "13534 lists the role after the member")
+	waitFor("the role on the member's row", func() bool {
+		return strings.Contains(text(memberRow(waiter.PK)+` [data-field="roles"]`), "Night owl")
+	})
+
 	// Remove the newcomer: their next post is refused.
 	click(memberRow(newcomer.PK) + ` button[data-act="removemember"]`)
 	require.Contains(t, result("Remove "), "removed")
@@ -209,8 +243,28 @@ func TestConsoleMembersInBrowser(t *testing.T) {
 	require.False(t, ok, "not added")
 	require.NotContains(t, listed(), added.PK)
 
+	fill(`form[data-form="setrole"] input[name="id"]`, "intruder")
+	click(`form[data-form="setrole"] button[type="submit"]`)
+	require.Contains(t, result("Define role intruder"), forbidden)
+	require.Empty(t, c.query(nostr.Filter{Kinds: []int{33534}, Tags: nostr.TagMap{"d": {"intruder"}}}), "no role published")
+	click(memberRow(waiter.PK) + ` button[data-act="unassignrole"]`)
+	require.Contains(t, result("Take role night"), forbidden)
+	click(`tr[data-role="night"] button[data-act="removerole"]`)
+	require.Contains(t, result("Remove role night"), forbidden)
+	require.Equal(t, []string{"night"}, roleOf(waiter.PK), "the member keeps the role")
+
 	// The invite the outsider tried to revoke still admits.
 	third := testkit.NewKey(t)
 	ok, reason = nip43Join(t, n.relay, third, open2[1])
 	require.True(t, ok, "the invite was not revoked: %s", reason)
+
+	// The admin again: removing the role takes it from the member and
+	// deletes its 33534.
+	signIn(admin, "relay admin")
+	waitFor("the role listed", func() bool { return exists(`tr[data-role="night"] button[data-act="removerole"]`) })
+	click(`tr[data-role="night"] button[data-act="removerole"]`)
+	require.Contains(t, result("Remove role night"), "removed from every member")
+	require.Empty(t, roleOf(waiter.PK), "13534 lists the member without the role")
+	require.Empty(t, c.query(nostr.Filter{Kinds: []int{33534}, Tags: nostr.TagMap{"d": {"night"}}}), "the role's 33534 is deleted")
+	waitFor("the role gone from the page", func() bool { return !exists(`tr[data-role="night"]`) })
 }

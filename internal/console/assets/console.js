@@ -497,13 +497,26 @@
       const [members, m43] = await Promise.all([getJSON("api/members"), getJSON("api/nip43")]);
       const off = signer && signer.admin && signer.methods && !signer.methods.includes("mintinvite")
         ? '<p class="warn">This relay does not offer NIP-43 membership management (its NIP-86 <code>supportedmethods</code> lacks the membership methods): run it with a node key (<code>--node-key-file</code>), and <code>--membership invite</code> to let only members write.</p>' : "";
-      const list = m43.members, pending = m43.pending, invites = m43.invites;
+      const list = m43.members, pending = m43.pending, invites = m43.invites, roles = m43.roles || [];
+      const roleName = (id) => { const r = roles.find((x) => x.id === id); return r && r.label ? `${r.label} (${id})` : id; };
+      const roleOptions = roles.map((r) => `<option value="${esc(r.id)}">${esc(roleName(r.id))}</option>`).join("");
       const nip43 = `${off}<p class="muted">Every change is signed by your key and checked by the relay (NIP-86, admins only).</p>
             <h3 id="nip43-members-h">Members (${list.length})</h3>
-            ${list.length ? `<table aria-labelledby="nip43-members-h"><thead><tr><th scope="col">member</th><th scope="col">via</th><th scope="col">since</th><th scope="col">action</th></tr></thead><tbody>
-            ${list.map((m) => `<tr data-nip43-member="${esc(m.pubkey)}"><td>${who(m.pubkey)}</td><td>${esc(m.via)}</td><td>${when(m.since)}</td>
-              <td><button type="button" class="danger" data-act="removemember" data-pubkey="${esc(m.pubkey)}">Remove</button></td></tr>`).join("")}</tbody></table>` : '<p class="muted">None.</p>'}
+            ${list.length ? `<table aria-labelledby="nip43-members-h"><thead><tr><th scope="col">member</th><th scope="col">roles</th><th scope="col">via</th><th scope="col">since</th><th scope="col">actions</th></tr></thead><tbody>
+            ${list.map((m) => `<tr data-nip43-member="${esc(m.pubkey)}"><td>${who(m.pubkey)}</td>
+              <td data-field="roles">${(m.roles || []).map((id) => `<span class="pill ok">${esc(roleName(id))} <button type="button" class="link" data-act="unassignrole" data-pubkey="${esc(m.pubkey)}" data-role="${esc(id)}" aria-label="take role ${esc(id)} from this member">×</button></span>`).join(" ") || '<span class="muted">none</span>'}</td>
+              <td>${esc(m.via)}</td><td>${when(m.since)}</td>
+              <td><div class="actions">${roles.length ? `<form class="inline" data-form="assignrole" data-pubkey="${esc(m.pubkey)}"><label class="sr-only" for="assign-${esc(m.pubkey)}">role to give</label><select id="assign-${esc(m.pubkey)}" name="role" data-keep="assign:${esc(m.pubkey)}">${roleOptions}</select><button type="submit" class="secondary">Give role</button></form>` : ""}
+              <button type="button" class="danger" data-act="removemember" data-pubkey="${esc(m.pubkey)}">Remove</button></div></td></tr>`).join("")}</tbody></table>` : '<p class="muted">None.</p>'}
             <form data-form="addmember"><label>Add a member (npub or hex)<input name="pubkey" data-keep="addmember" required></label><button type="submit">Add member</button></form>
+            <h3 id="nip43-roles-h">Roles (${roles.length})</h3>
+            <p class="muted">NIP-43 roles (kind 33534, signed by the relay): names apps show beside members; they give no access here.</p>
+            ${roles.length ? `<table aria-labelledby="nip43-roles-h"><thead><tr><th scope="col">id</th><th scope="col">label</th><th scope="col">description</th><th scope="col">color</th><th scope="col">order</th><th scope="col">action</th></tr></thead><tbody>
+            ${roles.map((r) => `<tr data-role="${esc(r.id)}"><td class="mono">${esc(r.id)}</td><td>${esc(r.label)}</td><td>${esc(r.description)}</td><td>${esc(r.color)}</td><td>${esc(r.order)}</td>
+              <td><button type="button" class="danger" data-act="removerole" data-role="${esc(r.id)}">Remove role</button></td></tr>`).join("")}</tbody></table>` : '<p class="muted">None.</p>'}
+            <form data-form="setrole"><label>Role id<input name="id" data-keep="setrole:id" required></label><label>Label<input name="label" data-keep="setrole:label"></label>
+              <label>Description<input name="description" data-keep="setrole:description"></label><label>Color (hue 0-360)<input name="color" data-keep="setrole:color" inputmode="numeric"></label>
+              <label>Order<input name="order" data-keep="setrole:order" inputmode="numeric"></label><button type="submit">Define or change role</button></form>
             <h3 id="nip43-pending-h">Pending admissions (${pending.length})</h3>
             ${pending.length ? `<table aria-labelledby="nip43-pending-h"><thead><tr><th scope="col">who</th><th scope="col">asked</th><th scope="col" class="num">trust rank</th><th scope="col">actions</th></tr></thead><tbody>
             ${pending.map((p) => `<tr data-nip43-pending="${esc(p.pubkey)}"><td>${who(p.pubkey)}</td><td>${when(p.requested_at)}</td><td class="num">${rank(p.rank)}</td>
@@ -531,6 +544,16 @@
       if (form.dataset.form === "addmember") {
         return act("Add member", async () => { const pk = parsePubkey(data.pubkey); await nip86("addmember", [pk]); resetForm(form); return npub(pk) + " is a member (addmember)"; });
       }
+      if (form.dataset.form === "setrole") {
+        // Fields left empty keep their value (setrole); the relay publishes its 33534.
+        const patch = {};
+        for (const f of ["label", "description", "color", "order"]) if (data[f]) patch[f] = data[f];
+        return act("Define role " + data.id, async () => { await nip86("setrole", [data.id, patch]); resetForm(form); return "role " + data.id + " published (setrole, kind 33534)"; });
+      }
+      if (form.dataset.form === "assignrole") {
+        const pk = form.dataset.pubkey;
+        return act("Give role " + data.role + " to " + npub(pk), async () => { await nip86("assignrole", [pk, data.role]); return "given (assignrole); the relay's 13534 lists it"; });
+      }
     },
     async click(b) {
       const pk = b.dataset.pubkey;
@@ -539,6 +562,10 @@
       switch (b.dataset.act) {
         case "removemember": case "admitmember": case "denymember":
           return act(b.textContent + " " + npub(pk), async () => { await nip86(b.dataset.act, [pk]); return done[b.dataset.act]; });
+        case "unassignrole":
+          return act("Take role " + b.dataset.role + " from " + npub(pk), async () => { await nip86("unassignrole", [pk, b.dataset.role]); return "taken away (unassignrole)"; });
+        case "removerole":
+          return act("Remove role " + b.dataset.role, async () => { await nip86("removerole", [b.dataset.role]); return "removed from every member; the relay deleted its 33534 (removerole)"; });
         case "revokeinvite":
           return act("Revoke invite " + b.dataset.id, async () => { await nip86("revokeinvite", [b.dataset.id]); return "revoked (revokeinvite)"; });
         case "mintinvite": {
