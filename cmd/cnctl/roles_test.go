@@ -84,7 +84,7 @@ func TestOperatorAndDashboardRoles(t *testing.T) {
 	require.Empty(t, snap.Error)
 	require.Len(t, snap.Consumers, 1)
 	// The console's read views work under the dashboard's role.
-	for _, api := range []string{"groups", "members", "reports", "policy", "backlog"} {
+	for _, api := range []string{"groups", "members", "nip43", "reports", "policy", "backlog"} {
 		resp, err := http.Get("http://" + addr + "/console/api/" + api)
 		require.NoError(t, err)
 		body, _ := io.ReadAll(resp.Body)
