@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,8 +41,8 @@ func (c *client) authAs(k key, relayURL string) {
 	c.authenticate(k, c.challenge(), relayURL)
 }
 
-// reqSeq numbers the subscriptions of req (tests using it run one at a time per client).
-var reqSeq int
+// reqSeq numbers the subscriptions of req, across the parallel tests that use it.
+var reqSeq atomic.Int64
 
 // reqResult is what a REQ got: the event ids before EOSE, or the CLOSED reason.
 type reqResult struct {
@@ -54,8 +55,7 @@ type reqResult struct {
 // it is skipped).
 func (c *client) req(sub string, filter map[string]any) reqResult {
 	c.t.Helper()
-	reqSeq++
-	sub = fmt.Sprintf("%s-%d", sub, reqSeq)
+	sub = fmt.Sprintf("%s-%d", sub, reqSeq.Add(1))
 	c.send("REQ", sub, filter)
 	var r reqResult
 	for {
