@@ -182,3 +182,28 @@ func TestHTTPHeadEnd(t *testing.T) {
 		require.Equal(t, want, headEnd([]byte(in)), "%q", in)
 	}
 }
+
+// TestShutdownClosesHeads: a connection whose head is still being read when
+// the relay shuts down is closed at once, not at the head timeout.
+func TestShutdownClosesHeads(t *testing.T) {
+	t.Parallel()
+	tr := startRelay(t, nil, nil)
+	c, err := net.Dial("tcp", strings.TrimPrefix(tr.http, "http://"))
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		a := tr.acc.Load()
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return len(a.heads) == 1
+	}, waitTimeout, time.Millisecond)
+	start := time.Now()
+	require.NoError(t, tr.stop())
+	require.Less(t, time.Since(start), defaultHeadTimeout/2)
+	_ = c.SetReadDeadline(time.Now().Add(waitTimeout))
+	got, err := io.ReadAll(c)
+	require.NoError(t, err, "the relay closed the connection")
+	require.Empty(t, got)
+}
