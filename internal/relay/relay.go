@@ -278,7 +278,8 @@ func (r *Relay) Run(ctx context.Context) error {
 	return g.Wait()
 }
 
-// Serve serves Handler on ln and runs the batcher and the outbox follower until
+// Serve serves Handler on ln (WebSocket upgrades through the acceptor, without
+// net/http's per-connection server state; see acceptor) and runs the batcher and the outbox follower until
 // ctx is done, then shuts down gracefully: it stops accepting connections, flushes
 // the pending batch (its clients get their OKs), drains every connection's send
 // queue and closes it with a close frame (1001 going away), all within
