@@ -105,8 +105,8 @@ func (a *acceptor) headRead(c net.Conn) {
 
 // close stops accepting (closes the listener) and ends every head still
 // being read (the connection is closed unanswered, as net/http does at a
-// timeout); the connections already handed over are the http.Server's to
-// shut down, the upgraded ones the relay's.
+// timeout); the connections already handed over (and a.rest) are the
+// http.Server's to shut down, the upgraded ones the relay's.
 func (a *acceptor) close() {
 	a.mu.Lock()
 	a.closed = true
@@ -115,7 +115,8 @@ func (a *acceptor) close() {
 	}
 	a.mu.Unlock()
 	_ = a.ln.Close()
-	_ = a.rest.Close()
+	// a.rest is closed by the http.Server's Shutdown: closed before, it would
+	// end the server's Serve with an error.
 }
 
 // wait returns once every accepted connection has been upgraded, refused or

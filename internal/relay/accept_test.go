@@ -2,10 +2,12 @@ package relay
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -204,6 +206,8 @@ func TestShutdownClosesHeads(t *testing.T) {
 	require.Less(t, time.Since(start), defaultHeadTimeout/2)
 	_ = c.SetReadDeadline(time.Now().Add(waitTimeout))
 	got, err := io.ReadAll(c)
-	require.NoError(t, err, "the relay closed the connection")
+	// Closed with the head's bytes unread (the relay may close the socket
+	// before it read them), the connection may be reset rather than ended.
+	require.True(t, err == nil || errors.Is(err, syscall.ECONNRESET), "the relay closed the connection: %v", err)
 	require.Empty(t, got)
 }
