@@ -37,6 +37,7 @@ type acceptor struct {
 	r    *Relay
 	ln   net.Listener
 	rest *connQueue // the listener the http.Server serves
+	pool sync.Pool  // of *handshake
 
 	mu     sync.Mutex
 	heads  map[net.Conn]struct{} // connections whose head is being read
@@ -45,7 +46,9 @@ type acceptor struct {
 }
 
 func newAcceptor(r *Relay, ln net.Listener) *acceptor {
-	return &acceptor{r: r, ln: ln, rest: newConnQueue(ln.Addr()), heads: make(map[net.Conn]struct{})}
+	a := &acceptor{r: r, ln: ln, rest: newConnQueue(ln.Addr()), heads: make(map[net.Conn]struct{})}
+	a.pool.New = newHandshake
+	return a
 }
 
 // run accepts connections until the listener fails or close is called; it
@@ -120,8 +123,8 @@ func (a *acceptor) close() {
 }
 
 // wait returns once every accepted connection has been upgraded, refused or
-// handed over (after close: within the upgrader's HandshakeTimeout plus the
-// relay's WriteTimeout).
+// handed over (after close and the http.Server's Shutdown: within the
+// upgrader's HandshakeTimeout plus the relay's WriteTimeout).
 func (a *acceptor) wait() { a.wg.Wait() }
 
 // handshake is what reading a head and upgrading need, pooled: none of it
@@ -136,11 +139,11 @@ type handshake struct {
 	w   upgradeResponse
 }
 
-var handshakes = sync.Pool{New: func() any {
+func newHandshake() any {
 	h := &handshake{br: bufio.NewReaderSize(nil, 1024), bw: bufio.NewWriterSize(nil, 256)}
 	h.rw = bufio.ReadWriter{Reader: h.br, Writer: h.bw}
 	return h
-}}
+}
 
 // errHeadTooLarge is a request head longer than maxHeadBytes.
 var errHeadTooLarge = errors.New("request head too large")
@@ -148,16 +151,16 @@ var errHeadTooLarge = errors.New("request head too large")
 // serve reads c's request head and upgrades c, refuses it or hands it over.
 func (a *acceptor) serve(c net.Conn) {
 	defer a.wg.Done()
-	h := handshakes.Get().(*handshake)
+	h := a.pool.Get().(*handshake)
 	n, end, err := readHead(c, h.raw[:])
 	a.headRead(c)
 	if err != nil {
-		handshakes.Put(h)
+		a.pool.Put(h)
 		a.refuse(c, err)
 		return
 	}
 	a.handle(c, h, n, end)
-	handshakes.Put(h)
+	a.pool.Put(h)
 }
 
 // refuse closes c, whose head could not be read: unanswered after a timeout,
