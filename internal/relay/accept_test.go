@@ -211,3 +211,21 @@ func TestShutdownClosesHeads(t *testing.T) {
 	require.True(t, err == nil || errors.Is(err, syscall.ECONNRESET), "the relay closed the connection: %v", err)
 	require.Empty(t, got)
 }
+
+// FuzzHeadEnd: headEnd finds the first empty line, as a plain search for
+// "\n\n" and "\n\r\n" does.
+func FuzzHeadEnd(f *testing.F) {
+	for _, s := range []string{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "a\n\n", "\n\r\n", "\r\n\r", "x\n\r\r\n\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want := -1
+		if i := strings.Index(string(b), "\n\n"); i >= 0 {
+			want = i + 2
+		}
+		if i := strings.Index(string(b), "\n\r\n"); i >= 0 && (want < 0 || i+3 < want) {
+			want = i + 3
+		}
+		require.Equal(t, want, headEnd(b), "%q", b)
+	})
+}
