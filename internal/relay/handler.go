@@ -24,7 +24,10 @@ import (
 //	POST / with application/nostr+json+rpc       NIP-86, when a Management handler is set
 //
 // and nothing else: /metrics is MetricsHandler's, served on a private address
-// (Config.MetricsListen), never on the public one.
+// (Config.MetricsListen), never on the public one. On Serve's listener a
+// request head is at most 8 KiB (431 beyond) and must arrive within 10 s, and
+// a plain upgrade reaches serveWebSocket without passing through this handler
+// (see acceptor), with the same outcome.
 func (r *Relay) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", r.serveHealth)

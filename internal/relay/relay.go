@@ -156,9 +156,11 @@ type Relay struct {
 	reqsPerIP       *limiter
 	connsPerIP      *connCounter
 
-	upgrader websocket.Upgrader
-	served   atomic.Bool
-	closing  atomic.Bool
+	upgrader    websocket.Upgrader
+	headTimeout time.Duration            // see acceptor
+	acc         atomic.Pointer[acceptor] // set by Serve
+	served      atomic.Bool
+	closing     atomic.Bool
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
@@ -201,8 +203,9 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 		reqsPerIP:       newLimiter(cfg.ReqRatePerIP, deps.Now),
 		connsPerIP:      newConnCounter(cfg.MaxConnsPerIP),
 		conns:           make(map[*conn]struct{}),
+		headTimeout:     defaultHeadTimeout,
 		upgrader: websocket.Upgrader{
-			HandshakeTimeout: 10 * time.Second,
+			HandshakeTimeout: defaultHeadTimeout,
 			// A held connection keeps its read buffer (a message longer than
 			// it is read in several reads), and takes a write buffer from the
 			// pool only while gorilla writes a data frame (the goodbye's;
@@ -281,7 +284,8 @@ func (r *Relay) Run(ctx context.Context) error {
 	return g.Wait()
 }
 
-// Serve serves Handler on ln and runs the batcher and the outbox follower until
+// Serve serves Handler on ln (WebSocket upgrades through the acceptor, without
+// net/http's per-connection server state; see acceptor) and runs the batcher and the outbox follower until
 // ctx is done, then shuts down gracefully: it stops accepting connections, flushes
 // the pending batch (its clients get their OKs), drains every connection's send
 // queue and closes it with a close frame (1001 going away), all within
@@ -292,9 +296,13 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 		_ = ln.Close()
 		return errors.New("relay: Serve called twice")
 	}
+	// WebSocket upgrades are served by the acceptor, everything else by srv
+	// (see acceptor).
+	acc := newAcceptor(r, ln)
+	r.acc.Store(acc)
 	srv := &http.Server{
 		Handler:           r.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: r.headTimeout,
 		ErrorLog:          slog.NewLogLogger(r.log.Handler(), slog.LevelWarn),
 	}
 	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
@@ -312,35 +320,50 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	}
 
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { serveErr <- acc.run() }()
+	httpErr := make(chan error, 1)
+	go func() { httpErr <- srv.Serve(acc.rest) }()
 	r.log.Info("relay serving", "addr", ln.Addr().String())
 
 	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-serveErr:
+		if err == nil {
+			err = errors.New("relay serve: acceptor stopped")
+		} else {
+			err = fmt.Errorf("relay serve: %w", err)
+		}
+	case err = <-httpErr:
 		err = fmt.Errorf("relay serve: %w", err)
 	}
-	r.shutdown(srv)
+	r.shutdown(acc, srv)
 	stopLoops()
 	_ = g.Wait()
 	if err == nil {
-		if serr := <-serveErr; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		if serr := <-serveErr; serr != nil {
 			err = fmt.Errorf("relay serve: %w", serr)
+		}
+		if herr := <-httpErr; herr != nil && !errors.Is(herr, http.ErrServerClosed) && err == nil {
+			err = fmt.Errorf("relay serve: %w", herr)
 		}
 	}
 	return err
 }
 
 // shutdown runs the graceful shutdown described at Serve.
-func (r *Relay) shutdown(srv *http.Server) {
+func (r *Relay) shutdown(acc *acceptor, srv *http.Server) {
 	start := time.Now()
 	r.closing.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.ShutdownTimeout)
 	defer cancel()
+	acc.close()
 	if err := srv.Shutdown(ctx); err != nil {
 		r.log.Warn("http shutdown incomplete", "err", err)
 	}
+	// Every connection accepted is now upgraded (and tracked), refused or
+	// closed: a handshake under way ends at once (the relay is closing).
+	acc.wait()
 	r.batcher.close()
 
 	r.connsMu.Lock()
