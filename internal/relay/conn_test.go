@@ -258,3 +258,21 @@ func TestQueriesPerConnBounded(t *testing.T) {
 	require.Equal(t, map[string]bool{"a": true, "b": true, "c": true}, got)
 	require.Equal(t, int32(2), peak.Load(), "never more than MaxQueriesPerConn at once")
 }
+
+// TestBatchDeadline: the writer moves the socket's write deadline only when
+// the one set is a quarter of WriteTimeout short of now + WriteTimeout, and
+// always after a write of gorilla's (which sets its own).
+func TestBatchDeadline(t *testing.T) {
+	c := &conn{r: &Relay{cfg: Config{WriteTimeout: 8 * time.Second}}}
+	before := time.Now()
+	first := c.batchDeadline()
+	require.False(t, first.IsZero(), "the first batch sets a deadline")
+	require.WithinDuration(t, before.Add(8*time.Second), first, time.Second)
+	require.True(t, c.batchDeadline().IsZero(), "a deadline set just now stays")
+	c.wdl -= int64(time.Second)
+	require.True(t, c.batchDeadline().IsZero(), "one second short of 8: it stays")
+	c.wdl -= int64(2 * time.Second)
+	require.False(t, c.batchDeadline().IsZero(), "three seconds short: it moves")
+	c.wdl = 0 // a ping, a pong or the goodbye
+	require.False(t, c.batchDeadline().IsZero(), "after a write of gorilla's it is set again")
+}
