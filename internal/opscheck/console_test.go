@@ -486,6 +486,24 @@ func TestConsoleInBrowser(t *testing.T) {
 		return len(last) == 1 && last[0].Tags.GetFirst([]string{"name"}).Value() == "Ops crew (on call)" && last[0].Tags.GetFirst([]string{"closed"}) != nil
 	}, 10*time.Second, 100*time.Millisecond, "39000 has the new name and is still closed: %v", &last)
 
+	// A group the page first shows before its metadata (a 9007 alone), then
+	// with it (a 9002 with closed): an edit of its name keeps closed. The
+	// form rendered first held an unchecked box; a re-render must show the
+	// state read, not keep what the user never touched.
+	ok, reason, _ := c.publish(admin.SK, nostr.Event{Kind: 9007, Tags: nostr.Tags{{"h", "late-meta"}}})
+	require.True(t, ok, reason)
+	waitFor("the group without metadata on the page", func() bool { return exists("#group-late-meta") })
+	ok, reason, _ = c.publish(admin.SK, nostr.Event{Kind: 9002, Tags: nostr.Tags{{"h", "late-meta"}, {"name", "Late"}, {"closed"}}})
+	require.True(t, ok, reason)
+	waitFor("its metadata on the page", func() bool { return strings.Contains(text("#group-late-meta h3"), "closed") })
+	fill(`form[data-form="meta"][data-group="late-meta"] input[name="name"]`, "Late metadata")
+	click(`form[data-form="meta"][data-group="late-meta"] button[type="submit"]`)
+	require.Contains(t, result("Save metadata of late-meta"), "saved")
+	require.Eventually(t, func() bool {
+		last = c.query(nostr.Filter{Kinds: []int{39000}, Tags: nostr.TagMap{"d": {"late-meta"}}})
+		return len(last) == 1 && last[0].Tags.GetFirst([]string{"name"}).Value() == "Late metadata" && last[0].Tags.GetFirst([]string{"closed"}) != nil
+	}, 10*time.Second, 100*time.Millisecond, "39000 has the new name and is still closed: %v", &last)
+
 	// A private subgroup of it: created with its flags and parent, then
 	// edited; neither edit may drop a flag, the parent or the child list (a
 	// 9002 replaces every field, and NIP-29 refuses one that leaves out a
@@ -520,7 +538,7 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	// A join request waits; the admin approves it.
 	joiner := testkit.NewKey(t)
-	ok, reason, _ := c.publish(joiner.SK, nostr.Event{Kind: 9021, Tags: nostr.Tags{{"h", "ops-crew"}}})
+	ok, reason, _ = c.publish(joiner.SK, nostr.Event{Kind: 9021, Tags: nostr.Tags{{"h", "ops-crew"}}})
 	require.False(t, ok)
 	require.Contains(t, reason, "pending review")
 	pendingRow := fmt.Sprintf(`#group-ops-crew tr[data-pending=%q]`, joiner.PK)

@@ -313,13 +313,27 @@
     return data;
   }
 
+  // edited reports whether the user changed a field from what the page
+  // rendered into it (its default value, checked state or selected option).
+  function edited(el) {
+    if (el.type === "checkbox") return el.checked !== el.defaultChecked;
+    if (el.tagName === "SELECT") {
+      const def = [...el.options].find((o) => o.defaultSelected) || el.options[0];
+      return def ? el.value !== def.value : false;
+    }
+    return el.value !== el.defaultValue;
+  }
+
   // render replaces #page's content, keeping what the user was typing, which
-  // <details> were open, and the focus.
+  // <details> were open, and the focus. Only fields the user changed are
+  // kept: the others show the state just read (a form rendered before the
+  // group's metadata arrived must not hold on to its empty fields, which an
+  // edit would then send).
   function render(html) {
     const root = $("page");
     const kept = {};
     for (const el of root.querySelectorAll("input, select, textarea")) {
-      if (el.dataset.keep) kept[el.dataset.keep] = el.type === "checkbox" ? el.checked : el.value;
+      if (el.dataset.keep && edited(el)) kept[el.dataset.keep] = el.type === "checkbox" ? el.checked : el.value;
     }
     const open = [...root.querySelectorAll("details[open]")].map((d) => d.id);
     const focus = document.activeElement && root.contains(document.activeElement) ? document.activeElement.dataset.keep || document.activeElement.id : null;
