@@ -16,7 +16,6 @@ import (
 	"github.com/kukuri/communitynode/internal/daemon"
 	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/ephemeral"
-	"github.com/kukuri/communitynode/internal/eventcache"
 	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/nodekey"
@@ -189,7 +188,7 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	if members != nil {
 		deps.Members = members
 	}
-	r, err := relay.New(s.Relay, WithEventCache(s.Relay, deps))
+	r, err := relay.New(s.Relay, relay.WithEventCache(s.Relay, deps))
 	if err != nil {
 		return err
 	}
@@ -367,25 +366,4 @@ func JoinAdmission(g *gate.Gate) func(pubkey string) groups.Admission {
 		}
 		return groups.AdmitReview
 	}
-}
-
-// WithEventCache composes the event cache into deps as Relay does, when
-// cfg.CacheBytes > 0 (otherwise it returns deps as they are): the cache
-// answers in front of deps.Reads (deps.Store when nil) the REQs it can prove
-// it holds, once it has applied what this process committed
-// (deps.Recent.Committed) and what deps.Feed's notifications announced; the
-// relay's follower fills it from deps.Recent and keeps it with the outbox
-// (deps.Cache). Its answers counter (cn_relay_cache_answers_total) is
-// registered on deps.Registerer.
-func WithEventCache(cfg relay.Config, deps relay.Deps) relay.Deps {
-	if cfg.CacheBytes <= 0 || deps.Recent == nil {
-		return deps
-	}
-	next := deps.Reads
-	if next == nil {
-		next = deps.Store
-	}
-	deps.Reads, deps.Cache = eventcache.Compose(cfg.CacheBytes, !cfg.Limits.TopicRules.RequireTopic,
-		next, deps.Recent.Committed, deps.Feed, deps.Now, deps.Registerer)
-	return deps
 }

@@ -70,7 +70,7 @@ func newGroupLeakRelays(t *testing.T) *groupLeakRelays {
 			cfg.CacheBytes = 0
 		}
 		reg := prometheus.NewRegistry()
-		r, err := New(cfg, withCache(cfg, Deps{Store: s, Sync: s, Recent: s, GroupAccess: s, SyncTree: s, Primary: st, Feed: NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg}))
+		r, err := New(cfg, WithEventCache(cfg, Deps{Store: s, Sync: s, Recent: s, GroupAccess: s, SyncTree: s, Primary: st, Feed: NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg}))
 		require.NoError(t, err)
 		return serveRelay(t, r)
 	}
@@ -323,7 +323,7 @@ func TestGroupPrivateLeak(t *testing.T) {
 
 	// Turned public, the old messages are read by anyone; private again, at
 	// once by no outsider, from the database or the cache.
-	pub.accepted(alice.signed(t, groups.KindEditMetadata, nostr.Tags{h("priv"), {"name", "Priv"}}, ""))
+	pub.accepted(alice.signed(t, groups.KindEditMetadata, nostr.Tags{h("priv"), {"name", "Priv"}}, "turned public"))
 	for _, tr := range []*testRelay{direct, cached} {
 		require.Contains(t, dial(t, tr.url).req("open", map[string]any{"kinds": []int{9}, "limit": 50}).ids, early.ID)
 	}
@@ -331,7 +331,7 @@ func TestGroupPrivateLeak(t *testing.T) {
 		_, need := syncThrough(t, dial(t, tr.url), "open", map[string]any{}, nil, 0)
 		require.Contains(t, need, early.ID, "NIP-77 {} from the tree")
 	}
-	pub.accepted(alice.signed(t, groups.KindEditMetadata, nostr.Tags{h("priv"), {"name", "Priv"}, {"private"}}, ""))
+	pub.accepted(alice.signed(t, groups.KindEditMetadata, nostr.Tags{h("priv"), {"name", "Priv"}, {"private"}}, "private again"))
 	for _, tr := range []*testRelay{direct, cached} {
 		require.Empty(t, leaked(dial(t, tr.url).req("closed", map[string]any{"kinds": []int{9}, "limit": 50}).ids))
 		// NIP-77 {} right after, from the tree: none of it. (A session

@@ -191,7 +191,7 @@ func startWithheldRelay(t *testing.T, wrap func(pgStore, *Relay) WithheldStore) 
 		Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsMembers, Admins: map[string]bool{relayAdmin.pk: true}}}))
 	deps := Deps{Store: st, Sync: st, Recent: st, GroupAccess: st, Withheld: st, SyncTree: st,
 		Feed: NewPGFeed(db.Pool, nil), Registerer: prometheus.NewRegistry()}
-	r, err := New(cfg, withCache(cfg, deps))
+	r, err := New(cfg, WithEventCache(cfg, deps))
 	require.NoError(t, err)
 	if wrap != nil {
 		r.withheld = wrap(st, r)

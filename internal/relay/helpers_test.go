@@ -428,29 +428,13 @@ func (k key) note(t *testing.T, content string, edit func(*nostr.Event)) *nostr.
 // goFilter is a filter for topic "go".
 func goFilter() map[string]any { return map[string]any{"#t": []string{"go"}} }
 
-// withCache composes the event cache into deps as node.Relay does: in front
-// of deps.Reads (else deps.Store) when cfg.CacheBytes > 0 and deps.Recent is
-// set; its answers counter is registered with deps.Registerer.
-func withCache(cfg Config, deps Deps) Deps {
-	if cfg.CacheBytes <= 0 || deps.Recent == nil {
-		return deps
-	}
-	next := deps.Reads
-	if next == nil {
-		next = deps.Store
-	}
-	deps.Reads, deps.Cache = eventcache.Compose(cfg.CacheBytes, !cfg.Limits.TopicRules.RequireTopic,
-		next, deps.Recent.Committed, deps.Feed, deps.Now, deps.Registerer)
-	return deps
-}
-
-// cacheOf is r's event cache (withCache); nil without one.
+// cacheOf is r's event cache (WithEventCache); nil without one.
 func cacheOf(r *Relay) *eventcache.Cache {
 	c, _ := r.cache.(*eventcache.Cache)
 	return c
 }
 
-// cacheAnswers is r's cache answers counter (withCache), by result.
+// cacheAnswers is r's cache answers counter (WithEventCache), by result.
 func cacheAnswers(r *Relay, result string) float64 {
 	return testutil.ToFloat64(r.reads.(*eventcache.Reader).Answers.WithLabelValues(result))
 }

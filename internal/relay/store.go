@@ -113,6 +113,28 @@ type EventCache interface {
 	SeenStats() eventcache.SeenStats
 }
 
+// WithEventCache composes the event cache (internal/eventcache) into deps,
+// when cfg.CacheBytes > 0 and deps.Recent is set (otherwise it returns deps
+// as they are): the cache answers in front of deps.Reads (deps.Store when
+// nil) the REQs it can prove it holds, once it has applied what this process
+// committed (deps.Recent.Committed) and what deps.Feed's notifications
+// announced; the relay's follower fills it from deps.Recent and keeps it
+// with the outbox (deps.Cache). Its answers counter
+// (cn_relay_cache_answers_total) is registered on deps.Registerer. The
+// composition root (internal/node) calls it; so do tests that build a relay.
+func WithEventCache(cfg Config, deps Deps) Deps {
+	if cfg.CacheBytes <= 0 || deps.Recent == nil {
+		return deps
+	}
+	next := deps.Reads
+	if next == nil {
+		next = deps.Store
+	}
+	deps.Reads, deps.Cache = eventcache.Compose(cfg.CacheBytes, !cfg.Limits.TopicRules.RequireTopic,
+		next, deps.Recent.Committed, deps.Feed, deps.Now, deps.Registerer)
+	return deps
+}
+
 // RecentStore fills the relay's event cache (package eventcache;
 // Deps.Recent, Deps.Cache): package store implements it.
 type RecentStore interface {
