@@ -34,8 +34,9 @@ const (
 
 // conn is one WebSocket client. Its reader reads and handles messages one at a
 // time (a goroutine per message, see readNext); its writer, the only one to
-// write to the socket, runs while something is due (see kick) and sends the
-// data frames in queue order. Everything else (query goroutines, the batcher's
+// write to the socket, runs while something is due (see kick; the live
+// fan-out writes itself while the socket takes the frames, see kickInline) and
+// sends the data frames in queue order. Everything else (query goroutines, the batcher's
 // answers, the live fan-out) only puts complete messages into the send queue,
 // which is bounded by SendQueueSize messages and by the connection's memory
 // budget (mem, SendQueueBytes, drawn from the relay's TotalQueueBytes), and holds
@@ -102,8 +103,14 @@ type conn struct {
 	lastPing   time.Time   // when the pinger last pinged it; under Relay.connsMu
 	// wdl is the write deadline writeDue last set on the socket (unix
 	// nanoseconds), 0 when unknown (gorilla's control writes set their own);
-	// writer goroutine only. See batchDeadline.
+	// writer only. See batchDeadline.
 	wdl int64
+	// rest is what an inline write left unwritten of its frames (the socket's
+	// buffer was full), and restN the queue bytes those frames hold until it
+	// is written: the writer goroutine writes it before anything else (see
+	// kickInline). Writer only.
+	rest  []byte
+	restN int
 
 	challenge string              // NIP-42; "" when AUTH is off
 	authed    map[string]struct{} // authenticated pubkeys, nil before the first; reader goroutine only
@@ -403,6 +410,12 @@ func (c *conn) writeDue() bool {
 			return false
 		default:
 		}
+		if c.rest != nil { // (before any frame: it ends one)
+			if err := c.writeRest(c.batchDeadline()); err != nil {
+				c.writeFailed(err)
+				return false
+			}
+		}
 		if data := c.pongData.Swap(nil); data != nil && !c.pong(*data) {
 			return false
 		}
@@ -454,6 +467,13 @@ var framePool = sync.Pool{New: func() any { return new(frameBuf) }}
 type frameBuf struct {
 	hdrs []byte
 	bufs net.Buffers
+
+	// An inline write's callback (writeNow): writeFD is write, bound once;
+	// out what it writes, n and err what write(2) said.
+	writeFD func(fd uintptr) bool
+	out     []byte
+	n       int
+	err     error
 }
 
 // writeBatchBytes bounds the messages the writer sends with one write; a longer
@@ -582,6 +602,7 @@ func (c *conn) writeFailed(err error) {
 		c.logger().Debug("write failed", "err", err)
 		c.closeWith(closePeerGone)
 	}
+	c.dropRest()
 	c.send.clear()
 	_ = c.ws.Close()
 }
@@ -601,17 +622,29 @@ func (c *conn) goodbye() {
 	var code int
 	var text string
 	var deadline time.Time
-	switch closeMode(c.mode.Load()) {
-	case closeSlow:
+	mode := closeMode(c.mode.Load())
+	switch mode {
+	case closeSlow, closeBlocked:
 		deadline = time.Now().Add(slowGrace)
+	case closeShutdown:
+		deadline = time.Now().Add(c.r.cfg.ShutdownTimeout / 2)
+	}
+	// A frame an inline write began is finished first (or dropped with the
+	// socket): a frame of ours never follows half of another.
+	if c.rest != nil {
+		if mode == closePeerGone || c.writeRest(deadline) != nil {
+			c.dropRest()
+			return
+		}
+	}
+	switch mode {
+	case closeSlow:
 		_ = c.write(noticeMsg("error: too slow, disconnecting"), deadline)
 		code, text = websocket.ClosePolicyViolation, "too slow"
 	case closeBlocked:
-		deadline = time.Now().Add(slowGrace)
 		_ = c.write(noticeMsg("blocked: your address is blocked from this relay"), deadline)
 		code, text = websocket.ClosePolicyViolation, "address blocked"
 	case closeShutdown:
-		deadline = time.Now().Add(c.r.cfg.ShutdownTimeout / 2)
 		for {
 			msg, ok := c.send.pop()
 			if !ok {
@@ -642,9 +675,9 @@ func (c *conn) closeWith(mode closeMode) bool {
 	first := false
 	c.quitOnce.Do(func() {
 		first = true
-		c.mode.Store(int32(mode))
 		c.writerDone = make(chan struct{})
 		c.readerDone = make(chan struct{})
+		c.mode.Store(int32(mode)) // (after both are made: see closing)
 		close(c.quit)
 		c.runAfters()
 	})
@@ -654,14 +687,12 @@ func (c *conn) closeWith(mode closeMode) bool {
 	return first
 }
 
-// closing reports whether the connection has started closing.
+// closing reports whether the connection has started closing (closeWith set
+// its mode; quit is closed then or soon after). It reads the mode, not quit:
+// the fan-out asks every connection it writes to, and the channel is one more
+// cache line to miss.
 func (c *conn) closing() bool {
-	select {
-	case <-c.quit:
-		return true
-	default:
-		return false
-	}
+	return closeMode(c.mode.Load()) != closeNone
 }
 
 // tooSlow disconnects a client that let its memory budget fill up (why says
@@ -694,10 +725,18 @@ func (c *conn) enqueue(msg []byte) bool { return c.enqueueMsg(plainMsg(msg)) }
 
 // enqueueMsg is enqueue for any outMsg (an EVENT without a copy).
 func (c *conn) enqueueMsg(msg outMsg) bool {
-	select {
-	case <-c.quit:
+	if !c.push(msg) {
 		return false
-	default:
+	}
+	c.kick()
+	return true
+}
+
+// push is enqueueMsg without the kick: the caller kicks the writer (kick or
+// kickInline) when it reports true.
+func (c *conn) push(msg outMsg) bool {
+	if c.closing() {
+		return false
 	}
 	res := c.send.tryPush(msg)
 	if res == relayFull && c.r.shed(c) {
@@ -707,7 +746,6 @@ func (c *conn) enqueueMsg(msg outMsg) bool {
 		c.tooSlow(res.String())
 		return false
 	}
-	c.kick()
 	return true
 }
 

@@ -35,9 +35,12 @@
 //
 // # Slow clients
 //
-// Each connection has one writer goroutine draining a send queue bounded in
+// Each connection has at most one writer draining a send queue bounded in
 // messages (SendQueueSize) and bytes (SendQueueBytes), which holds no memory while
-// empty. The fan-out and the batcher's answers never wait for a socket: when a
+// empty: a goroutine started while something is due, or, for the live fan-out,
+// the fan-out's own goroutine, which writes to the socket without waiting and
+// hands what the socket does not take to a writer goroutine (kickInline). The
+// fan-out and the batcher's answers never wait for a socket: when a
 // message would take a connection's queue past either limit, the client is sent
 // (best effort) NOTICE "error: too slow, disconnecting" and is disconnected. Query
 // results wait for room but leave a quarter of the queue to live traffic (see

@@ -21,6 +21,7 @@ type metrics struct {
 	querySeconds     *prometheus.HistogramVec // by op: req, count
 	slowDisconnects  prometheus.Counter
 	liveDeliveries   prometheus.Counter
+	liveWriteBlocked prometheus.Counter
 	groupWithheld    prometheus.Counter // stored events the last check kept back (groupgate.go)
 	groupGateBehind  prometheus.Counter
 	negTreeSessions  prometheus.Counter     // NIP-77 sessions served from the tree
@@ -87,6 +88,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "cn_relay_live_deliveries_total",
 			Help: "Events delivered to live subscriptions (one per subscription).",
 		}),
+		liveWriteBlocked: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cn_relay_live_write_blocked_total",
+			Help: "Live deliveries whose socket did not take the frame whole at once: a writer goroutine finished the write (the client reads slower than the fan-out).",
+		}),
 		groupWithheld: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cn_relay_group_withheld_total",
 			Help: "Stored events of a private or hidden NIP-29 group kept back by the last check before the socket (a query filters them first: above 0 means a read path let one through, or a member's access changed while the answer was read).",
@@ -142,7 +147,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.ingestWaiting, m.connections, m.subscriptions, m.messages, m.events, m.batchSize,
-			m.ingestSeconds, m.querySeconds, m.slowDisconnects, m.liveDeliveries, m.groupWithheld, m.groupGateBehind, m.negTreeSessions, m.negTreeMisses, m.refusedConns,
+			m.ingestSeconds, m.querySeconds, m.slowDisconnects, m.liveDeliveries, m.liveWriteBlocked, m.groupWithheld, m.groupGateBehind, m.negTreeSessions, m.negTreeMisses, m.refusedConns,
 			m.followerSeq, m.followerFailures, m.badRealIP, m.queryBudgetStops, m.handoffCaught, m.handoffDropped, m.handoffRefills, m.cacheLearns, m.groupEvents)
 	}
 	return m

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -442,14 +443,41 @@ func (r *Relay) fanoutJSON(ev *nostr.Event, js []byte, seq int64) {
 	if js == nil {
 		js = eventJSON(ev)
 	}
+	// A large fan-out is split among GOMAXPROCS goroutines, each writing to
+	// its share of the sockets (kickInline); it returns once every share is
+	// delivered, so a connection still gets the notes in the order fanout is
+	// called.
+	parts := min(runtime.GOMAXPROCS(0), len(subs)/fanoutShare)
+	if parts <= 1 {
+		r.m.liveDeliveries.Add(float64(deliverAll(subs, ev, seq, js)))
+		return
+	}
+	per := (len(subs) + parts - 1) / parts
+	var wg sync.WaitGroup
+	var n atomic.Int64
+	for i := per; i < len(subs); i += per {
+		share := subs[i:min(i+per, len(subs))]
+		wg.Go(func() { n.Add(int64(deliverAll(share, ev, seq, js))) })
+	}
+	n.Add(int64(deliverAll(subs[:per], ev, seq, js)))
+	wg.Wait()
+	r.m.liveDeliveries.Add(float64(n.Load()))
+}
+
+// fanoutShare is the fewest subscriptions a fan-out gives a goroutine of its
+// own.
+const fanoutShare = 256
+
+// deliverAll delivers ev to each of subs whose reader may read it and returns
+// how many took it.
+func deliverAll(subs []*subscription, ev *nostr.Event, seq int64, js []byte) int {
+	n := 0
 	for _, s := range subs {
-		if !s.viewer.MayRead(ev) {
-			continue
-		}
-		if s.deliver(ev, seq, js) {
-			r.m.liveDeliveries.Inc()
+		if s.viewer.MayRead(ev) && s.deliver(ev, seq, js) {
+			n++
 		}
 	}
+	return n
 }
 
 // shed makes room in the relay's memory budget when it is full: it disconnects

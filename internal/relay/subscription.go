@@ -106,28 +106,39 @@ func (s *subscription) sentWithheld(seq int64, ev *nostr.Event) bool {
 // held until EOSE, or skipped when the stored part holds it. It reports whether
 // the event was taken. A connection that cannot keep up is closed as too slow.
 func (s *subscription) deliver(ev *nostr.Event, seq int64, evJSON []byte) bool {
+	ok, queued := s.take(ev, seq, evJSON)
+	if queued {
+		s.conn.kickInline()
+	}
+	return ok
+}
+
+// take is deliver under s.mu (ok: the event was taken); queued says the event was put in the send
+// queue, for deliver to kick the writer once s.mu is released.
+func (s *subscription) take(ev *nostr.Event, seq int64, evJSON []byte) (ok, queued bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return false
+		return false, false
 	}
 	if !s.live {
 		if len(s.pending) >= s.conn.maxPendingMsgs() {
 			s.conn.tooSlow("too many live events held while a query runs")
-			return false
+			return false, false
 		}
 		if r := s.conn.mem.take(len(evJSON), s.conn.mem.limit, false); r != taken {
 			s.conn.tooSlow(r.String())
-			return false
+			return false, false
 		}
 		s.pending = append(s.pending, pendingLive{seq: seq, json: evJSON, ev: ev})
 		s.pendingBytes += len(evJSON)
-		return true
+		return true, false
 	}
 	if s.covered(seq) || s.sentWithheld(seq, ev) || !mayWrite(s.viewer, ev, evJSON) {
-		return false
+		return false, false
 	}
-	return s.conn.enqueueMsg(s.event(evJSON))
+	ok = s.conn.push(s.event(evJSON))
+	return ok, ok
 }
 
 // replay sends the stored events (read in the snapshot that holds the outbox up
