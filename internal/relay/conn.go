@@ -377,10 +377,29 @@ func (c *conn) pingSoon() {
 // client that only listens keeps answering) and answers pings, and when the
 // connection closes it says goodbye as the close mode asks, closes the socket
 // and ends for good (writerDone).
-func (c *conn) writeLoop() {
+func (c *conn) writeLoop() { c.answerKicks(c.writeDue) }
+
+// writeOutcome is what a writer's turn (writeDue, writeDueNow) ended with.
+type writeOutcome int
+
+const (
+	wroteAll   writeOutcome = iota // nothing more is due
+	wouldBlock                     // something due needs the writer goroutine
+	writerGone                     // the writer ended for good: the connection closed, or a write failed
+)
+
+// answerKicks runs write, as the connection's writer, until it has answered
+// every kick that came before it found nothing more to do (wroteAll and no
+// kick since), or hands the writer's part to a new writer goroutine
+// (wouldBlock), or the writer has ended for good (writerGone).
+func (c *conn) answerKicks(write func() writeOutcome) {
 	for {
 		k := c.wake.Load()
-		if !c.writeDue() {
+		switch write() {
+		case wouldBlock:
+			go c.writeLoop() // (the kicks held here are its to answer)
+			return
+		case writerGone:
 			c.wake.Store(writerEnded)
 			close(c.writerDone)
 			return
@@ -391,40 +410,48 @@ func (c *conn) writeLoop() {
 	}
 }
 
-// writeDue writes what is due until nothing is; false means the writer has
-// ended for good.
-func (c *conn) writeDue() bool {
-	var batch []outMsg
+// getBatch returns a batch buffer from batchPool (nil when it has none).
+func getBatch() []outMsg {
 	if b := batchPool.Get(); b != nil {
-		batch = *(b.(*[]outMsg))
+		return *(b.(*[]outMsg))
 	}
-	defer func() {
-		clear(batch) // (the batch buffer must not pin the messages)
-		batch = batch[:0]
-		batchPool.Put(&batch)
-	}()
+	return nil
+}
+
+// putBatch gives a batch buffer back, cleared: it must not pin the messages.
+func putBatch(batch []outMsg) {
+	clear(batch)
+	batch = batch[:0]
+	batchPool.Put(&batch)
+}
+
+// writeDue writes what is due until nothing is (wroteAll), or until the
+// writer has ended for good (writerGone).
+func (c *conn) writeDue() writeOutcome {
+	batch := getBatch()
+	defer func() { putBatch(batch) }()
 	for {
 		select {
 		case <-c.quit:
 			c.goodbye()
-			return false
+			return writerGone
 		default:
 		}
 		if c.rest != nil { // (before any frame: it ends one)
 			if err := c.writeRest(c.batchDeadline()); err != nil {
 				c.writeFailed(err)
-				return false
+				return writerGone
 			}
 		}
 		if data := c.pongData.Swap(nil); data != nil && !c.pong(*data) {
-			return false
+			return writerGone
 		}
 		if c.pingDue.Swap(false) && !c.ping() {
-			return false
+			return writerGone
 		}
 		msgs, n := c.send.popBatch(batch, writeBatchBytes)
 		if len(msgs) == 0 {
-			return true
+			return wroteAll
 		}
 		err := c.writeBatch(msgs, c.batchDeadline())
 		clear(msgs)
@@ -432,7 +459,7 @@ func (c *conn) writeDue() bool {
 		c.send.sent(n)
 		if err != nil {
 			c.writeFailed(err)
-			return false
+			return writerGone
 		}
 	}
 }

@@ -19,37 +19,13 @@ import (
 // first by the next writer), and the queue's bytes stay taken from the
 // budget until written.
 
-// writeOutcome is what writeDueNow did.
-type writeOutcome int
-
-const (
-	wroteAll   writeOutcome = iota // nothing more is due
-	wouldBlock                     // something due needs the writer goroutine
-	writerGone                     // a write failed: the connection is closing, the writer ended
-)
-
 // kickInline is kick for a caller that must never block (the live fan-out):
 // when no writer runs, the caller writes what is due itself with non-blocking
 // writes (writeDueNow) and starts a writer goroutine only for what would
 // block. When a writer runs, it will write the message, as with kick.
 func (c *conn) kickInline() {
-	if c.wake.Add(1) != 1 {
-		return
-	}
-	for {
-		k := c.wake.Load()
-		switch c.writeDueNow() {
-		case wouldBlock:
-			go c.writeLoop() // (the kicks we hold are its to answer)
-			return
-		case writerGone:
-			c.wake.Store(writerEnded)
-			close(c.writerDone)
-			return
-		}
-		if c.wake.Add(-k) == 0 {
-			return
-		}
+	if c.wake.Add(1) == 1 {
+		c.answerKicks(c.writeDueNow)
 	}
 }
 
@@ -58,15 +34,8 @@ func (c *conn) kickInline() {
 // could block or is rare: a closing connection's goodbye, a ping or a pong,
 // and the unwritten tail of frames the socket did not take whole (rest).
 func (c *conn) writeDueNow() writeOutcome {
-	var batch []outMsg
-	if b := batchPool.Get(); b != nil {
-		batch = *(b.(*[]outMsg))
-	}
-	defer func() {
-		clear(batch)
-		batch = batch[:0]
-		batchPool.Put(&batch)
-	}()
+	batch := getBatch()
+	defer func() { putBatch(batch) }()
 	for {
 		if c.closing() || c.rest != nil || c.pongData.Load() != nil || c.pingDue.Load() {
 			return wouldBlock
