@@ -525,24 +525,12 @@ func (c *conn) writeBatch(msgs []outMsg, deadline time.Time) error {
 	// A small batch (a live event, an EOSE) is copied into one buffer and
 	// written with write(2): a vectored write makes the socket keep an iovec
 	// array for good (internal/poll caches it per descriptor).
-	small := 0
-	for _, m := range msgs {
-		small += maxFrameHeader + m.size()
-	}
+	small := framesSize(msgs)
 	if small <= writeCopyBytes {
 		if cap(fb.hdrs) < small {
 			fb.hdrs = make([]byte, 0, small)
 		}
-		b := fb.hdrs[:0]
-		for _, m := range msgs {
-			b = appendFrameHeader(b, m.size())
-			b = append(b, m.head...)
-			b = append(b, m.body...)
-			if m.head != nil {
-				b = append(b, ']')
-			}
-		}
-		_, err := nc.Write(b)
+		_, err := nc.Write(appendFrames(fb.hdrs[:0], msgs))
 		return err
 	}
 	// Each message is two pieces: its frame header with an EVENT's head (and
@@ -584,6 +572,29 @@ const writeCopyBytes = 4 << 10
 
 // maxFrameHeader is the longest header of a server's frame.
 const maxFrameHeader = 10
+
+// framesSize bounds the length of msgs as frames (appendFrames).
+func framesSize(msgs []outMsg) int {
+	n := 0
+	for _, m := range msgs {
+		n += maxFrameHeader + m.size()
+	}
+	return n
+}
+
+// appendFrames appends msgs to b as unfragmented, unmasked text frames, each
+// EVENT whole (head, body, "]").
+func appendFrames(b []byte, msgs []outMsg) []byte {
+	for _, m := range msgs {
+		b = appendFrameHeader(b, m.size())
+		b = append(b, m.head...)
+		b = append(b, m.body...)
+		if m.head != nil {
+			b = append(b, ']')
+		}
+	}
+	return b
+}
 
 // appendFrameHeader appends the header of a final, unmasked text frame of n
 // payload bytes.

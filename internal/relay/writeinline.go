@@ -59,10 +59,7 @@ func (c *conn) writeDueNow() writeOutcome {
 func (c *conn) writeFramesNow(msgs []outMsg, n int) writeOutcome {
 	fb := framePool.Get().(*frameBuf)
 	defer framePool.Put(fb)
-	size := 0
-	for _, m := range msgs {
-		size += maxFrameHeader + m.size()
-	}
+	size := framesSize(msgs)
 	b := fb.hdrs[:0]
 	if size > writeCopyBytes { // (one large message: not kept in the pool)
 		b = make([]byte, 0, size)
@@ -70,14 +67,7 @@ func (c *conn) writeFramesNow(msgs []outMsg, n int) writeOutcome {
 		b = make([]byte, 0, writeCopyBytes)
 		fb.hdrs = b
 	}
-	for _, m := range msgs {
-		b = appendFrameHeader(b, m.size())
-		b = append(b, m.head...)
-		b = append(b, m.body...)
-		if m.head != nil {
-			b = append(b, ']')
-		}
-	}
+	b = appendFrames(b, msgs)
 	wrote, err := c.writeNow(fb, b)
 	if err != nil {
 		c.send.sent(n)
