@@ -54,7 +54,10 @@ func (n *natsServer) start() {
 	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: n.port, JetStream: true, StoreDir: n.dir, NoLog: true, NoSigs: true, MaxPayload: n.maxPayload})
 	require.NoError(n.t, err)
 	s.Start()
-	require.True(n.t, s.ReadyForConnections(10*time.Second), "nats-server not ready")
+	if !s.ReadyForConnections(10 * time.Second) {
+		s.Shutdown() // not left running behind the failed test
+		n.t.Fatalf("nats-server on port %d not ready within 10 s", n.port)
+	}
 	n.s = s
 }
 
@@ -195,52 +198,24 @@ func outboxRows(t testing.TB, pool *pgxpool.Pool) []outbox.Row {
 	return out
 }
 
-// streamMsgs reads every message of the stream in stream order.
-func streamMsgs(t testing.TB, url, name string) []jetstream.Msg {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	js, err := jetstream.New(connect(t, url))
-	require.NoError(t, err)
-	s, err := js.Stream(ctx, name)
-	require.NoError(t, err)
-	info, err := s.Info(ctx)
-	require.NoError(t, err)
-	n := int(info.State.Msgs)
-	if n == 0 {
-		return nil
-	}
-	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
-	require.NoError(t, err)
-	out := make([]jetstream.Msg, 0, n)
-	for len(out) < n {
-		batch, err := c.Fetch(n-len(out), jetstream.FetchMaxWait(5*time.Second))
-		require.NoError(t, err)
-		for m := range batch.Messages() {
-			out = append(out, m)
-		}
-		require.NoError(t, batch.Error())
-	}
-	return out
-}
-
 // requireStreamEqualsOutbox: the stream's message ids are the outbox's seqs,
 // each once, in order, and each message carries its row.
 func requireStreamEqualsOutbox(t testing.TB, pool *pgxpool.Pool, url string, cfg Config) {
 	t.Helper()
 	rows := outboxRows(t, pool)
-	msgs := streamMsgs(t, url, cfg.Stream)
+	msgs := testkit.StreamMsgs(t, url, cfg.Stream)
 	want := make([]string, len(rows))
 	for i, r := range rows {
 		want[i] = strconv.FormatInt(r.Seq, 10)
 	}
 	got := make([]string, len(msgs))
 	for i, m := range msgs {
-		got[i] = m.Headers().Get(jetstream.MsgIDHeader)
+		got[i] = m.Header.Get(jetstream.MsgIDHeader)
 	}
 	require.Equal(t, want, got, "stream message ids = outbox seqs, each once, in order")
 	for i, r := range rows {
 		m := msgs[i]
-		h := m.Headers()
+		h := m.Header
 		require.Equal(t, want[i], h.Get(outboxmsg.HeaderSeq))
 		require.Equal(t, string(r.Op), h.Get(outboxmsg.HeaderOp))
 		require.Equal(t, r.EventID, h.Get(outboxmsg.HeaderEventID))
@@ -248,13 +223,13 @@ func requireStreamEqualsOutbox(t testing.TB, pool *pgxpool.Pool, url string, cfg
 		require.Equal(t, strconv.Itoa(r.Kind), h.Get(outboxmsg.HeaderKind))
 		require.Equal(t, string(r.Reason), h.Get(outboxmsg.HeaderReason))
 		require.Equal(t, r.EffectiveKey, h.Get(outboxmsg.HeaderEffectiveKey))
-		require.Equal(t, cfg.SubjectPrefix+"."+TopicToken(r.TopicID), m.Subject())
+		require.Equal(t, cfg.SubjectPrefix+"."+TopicToken(r.TopicID), m.Subject)
 		if r.Op == outbox.OpDelete {
-			require.Empty(t, m.Data(), "seq %d: a delete row has no payload", r.Seq)
+			require.Empty(t, m.Data, "seq %d: a delete row has no payload", r.Seq)
 			continue
 		}
 		var ev nostr.Event
-		require.NoError(t, json.Unmarshal(m.Data(), &ev), "seq %d", r.Seq)
+		require.NoError(t, json.Unmarshal(m.Data, &ev), "seq %d", r.Seq)
 		require.Equal(t, r.EventID, ev.ID)
 		ok, err := ev.CheckSignature()
 		require.NoError(t, err)
@@ -338,6 +313,7 @@ func TestResumesAcrossRestarts(t *testing.T) {
 	// quiet machine it published all 2,000 rows before the cancel).
 	hold, err := db.Pool.Begin(ctx)
 	require.NoError(t, err)
+	defer func() { _ = hold.Rollback(ctx) }() // a no-op once rolled back below
 	_, err = hold.Exec(ctx, "SELECT 1 FROM cn_relay.consumer_offsets WHERE consumer = $1 FOR UPDATE", ConsumerName)
 	require.NoError(t, err)
 	a.cancel()
@@ -616,10 +592,10 @@ func TestRetentionKeepsUnpublishedRows(t *testing.T) {
 
 	ns.start()
 	testkit.WaitCaughtUp(t, db.Pool, ConsumerName)
-	msgs := streamMsgs(t, ns.url(), cfg.Stream)
+	msgs := testkit.StreamMsgs(t, ns.url(), cfg.Stream)
 	var tail []int64
 	for _, m := range msgs {
-		id, err := strconv.ParseInt(m.Headers().Get(jetstream.MsgIDHeader), 10, 64)
+		id, err := strconv.ParseInt(m.Header.Get(jetstream.MsgIDHeader), 10, 64)
 		require.NoError(t, err)
 		if id > published {
 			tail = append(tail, id)

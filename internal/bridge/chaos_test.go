@@ -61,6 +61,14 @@ func TestChaos(t *testing.T) {
 			"--subject-prefix", cfg.SubjectPrefix, "--listen", "127.0.0.1:0", "--batch-size", "200", "--log-level", "warn")
 		cmd.Stdout, cmd.Stderr = logs, logs
 		require.NoError(t, cmd.Start())
+		// Killed as the test ends too, so a failed round leaves no bridge
+		// holding the test database's connections.
+		t.Cleanup(func() {
+			if cmd.ProcessState == nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
+		})
 		return cmd
 	}
 	kill := func(cmd *exec.Cmd) {

@@ -25,7 +25,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
@@ -485,31 +484,9 @@ func requireStreamEqualsOutbox(t *testing.T, url string, ns *natsServer) {
 // streamIDs returns the Nats-Msg-Id of every message of the test stream, in order.
 func streamIDs(t *testing.T, ns *natsServer) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	nc, err := nats.Connect(ns.url())
-	require.NoError(t, err)
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
-	s, err := js.Stream(ctx, testStream)
-	require.NoError(t, err)
-	info, err := s.Info(ctx)
-	require.NoError(t, err)
-	n := int(info.State.Msgs)
-	out := make([]string, 0, n)
-	if n == 0 {
-		return out
-	}
-	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
-	require.NoError(t, err)
-	for len(out) < n {
-		batch, err := c.Fetch(n-len(out), jetstream.FetchMaxWait(5*time.Second))
-		require.NoError(t, err)
-		for m := range batch.Messages() {
-			out = append(out, m.Headers().Get(jetstream.MsgIDHeader))
-		}
-		require.NoError(t, batch.Error())
+	var out []string
+	for _, m := range testkit.StreamMsgs(t, ns.url(), testStream) {
+		out = append(out, m.Header.Get(jetstream.MsgIDHeader))
 	}
 	return out
 }

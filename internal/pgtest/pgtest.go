@@ -25,6 +25,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"net"
 	"net/url"
@@ -154,6 +155,8 @@ func ServerURL() string { return adminURL }
 func Run(m *testing.M) int { return run(m) }
 
 func run(m *testing.M) int {
+	flag.Parse()
+	armWatchdog()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	serverURL, stop, err := resolveServer(ctx)
 	cancel()
@@ -296,7 +299,7 @@ func New(t testing.TB) *DB {
 	db := &DB{Name: name, URL: databaseURL(name)}
 	t.Cleanup(func() {
 		if db.Pool != nil {
-			db.Pool.Close()
+			closePool(t, db.Pool)
 		}
 		// Dropped when the binary ends (see the package comment).
 	})
@@ -416,6 +419,27 @@ func Fixture(t testing.TB, key string, fill func(db *DB) error) *DB {
 	if db.Pool, err = pgxpool.New(ctx, db.URL); err != nil {
 		t.Fatalf("pgtest: connect %s: %v", name, err)
 	}
-	t.Cleanup(db.Pool.Close)
+	t.Cleanup(func() { closePool(t, db.Pool) })
 	return db
+}
+
+// closePoolWait bounds closePool.
+const closePoolWait = 30 * time.Second
+
+// closePool closes pool as t ends. pgxpool's Close waits for every acquired
+// connection to come back, so a test that failed while a transaction or a
+// stuck goroutine held one would hang the whole binary until go test's
+// timeout, whose dump does not name the test; after closePoolWait this fails t
+// instead, by name, and leaves the pool to close in the background.
+func closePool(t testing.TB, pool *pgxpool.Pool) {
+	done := make(chan struct{})
+	go func() {
+		pool.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(closePoolWait):
+		t.Errorf("pgtest: %s's pool did not close within %s: a connection is still acquired (an open transaction, or a goroutine the test did not stop)", t.Name(), closePoolWait)
+	}
 }

@@ -8,7 +8,9 @@
 //   - RunWriter, an outbox writer running until the test ends;
 //   - AwaitOffset, WaitOffset, WaitCaughtUp and CatchUp, for a consumer
 //     reaching an outbox seq (tests and the catch-up benchmarks), and SetHead
-//     for the benchmarks that COPY their backlog into the outbox.
+//     for the benchmarks that COPY their backlog into the outbox;
+//   - StreamMsgs, every message of a JetStream stream, in order (the bridge's
+//     tests compare it with the outbox).
 //
 // It is for tests only (no non-test file imports it), and it fails the test
 // through testing.TB rather than returning errors, except AwaitOffset, which
