@@ -53,6 +53,7 @@ func TestDevFlagsReachTheNode(t *testing.T) {
 		"pg-port":              "6543",
 		"relay-listen":         "127.0.0.1:1",
 		"relay-metrics-listen": "127.0.0.1:6",
+		"relay-public-url":     "wss://dev.example.org",
 		"indexer-listen":       "127.0.0.1:2",
 		"moderator-listen":     "127.0.0.1:3",
 		"trust-listen":         "127.0.0.1:4",

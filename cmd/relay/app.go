@@ -29,7 +29,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		append([]cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: node.DefaultRelayListen, EnvVars: []string{"CN_RELAY_LISTEN"}, Usage: "address to serve WebSocket, NIP-11, NIP-86 and /healthz on"},
 			&cli.StringFlag{Name: "metrics-listen", Value: node.DefaultRelayMetricsListen, EnvVars: []string{"CN_RELAY_METRICS_LISTEN"}, Usage: "private address to serve /metrics on, never the public --listen (\"\": no metrics); each relay on a host needs its own, as it needs its own --listen"},
-			&cli.StringFlag{Name: "public-url", EnvVars: []string{"CN_RELAY_PUBLIC_URL"}, Usage: "the relay's URL as clients see it (wss://...); AUTH events must name it (default: the Host header)"},
+			&cli.StringSliceFlag{Name: "public-url", EnvVars: []string{"CN_RELAY_PUBLIC_URL"}, Usage: "the relay's URL as clients see it (wss://host/path; repeat the flag or separate with commas for a relay reached under several names): NIP-42 AUTH events and NIP-98 headers must name one, never the Host header a client sends (default: none, then --listen must be a loopback address, which is the relay's only URL; any other address is refused at start)"},
 			&cli.StringFlag{Name: "real-ip-header", EnvVars: []string{"CN_RELAY_REAL_IP_HEADER"}, Usage: "header with the client address set by a trusted reverse proxy (X-Real-IP, or X-Forwarded-For: its last entry); a value that is not an IP address is ignored (the TCP peer counts) and counted in cn_relay_bad_real_ip_total"},
 
 			&cli.IntFlag{Name: "batch-max-events", Value: d.BatchMaxEvents, EnvVars: []string{"CN_RELAY_BATCH_MAX_EVENTS"}, Usage: "events per group commit, at most"},
@@ -128,7 +128,7 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 	cfg := relay.DefaultConfig()
 	cfg.Listen = c.String("listen")
 	cfg.MetricsListen = c.String("metrics-listen")
-	cfg.PublicURL = c.String("public-url")
+	cfg.PublicURLs = c.StringSlice("public-url")
 	cfg.RealIPHeader = c.String("real-ip-header")
 	cfg.BatchMaxEvents = c.Int("batch-max-events")
 	cfg.BatchMaxDelay = c.Duration("batch-max-delay")

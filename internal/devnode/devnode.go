@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -55,6 +56,10 @@ type Options struct {
 	Port int
 	// RelayListen is where the relay serves WebSocket, NIP-11, NIP-86 and /healthz.
 	RelayListen string
+	// RelayPublicURLs are the relay's URLs as clients see them (a tunnel or a
+	// proxy in front of the dev node); empty: RelayListen, which must then be
+	// loopback (relay.Config.PublicURLs).
+	RelayPublicURLs []string
 	// RelayMetricsListen is the private address of the relay's /metrics, which
 	// the status page reads.
 	RelayMetricsListen string
@@ -179,14 +184,14 @@ func Run(ctx context.Context, cfg Options) (err error) {
 	if err != nil {
 		return err
 	}
-	demo, err := ensureDemoGroup(ctx, dbURL, key, d.relay.Relay.Limits.TopicRules, cmp.Or(d.relay.Relay.PublicURL, "ws://"+d.relay.Relay.Listen))
+	demo, err := ensureDemoGroup(ctx, dbURL, key, d.relay.Relay.Limits.TopicRules, d.relayURL())
 	if err != nil {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return node.Relay(gctx, d.relay) })
-	fmt.Fprintf(cfg.Out, "relay: ws://%s (NIP-11, NIP-86 and /healthz on the same address; /metrics on http://%s/metrics)\n",
-		d.relay.Relay.Listen, d.relay.Relay.MetricsListen)
+	fmt.Fprintf(cfg.Out, "relay: %s (NIP-11, NIP-86 and /healthz on the same address; /metrics on http://%s/metrics)\n",
+		d.relayURL(), d.relay.Relay.MetricsListen)
 	fmt.Fprintf(cfg.Out, "membership: %s (NIP-43; --membership; docs/membership.md)\n", cmp.Or(d.relay.Membership, membership.Open))
 	printDemoGroup(cfg.Out, demo)
 	g.Go(func() error { return node.Indexer(gctx, d.indexer) })
@@ -227,7 +232,7 @@ func Run(ctx context.Context, cfg Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("dashboard listener: %w", err)
 	}
-	cons := console.New(console.Config{Pool: dashPool, RelayURL: console.LocalRelayURL(d.relay.Relay.Listen), Logger: cfg.Logger.With("daemon", "console")})
+	cons := console.New(console.Config{Pool: dashPool, RelayURL: d.relayURL(), Logger: cfg.Logger.With("daemon", "console")})
 	dash := dashboard.New(dashboard.Config{Pool: dashPool, Listen: dashLn.Addr().String(),
 		RelayMetrics: []string{"http://" + d.relay.Relay.MetricsListen + "/metrics"}, Console: cons.Handler("/console/")})
 	g.Go(func() error { return dashboard.Serve(gctx, dashLn, dash, "") })
@@ -253,6 +258,16 @@ type daemons struct {
 	dashboardListen string
 }
 
+// relayURL is the URL the dev node prints for its relay, the one apps, the
+// console and the demo group's links use: the first public URL, else the
+// listen address (loopback; see relay.Config.PublicURLs).
+func (d daemons) relayURL() string {
+	if len(d.relay.Relay.PublicURLs) > 0 {
+		return d.relay.Relay.PublicURLs[0]
+	}
+	return console.LocalRelayURL(d.relay.Relay.Listen)
+}
+
 // build turns cfg into the daemons' options, on the database dbURL with the
 // node key.
 func build(cfg Options, dbURL string, key nodekey.Key) (daemons, error) {
@@ -264,6 +279,7 @@ func build(cfg Options, dbURL string, key nodekey.Key) (daemons, error) {
 	relayCfg.Info.Self = key.PubKey
 	relayCfg.Listen = cmp.Or(cfg.RelayListen, node.DefaultRelayListen)
 	relayCfg.MetricsListen = cmp.Or(cfg.RelayMetricsListen, node.DefaultRelayMetricsListen)
+	relayCfg.PublicURLs = slices.Clone(cfg.RelayPublicURLs)
 	rules := storerules.Default()
 	if cfg.Rules != nil {
 		rules = *cfg.Rules

@@ -93,6 +93,7 @@ func TestEveryDevOptionReachesADaemon(t *testing.T) {
 	samples := map[string]any{
 		"RelayListen":        "127.0.0.1:1",
 		"RelayMetricsListen": "127.0.0.1:6",
+		"RelayPublicURLs":    []string{"wss://dev.example.org"},
 		"IndexerListen":      "127.0.0.1:2",
 		"ModeratorListen":    "127.0.0.1:3",
 		"TrustListen":        "127.0.0.1:4",

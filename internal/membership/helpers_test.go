@@ -90,6 +90,7 @@ func start(t *testing.T, o opts) *env {
 	r, err := relay.New(cfg, relay.Deps{Store: st, Sync: st, Recent: st, GroupAccess: st, SyncTree: st, Feed: relay.NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg,
 		Management: api, Members: svc})
 	require.NoError(t, err)
+	api.Audience = r.Audience
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -134,7 +134,7 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		s.Relay.GroupAdmins = slices.Clone(s.AdminPubkeys)
 	}
 	api := &relayadmin.API{Admin: &relayadmin.Admin{Pool: pool, Store: st.Publisher(), TopicRules: st.Rules()}, Admins: admins,
-		PublicURL: s.Relay.PublicURL, Logger: logger}
+		Logger: logger}
 	exempt := slices.Clone(s.AdminPubkeys)
 	if self := s.Relay.Info.Self; self != "" {
 		exempt = append(exempt, self)
@@ -193,6 +193,7 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		return err
 	}
 	policy.OnChange(func(*relayadmin.State) { r.DisconnectBlocked() })
+	api.Audience = r.Audience // NIP-98 `u` names the relay's own URLs, as AUTH does
 
 	// The writer outlives the relay: the relay's final flush commits through it.
 	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))

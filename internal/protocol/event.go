@@ -1,11 +1,11 @@
 package protocol
 
 import (
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/kukuri/communitynode/internal/audience"
 )
 
 // Reasons returned by ValidateEvent and ValidateAuthEvent, each a NIP-01 OK message
@@ -38,8 +38,8 @@ const (
 	ReasonAuthNotAuthKind  = "invalid: auth event must be kind 22242"
 	ReasonAuthStale        = "invalid: auth event created_at is not within 10 minutes of now"
 	ReasonAuthChallenge    = "invalid: auth challenge does not match"
-	ReasonAuthRelay        = "invalid: auth relay tag does not match this relay"
-	ReasonAuthMissingRelay = "invalid: auth needs the relay URL"
+	ReasonAuthRelay        = "invalid: auth relay tag does not name this relay's URL"
+	ReasonAuthMissingRelay = "error: this relay's URL is not configured; it cannot accept sign-ins"
 )
 
 // AuthMaxSkew is how far an AUTH event's created_at may be from now (NIP-42: "within
@@ -124,10 +124,11 @@ func ValidateEvent(ev *nostr.Event, now time.Time, l Limits) string {
 }
 
 // ValidateAuthEvent checks a NIP-42 AUTH event against the challenge this connection
-// was sent and the relay's own URL (only the host name is compared, as NIP-42
-// suggests; scheme, port and path are ignored). It returns "" or a Reason* constant;
-// on "" the client is authenticated as ev.PubKey. Topic and size rules do not apply.
-func ValidateAuthEvent(ev *nostr.Event, challenge, relayURL string, now time.Time) string {
+// was sent and the URLs this relay is (aud: configured, never taken from the
+// client's request; see package audience, which compares host, port and path). It
+// returns "" or a Reason* constant; on "" the client is authenticated as
+// ev.PubKey. Topic and size rules do not apply.
+func ValidateAuthEvent(ev *nostr.Event, challenge string, aud audience.Set, now time.Time) string {
 	if ev == nil {
 		return ReasonNoEvent
 	}
@@ -144,11 +145,10 @@ func ValidateAuthEvent(ev *nostr.Event, challenge, relayURL string, now time.Tim
 	if firstTagValue(ev, "challenge") != challenge || challenge == "" {
 		return ReasonAuthChallenge
 	}
-	want := hostOf(relayURL)
-	if want == "" {
+	if aud.Empty() {
 		return ReasonAuthMissingRelay
 	}
-	if hostOf(firstTagValue(ev, "relay")) != want {
+	if !aud.Names(firstTagValue(ev, "relay")) {
 		return ReasonAuthRelay
 	}
 	return checkIDAndSignature(ev)
@@ -224,20 +224,4 @@ func firstTagValue(ev *nostr.Event, name string) string {
 		}
 	}
 	return ""
-}
-
-// hostOf returns the lower-case host name of a relay URL, accepting a missing scheme.
-func hostOf(raw string) string {
-	raw = strings.TrimSpace(raw)
-	if raw == "" {
-		return ""
-	}
-	if !strings.Contains(raw, "://") {
-		raw = "wss://" + raw
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kukuri/communitynode/internal/audience"
 	"github.com/kukuri/communitynode/internal/protocol"
 )
 
@@ -293,9 +294,18 @@ func TestValidateAuthEvent(t *testing.T) {
 		want      string
 	}{
 		{"valid", auth(nil), "c1", relay, ""},
-		{"host compared without case, scheme, port or path", auth(func(ev *nostr.Event) {
-			ev.Tags[0][1] = "ws://Relay.Example.com:7777/path"
+		{"host compared without case, https for wss", auth(func(ev *nostr.Event) {
+			ev.Tags[0][1] = "https://Relay.Example.com"
 		}), "c1", relay, ""},
+		{"another port of the host", auth(func(ev *nostr.Event) {
+			ev.Tags[0][1] = "ws://relay.example.com:7777/"
+		}), "c1", relay, protocol.ReasonAuthRelay},
+		{"another path of the host", auth(func(ev *nostr.Event) {
+			ev.Tags[0][1] = "wss://relay.example.com/other"
+		}), "c1", relay, protocol.ReasonAuthRelay},
+		{"a hostile relay's name (its client signed for it)", auth(func(ev *nostr.Event) {
+			ev.Tags[0][1] = "wss://evil.example/"
+		}), "c1", relay, protocol.ReasonAuthRelay},
 		{"relay tag without scheme", auth(func(ev *nostr.Event) { ev.Tags[0][1] = "relay.example.com" }), "c1", relay, ""},
 		{"ten minutes old", auth(func(ev *nostr.Event) { ev.CreatedAt -= 600 }), "c1", relay, ""},
 		{"nil", nil, "c1", relay, protocol.ReasonNoEvent},
@@ -310,19 +320,27 @@ func TestValidateAuthEvent(t *testing.T) {
 		{"relay URL not configured", auth(nil), "c1", "", protocol.ReasonAuthMissingRelay},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, protocol.ValidateAuthEvent(tc.ev, tc.challenge, tc.relayURL, testNow))
+			var aud audience.Set
+			if tc.relayURL != "" {
+				var err error
+				aud, err = audience.Parse([]string{tc.relayURL})
+				require.NoError(t, err)
+			}
+			require.Equal(t, tc.want, protocol.ValidateAuthEvent(tc.ev, tc.challenge, aud, testNow))
 		})
 	}
 
+	aud, err := audience.Parse([]string{relay})
+	require.NoError(t, err)
 	tampered := auth(nil)
 	tampered.Tags[1][1] = "c9"
-	require.Equal(t, protocol.ReasonBadID, protocol.ValidateAuthEvent(tampered, "c9", relay, testNow))
+	require.Equal(t, protocol.ReasonBadID, protocol.ValidateAuthEvent(tampered, "c9", aud, testNow))
 	forged := auth(nil)
 	forged.Sig = auth(func(ev *nostr.Event) { ev.Content = "x" }).Sig
-	require.Equal(t, protocol.ReasonBadSignature, protocol.ValidateAuthEvent(forged, "c1", relay, testNow))
+	require.Equal(t, protocol.ReasonBadSignature, protocol.ValidateAuthEvent(forged, "c1", aud, testNow))
 	badHex := auth(nil)
 	badHex.PubKey = "xyz"
-	require.Equal(t, protocol.ReasonMalformedPubKey, protocol.ValidateAuthEvent(badHex, "c1", relay, testNow))
+	require.Equal(t, protocol.ReasonMalformedPubKey, protocol.ValidateAuthEvent(badHex, "c1", aud, testNow))
 }
 
 // BenchmarkValidateEvent reports the cost of a full validation, signature included.

@@ -10,8 +10,12 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/kukuri/communitynode/internal/audience"
 	"github.com/kukuri/communitynode/internal/protocol"
 )
+
+// fuzzAudience is the relay URL fuzzed AUTH events are checked against.
+var fuzzAudience, _ = audience.Parse([]string{"wss://relay.example.com"})
 
 // fuzzEvent is a fixed event that parsed filters are matched against.
 var fuzzEvent = &nostr.Event{
@@ -95,7 +99,7 @@ func FuzzParseClientMessage(f *testing.F) {
 				t.Fatalf("%s without event or tags", msg.Type)
 			}
 			protocol.ValidateEvent(msg.Event, testNow, l)
-			protocol.ValidateAuthEvent(msg.Event, "c", "wss://relay.example.com", testNow)
+			protocol.ValidateAuthEvent(msg.Event, "c", fuzzAudience, testNow)
 			protocol.Topics(msg.Event)
 			protocol.EffectiveKey(msg.Event)
 			protocol.Expiration(msg.Event)

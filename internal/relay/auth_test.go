@@ -1,11 +1,15 @@
 package relay
 
 import (
+	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/pgtest"
@@ -46,7 +50,7 @@ func TestAuthFlow(t *testing.T) {
 	t.Parallel()
 	tr := startRelay(t, nil, func(c *Config) {
 		c.Auth = AuthConfig{Enabled: true, RequiredForWrites: true, RequiredForReads: true}
-		c.PublicURL = "wss://relay.example.com"
+		c.PublicURLs = []string{"wss://relay.example.com"}
 	})
 	c := dial(t, tr.url)
 	challenge := c.challenge()
@@ -92,11 +96,67 @@ func TestAuthFlow(t *testing.T) {
 	c.eose("s")
 }
 
-func TestAuthUsesHostWithoutPublicURL(t *testing.T) {
+// TestAuthNamesTheListenAddress: without a public URL, a relay on a loopback
+// address takes AUTH events that name that address, under any loopback name.
+func TestAuthNamesTheListenAddress(t *testing.T) {
 	t.Parallel()
 	tr := startRelay(t, nil, nil)
 	c := dial(t, tr.url)
 	c.authenticate(newKey(t), c.challenge(), tr.url)
+	d := dial(t, tr.url)
+	d.authenticate(newKey(t), d.challenge(), strings.Replace(tr.url, "127.0.0.1", "localhost", 1)+"/")
+}
+
+// TestHostileRelayedAuth is issue 47's relayed sign-in: a hostile relay
+// connects here with its own Host header, passes this relay's challenge on to
+// a member connected to it, and forwards the member's AUTH event, which names
+// the hostile relay. It must not authenticate, with or without a public URL,
+// and the member's direct messages must stay unread.
+func TestHostileRelayedAuth(t *testing.T) {
+	t.Parallel()
+	for _, public := range []string{"", "wss://relay.example.com"} {
+		tr := startRelay(t, nil, func(c *Config) {
+			if public != "" {
+				c.PublicURLs = []string{public}
+			}
+		})
+		member, _ := storeInbox(t, tr, 1)
+		evil := dialHeader(t, tr.url, http.Header{"Host": {"evil.example"}})
+		ev := member.authEvent(t, evil.challenge(), "wss://evil.example/", nil)
+		evil.send("AUTH", ev)
+		ok, reason := evil.ok(ev.ID)
+		require.False(t, ok, "public URL %q: a sign-in made for another relay", public)
+		require.Equal(t, protocol.ReasonAuthRelay, reason)
+		evil.send("REQ", "inbox", inbox(member))
+		require.True(t, strings.HasPrefix(evil.closed("inbox"), "auth-required: "), "the member's DMs stay unread")
+	}
+
+	// Behind a proxy the configured URL is the only truth: the address the
+	// relay listens on is not its name then.
+	tr := startRelay(t, nil, func(c *Config) { c.PublicURLs = []string{"wss://relay.example.com", "wss://nostr.example.net"} })
+	c := dial(t, tr.url)
+	challenge := c.challenge()
+	k := newKey(t)
+	ev := k.authEvent(t, challenge, tr.url, nil)
+	c.send("AUTH", ev)
+	ok, reason := c.ok(ev.ID)
+	require.False(t, ok, "the listen address is not a public URL")
+	require.Equal(t, protocol.ReasonAuthRelay, reason)
+	c.authenticate(k, challenge, "wss://nostr.example.net")
+}
+
+// TestServeRefusesAnUnnamedPublicAddress: a listener others can reach, with
+// no public URL to name it, is refused before anything is served.
+func TestServeRefusesAnUnnamedPublicAddress(t *testing.T) {
+	t.Parallel()
+	r, err := New(testConfig(), Deps{Store: newFakeStore(), Feed: newFakeStore(), Registerer: prometheus.NewRegistry()})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	require.NoError(t, err)
+	err = r.Serve(context.Background(), ln)
+	require.ErrorContains(t, err, "is not a loopback address and no public URL is set")
+	_, err = net.Dial("tcp", ln.Addr().String())
+	require.Error(t, err, "the listener is closed")
 }
 
 // TestAuthDisabled: with --auth=false no challenge is ever sent, AUTH is

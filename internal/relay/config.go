@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
+
 	"runtime"
 	"time"
 
+	"github.com/kukuri/communitynode/internal/audience"
 	"github.com/kukuri/communitynode/internal/negentropy"
 	"github.com/kukuri/communitynode/internal/protocol"
 )
@@ -100,9 +101,12 @@ type Config struct {
 	// apart from the public Listen; keep it private (the node's default is
 	// node.DefaultRelayMetricsListen). Empty serves no metrics.
 	MetricsListen string
-	// PublicURL is the relay's URL as clients see it (wss://host/path). AUTH events
-	// must name it; when empty, the request's Host header is expected instead.
-	PublicURL string
+	// PublicURLs are the relay's URLs as clients see them (wss://host/path; more
+	// than one for a relay reached under several names). AUTH events (NIP-42
+	// `relay`) and NIP-86 requests (NIP-98 `u`) must name one of them. Empty
+	// means the address Serve listens on, which must then be loopback (Serve
+	// refuses any other): never the client's Host header. See package audience.
+	PublicURLs []string
 	// RealIPHeader names a header set by a trusted reverse proxy that carries the
 	// client's address (X-Real-IP, or X-Forwarded-For: its last entry, the one the
 	// proxy added, is used). A value that is not an IP address is ignored (the TCP
@@ -296,15 +300,13 @@ func (c Config) Validate() error {
 			add("metrics listen address %q: %w", c.MetricsListen, err)
 		}
 	}
-	if c.PublicURL != "" {
-		u, err := url.Parse(c.PublicURL)
-		switch {
-		case err != nil:
-			add("public url: %w", err)
-		case u.Scheme != "ws" && u.Scheme != "wss":
-			add("public url %q: scheme must be ws or wss", c.PublicURL)
-		case u.Host == "":
-			add("public url %q: missing host", c.PublicURL)
+	if len(c.PublicURLs) > 0 {
+		if _, err := audience.Parse(c.PublicURLs); err != nil {
+			add("%w", err)
+		}
+	} else if c.Listen != "" {
+		if _, err := audience.Loopback(c.Listen); errors.Is(err, audience.ErrNotLoopback) {
+			add("listen address %q is not loopback and no public URL is set: sign-ins (NIP-42) and NIP-86 requests must name the URL clients use; set --public-url wss://your.host (repeatable)", c.Listen)
 		}
 	}
 	if err := c.Limits.Validate(); err != nil {

@@ -16,7 +16,10 @@ func TestConfigValidate(t *testing.T) {
 		want string
 	}{
 		{"listen", func(c *Config) { c.Listen = "nope" }, "listen address"},
-		{"public url scheme", func(c *Config) { c.PublicURL = "https://relay.example.com" }, "scheme must be ws or wss"},
+		{"public url scheme", func(c *Config) { c.PublicURLs = []string{"ftp://relay.example.com"} }, "the scheme must be"},
+		{"public url without host", func(c *Config) { c.PublicURLs = []string{"wss://relay.example.com", "wss://"} }, "missing host"},
+		{"not loopback, no public url", func(c *Config) { c.Listen = "0.0.0.0:7777" }, "is not loopback and no public URL is set"},
+		{"all interfaces, no public url", func(c *Config) { c.Listen = ":7777" }, "is not loopback and no public URL is set"},
 		{"batch size", func(c *Config) { c.BatchMaxEvents = 0 }, "batch max events"},
 		{"batch delay", func(c *Config) { c.BatchMaxDelay = 0 }, "batch max delay"},
 		{"queue", func(c *Config) { c.SendQueueSize = 0 }, "send queue size"},
@@ -35,6 +38,9 @@ func TestConfigValidate(t *testing.T) {
 		require.Error(t, err, tc.name)
 		require.Contains(t, err.Error(), tc.want, tc.name)
 	}
+	public := DefaultConfig()
+	public.Listen, public.PublicURLs = "0.0.0.0:7777", []string{"wss://relay.example.com", "wss://nostr.example.com"}
+	require.NoError(t, public.Validate(), "any address behind configured public URLs")
 }
 
 func TestLimiter(t *testing.T) {

@@ -60,11 +60,10 @@ const (
 // Every disconnect the relay decides (too slow, a write that timed out, a
 // blocked address) is counted and logged at info.
 type conn struct {
-	r    *Relay
-	ws   *websocket.Conn
-	ip   string // the client's address, for logs
-	key  string // what the per-IP limits count: ipKey(ip)
-	host string // the request's Host header, for AUTH when no PublicURL is set
+	r   *Relay
+	ws  *websocket.Conn
+	ip  string // the client's address, for logs
+	key string // what the per-IP limits count: ipKey(ip)
 
 	// ctx is cancelled when the connection starts closing: it is the
 	// connection itself (connCtx, Done is quit), so an idle connection holds no
@@ -248,13 +247,12 @@ func (c *conn) runAfters() {
 // from there, so no writer starts again.
 const writerEnded = math.MinInt64 / 2
 
-func newConn(r *Relay, ws *websocket.Conn, ip, key, host string) *conn {
+func newConn(r *Relay, ws *websocket.Conn, ip, key string) *conn {
 	c := &conn{
 		r:      r,
 		ws:     ws,
 		ip:     ip,
 		key:    key,
-		host:   host,
 		mem:    budget{limit: int64(r.cfg.SendQueueBytes), parent: r.mem},
 		negMem: budget{limit: int64(r.cfg.MaxSyncEvents * negItemBytes), parent: r.mem},
 		quit:   make(chan struct{}),

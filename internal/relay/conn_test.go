@@ -48,7 +48,7 @@ func TestTooSlowGoodbye(t *testing.T) {
 			}))
 			defer srv.Close()
 			cl := dial(t, "ws"+strings.TrimPrefix(srv.URL, "http"))
-			c := newConn(r, <-upgraded, "127.0.0.1", "127.0.0.1", "relay.example.com")
+			c := newConn(r, <-upgraded, "127.0.0.1", "127.0.0.1")
 
 			// The writer is not running yet, so nothing leaves the queue.
 			msg := noticeMsg("")

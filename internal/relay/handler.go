@@ -146,7 +146,7 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 		r.connsPerIP.release(key)
 		return // the upgrader has answered the request
 	}
-	c := newConn(r, ws, ip, key, req.Host)
+	c := newConn(r, ws, ip, key)
 	if !r.track(c) {
 		r.m.refusedConns.WithLabelValues("shutting_down").Inc()
 		_ = ws.WriteControl(websocket.CloseMessage,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
@@ -204,7 +205,14 @@ type client struct {
 
 func dial(t *testing.T, url string) *client {
 	t.Helper()
-	ws, _, err := websocket.DefaultDialer.Dial(url, nil)
+	return dialHeader(t, url, nil)
+}
+
+// dialHeader is dial with the upgrade request's headers (a Host header
+// names the host the request claims to be sent to).
+func dialHeader(t *testing.T, url string, header http.Header) *client {
+	t.Helper()
+	ws, _, err := websocket.DefaultDialer.Dial(url, header)
 	require.NoError(t, err)
 	c := &client{t: t, ws: ws, msgs: make(chan []json.RawMessage, 10000), challenges: make(chan challengeMsg, 16),
 		gone: make(chan struct{}), closedSubs: map[string]bool{}}

@@ -211,7 +211,7 @@ func (c *conn) onAuth(ev *nostr.Event) {
 		c.enqueue(okMsg(ev.ID, false, reasonEventRateIP))
 		return
 	}
-	if reason := protocol.ValidateAuthEvent(ev, c.challenge, c.r.relayURL(c.host), c.r.now()); reason != "" {
+	if reason := protocol.ValidateAuthEvent(ev, c.challenge, c.r.Audience(), c.r.now()); reason != "" {
 		c.enqueue(okMsg(ev.ID, false, reason))
 		return
 	}

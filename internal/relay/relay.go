@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kukuri/communitynode/internal/admission"
+	"github.com/kukuri/communitynode/internal/audience"
 	"github.com/kukuri/communitynode/internal/httpserver"
 )
 
@@ -158,8 +159,9 @@ type Relay struct {
 	connsPerIP      *connCounter
 
 	upgrader    websocket.Upgrader
-	headTimeout time.Duration            // see acceptor
-	acc         atomic.Pointer[acceptor] // set by Serve
+	headTimeout time.Duration                // see acceptor
+	acc         atomic.Pointer[acceptor]     // set by Serve
+	aud         atomic.Pointer[audience.Set] // set by Serve (bindAudience)
 	served      atomic.Bool
 	closing     atomic.Bool
 
@@ -296,6 +298,10 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	if !r.served.CompareAndSwap(false, true) {
 		_ = ln.Close()
 		return errors.New("relay: Serve called twice")
+	}
+	if err := r.bindAudience(ln); err != nil {
+		_ = ln.Close()
+		return err
 	}
 	// WebSocket upgrades are served by the acceptor, everything else by srv
 	// (see acceptor).
@@ -534,12 +540,39 @@ func (r *Relay) dropSub(s *subscription) {
 	}
 }
 
-// relayURL is the URL AUTH events must name: PublicURL, else the Host header.
-func (r *Relay) relayURL(host string) string {
-	if r.cfg.PublicURL != "" {
-		return r.cfg.PublicURL
+// Audience is the URLs this relay answers to, which AUTH events (NIP-42
+// `relay`) and NIP-86 requests (NIP-98 `u`) must name: Config.PublicURLs, else
+// the loopback address it listens on (see package audience). It is the zero
+// Set, which names nothing, until Serve has its listener; it never changes
+// after that.
+func (r *Relay) Audience() audience.Set {
+	if a := r.aud.Load(); a != nil {
+		return *a
 	}
-	return "wss://" + host
+	return audience.Set{}
+}
+
+// bindAudience sets the Audience from the configuration or, with no public
+// URL, from ln's address, which must then be loopback: the URL that clients
+// elsewhere use cannot be known from an address, and taking it from their
+// Host header would let a hostile relay pass on this relay's challenge to its
+// own users (issue 47).
+func (r *Relay) bindAudience(ln net.Listener) error {
+	var (
+		a   audience.Set
+		err error
+	)
+	if len(r.cfg.PublicURLs) > 0 {
+		a, err = audience.Parse(r.cfg.PublicURLs)
+	} else if a, err = audience.Loopback(ln.Addr().String()); errors.Is(err, audience.ErrNotLoopback) {
+		err = fmt.Errorf("relay: %s is not a loopback address and no public URL is set: sign-ins (NIP-42) and NIP-86 requests must name the URL clients use, which an address cannot tell; set --public-url wss://your.host (repeatable)", ln.Addr())
+	}
+	if err != nil {
+		return err
+	}
+	r.aud.Store(&a)
+	r.log.Info("relay URLs: AUTH and NIP-98 events must name one", "urls", a.String())
+	return nil
 }
 
 // sweep forgets idle rate-limit buckets every minute.

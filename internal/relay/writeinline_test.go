@@ -49,7 +49,7 @@ func TestInlineWriteHandsOver(t *testing.T) {
 	cl, _, err := dialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
 	require.NoError(t, err)
 	defer cl.Close()
-	c := newConn(r, <-upgraded, "127.0.0.1", "127.0.0.1", "relay.example.com")
+	c := newConn(r, <-upgraded, "127.0.0.1", "127.0.0.1")
 	ended := make(chan struct{})
 	c.start(func(*conn) { close(ended) })
 	// The writer start ran sends the AUTH challenge; once it has ended, the

@@ -12,10 +12,10 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
+	"github.com/kukuri/communitynode/internal/audience"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -39,10 +39,14 @@ const AuthWindow = 60 * time.Second
 type API struct {
 	Admin  *Admin
 	Admins map[string]bool
-	// PublicURL is the relay's URL as clients see it (ws:// or wss://, optional).
-	PublicURL string
-	Logger    *slog.Logger
-	Now       func() time.Time
+	// Audience is the URLs of this relay that a NIP-98 `u` tag must name (the
+	// relay's Audience: configured, or its loopback listen address), read at
+	// each request. Nil, or an empty Set, refuses every request: the Host
+	// header a request was sent with is never trusted, or an admin's header
+	// signed for another service could be replayed here (issue 47).
+	Audience func() audience.Set
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // Enabled reports whether anyone may use the API (some admin is configured).
@@ -170,7 +174,10 @@ func (a *API) authorize(r *http.Request, body []byte) (*nostr.Event, error) {
 		return nil, errors.New("the method tag must be " + r.Method)
 	}
 	if !a.urlMatches(tagValue(&ev, "u"), r) {
-		return nil, errors.New("the u tag must be this relay's URL")
+		if a.Audience == nil || a.Audience().Empty() {
+			return nil, errors.New("this relay's URL is not known yet")
+		}
+		return nil, errors.New("the u tag must be this relay's URL (" + a.Audience().String() + ")")
 	}
 	sum := sha256.Sum256(body)
 	if p := tagValue(&ev, "payload"); !strings.EqualFold(p, hex.EncodeToString(sum[:])) {
@@ -179,54 +186,14 @@ func (a *API) authorize(r *http.Request, body []byte) (*nostr.Event, error) {
 	return &ev, nil
 }
 
-// urlMatches reports whether u names this relay: the configured public URL, or
-// the request's own URL, in its ws(s) or http(s) form (a TLS-terminating proxy
-// hides the scheme, never the host and path).
+// urlMatches reports whether u names this relay: one of its Audience's URLs,
+// in its ws(s) or http(s) form (a TLS-terminating proxy hides the scheme,
+// never the host and path), with the request's query.
 func (a *API) urlMatches(u string, r *http.Request) bool {
-	got, ok := canonicalURL(u)
-	if !ok {
+	if a.Audience == nil {
 		return false
 	}
-	var want []string
-	if a.PublicURL != "" {
-		if c, ok := canonicalURL(a.PublicURL); ok {
-			want = append(want, c)
-		}
-	} else {
-		if c, ok := canonicalURL("http://" + r.Host + r.URL.RequestURI()); ok {
-			want = append(want, c)
-		}
-	}
-	for _, w := range want {
-		if got == w {
-			return true
-		}
-	}
-	return false
-}
-
-// canonicalURL maps ws/wss/http/https URLs of one place to one string: the
-// scheme dropped, the host in lower case, default ports and a trailing slash
-// removed, the query kept.
-func canonicalURL(s string) (string, bool) {
-	u, err := url.Parse(strings.TrimSpace(s))
-	if err != nil || u.Host == "" {
-		return "", false
-	}
-	switch u.Scheme {
-	case "ws", "wss", "http", "https":
-	default:
-		return "", false
-	}
-	host := strings.ToLower(u.Hostname())
-	if p := u.Port(); p != "" && p != "80" && p != "443" {
-		host += ":" + p
-	}
-	path := strings.TrimSuffix(u.EscapedPath(), "/")
-	if u.RawQuery != "" {
-		path += "?" + u.RawQuery
-	}
-	return host + path, true
+	return a.Audience().NamesRequest(u, r.URL.RawQuery)
 }
 
 func tagValue(ev *nostr.Event, name string) string {

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kukuri/communitynode/internal/audience"
 	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/indexer"
 	"github.com/kukuri/communitynode/internal/pgtest"
@@ -64,6 +65,7 @@ func startRelay(t *testing.T, db *pgtest.DB, admins ...string) *testRelay {
 		Policy: policy, Management: api})
 	require.NoError(t, err)
 	policy.OnChange(func(*relayadmin.State) { r.DisconnectBlocked() })
+	api.Audience = r.Audience
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	rdone, pdone := make(chan error, 1), make(chan error, 1)
@@ -451,7 +453,7 @@ func TestNIP98Replay(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(pool.Close)
 		api := &relayadmin.API{Admin: &relayadmin.Admin{Pool: pool, Store: store.NewPublisher(), TopicRules: protocol.DefaultTopicRules()},
-			Admins: map[string]bool{admin.PK: true}, PublicURL: public}
+			Admins: map[string]bool{admin.PK: true}, Audience: staticAudience(t, public)}
 		srv := httptest.NewServer(api)
 		t.Cleanup(srv.Close)
 		return srv.URL
@@ -481,4 +483,52 @@ func TestNIP98Replay(t *testing.T) {
 	require.NoError(t, db.Pool.QueryRow(context.Background(),
 		"SELECT count(*) FROM cn_admin.log WHERE method = 'changerelayname'").Scan(&logged))
 	require.Equal(t, 1, logged, "the change ran once")
+}
+
+// staticAudience is a fixed Audience of the given URLs.
+func staticAudience(t *testing.T, urls ...string) func() audience.Set {
+	t.Helper()
+	a, err := audience.Parse(urls)
+	require.NoError(t, err)
+	return func() audience.Set { return a }
+}
+
+// TestHostileRelayedNIP98 is issue 47's replayed admin header: an admin's
+// NIP-98 event signed for another service (its u tag names that service),
+// POSTed here with that service's Host header, must not be accepted, and the
+// call must not take effect; the same admin's header signed for this relay is.
+func TestHostileRelayedNIP98(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	admin := testkit.NewKey(t)
+	r := startRelay(t, db, admin.PK)
+	target := testkit.NewKey(t).PK
+	status, answer := call(t, r, admin, "allowpubkey", []any{target}, func(ev *nostr.Event) {
+		ev.Tags[0][1] = "wss://nostr.other.example/"
+	})
+	require.Equal(t, http.StatusUnauthorized, status, "%v", answer)
+	require.Contains(t, answer["error"], "the u tag must be this relay's URL")
+
+	// The same, sent with the other service's Host header.
+	body := `{"method":"allowpubkey","params":["` + target + `"]}`
+	sum := sha256.Sum256([]byte(body))
+	ev := admin.Sign(t, &nostr.Event{Kind: 27235, CreatedAt: nostr.Now(), Tags: nostr.Tags{
+		{"u", "https://nostr.other.example/"}, {"method", "POST"}, {"payload", hex.EncodeToString(sum[:])}}})
+	raw, err := json.Marshal(ev)
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, r.http, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Host = "nostr.other.example"
+	req.Header.Set("Content-Type", relayadmin.ContentType)
+	req.Header.Set("Authorization", "Nostr "+base64.StdEncoding.EncodeToString(raw))
+	status, answer = do(t, req)
+	require.Equal(t, http.StatusUnauthorized, status, "%v", answer)
+
+	var allowed int
+	require.NoError(t, db.Pool.QueryRow(context.Background(),
+		"SELECT count(*) FROM cn_admin.log WHERE method = 'allowpubkey'").Scan(&allowed))
+	require.Zero(t, allowed, "no replayed call took effect")
+
+	status, answer = call(t, r, admin, "allowpubkey", []any{target}, nil)
+	require.Equal(t, http.StatusOK, status, "%v", answer)
 }
