@@ -59,7 +59,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: d.ShutdownTimeout, EnvVars: []string{"CN_RELAY_SHUTDOWN_TIMEOUT"}, Usage: "longest graceful shutdown"},
 
 			&cli.BoolFlag{Name: "auth", Value: d.Auth.Enabled, EnvVars: []string{"CN_RELAY_AUTH"}, Usage: "offer NIP-42 authentication (needed to read direct messages, kinds 4 and 1059, and for protected NIP-70 events); --auth=false turns it off"},
-			&cli.BoolFlag{Name: "auth-challenge-on-connect", Value: d.Auth.ChallengeOnConnect, EnvVars: []string{"CN_RELAY_AUTH_CHALLENGE_ON_CONNECT"}, Usage: "send the NIP-42 challenge as soon as a client connects, so that apps sign in before their first direct-message REQ; costs one message (45 bytes) per connection. --auth-challenge-on-connect=false sends it lazily, with the first auth-required answer only (an app's first inbox REQ is then refused); --auth-required-for-* send it on connect anyway"},
+			&cli.BoolFlag{Name: "auth-challenge-on-connect", Value: d.Auth.ChallengeOnConnect, EnvVars: []string{"CN_RELAY_AUTH_CHALLENGE_ON_CONNECT"}, Usage: "send the NIP-42 challenge as soon as a client connects, so that apps sign in before their first direct-message REQ; costs one message (45 bytes) per connection. --auth-challenge-on-connect=false sends it lazily, with the first auth-required answer; --auth-required-for-* send it on connect anyway. Either way every auth-required answer to a connection not signed in comes after the challenge again (at most 8 per connection)"},
+			&cli.DurationFlag{Name: "auth-grace", Value: d.Auth.Grace, EnvVars: []string{"CN_RELAY_AUTH_GRACE"}, Usage: "how long after connecting a REQ that needs authentication (direct messages, a private group) is held, instead of answered auth-required, until the connection's first AUTH: an app that asks at the instant it connects is then answered in full (0: never held; at most 1m)"},
 			&cli.BoolFlag{Name: "auth-required-for-writes", EnvVars: []string{"CN_RELAY_AUTH_REQUIRED_FOR_WRITES"}, Usage: "accept EVENTs from authenticated clients only (needs --auth)"},
 			&cli.BoolFlag{Name: "auth-required-for-reads", EnvVars: []string{"CN_RELAY_AUTH_REQUIRED_FOR_READS"}, Usage: "serve REQ and COUNT to authenticated clients only (needs --auth)"},
 
@@ -156,6 +157,7 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 		ChallengeOnConnect: c.Bool("auth-challenge-on-connect"),
 		RequiredForWrites:  c.Bool("auth-required-for-writes"),
 		RequiredForReads:   c.Bool("auth-required-for-reads"),
+		Grace:              c.Duration("auth-grace"),
 	}
 	if f := c.String("info-file"); f != "" {
 		data, err := os.ReadFile(f)

@@ -200,11 +200,11 @@ func inbox(k key) map[string]any {
 
 // TestAuthChallengeOnConnect: under the default configuration every connection
 // is sent its challenge as its first message, before the client has sent
-// anything, and only that once. An app that signs in when it sees a challenge
-// (nostr-tools' onauth, NDK's signIn policy) reads its whole inbox with its
-// first REQ. An inbox REQ that crossed the challenge is refused auth-required;
-// once the client has answered the challenge it already has, the same REQ is
-// answered in full, then live.
+// anything. An app that signs in when it sees a challenge (nostr-tools'
+// onauth, NDK's signIn policy) reads its whole inbox with its first REQ. An
+// inbox REQ that crossed the challenge is held (AuthConfig.Grace) and sent the
+// challenge again; once the client answers, the same REQ is answered in full,
+// then live, never CLOSED (issue 48).
 func TestAuthChallengeOnConnect(t *testing.T) {
 	t.Parallel()
 	tr, _ := startAppRelay(t, pgtest.New(t), nil)
@@ -220,18 +220,18 @@ func TestAuthChallengeOnConnect(t *testing.T) {
 
 	racer := dial(t, tr.url)
 	racer.send("REQ", "inbox", inbox(alice))
-	require.True(t, strings.HasPrefix(racer.closed("inbox"), "auth-required: "))
 	ch = racer.challengeAt()
 	require.Zero(t, ch.after, "the challenge came on connect")
-	racer.noChallenge()
+	again := racer.challengeAt()
+	require.Zero(t, again.after, "and again for the held REQ, before any answer")
+	require.Equal(t, ch.challenge, again.challenge)
 	racer.authenticate(alice, ch.challenge, tr.url)
-	racer.send("REQ", "inbox", inbox(alice))
-	var again []string
+	var got []string
 	for range wraps {
-		again = append(again, racer.event("inbox").ID)
+		got = append(got, racer.event("inbox").ID)
 	}
 	racer.eose("inbox")
-	require.ElementsMatch(t, wraps, again, "the REQ sent again after AUTH is answered in full")
+	require.ElementsMatch(t, wraps, got, "the REQ that crossed the challenge is answered in full after AUTH")
 	wrap := newKey(t).signed(t, protocol.KindGiftWrap, nostr.Tags{{"p", alice.pk}}, "bGl2ZQ==")
 	ok, reason := dial(t, tr.url).publish(wrap)
 	require.True(t, ok, reason)
@@ -241,12 +241,11 @@ func TestAuthChallengeOnConnect(t *testing.T) {
 
 // TestAuthChallengeLazy: with ChallengeOnConnect off (relay
 // --auth-challenge-on-connect=false) a client is sent no challenge until it is
-// refused for want of AUTH: then the challenge comes right before the first
-// auth-required answer, and only that once. Signed in, the REQ is answered in
-// full.
+// refused for want of AUTH: then the challenge comes right before each
+// auth-required answer. Signed in, the REQ is answered in full.
 func TestAuthChallengeLazy(t *testing.T) {
 	t.Parallel()
-	tr, _ := startAppRelay(t, pgtest.New(t), func(c *Config) { c.Auth.ChallengeOnConnect = false })
+	tr, _ := startAppRelay(t, pgtest.New(t), func(c *Config) { c.Auth.ChallengeOnConnect, c.Auth.Grace = false, 0 })
 	alice, wraps := storeInbox(t, tr, 2)
 
 	c := dial(t, tr.url)
@@ -258,9 +257,10 @@ func TestAuthChallengeLazy(t *testing.T) {
 	require.Equal(t, 1, ch.after, "the challenge comes right before the refusal (after the public REQ's EOSE)")
 	c.send("COUNT", "n", inbox(alice))
 	require.True(t, strings.HasPrefix(c.closed("n"), "auth-required: "))
-	c.noChallenge()
+	require.Equal(t, 2, c.challengeAt().after, "and again before the next refusal")
 	c.authenticate(alice, ch.challenge, tr.url)
 	require.ElementsMatch(t, wraps, c.ids(t, "inbox", inbox(alice)))
+	c.noChallenge()
 }
 
 // TestProtectedEvents: NIP-70 events are accepted only from their authenticated

@@ -33,6 +33,11 @@ func (r Rate) validate(name string) error {
 	return nil
 }
 
+// DefaultAuthGrace is AuthConfig.Grace's default: long enough for an app's
+// signer to answer a challenge (a browser extension's prompt excepted), short
+// enough that an app that never signs in waits little for its CLOSED.
+const DefaultAuthGrace = 2 * time.Second
+
 // AuthConfig configures NIP-42 authentication.
 type AuthConfig struct {
 	// Enabled accepts AUTH messages (default true). It is the only way
@@ -61,6 +66,12 @@ type AuthConfig struct {
 	// RequiredForReads answers REQ and COUNT from unauthenticated connections with
 	// CLOSED "auth-required: ...".
 	RequiredForReads bool
+	// Grace is how long after connecting a REQ that needs authentication is
+	// held, instead of closed auth-required, while the connection has sent no
+	// AUTH yet (default 2 s; 0: never held): the REQ of an app that asks at
+	// the instant it connects, before its signer answered the challenge, is
+	// then answered in full (signin.go).
+	Grace time.Duration
 }
 
 // Info is what the NIP-11 document says about the relay and its operator
@@ -282,7 +293,7 @@ func DefaultConfig() Config {
 		// to their authenticated recipients only, and NIP-70 needs it. The
 		// challenge goes out on connect, so that apps sign in before their first
 		// inbox REQ.
-		Auth: AuthConfig{Enabled: true, ChallengeOnConnect: true},
+		Auth: AuthConfig{Enabled: true, ChallengeOnConnect: true, Grace: DefaultAuthGrace},
 	}
 }
 
@@ -386,6 +397,9 @@ func (c Config) Validate() error {
 	}
 	if (c.Auth.RequiredForReads || c.Auth.RequiredForWrites) && !c.Auth.Enabled {
 		add("auth is required for reads or writes but not enabled")
+	}
+	if c.Auth.Grace < 0 || c.Auth.Grace > time.Minute {
+		add("auth grace %s: want 0 to 1m", c.Auth.Grace)
 	}
 	if c.Info.PubKey != "" && !protocol.IsHex64(c.Info.PubKey) {
 		add("info pubkey must be 64 hex characters")

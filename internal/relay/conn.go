@@ -86,10 +86,11 @@ type conn struct {
 	// said goodbye (writerDone is closed then).
 	wake    atomic.Int64
 	pingDue atomic.Bool // the relay's pinger asks for a ping (Relay.pinger)
-	// challenged: the NIP-42 challenge was sent; reader goroutine only.
-	// (Here, beside pingDue, it takes no padding of its own: a conn of 448
-	// bytes, not 480.)
-	challenged bool
+	// challenges counts the NIP-42 challenge messages sent (at most
+	// maxChallenges); authTried: an AUTH was received. Reader goroutine only.
+	// (Here, beside pingDue, they take no padding of their own.)
+	challenges uint8
+	authTried  bool
 	pongData   atomic.Pointer[string] // the payload of the latest ping to answer
 	// writerDone and readerDone are made by closeWith, before it closes quit:
 	// an open connection holds neither. Both close only once the connection
@@ -112,6 +113,8 @@ type conn struct {
 	restN int
 
 	challenge string              // NIP-42; "" when AUTH is off
+	born      int64               // when the connection was accepted (unix nanoseconds, the relay's clock)
+	holding   *heldReqs           // REQs held for the first AUTH (signin.go), nil until one is; under mu
 	authed    map[string]struct{} // authenticated pubkeys, nil before the first; reader goroutine only
 
 	mu      sync.Mutex
@@ -263,6 +266,7 @@ func newConn(r *Relay, ws *websocket.Conn, ip, key string) *conn {
 	c.wake.Store(1)
 	if r.cfg.Auth.Enabled {
 		c.challenge = newChallenge()
+		c.born = r.now().UnixNano()
 	}
 	return c
 }

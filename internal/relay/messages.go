@@ -211,6 +211,9 @@ func (c *conn) onAuth(ev *nostr.Event) {
 		c.enqueue(okMsg(ev.ID, false, reasonEventRateIP))
 		return
 	}
+	// REQs held for this AUTH (signin.go) run after its OK, whatever it says.
+	c.authTried = true
+	defer c.releaseHeld()
 	if reason := protocol.ValidateAuthEvent(ev, c.challenge, c.r.Audience(), c.r.now()); reason != "" {
 		c.enqueue(okMsg(ev.ID, false, reason))
 		return
@@ -263,17 +266,6 @@ func (c *conn) checkRead(filters []nostr.Filter) ([]nostr.Filter, string) {
 		return nil, reason
 	}
 	return out, ""
-}
-
-// sendChallenge sends the connection's NIP-42 challenge, if AUTH is on and the
-// client has not had it yet (on connect, see AuthConfig.ChallengeOnConnect, or
-// before an auth-required answer), so that the client can authenticate. Each
-// connection is sent it at most once. Reader goroutine only.
-func (c *conn) sendChallenge() {
-	if c.challenge != "" && !c.challenged {
-		c.challenged = true
-		c.enqueue(authMsg(c.challenge))
-	}
 }
 
 // viewer is who this connection reads as: its authenticated pubkeys (sorted). It
@@ -379,9 +371,12 @@ func (c *conn) groupWriteReason(ev *nostr.Event) string {
 // it closed.
 func (c *conn) onReq(subID string, filters []nostr.Filter) {
 	c.closeSub(subID)
+	asked := filters
 	filters, reason := c.checkRead(filters)
 	if reason != "" {
-		c.enqueue(closedMsg(subID, reason))
+		if !c.holdForAuth(subID, asked, reason) {
+			c.enqueue(closedMsg(subID, reason))
+		}
 		return
 	}
 	var invite []byte // a NIP-43 invite made for this REQ (membership.go)
@@ -569,6 +564,7 @@ func (c *conn) onCount(subID string, filters []nostr.Filter) {
 // goroutine has ended: nothing of it is sent after closeSub returns, so a REQ that
 // reuses the id starts clean.
 func (c *conn) closeSub(subID string) {
+	c.dropHeld(subID)
 	c.mu.Lock()
 	s := c.subs.take(subID)
 	c.mu.Unlock()

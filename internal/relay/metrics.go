@@ -27,6 +27,7 @@ type metrics struct {
 	negTreeSessions  prometheus.Counter     // NIP-77 sessions served from the tree
 	negTreeMisses    prometheus.Counter     // sessions the tree covered but was not current for
 	refusedConns     *prometheus.CounterVec // by reason
+	authHeld         *prometheus.CounterVec // REQs held for a first AUTH, by outcome (signin.go)
 	badRealIP        prometheus.Counter
 	queryBudgetStops prometheus.Counter
 	followerSeq      prometheus.Gauge
@@ -112,6 +113,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "cn_relay_refused_connections_total",
 			Help: "WebSocket upgrades refused, by reason (per_ip_limit, shutting_down).",
 		}, []string{"reason"}),
+		authHeld: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cn_relay_auth_held_reqs_total",
+			Help: "REQs that needed authentication, sent by a new connection before its first AUTH: held (each once), released by an AUTH (answered then), expired (answered auth-required when --auth-grace ended).",
+		}, []string{"outcome"}),
 		badRealIP: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cn_relay_bad_real_ip_total",
 			Help: "WebSocket upgrades whose --real-ip-header was not an IP address (the TCP peer address was used).",
@@ -147,7 +152,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.ingestWaiting, m.connections, m.subscriptions, m.messages, m.events, m.batchSize,
-			m.ingestSeconds, m.querySeconds, m.slowDisconnects, m.liveDeliveries, m.liveWriteBlocked, m.groupWithheld, m.groupGateBehind, m.negTreeSessions, m.negTreeMisses, m.refusedConns,
+			m.ingestSeconds, m.querySeconds, m.slowDisconnects, m.liveDeliveries, m.liveWriteBlocked, m.groupWithheld, m.groupGateBehind, m.negTreeSessions, m.negTreeMisses, m.refusedConns, m.authHeld,
 			m.followerSeq, m.followerFailures, m.badRealIP, m.queryBudgetStops, m.handoffCaught, m.handoffDropped, m.handoffRefills, m.cacheLearns, m.groupEvents)
 	}
 	return m

@@ -349,6 +349,7 @@ func TestNegentropyVisibility(t *testing.T) {
 	require.Equal(t, "dm", str(t, msg[1]))
 	require.True(t, strings.HasPrefix(str(t, msg[2]), "auth-required:"), join(msg))
 	require.Zero(t, c.challengeAt().after, "the challenge to answer came on connect (NIP-42)")
+	require.Equal(t, 7, c.challengeAt().after, "and again right before the auth-required answer (issue 48)")
 	c.noChallenge()
 }
 

@@ -123,6 +123,39 @@ test('nostr-tools Relay with onauth signs in on connect and reads the DM inbox o
   }
 })
 
+// Issue 48: an app that attaches its signer after connecting has already
+// read (and dropped) the challenge sent on connect. Its first inbox REQ is
+// held for the relay's grace and the relay sends the challenge again; the
+// signer answers, and the held REQ is answered in full.
+test('nostr-tools Relay.connect, then onauth: signs in on the challenge sent again and reads the DM inbox on the first try', { timeout: TEST_TIMEOUT }, async () => {
+  const user = await newUser()
+  const relay = await Relay.connect(url)
+  const [challenged, onChallenge] = signal()
+  relay.onauth = async (template) => {
+    onChallenge()
+    return finalizeEvent(template, user.sk)
+  }
+  try {
+    const answered = new Promise((resolve) => {
+      const events = []
+      const sub = relay.subscribe([inbox(user.pk)], {
+        eoseTimeout: ANSWER_WAIT,
+        onevent: (ev) => events.push(ev),
+        oneose: () => {
+          resolve({ events })
+          sub.close()
+        },
+        onclose: (reason) => resolve({ events, refusal: reason }),
+      })
+    })
+    await within(challenged, SIGN_IN_WAIT, 'no AUTH challenge after the first REQ: a signer attached after connecting never signs in')
+    const { events, refusal } = await answered
+    assertInbox(user, events, refusal)
+  } finally {
+    relay.close()
+  }
+})
+
 test('nostr-tools SimplePool with automaticallyAuth signs in on connect and reads the DM inbox on the first try', { timeout: TEST_TIMEOUT }, async () => {
   const user = await newUser()
   const [challenged, onChallenge] = signal()
