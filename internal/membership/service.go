@@ -379,15 +379,18 @@ func (s *Service) mintCapped(ctx context.Context, issuer string) (*nostr.Event, 
 		return nil, "", err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", schema.ClaimsLock); err != nil {
+	// The counts read the partial indexes of migration 0034 whatever the
+	// statistics say (autovacuum may be off), and stop at the caps.
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1), set_config('enable_seqscan', 'off', true)", schema.ClaimsLock); err != nil {
 		return nil, "", fmt.Errorf("claims lock: %w", err)
 	}
 	var mine, all int
 	if err := tx.QueryRow(ctx, `SELECT
-			(SELECT count(*) FROM cn_relay.membership_claims
-				WHERE issuer = $1 AND expires_at > $2 AND used_by IS NULL AND revoked_at IS NULL),
-			(SELECT count(*) FROM cn_relay.membership_claims
-				WHERE expires_at > $2 AND used_by IS NULL AND revoked_at IS NULL)`, issuer, s.now()).Scan(&mine, &all); err != nil {
+			(SELECT count(*) FROM (SELECT 1 FROM cn_relay.membership_claims
+				WHERE issuer = $1 AND expires_at > $2 AND used_by IS NULL AND revoked_at IS NULL LIMIT $3) m),
+			(SELECT count(*) FROM (SELECT 1 FROM cn_relay.membership_claims
+				WHERE expires_at > $2 AND used_by IS NULL AND revoked_at IS NULL LIMIT $4) a)`,
+		issuer, s.now(), perMember, perRelay).Scan(&mine, &all); err != nil {
 		return nil, "", fmt.Errorf("count open claims: %w", err)
 	}
 	switch {
