@@ -42,6 +42,10 @@ const (
 	// ModerationRulesLock serialises rule-set changes (transaction level,
 	// internal/moderation). It was 0x636e6d6f64 ("cnmod") before issue 21.
 	ModerationRulesLock int64 = 0x636e5f72756c6573 // "cn_rules"
+	// ClaimsLock serialises the minting of NIP-43 claims for members' kind
+	// 28935 REQs (transaction level, internal/membership Service.Invite), so
+	// that the open-claims caps hold across relay processes.
+	ClaimsLock int64 = 0x636e5f636c61696d // "cn_claim"
 	// GroupTreeLock guards the NIP-29 subgroup tree (transaction level,
 	// internal/groups): every store batch with a group event holds it shared,
 	// one with a 9002 or 9008 (which may change the tree) and
@@ -69,6 +73,12 @@ const (
 	// before any EffectiveKeyLockSQL: whoever holds it may read and write the
 	// group's row of cn_relay.groups.
 	GroupLockSQL = "hashtextextended('group:' || $1, 0)"
+	// GroupCreatorLockSQL is the transaction-level lock of one creator of
+	// NIP-29 groups ($1, the pubkey of a 9007's author), taken by every store
+	// batch with a 9007 of that author, in sorted order, after the group locks
+	// and before any EffectiveKeyLockSQL, before it counts the groups the key
+	// created (groups.Limits): so the count holds across relay processes.
+	GroupCreatorLockSQL = "hashtextextended('group-creator:' || $1, 0)"
 	// TemplateLockSQL serialises test binaries that build the migrated
 	// template database (internal/pgtest, session level).
 	TemplateLockSQL = "hashtext('cn_pgtest_template')"
@@ -81,4 +91,5 @@ var FixedLocks = map[string]int64{
 	"SweepLock": SweepLock, "StatsLock": StatsLock, "IndexSwitchLock": IndexSwitchLock,
 	"IndexRebuildLock": IndexRebuildLock, "TrustPublisherLock": TrustPublisherLock,
 	"ModerationRulesLock": ModerationRulesLock, "GroupTreeLock": GroupTreeLock,
+	"ClaimsLock": ClaimsLock,
 }

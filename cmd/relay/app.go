@@ -84,9 +84,17 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.DurationFlag{Name: "group-late-window", Value: groups.DefaultLateWindow, EnvVars: []string{"CN_RELAY_GROUP_LATE_WINDOW"}, Usage: "a NIP-29 group event whose created_at is further than this in the past is refused (late publication); 0 disables; moved groups are imported with cnctl import --group-history"},
 			&cli.IntFlag{Name: "group-min-previous", Value: 0, EnvVars: []string{"CN_RELAY_GROUP_MIN_PREVIOUS"}, Usage: "NIP-29 timeline references a group event needs at least (previous tags; 9007, 9021, 9022 exempt); references given are always checked"},
 			&cli.DurationFlag{Name: "group-invite-ttl", Value: groups.DefaultInviteTTL, EnvVars: []string{"CN_RELAY_GROUP_INVITE_TTL"}, Usage: "how long a NIP-29 invite code (kind 9009) opens a closed group after its created_at; codes are not used up"},
+			&cli.IntFlag{Name: "group-max-created-per-day", Value: groups.DefaultCreatedPerDay, EnvVars: []string{"CN_RELAY_GROUP_MAX_CREATED_PER_DAY"}, Usage: "NIP-29 groups one key may create (kind 9007) in 24 hours; more are refused restricted: (the relay's admins and the node are not bound)"},
+			&cli.IntFlag{Name: "group-max-created", Value: groups.DefaultCreatedInAll, EnvVars: []string{"CN_RELAY_GROUP_MAX_CREATED"}, Usage: "NIP-29 groups one key may create in all, deleted ones included (their ids stay reserved); more are refused restricted: (the relay's admins and the node are not bound)"},
+			&cli.IntFlag{Name: "group-max-members", Value: groups.DefaultMembers, EnvVars: []string{"CN_RELAY_GROUP_MAX_MEMBERS"}, Usage: "members of one NIP-29 group: a kind 9000 that would take a group past it, or a join request (9021) that would be honoured at once, is refused restricted:"},
+			&cli.IntFlag{Name: "group-max-depth", Value: groups.DefaultDepth, EnvVars: []string{"CN_RELAY_GROUP_MAX_DEPTH"}, Usage: "how many levels below its root group a NIP-29 subgroup may sit: a kind 9002 whose parent would put the group or one of its subgroups deeper is refused restricted:"},
+			&cli.IntFlag{Name: "group-max-invite-codes", Value: groups.DefaultCodesPerInvite, EnvVars: []string{"CN_RELAY_GROUP_MAX_INVITE_CODES"}, Usage: "invite codes one NIP-29 create-invite (kind 9009) may carry; more are refused restricted:"},
+			&cli.IntFlag{Name: "group-max-open-codes", Value: groups.DefaultOpenCodes, EnvVars: []string{"CN_RELAY_GROUP_MAX_OPEN_CODES"}, Usage: "valid (unexpired) invite codes one NIP-29 group may hold: a kind 9009 that would take it past this is refused restricted:"},
 			&cli.StringFlag{Name: "membership", Value: string(membership.Open), EnvVars: []string{"CN_RELAY_MEMBERSHIP"}, Usage: "NIP-43 relay membership (needs --node-key-file): open (anyone writes; a key becomes a member by its first post) or invite (only members write; see docs/membership.md)"},
 			&cli.IntFlag{Name: "admit-min-rank", EnvVars: []string{"CN_RELAY_ADMIT_MIN_RANK"}, Usage: "admit a NIP-43 join request without an invite code at once when its key's trust-v1 rank is at least this, 1-100 (default 0: every such request waits for an admin)"},
 			&cli.DurationFlag{Name: "invite-ttl", Value: membership.DefaultInviteTTL, EnvVars: []string{"CN_RELAY_INVITE_TTL"}, Usage: "how long a NIP-43 invite code (claim) made for a member's kind 28935 REQ stays valid; codes are single-use"},
+			&cli.IntFlag{Name: "max-claims-per-member", Value: membership.DefaultClaimsPerMember, EnvVars: []string{"CN_RELAY_MAX_CLAIMS_PER_MEMBER"}, Usage: "open (unused, unexpired) NIP-43 invite codes one member's kind 28935 REQs may hold; a REQ past it is CLOSED restricted:"},
+			&cli.IntFlag{Name: "max-open-claims", Value: membership.DefaultOpenClaims, EnvVars: []string{"CN_RELAY_MAX_OPEN_CLAIMS"}, Usage: "open NIP-43 invite codes of the whole relay (admins' mintinvite counted) past which members' kind 28935 REQs are CLOSED restricted:"},
 			&cli.IntFlag{Name: "group-admit-min-rank", EnvVars: []string{"CN_RELAY_GROUP_ADMIT_MIN_RANK"}, Usage: "honour a NIP-29 join request (kind 9021) to an open group at once only from keys whose trust-v1 rank is at least this, 0-100 (seeds, admins and the node too); others wait for the group's admins (default 0: off; closed groups need an invite code either way)"},
 			&cli.IntFlag{Name: "min-rank", EnvVars: []string{"CN_RELAY_MIN_RANK"}, Usage: "refuse posts from authors whose trust-v1 rank (cmd/trust) is below this, 0-100 (profiles, lists, deletions, seeds, admins and the node exempt; default 0: off)"},
 			&cli.StringSliceFlag{Name: "admin-pubkeys", EnvVars: []string{"CN_RELAY_ADMIN_PUBKEYS"}, Usage: "pubkeys (hex or npub, comma separated) that may manage the relay through NIP-86 (default: none, NIP-86 answers 401)"},
@@ -220,6 +228,16 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 	}
 	if s.GroupInviteTTL <= 0 {
 		return node.RelayOptions{}, fmt.Errorf("--group-invite-ttl must be positive, got %s", s.GroupInviteTTL)
+	}
+	s.GroupLimits = groups.Limits{CreatedPerDay: c.Int("group-max-created-per-day"), CreatedInAll: c.Int("group-max-created"),
+		Members: c.Int("group-max-members"), Depth: c.Int("group-max-depth"),
+		CodesPerInvite: c.Int("group-max-invite-codes"), OpenCodes: c.Int("group-max-open-codes")}
+	s.ClaimsPerMember, s.OpenClaims = c.Int("max-claims-per-member"), c.Int("max-open-claims")
+	for _, name := range []string{"group-max-created-per-day", "group-max-created", "group-max-members", "group-max-depth",
+		"group-max-invite-codes", "group-max-open-codes", "max-claims-per-member", "max-open-claims"} {
+		if c.Int(name) < 1 {
+			return node.RelayOptions{}, fmt.Errorf("--%s must be at least 1, got %d", name, c.Int(name))
+		}
 	}
 	s.MembershipKey, s.AdmitMinRank, s.InviteTTL = memberKey, c.Int("admit-min-rank"), c.Duration("invite-ttl")
 	if s.Membership, err = membership.ParseMode(c.String("membership")); err != nil {

@@ -201,6 +201,9 @@ type Policy struct {
 	// events are dated at their cause's created_at (not the ingest time), so
 	// that the history's later events still take effect after them.
 	History bool
+	// Limits bound groups created per key, members per group, subgroup
+	// depth and invite codes (zero fields: their defaults).
+	Limits Limits
 }
 
 func (p Policy) inviteTTL() int64 {
@@ -245,6 +248,13 @@ type Facts struct {
 	// Forest holds the group's state and, for a 9002, its parent's and its
 	// subgroups' and its parent's ancestors' (nil: only the group's).
 	Forest Forest
+	// Created is how many groups the author has created (read for 9007s
+	// only: Limits.CreatedPerDay, Limits.CreatedInAll).
+	Created Created
+	// Height returns how many levels of subgroups a group has below it (0
+	// for none; read for a 9002 that changes the parent: Limits.Depth);
+	// nil: none.
+	Height func(id string) int
 }
 
 // Decision is what the relay does with one group event.
@@ -339,6 +349,7 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 		return refuse(ReasonBadID)
 	}
 	master := ev.PubKey == p.Node || p.Admins[ev.PubKey]
+	lim := p.Limits.WithDefaults()
 	if reason := p.timeline(ev, f); reason != "" {
 		return refuse(reason)
 	}
@@ -352,6 +363,10 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 			return refuse("restricted: only this relay's admins may create groups")
 		case !master && p.Creators != CreatorsAny && !f.CommunityMember:
 			return refuse("restricted: only members of this community may create groups (post in a topic here first)")
+		case !master && !p.History && f.Created.All >= lim.CreatedInAll:
+			return refuse(ReasonCreatedInAll(lim.CreatedInAll))
+		case !master && !p.History && f.Created.Day >= lim.CreatedPerDay:
+			return refuse(ReasonCreatedPerDay(lim.CreatedPerDay))
 		}
 		d := accept
 		d.Emit = []*nostr.Event{p.nodeEvent(s, id, KindPutUser, ev.PubKey, []string{RoleAdmin}, ev, f.Now)}
@@ -392,6 +407,9 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 				d.Message = MessageAdmittedRank(p.AdmitMinRank)
 			}
 		}
+		if !p.History && s.MemberCount() >= lim.Members {
+			return refuse(ReasonMembersCap(lim.Members))
+		}
 		d.Withhold = withhold
 		d.Emit = []*nostr.Event{p.nodeEvent(s, id, KindPutUser, ev.PubKey, nil, ev, f.Now)}
 		return d
@@ -423,6 +441,17 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 				return refuse(ReasonStale)
 			}
 		}
+		if ev.Kind == KindPutUser && ev.PubKey != p.Node && !p.History {
+			added := 0
+			for _, u := range users {
+				if !s.IsMember(u.PubKey) {
+					added++
+				}
+			}
+			if added > 0 && s.MemberCount()+added > lim.Members {
+				return refuse(ReasonMembersCap(lim.Members))
+			}
+		}
 		return accept
 	case KindEditMetadata:
 		if !allowed(EditMetadata) {
@@ -437,6 +466,15 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 		}
 		if reason := p.checkTree(s, ev.PubKey, m, f.Forest); reason != "" {
 			return refuse(reason)
+		}
+		if m.Parent != "" && m.Parent != f.Forest.Parent(id) && !p.History {
+			height := 0
+			if f.Height != nil {
+				height = f.Height(id)
+			}
+			if f.Forest.Depth(m.Parent)+1+height > lim.Depth {
+				return refuse(ReasonDepth(lim.Depth))
+			}
 		}
 		return accept
 	case KindDeleteEvent:
@@ -499,8 +537,15 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 		if !allowed(CreateInvite) {
 			return refuse(reasonRole("creating invites"))
 		}
-		if len(Codes(ev)) == 0 {
+		codes := Codes(ev)
+		switch {
+		case len(codes) == 0:
 			return refuse(ReasonNoCode)
+		case p.History:
+		case len(codes) > lim.CodesPerInvite:
+			return refuse(ReasonCodesPerInvite(lim.CodesPerInvite))
+		case p.openCodes(s, f.Now, codes)+len(codes) > lim.OpenCodes:
+			return refuse(ReasonOpenCodes(lim.OpenCodes))
 		}
 		d := accept
 		d.Withhold = true

@@ -127,6 +127,21 @@
 // admins (AdmitReview: "restricted: pending review: ..."). Closed groups are
 // not changed. The store asks its Groups.Admission, an in-memory rank gate.
 //
+// # Limits
+//
+// Policy.Limits (relay --group-max-*) bound what one key makes of the
+// groups: groups created per key a day and in all (Facts.Created, which the
+// store counts from cn_relay.groups holding the creator's lock,
+// schema.GroupCreatorLockSQL, so the bound holds across restarts and relay
+// processes), members per group (a 9000 is refused whole, and so is a join
+// that would be honoured at once; the node's own 9000s answer causes already
+// checked and are never refused), subgroup depth (the new parent's depth, one,
+// and the height of the group's own subtree, Facts.Height, which the store
+// reads with QueueHeights under the exclusive tree lock and raises as the
+// batch's 9002s attach groups), codes per 9009 and valid codes per group.
+// Each refusal is "restricted: ..." and keeps nothing; Policy.History is bound
+// by none.
+//
 // # Not supported yet (refused, never half done)
 //
 // `livekit`, moderation kinds other than 9000, 9001, 9002, 9005, 9007, 9008,

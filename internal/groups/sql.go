@@ -124,6 +124,58 @@ func QueueLocks(b *pgx.Batch, ids []string) {
 	}
 }
 
+// QueueCreatorLocks queues the creator lock (schema.GroupCreatorLockSQL) of
+// each of pubkeys, in sorted order: after the group locks, before any
+// effective-key lock.
+func QueueCreatorLocks(b *pgx.Batch, pubkeys []string) {
+	for _, pk := range slices.Sorted(slices.Values(pubkeys)) {
+		b.Queue("SELECT pg_advisory_xact_lock("+schema.GroupCreatorLockSQL+")", pk)
+	}
+}
+
+// QueueCreated queues the count, into into, of the groups each of pubkeys
+// created (their state's creator): in all, deleted ones included, and those
+// the relay took at or after since (unix microseconds, Stamp.Seq). It probes
+// the index groups_creator (migration 0034). Run it holding the creators'
+// locks (QueueCreatorLocks), so that no other batch creates one meanwhile.
+func QueueCreated(b *pgx.Batch, pubkeys []string, since int64, into map[string]Created) {
+	b.Queue(`SELECT state ->> 'creator', count(*),
+			count(*) FILTER (WHERE ((state -> 'created') ->> 'seq')::bigint >= $2)
+		FROM cn_relay.groups WHERE state ->> 'creator' = ANY($1) GROUP BY 1`, pubkeys, since).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var pk string
+			var all, day int
+			if err := rows.Scan(&pk, &all, &day); err != nil {
+				return fmt.Errorf("count the groups of creators: %w", err)
+			}
+			into[pk] = Created{Day: day, All: all}
+		}
+		return rows.Err()
+	})
+}
+
+// QueueHeights queues the read, into into, of how many levels of existing
+// subgroups each of ids has below it (0 for none), counted no further than
+// limit levels. Run it holding the tree lock exclusively.
+func QueueHeights(b *pgx.Batch, ids []string, limit int, into map[string]int) {
+	b.Queue(`WITH RECURSIVE down(root, id, d) AS (
+			SELECT id, id, 0 FROM cn_relay.groups WHERE id = ANY($1)
+			UNION ALL
+			SELECT down.root, g.id, down.d + 1 FROM down JOIN cn_relay.groups g ON g.state -> 'meta' ->> 'parent' = down.id
+			WHERE down.d < $2 AND coalesce(g.state -> 'deleted' ->> 'id', '') = '')
+		SELECT root, max(d) FROM down GROUP BY root`, ids, limit).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id string
+			var h int
+			if err := rows.Scan(&id, &h); err != nil {
+				return fmt.Errorf("load subgroup heights: %w", err)
+			}
+			into[id] = h
+		}
+		return rows.Err()
+	})
+}
+
 // QueueLoad queues the read of the states of ids into into (a group without
 // a row is absent).
 func QueueLoad(b *pgx.Batch, ids []string, into map[string]*State) {

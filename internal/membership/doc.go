@@ -19,6 +19,10 @@
 // transaction; so does every role change with its 33534 or deletion and the
 // new 13534. Only defined roles are assigned, only to members; a key removed
 // loses its roles. Claims are single-use, expire (DefaultInviteTTL), and only
-// their SHA-256 is stored. Apply is commutative, so Project of the stored
+// their SHA-256 is stored. A member's kind 28935 REQ gets a claim only
+// once the relay has accepted the REQ, and only while the member holds fewer
+// than Service.ClaimsPerMember open claims and the relay fewer than
+// Service.OpenClaims (counted under schema.ClaimsLock, so across relay
+// processes); the claim is stored only with its signed 28935. Apply is commutative, so Project of the stored
 // events equals the registers the relay kept.
 package membership

@@ -52,6 +52,9 @@ type opts struct {
 	ranked func(string) bool
 	rank   int
 	node   nodekey.Key // zero: a new key
+	// maxSubs, claimsPerMember and openClaims: the relay's
+	// MaxSubscriptions and the Service's claim caps (zero: the defaults).
+	maxSubs, claimsPerMember, openClaims int
 }
 
 func start(t *testing.T, o opts) *env {
@@ -76,12 +79,16 @@ func start(t *testing.T, o opts) *env {
 	cfg.EventRatePerIP, cfg.EventRatePerPubkey, cfg.ReqRatePerIP = relay.Rate{}, relay.Rate{}, relay.Rate{}
 	cfg.IngestTimeout, cfg.QueryTimeout = time.Minute, time.Minute
 	cfg.Info.Self, cfg.Membership = nodeKey.PubKey, string(o.mode)
+	if o.maxSubs > 0 {
+		cfg.MaxSubscriptions = o.maxSubs
+	}
 	st := store.New(db.Pool, w, cfg.Limits.TopicRules)
 	adminPK := testkit.Pub(admin)
 	admins := map[string]bool{adminPK: true}
 	require.NoError(t, st.SetMembership(store.Membership{Self: nodeKey.PubKey, Sign: nodeKey.Sign, Mode: o.mode, Admins: admins}))
 	svc := node.NewMembershipService(db.Pool, st.Publisher(), st.Rules(), nodeKey.PubKey, nodeKey.Sign, admins)
 	svc.Ranked, svc.AdmitMinRank = o.ranked, o.rank
+	svc.ClaimsPerMember, svc.OpenClaims = o.claimsPerMember, o.openClaims
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(svc.Collectors()...)
 	require.NoError(t, svc.EnsureAdmins(context.Background()))

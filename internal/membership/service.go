@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/schema"
 )
 
 // DefaultInviteTTL is how long a claim is valid after it is made.
@@ -25,6 +27,26 @@ const DefaultInviteTTL = 24 * time.Hour
 
 // MaxInviteTTL bounds an admin's mintinvite ttl.
 const MaxInviteTTL = 30 * 24 * time.Hour
+
+// DefaultClaimsPerMember bounds the open claims (not used, revoked or
+// expired) a member has asked for with kind 28935 REQs (Service.ClaimsPerMember).
+const DefaultClaimsPerMember = 100
+
+// DefaultOpenClaims bounds the open claims of the whole relay that members'
+// kind 28935 REQs may add to (Service.OpenClaims).
+const DefaultOpenClaims = 50_000
+
+// ReasonClaimsPerMember is the CLOSED reason of a kind 28935 REQ from a
+// member with ClaimsPerMember open claims.
+func ReasonClaimsPerMember(n int) string {
+	return fmt.Sprintf("restricted: you have %d open invite codes (kind 28935), the most this relay gives one member; one is freed when it is used or expires", n)
+}
+
+// ReasonOpenClaims is the CLOSED reason of a kind 28935 REQ while the relay
+// has OpenClaims open claims.
+func ReasonOpenClaims(n int) string {
+	return fmt.Sprintf("restricted: this relay has %d open invite codes (kind 28935), the most it gives out; try again later", n)
+}
 
 // RequestWindow is how far a 28934 or 28936's created_at may be from now (NIP-43: "now, plus or minus a few minutes").
 const RequestWindow = 10 * time.Minute
@@ -65,8 +87,13 @@ type Service struct {
 	Ranked       func(pubkey string) bool
 	AdmitMinRank int
 	InviteTTL    time.Duration // DefaultInviteTTL when 0
-	Now          func() time.Time
-	Logger       *slog.Logger
+	// ClaimsPerMember bounds the open claims (not used, not revoked, not
+	// expired) one member's kind 28935 REQs may hold, and OpenClaims those
+	// of the relay they may add to (admins' mintinvite included in the
+	// count, never refused); 0: DefaultClaimsPerMember, DefaultOpenClaims.
+	ClaimsPerMember, OpenClaims int
+	Now                         func() time.Time
+	Logger                      *slog.Logger
 
 	joins *prometheus.CounterVec
 }
@@ -333,17 +360,57 @@ func (s *Service) Invite(ctx context.Context, authed []string) (*nostr.Event, st
 	if issuer == "" {
 		return nil, ReasonInviteNon
 	}
-	claim, _, _, err := s.mint(ctx, s.Pool, issuer, s.ttl())
+	ev, why, err := s.mintCapped(ctx, issuer)
 	if err != nil {
 		_, why := s.failed("invite", err)
 		return nil, why
 	}
+	return ev, why
+}
+
+// mintCapped mints and signs a claim for issuer in one transaction, holding
+// schema.ClaimsLock so that the caps (ClaimsPerMember, OpenClaims) hold
+// across relay processes; or returns why not. A claim is stored only with
+// its signed 28935.
+func (s *Service) mintCapped(ctx context.Context, issuer string) (*nostr.Event, string, error) {
+	perMember, perRelay := cmp.Or(s.ClaimsPerMember, DefaultClaimsPerMember), cmp.Or(s.OpenClaims, DefaultOpenClaims)
+	tx, err := s.Pool.Begin(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	// The counts read the partial indexes of migration 0034 whatever the
+	// statistics say (autovacuum may be off), and stop at the caps.
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1), set_config('enable_seqscan', 'off', true)", schema.ClaimsLock); err != nil {
+		return nil, "", fmt.Errorf("claims lock: %w", err)
+	}
+	var mine, all int
+	if err := tx.QueryRow(ctx, `SELECT
+			(SELECT count(*) FROM (SELECT 1 FROM cn_relay.membership_claims
+				WHERE issuer = $1 AND expires_at > $2 AND used_by IS NULL AND revoked_at IS NULL LIMIT $3) m),
+			(SELECT count(*) FROM (SELECT 1 FROM cn_relay.membership_claims
+				WHERE expires_at > $2 AND used_by IS NULL AND revoked_at IS NULL LIMIT $4) a)`,
+		issuer, s.now(), perMember, perRelay).Scan(&mine, &all); err != nil {
+		return nil, "", fmt.Errorf("count open claims: %w", err)
+	}
+	switch {
+	case mine >= perMember:
+		return nil, ReasonClaimsPerMember(perMember), nil
+	case all >= perRelay:
+		return nil, ReasonOpenClaims(perRelay), nil
+	}
+	claim, _, _, err := s.mint(ctx, tx, issuer, s.ttl())
+	if err != nil {
+		return nil, "", err
+	}
 	ev := InviteEvent(claim, s.now().Unix())
 	if err := s.Sign(ev); err != nil {
-		_, why := s.failed("invite", err)
-		return nil, why
+		return nil, "", err
 	}
-	return ev, ""
+	if err := tx.Commit(ctx); err != nil {
+		return nil, "", err
+	}
+	return ev, "", nil
 }
 
 type execer interface {

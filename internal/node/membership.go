@@ -29,6 +29,7 @@ func openMembership(ctx context.Context, st *store.Store, pool *pgxpool.Pool, s 
 	}
 	svc := NewMembershipService(pool, st.Publisher(), st.Rules(), key.PubKey, key.Sign, admins)
 	svc.AdmitMinRank, svc.InviteTTL, svc.Logger = s.AdmitMinRank, s.InviteTTL, logger
+	svc.ClaimsPerMember, svc.OpenClaims = s.ClaimsPerMember, s.OpenClaims
 	var g *gate.Gate
 	if s.AdmitMinRank > 0 {
 		g = &gate.Gate{Pool: pool, MinRank: s.AdmitMinRank, Logger: logger}

@@ -81,7 +81,12 @@ type RelayOptions struct {
 	// MinPrevious.
 	GroupLateWindow  time.Duration
 	GroupMinPrevious int
-	Logger           *slog.Logger
+	// GroupLimits are groups.Policy's Limits (zero fields: their defaults);
+	// ClaimsPerMember and OpenClaims the membership.Service's claim caps
+	// (zero: their defaults).
+	GroupLimits                 groups.Limits
+	ClaimsPerMember, OpenClaims int
+	Logger                      *slog.Logger
 }
 
 // Relay runs one relay process: it opens the database pool and wires the outbox
@@ -118,7 +123,8 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	if key := s.NodeKey; key.PubKey != "" {
 		g := store.Groups{Sign: key.Sign, Policy: groups.Policy{Node: key.PubKey, Admins: admins,
 			Creators: cmp.Or(s.GroupCreators, groups.CreatorsMembers), InviteTTL: s.GroupInviteTTL,
-			AdmitMinRank: s.GroupAdmitMinRank, LateWindow: s.GroupLateWindow, MinPrevious: s.GroupMinPrevious}}
+			AdmitMinRank: s.GroupAdmitMinRank, LateWindow: s.GroupLateWindow, MinPrevious: s.GroupMinPrevious,
+			Limits: s.GroupLimits}}
 		if s.GroupAdmitMinRank > 0 {
 			joinRanks = &gate.Gate{Pool: pool, MinRank: s.GroupAdmitMinRank, Exempt: append(slices.Clone(s.AdminPubkeys), key.PubKey), Logger: logger}
 			if err := joinRanks.Load(ctx); err != nil {

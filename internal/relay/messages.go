@@ -379,7 +379,15 @@ func (c *conn) onReq(subID string, filters []nostr.Filter) {
 		}
 		return
 	}
-	var invite []byte // a NIP-43 invite made for this REQ (membership.go)
+	if c.full() {
+		c.enqueue(closedMsg(subID, reasonTooManySubs))
+		return
+	}
+	// A NIP-43 invite made for this REQ (membership.go): only once the REQ
+	// is accepted, so that every claim minted is delivered. Subscriptions
+	// are filed by this (the reader) goroutine only, so the connection
+	// cannot fill up meanwhile.
+	var invite []byte
 	if asksInvite(filters, c.r.cfg.Info.Self) {
 		if invite, reason = c.inviteFor(); reason != "" {
 			c.enqueue(closedMsg(subID, reason))
@@ -387,11 +395,6 @@ func (c *conn) onReq(subID string, filters []nostr.Filter) {
 		}
 	}
 	c.mu.Lock()
-	if len(c.subs)+len(c.negs) >= c.r.cfg.MaxSubscriptions {
-		c.mu.Unlock()
-		c.enqueue(closedMsg(subID, reasonTooManySubs))
-		return
-	}
 	s := newSubscription(c, subID, filters, c.viewer())
 	s.withheld = c.r.withheldFilters(filters, s.viewer)
 	c.subs.put(s)
@@ -404,6 +407,14 @@ func (c *conn) onReq(subID string, filters []nostr.Filter) {
 	if !c.startQuery(func() { c.runQuery(s) }) {
 		s.query.Done()
 	}
+}
+
+// full reports whether the connection holds as many subscriptions (REQ and
+// NIP-77) as it may.
+func (c *conn) full() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.subs)+len(c.negs) >= c.r.cfg.MaxSubscriptions
 }
 
 // startQuery runs fn in a goroutine once one of the connection's query slots is

@@ -98,8 +98,13 @@ func (p *plan) groupsLoad(ev *nostr.Event, ids, targetIDs, keys map[string]bool)
 		p.gx.prevRefs = append(p.gx.prevRefs, ref)
 	}
 	switch ev.Kind {
+	case groups.KindCreateGroup:
+		if !slices.Contains(p.gx.creators, ev.PubKey) {
+			p.gx.creators = append(p.gx.creators, ev.PubKey)
+		}
 	case groups.KindEditMetadata:
 		p.gx.lock = treeExclusive
+		p.gx.edited = append(p.gx.edited, id)
 		for _, t := range ev.Tags {
 			if len(t) >= 2 && t[0] == "parent" && groups.ValidID(t[1]) {
 				p.groupIDs[t[1]] = true
@@ -134,6 +139,7 @@ func (p *plan) queueGroupLocks(b *pgx.Batch) {
 	if len(p.groupIDs) > 0 {
 		groups.QueueTreeLock(b, p.gx.lock == treeExclusive)
 		groups.QueueLocks(b, setSlice(p.groupIDs))
+		groups.QueueCreatorLocks(b, p.gx.creators)
 	}
 }
 
@@ -147,6 +153,10 @@ func (p *plan) queueGroupsLoad(b *pgx.Batch) {
 	}
 	p.gx.known = map[string]bool{}
 	groups.QueueKnown(b, p.gx.prevScopes, p.gx.prevRefs, p.gx.known)
+	p.gx.created = map[string]groups.Created{}
+	if len(p.gx.creators) > 0 {
+		groups.QueueCreated(b, p.gx.creators, p.ingestedAt.UnixMicro()-groups.DayMicros, p.gx.created)
+	}
 }
 
 // Tree lock modes of a batch (schema.GroupTreeLock).
@@ -167,6 +177,14 @@ type groupExtra struct {
 	// whole (full: the groups it names, their parents), and those whose
 	// parent only (the subgroups of those).
 	full, parentOnly []string
+	// The limits' counts (groups.Limits): the authors of the batch's 9007s
+	// (creator-locked) and how many groups each has created, counting the
+	// batch's; the groups of its 9002s and how many levels of subgroups each
+	// has below it, raised as the batch's 9002s attach groups below them.
+	creators []string
+	created  map[string]groups.Created
+	edited   []string
+	heights  map[string]int
 }
 
 // loadTree, for a batch holding the tree lock exclusively (it has a 9002 or
@@ -193,6 +211,10 @@ func (p *plan) loadTree(ctx context.Context, tx outbox.Batcher) error {
 	var b pgx.Batch
 	groups.QueueAncestors(&b, setSlice(full), p.gstate)
 	groups.QueueChildren(&b, setSlice(full), p.gstate, kids)
+	p.gx.heights = map[string]int{}
+	if len(p.gx.edited) > 0 {
+		groups.QueueHeights(&b, p.gx.edited, p.groups.Policy.Limits.WithDefaults().Depth+1, p.gx.heights)
+	}
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		return fmt.Errorf("load the group tree: %w", err)
 	}
@@ -315,10 +337,15 @@ func (p *plan) decideGroup(ev *nostr.Event) (d *groups.Decision, v protocol.Verd
 			}
 			return groups.Target{}, false
 		},
-		Known:  func(prefix string) bool { return p.knownRef(id, prefix) },
-		Forest: groups.Forest(p.gstate),
+		Known:   func(prefix string) bool { return p.knownRef(id, prefix) },
+		Forest:  groups.Forest(p.gstate),
+		Created: p.gx.created[ev.PubKey],
+		Height:  func(id string) int { return p.gx.heights[id] },
 	})
 	v = protocol.Verdict{OK: dec.OK, Message: dec.Message}
+	if dec.Keep {
+		p.countLimits(ev)
+	}
 	switch {
 	case !dec.Keep:
 		return nil, v, true
@@ -330,6 +357,32 @@ func (p *plan) decideGroup(ev *nostr.Event) (d *groups.Decision, v protocol.Verd
 		return nil, v, true
 	}
 	return &dec, v, false
+}
+
+// countLimits counts a kept group event in the limits' counts of the rest
+// of the batch: a 9007 in its author's groups, a 9002's parent and that
+// parent's ancestors as high as the group and its subgroups make them.
+func (p *plan) countLimits(ev *nostr.Event) {
+	id, _ := protocol.GroupTag(ev)
+	switch ev.Kind {
+	case groups.KindCreateGroup:
+		if p.gx.created != nil {
+			c := p.gx.created[ev.PubKey]
+			c.Day, c.All = c.Day+1, c.All+1
+			p.gx.created[ev.PubKey] = c
+		}
+	case groups.KindEditMetadata:
+		m, _ := groups.ParseMetadata(ev)
+		if p.gx.heights == nil || m.Parent == "" {
+			return
+		}
+		f := groups.Forest(p.gstate)
+		h := p.gx.heights[id] + 1
+		for cur, n := m.Parent, 0; cur != "" && n <= len(f); cur, n = f.Parent(cur), n+1 {
+			p.gx.heights[cur] = max(p.gx.heights[cur], h)
+			h++
+		}
+	}
 }
 
 // applyGroup applies a kept group event to its group's state, then stores
