@@ -390,7 +390,9 @@ func (c *conn) onReq(subID string, filters []nostr.Filter) {
 	var invite []byte
 	if asksInvite(filters, c.r.cfg.Info.Self) {
 		if invite, reason = c.inviteFor(); reason != "" {
-			c.enqueue(closedMsg(subID, reason))
+			if !c.holdForAuth(subID, asked, reason) {
+				c.enqueue(closedMsg(subID, reason))
+			}
 			return
 		}
 	}
