@@ -140,15 +140,21 @@ func (p *plan) queuePending(b *pgx.Batch) {
 // quadratic in the group's size (issue 47). Regular events keep theirs.
 //
 // dropTagsSQL deletes the tag rows of the events $1 (versions that stop being
-// effective), one probe of the primary key per tag of the stored JSON.
+// effective), one probe of the primary key per tag of the stored JSON. The
+// tags are read first (MATERIALIZED): joined directly, Postgres scanned the
+// key's index by (created_at, event_id) and unpacked the JSON once per row
+// (measured: 6 s for a member list of 1,700 tags, 150 ms this way).
 // restoreTagsSQL inserts them again from the stored JSON (versions that become
 // effective again: a promotion after a deletion or an unhide), with
 // queueInsert's rules (single-letter names but t, values of at most 1024
 // bytes, one row per name and value); DO NOTHING for rows that were never
 // dropped (versions superseded before this rule).
 const (
-	dropTagsSQL = `DELETE FROM cn_relay.event_tags g USING cn_relay.events e, jsonb_array_elements(e.tags) t
-		WHERE e.id = ANY($1) AND g.name = t->>0 AND g.value = t->>1 AND g.created_at = e.created_at AND g.event_id = e.id`
+	dropTagsSQL = `WITH t AS MATERIALIZED (
+			SELECT e.id, e.created_at, t->>0 AS name, t->>1 AS value
+			FROM cn_relay.events e, jsonb_array_elements(e.tags) t WHERE e.id = ANY($1))
+		DELETE FROM cn_relay.event_tags g USING t
+		WHERE g.name = t.name AND g.value = t.value AND g.created_at = t.created_at AND g.event_id = t.id`
 	restoreTagsSQL = `INSERT INTO cn_relay.event_tags (event_id, name, value, created_at)
 		SELECT DISTINCT e.id, t->>0, t->>1, e.created_at FROM cn_relay.events e, jsonb_array_elements(e.tags) t
 		WHERE e.id = ANY($1) AND t->>1 IS NOT NULL AND octet_length(t->>0) = 1 AND t->>0 <> 't'
