@@ -18,7 +18,10 @@ import (
 // seen set can: it is a Bloom filter of the ids, the authors, and the values
 // of the single-letter tags but t (the ones the store indexes in event_tags)
 // of every event stored, whatever its state (deleted, hidden, pending,
-// expired: a superset only costs a database read). A filter that names ids,
+// expired: a superset only costs a database read), except the tag values of
+// a replaceable or addressable version that is not its key's effective one
+// (the store keeps no event_tags rows for it; it becomes visible again only
+// through an upsert row, and Apply then adds its keys). A filter that names ids,
 // authors or values of one tag none of which the set holds matches no stored
 // event, so its answer is empty.
 //

@@ -33,6 +33,17 @@
 //     id. Older versions are stored but never effective; an `upsert` outbox row (with
 //     effective_key) is written whenever the effective version changes, including
 //     when deleting the effective version promotes the newest remaining one.
+//   - Tag rows (event_tags) exist only for regular events and for the effective
+//     version of a key: the batch that supersedes, deletes or hides a version
+//     deletes its rows, a version stored already superseded gets none, and one
+//     that becomes effective again gets them back from its stored JSON. A #x
+//     filter only ever matches visible events, so a superseded version's rows
+//     would only cost space: a node-signed member list (39002) re-signed for
+//     each new member would otherwise keep every earlier list's p tags, storage
+//     quadratic in the group's size (issue 47). The superseded version's events
+//     row (its JSON) stays: outbox consumers (the bridge) read an upsert row's
+//     event by id whatever became of it, "duplicate:" answers and promotion
+//     after a deletion need it.
 //   - NIP-09: a kind 5 event soft-deletes its author's own targets ('e' ids and 'a'
 //     addresses, the latter up to the deletion's created_at) and writes one `delete`
 //     outbox row (reason nip09) per topic of each visible target. Its targets are

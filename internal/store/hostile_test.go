@@ -1,0 +1,131 @@
+package store
+
+import (
+	"context"
+	"testing"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/groups"
+	"github.com/kukuri/communitynode/internal/nodekey"
+	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/pkg/outbox"
+)
+
+// tagRows counts the event_tags rows of the events of kind, split into those
+// of effective (or regular) events and those of versions that are not their
+// key's effective version.
+func tagRows(t *testing.T, db *pgtest.DB, kind int) (effective, superseded int) {
+	t.Helper()
+	require.NoError(t, db.Pool.QueryRow(context.Background(), `
+		SELECT count(*) FILTER (WHERE e.effective_key IS NULL OR e.is_effective),
+		       count(*) FILTER (WHERE e.effective_key IS NOT NULL AND NOT e.is_effective)
+		FROM cn_relay.event_tags g JOIN cn_relay.events e ON e.id = g.event_id
+		WHERE e.kind = $1`, kind).Scan(&effective, &superseded))
+	return effective, superseded
+}
+
+// TestHostileMemberFloodKeepsOneMemberList is the member flood of issue 47:
+// one member creates a group, adds many made-up keys with one kind 9000, then
+// sends single-key 9000s, each of which makes the node sign a new member list
+// (39002) with every p tag. Only the effective list keeps tag rows: the rows
+// grow with the group, not with the group times its history.
+func TestHostileMemberFloodKeepsOneMemberList(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
+	require.NoError(t, err)
+	st := New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	require.NoError(t, st.SetGroups(Groups{Sign: node.Sign, Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsAny}}))
+	sk := nostr.GeneratePrivateKey()
+	at := nostr.Now() - 1000
+	send := func(kind int, tags nostr.Tags) {
+		t.Helper()
+		at++
+		ev := &nostr.Event{Kind: kind, CreatedAt: at, Tags: append(nostr.Tags{{"h", "flood"}}, tags...)}
+		require.NoError(t, ev.Sign(sk))
+		res, err := st.Ingest(ctx, []*nostr.Event{ev})
+		require.NoError(t, err)
+		require.True(t, res[0].OK, "kind %d: %s", kind, res[0].Message)
+	}
+	fake := func() string { pk, _ := nostr.GetPublicKey(nostr.GeneratePrivateKey()); return pk }
+	const first, singles = 300, 40
+	send(groups.KindCreateGroup, nil)
+	many := nostr.Tags{}
+	for range first {
+		many = append(many, nostr.Tag{"p", fake()})
+	}
+	send(groups.KindPutUser, many)
+	for range singles {
+		send(groups.KindPutUser, nostr.Tags{{"p", fake()}})
+	}
+
+	lists, err := st.Query(ctx, []nostr.Filter{{Kinds: []int{groups.KindMembers}, Tags: nostr.TagMap{"d": {"flood"}}}}, protocol.Viewer{})
+	require.NoError(t, err)
+	require.Len(t, lists, 1)
+	require.GreaterOrEqual(t, len(lists[0].Tags), first+singles+1, "the effective list names every member")
+	effective, superseded := tagRows(t, db, groups.KindMembers)
+	require.Zero(t, superseded, "superseded member lists keep no tag rows")
+	require.Equal(t, len(lists[0].Tags), effective, "the effective list keeps one row per tag (p and d)")
+	var stale int
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM cn_relay.event_tags g JOIN cn_relay.events e ON e.id = g.event_id
+		WHERE e.effective_key IS NOT NULL AND NOT e.is_effective`).Scan(&stale))
+	require.Zero(t, stale, "no superseded version of any kind keeps tag rows")
+	// A #p filter finds the group's list by a member, and only its effective version.
+	byMember, err := st.Query(ctx, []nostr.Filter{{Kinds: []int{groups.KindMembers}, Tags: nostr.TagMap{"p": {many[0][1]}}}}, protocol.Viewer{})
+	require.NoError(t, err)
+	require.Len(t, byMember, 1)
+	require.Equal(t, lists[0].ID, byMember[0].ID)
+}
+
+// TestSupersededVersionTagRows: a version that stops being effective loses its
+// tag rows, one that arrives already superseded never gets any, and one that
+// becomes effective again (its successor deleted, or unhidden) gets them back,
+// so #x filters find it exactly as before.
+func TestSupersededVersionTagRows(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	x, y, z := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
+	px, _ := nostr.GetPublicKey(x)
+	py, _ := nostr.GetPublicKey(y)
+	pz, _ := nostr.GetPublicKey(z)
+	v1 := f.event(t, 0, 30000, base, nostr.Tags{{"d", "list"}, {"p", px}, {"p", px}, topic("a")}, "v1")
+	v2 := f.event(t, 0, 30000, base+10, nostr.Tags{{"d", "list"}, {"p", py}, topic("a")}, "v2")
+	old := f.event(t, 0, 30000, base-10, nostr.Tags{{"d", "list"}, {"p", pz}, topic("a")}, "old")
+	byP := func(pk string) []string {
+		return f.query(t, nostr.Filter{Kinds: []int{30000}, Tags: nostr.TagMap{"p": {pk}}, Limit: 10})
+	}
+	f.ingest(t, v1)
+	require.Equal(t, []string{v1.ID}, byP(px))
+	f.ingest(t, v2)
+	require.Empty(t, byP(px))
+	require.Equal(t, []string{v2.ID}, byP(py))
+	require.Equal(t, []protocol.Verdict{{OK: true, Message: ""}}, f.ingest(t, old), "a late older version is answered as before")
+	require.Equal(t, []protocol.Verdict{{OK: true, Message: msgDuplicate}}, f.ingest(t, old), "and is a duplicate when sent again")
+	effective, superseded := tagRows(t, f.db, 30000)
+	require.Equal(t, 2, effective, "v2's d and p")
+	require.Zero(t, superseded)
+
+	// Hiding v2 makes v1 effective again: its rows come back (one per value).
+	f.moderate(t, []string{v2.ID}, nil)
+	require.Equal(t, []string{v1.ID}, byP(px))
+	require.Empty(t, byP(py))
+	effective, superseded = tagRows(t, f.db, 30000)
+	require.Equal(t, 2, effective, "v1's d and p")
+	require.Zero(t, superseded)
+	// Unhiding v2 swaps them back.
+	f.moderate(t, nil, []string{v2.ID})
+	require.Equal(t, []string{v2.ID}, byP(py))
+	require.Empty(t, byP(px))
+
+	// Deleting v2 (NIP-09 by id) promotes v1 with its tags.
+	f.ingest(t, f.event(t, 0, 5, base+20, nostr.Tags{{"e", v2.ID}, topic("a")}, ""))
+	require.Equal(t, []string{v1.ID}, byP(px))
+	require.Equal(t, []string{v1.ID}, f.query(t, nostr.Filter{Kinds: []int{30000}, Tags: nostr.TagMap{"d": {"list"}}, Limit: 10}))
+	effective, superseded = tagRows(t, f.db, 30000)
+	require.Equal(t, 2, effective)
+	require.Zero(t, superseded)
+}
