@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -43,14 +44,37 @@ type Config struct {
 }
 
 // Console serves the console. Its methods are safe for concurrent use.
-type Console struct{ cfg Config }
+type Console struct {
+	cfg Config
+	csp string
+}
 
 // New returns a Console.
 func New(cfg Config) *Console {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Console{cfg: cfg}
+	return &Console{cfg: cfg, csp: contentSecurityPolicy(cfg.RelayURL)}
+}
+
+// contentSecurityPolicy is the console's Content-Security-Policy: the status
+// page's (no framing, frame-ancestors 'none'; scripts from the console's own
+// files only, no inline script or handler), with connections to the relay's
+// HTTP origin (NIP-86 calls) and to any ws: or wss: URL. The WebSocket
+// sources cannot be narrower than that: a NIP-46 sign-in talks to the relay
+// the admin's bunker URL names (bunker://…?relay=wss://…), which can be any
+// relay, and the page's own relay URL is one of them.
+func contentSecurityPolicy(relayURL string) string {
+	connect := "'self' ws: wss:"
+	if u, err := url.Parse(relayURL); err == nil && u.Host != "" && (u.Scheme == "ws" || u.Scheme == "wss") {
+		scheme := "http"
+		if u.Scheme == "wss" {
+			scheme = "https"
+		}
+		connect += " " + scheme + "://" + u.Host
+	}
+	return "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
+		"connect-src " + connect + "; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 }
 
 // Handler serves, under prefix (e.g. "/console/"), read-only:
@@ -67,6 +91,8 @@ func New(cfg Config) *Console {
 //	GET {prefix}api/backlog      consumers and their dead letters
 //	GET {prefix}api/reset-plan   ?consumer=NAME&seq=N: what reset-offset would replay or skip (changes nothing)
 //
+// Every answer carries X-Frame-Options: DENY and the console's
+// Content-Security-Policy (frame-ancestors 'none', script-src 'self').
 // The caller protects it as it protects the status page.
 func (c *Console) Handler(prefix string) http.Handler {
 	mux := http.NewServeMux()
@@ -122,7 +148,11 @@ func (c *Console) Handler(prefix string) http.Handler {
 		}
 		return plan, err
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Frame-Options", "DENY")
+		w.Header().Set("Content-Security-Policy", c.csp)
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // LocalRelayURL is the ws:// URL of a relay listening on listen, as a browser

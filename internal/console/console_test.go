@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -168,4 +169,56 @@ func TestConsoleChangeMarkers(t *testing.T) {
 	require.Empty(t, nip43.Invites)
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// TestHostileFramingHeaders: every page, asset and JSON answer of the status
+// page and the console (errors included) forbids framing (X-Frame-Options:
+// DENY, CSP frame-ancestors 'none') and inline script (script-src 'self', no
+// 'unsafe-inline'); the console's policy lets it reach the relay (NIP-86 over
+// its http origin, WebSockets for the relay and NIP-46 bunkers). Issue 47: a
+// page on another origin framed /console/policy with the ban form live.
+func TestHostileFramingHeaders(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	base := serve(t, db)
+	q := "?token=" + token
+	paths := []string{"/" + q, "/assets/app.js" + q, "/api/history" + q, "/api/status" + q, "/console/" + q,
+		"/console/assets/console.js" + q, "/console/api/groups" + q, "/console/api/members" + q, "/console/api/nip43" + q,
+		"/console/api/reports" + q, "/console/api/policy" + q, "/console/api/backlog" + q,
+		"/console/api/groups" + q + "&limit=0", "/console/nothing" + q, "/console/groups", "/api/status"}
+	for _, p := range console.Pages {
+		paths = append(paths, "/console/"+p.Path+q)
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, p := range paths {
+		resp, err := client.Get(base + p)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"), "%s (HTTP %d)", p, resp.StatusCode)
+		csp := resp.Header.Get("Content-Security-Policy")
+		require.Contains(t, csp, "frame-ancestors 'none'", p)
+		require.Contains(t, csp, "script-src 'self';", p)
+		require.NotContains(t, csp, "unsafe-eval", p)
+		require.NotContains(t, strings.SplitN(strings.SplitN(csp, "script-src", 2)[1], ";", 2)[0], "unsafe-inline", p)
+		if strings.HasPrefix(p, "/console/") && !strings.HasPrefix(p, "/console/groups") && !strings.HasPrefix(p, "/console/nothing") {
+			require.Contains(t, csp, "connect-src 'self' ws: wss: http://127.0.0.1:7777;", p)
+		}
+	}
+	// No page holds an inline script or an inline event handler (the policy
+	// would block it, and the page would break).
+	scripts := regexp.MustCompile(`(?is)<script([^>]*)>(.*?)</script>`)
+	handlers := regexp.MustCompile(`(?i)<[^>]*\son[a-z]+\s*=`)
+	for _, p := range append([]string{"/" + q}, "/console/groups"+q, "/console/members"+q, "/console/reports"+q, "/console/policy"+q, "/console/backlog"+q) {
+		resp, err := http.Get(base + p)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NotRegexp(t, handlers, string(body), p)
+		tags := scripts.FindAllStringSubmatch(string(body), -1)
+		require.NotEmpty(t, tags, p)
+		for _, m := range tags {
+			require.Contains(t, m[1], `src="assets/`, "%s: an inline <script>", p)
+			require.Empty(t, strings.TrimSpace(m[2]), "%s: an inline <script>", p)
+		}
+	}
 }
