@@ -82,14 +82,24 @@ func contentSecurityPolicy(relayURL string) string {
 //	GET {prefix}                 redirects to the groups page
 //	GET {prefix}{page}           a page: groups, members, reports, policy, backlog
 //	GET {prefix}assets/...       its script and styles
-//	GET {prefix}api/groups       every group: metadata, flags, members and roles, pending joins, invites (codes masked)
-//	GET {prefix}api/members      the community's members (cn_relay.members) with trust ranks and admin status
-//	GET {prefix}api/nip43        NIP-43 membership: roles, members, pending join requests, invites (never a claim)
-//	GET {prefix}api/reports      the moderation queue (?group=ID: that group's; ?group=node: outside groups),
-//	                             each with its event, reporters and their ranks, and the node's labels
+//	GET {prefix}api/groups       a page of groups by id (?limit=, ?after=, ?q=): metadata, flags, the first
+//	                             members, pending joins and invites (codes masked), with their counts;
+//	                             ?group=ID: that group with a page of its members (?members_after=, ?limit=)
+//	GET {prefix}api/members      a page of the community's members (cn_relay.members), newest first (?limit=,
+//	                             ?after=, ?q= a pubkey's start), with trust ranks and admin status
+//	GET {prefix}api/nip43        NIP-43 roles, and the counts of members, pending join requests, open invites
+//	GET {prefix}api/nip43/members, api/nip43/pending, api/nip43/invites
+//	                             a page of each NIP-43 list (?limit=, ?after=); never a claim
+//	GET {prefix}api/reports      a page of the moderation queue (?limit=, ?after=; ?group=ID: that group's;
+//	                             ?group=node: outside groups), each with its event, reporters and their
+//	                             ranks, and the node's labels
 //	GET {prefix}api/policy       the NIP-86 lists: banned and allowed pubkeys and events, kinds, blocked addresses
 //	GET {prefix}api/backlog      consumers and their dead letters
 //	GET {prefix}api/reset-plan   ?consumer=NAME&seq=N: what reset-offset would replay or skip (changes nothing)
+//
+// A paged list answers {"items": [...], "next": CURSOR}: ?after=CURSOR reads
+// the next page ("" when none). ?limit= is 1 to MaxLimit (DefaultLimit when
+// absent); a bad limit, cursor or search is answered 400 with a JSON error.
 //
 // Every answer carries X-Frame-Options: DENY and the console's
 // Content-Security-Policy (frame-ancestors 'none', script-src 'self').
@@ -118,9 +128,12 @@ func (c *Console) Handler(prefix string) http.Handler {
 			defer cancel()
 			v, err := read(ctx, r)
 			var bad badRequest
+			var missing notFound
 			switch {
 			case errors.As(err, &bad):
 				writeJSON(w, http.StatusBadRequest, map[string]string{"error": bad.Error()})
+			case errors.As(err, &missing):
+				writeJSON(w, http.StatusNotFound, map[string]string{"error": missing.Error()})
 			case err != nil:
 				c.cfg.Logger.Error("console read failed", "api", name, "err", err)
 				writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "error: " + name + " could not be read: " + err.Error()})
@@ -129,11 +142,36 @@ func (c *Console) Handler(prefix string) http.Handler {
 			}
 		})
 	}
-	api("groups", func(ctx context.Context, r *http.Request) (any, error) { return c.Groups(ctx) })
-	api("members", func(ctx context.Context, r *http.Request) (any, error) { return c.Members(ctx) })
+	api("groups", func(ctx context.Context, r *http.Request) (any, error) {
+		p, err := parsePage(r)
+		if err != nil {
+			return nil, err
+		}
+		if id := r.URL.Query().Get("group"); id != "" {
+			return c.GroupMembers(ctx, id, r.URL.Query().Get("members_after"), p.Limit)
+		}
+		return c.Groups(ctx, p)
+	})
+	paged := func(name string, read func(ctx context.Context, p PageQuery) (any, error)) {
+		api(name, func(ctx context.Context, r *http.Request) (any, error) {
+			p, err := parsePage(r)
+			if err != nil {
+				return nil, err
+			}
+			return read(ctx, p)
+		})
+	}
+	paged("members", func(ctx context.Context, p PageQuery) (any, error) { return c.Members(ctx, p) })
 	api("nip43", func(ctx context.Context, r *http.Request) (any, error) { return c.NIP43(ctx) })
+	paged("nip43/members", func(ctx context.Context, p PageQuery) (any, error) { return c.NIP43Members(ctx, p) })
+	paged("nip43/pending", func(ctx context.Context, p PageQuery) (any, error) { return c.NIP43Pending(ctx, p) })
+	paged("nip43/invites", func(ctx context.Context, p PageQuery) (any, error) { return c.NIP43Invites(ctx, p) })
 	api("reports", func(ctx context.Context, r *http.Request) (any, error) {
-		return c.Reports(ctx, r.URL.Query().Get("group"))
+		p, err := parsePage(r)
+		if err != nil {
+			return nil, err
+		}
+		return c.Reports(ctx, r.URL.Query().Get("group"), p)
 	})
 	api("policy", func(ctx context.Context, r *http.Request) (any, error) { return c.Policy(ctx) })
 	api("backlog", func(ctx context.Context, r *http.Request) (any, error) { return c.Backlog(ctx) })
@@ -173,6 +211,11 @@ func LocalRelayURL(listen string) string {
 type badRequest string
 
 func (b badRequest) Error() string { return string(b) }
+
+// notFound is a read of something that does not exist (HTTP 404).
+type notFound string
+
+func (n notFound) Error() string { return string(n) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
