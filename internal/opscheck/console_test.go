@@ -511,7 +511,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	fill(`#create-group input[name="id"]`, "ops-night")
 	fill(`#create-group input[name="name"]`, "Night shift")
 	click(`#create-group input[name="private"]`)
-	fill(`#create-group select[name="parent"]`, "ops-crew")
+	fill(`#create-group input[name="parent"]`, "ops-crew")
 	click(`#create-group button[type="submit"]`)
 	require.Contains(t, result("Create group ops-night"), "created")
 	waitFor("the subgroup on the page", func() bool {
