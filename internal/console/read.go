@@ -286,11 +286,17 @@ func (c *Console) Members(ctx context.Context, p PageQuery) (Page[Member], error
 	if p.Q != "" && !isHex(p.Q, 64) {
 		return Page[Member]{}, badRequest("q must be the start of a pubkey in lower-case hex")
 	}
+	// The cursor's condition is in the statement only when there is a
+	// cursor: behind an OR, a cached generic plan would filter the index
+	// scan from the list's start instead of starting at the cursor.
+	cursor := ""
+	if after != nil {
+		cursor = "AND (m.joined_at, m.pubkey) < ($3, $4)"
+	}
 	rows, err := c.cfg.Pool.Query(ctx, `SELECT m.pubkey, m.joined_at, m.first_event_id, coalesce(p.status, '')
 		FROM cn_relay.members m LEFT JOIN cn_admin.pubkeys p ON p.pubkey = m.pubkey
-		WHERE ($1::timestamptz IS NULL OR (m.joined_at, m.pubkey) < ($1, $2))
-		  AND ($3 = '' OR starts_with(m.pubkey, $3))
-		ORDER BY m.joined_at DESC, m.pubkey DESC LIMIT $4`, after, afterPK, p.Q, p.Limit+1)
+		WHERE ($2 = '' OR starts_with(m.pubkey, $2)) `+cursor+`
+		ORDER BY m.joined_at DESC, m.pubkey DESC LIMIT $1`, keysetArgs(p.Limit+1, []any{p.Q}, after, afterPK)...)
 	if err != nil {
 		return Page[Member]{}, fmt.Errorf("read members: %w", err)
 	}
@@ -636,10 +642,13 @@ func (c *Console) NIP43Pending(ctx context.Context, p PageQuery) (Page[membershi
 		}
 		after, afterPK = &t, pk
 	}
+	cursor := ""
+	if after != nil {
+		cursor = "WHERE (p.requested_at, p.pubkey) > ($2, $3)"
+	}
 	rows, err := c.cfg.Pool.Query(ctx, `SELECT p.pubkey, p.requested_at, sc.rank::int, p.event_id FROM cn_relay.membership_pending p
-		LEFT JOIN cn_trust.scores sc ON sc.pubkey = p.pubkey
-		WHERE $1::timestamptz IS NULL OR (p.requested_at, p.pubkey) > ($1, $2)
-		ORDER BY p.requested_at, p.pubkey LIMIT $3`, after, afterPK, p.Limit+1)
+		LEFT JOIN cn_trust.scores sc ON sc.pubkey = p.pubkey `+cursor+`
+		ORDER BY p.requested_at, p.pubkey LIMIT $1`, keysetArgs(p.Limit+1, nil, after, afterPK)...)
 	if err != nil {
 		return Page[membership.Pending]{}, fmt.Errorf("read NIP-43 join requests: %w", err)
 	}
@@ -677,10 +686,13 @@ func (c *Console) NIP43Invites(ctx context.Context, p PageQuery) (Page[membershi
 		}
 		after, afterID = &t, id
 	}
+	cursor := ""
+	if after != nil {
+		cursor = "WHERE (issued_at, id) < ($2, $3)"
+	}
 	rows, err := c.cfg.Pool.Query(ctx, `SELECT id, issuer, issued_at, expires_at, coalesce(used_by, ''), used_at, revoked_at
-		FROM cn_relay.membership_claims
-		WHERE $1::timestamptz IS NULL OR (issued_at, id) < ($1, $2)
-		ORDER BY issued_at DESC, id DESC LIMIT $3`, after, afterID, p.Limit+1)
+		FROM cn_relay.membership_claims `+cursor+`
+		ORDER BY issued_at DESC, id DESC LIMIT $1`, keysetArgs(p.Limit+1, nil, after, afterID)...)
 	if err != nil {
 		return Page[membership.Invite]{}, fmt.Errorf("read NIP-43 invites: %w", err)
 	}
@@ -718,4 +730,14 @@ func (c *Console) NIP43Invites(ctx context.Context, p PageQuery) (Page[membershi
 		page.Items = []membership.Invite{}
 	}
 	return page, nil
+}
+
+// keysetArgs are a keyset query's arguments: $1 the limit, then args, then
+// the cursor's time and key when there is a cursor (after non-nil).
+func keysetArgs(limit int, args []any, after *time.Time, key string) []any {
+	out := append([]any{limit}, args...)
+	if after != nil {
+		out = append(out, *after, key)
+	}
+	return out
 }
