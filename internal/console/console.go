@@ -73,7 +73,7 @@ func contentSecurityPolicy(relayURL string) string {
 		}
 		connect += " " + scheme + "://" + u.Host
 	}
-	return "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
+	return "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 		"connect-src " + connect + "; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 }
 

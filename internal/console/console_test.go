@@ -209,7 +209,7 @@ func TestHostileFramingHeaders(t *testing.T) {
 		require.Contains(t, csp, "frame-ancestors 'none'", p)
 		require.Contains(t, csp, "script-src 'self';", p)
 		require.NotContains(t, csp, "unsafe-eval", p)
-		require.NotContains(t, strings.SplitN(strings.SplitN(csp, "script-src", 2)[1], ";", 2)[0], "unsafe-inline", p)
+		require.NotContains(t, csp, "unsafe-inline", p)
 		if strings.HasPrefix(p, "/console/") && !strings.HasPrefix(p, "/console/groups") && !strings.HasPrefix(p, "/console/nothing") {
 			require.Contains(t, csp, "connect-src 'self' ws: wss: http://127.0.0.1:7777;", p)
 		}
