@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/kukuri/communitynode/internal/console"
 	"github.com/kukuri/communitynode/internal/dashboard"
 	"github.com/kukuri/communitynode/internal/groups"
+	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/pgtest"
 )
 
@@ -76,14 +78,18 @@ func TestConsoleReadViews(t *testing.T) {
 	require.NoError(t, err)
 	_, err = db.Pool.Exec(ctx, "INSERT INTO cn_trust.scores (pubkey, rank, score, risk, run_id) VALUES ($1, 42, 0.1, 0, 1)", asking)
 	require.NoError(t, err)
-	var gs []console.Group
+	var gs console.Page[console.Group]
 	require.Equal(t, http.StatusOK, get(t, base+"/console/api/groups"+q, &gs))
-	require.Len(t, gs, 1)
-	g := gs[0]
+	require.Len(t, gs.Items, 1)
+	require.Empty(t, gs.Next)
+	g := gs.Items[0]
 	require.Equal(t, "Crew", g.Name)
 	require.True(t, g.Closed)
 	require.Nil(t, g.Kinds, "every kind (no supported_kinds)")
 	require.Equal(t, []string{admin, member}, []string{g.Members[0].Pubkey, g.Members[1].Pubkey}, "admins first")
+	require.Equal(t, 2, g.MemberCount)
+	require.Equal(t, 1, g.PendingCount)
+	require.Equal(t, 1, g.InviteCount)
 	require.Len(t, g.Pending, 1)
 	require.Equal(t, asking, g.Pending[0].Pubkey)
 	require.Equal(t, 42, *g.Pending[0].Rank)
@@ -103,11 +109,12 @@ func TestConsoleReadViews(t *testing.T) {
 			VALUES ($1, $2, 'event', $3, $4, 'spam', 210, 1, 7)`, hex64('9')[:63]+string(e.id[0]), e.id, member, asking)
 		require.NoError(t, err)
 	}
-	var reports []console.Report
-	require.Equal(t, http.StatusOK, get(t, base+"/console/api/reports"+q, &reports))
-	require.Len(t, reports, 2)
-	require.Equal(t, http.StatusOK, get(t, base+"/console/api/reports"+q+"&group=crew", &reports))
-	require.Len(t, reports, 1)
+	var page console.Page[console.Report]
+	require.Equal(t, http.StatusOK, get(t, base+"/console/api/reports"+q, &page))
+	require.Len(t, page.Items, 2)
+	require.Equal(t, http.StatusOK, get(t, base+"/console/api/reports"+q+"&group=crew", &page))
+	require.Len(t, page.Items, 1)
+	reports := page.Items
 	r := reports[0]
 	require.Equal(t, hex64('e'), r.EventID)
 	require.Equal(t, "crew", r.Group)
@@ -115,14 +122,17 @@ func TestConsoleReadViews(t *testing.T) {
 	require.Len(t, r.Reporters, 1)
 	require.Equal(t, console.Reporter{Pubkey: asking, Type: "spam", At: 210, RankThen: 7, RankNow: r.Reporters[0].RankNow, ReportID: r.Reporters[0].ReportID}, r.Reporters[0])
 	require.Equal(t, 42, *r.Reporters[0].RankNow)
-	require.Equal(t, http.StatusOK, get(t, base+"/console/api/reports"+q+"&group=node", &reports))
-	require.Len(t, reports, 1)
-	require.Equal(t, hex64('f'), reports[0].EventID)
+	require.Equal(t, http.StatusOK, get(t, base+"/console/api/reports"+q+"&group=node", &page))
+	require.Len(t, page.Items, 1)
+	require.Equal(t, hex64('f'), page.Items[0].EventID)
 	require.Equal(t, http.StatusBadRequest, get(t, base+"/console/api/reports"+q+"&group=no%20such", nil))
 
 	var nip43 console.NIP43View
 	require.Equal(t, http.StatusOK, get(t, base+"/console/api/nip43"+q, &nip43))
-	require.NotNil(t, nip43.Members, "lists are [] when empty")
+	require.NotNil(t, nip43.Roles, "lists are [] when empty")
+	var nip43Members console.Page[membership.Member]
+	require.Equal(t, http.StatusOK, get(t, base+"/console/api/nip43/members"+q, &nip43Members))
+	require.NotNil(t, nip43Members.Items, "lists are [] when empty")
 
 	var pol console.PolicyView
 	require.Equal(t, http.StatusOK, get(t, base+"/console/api/policy"+q, &pol))
@@ -162,10 +172,68 @@ func TestConsoleChangeMarkers(t *testing.T) {
 	require.Eventually(t, func() bool { return latest().MembersMark != mark }, 10*time.Second, 10*time.Millisecond)
 	nip43, err := c.NIP43(ctx)
 	require.NoError(t, err)
-	require.Len(t, nip43.Pending, 1)
-	require.Equal(t, hex64('a'), nip43.Pending[0].Pubkey)
-	require.Empty(t, nip43.Members)
-	require.Empty(t, nip43.Invites)
+	require.Equal(t, console.NIP43View{Roles: []membership.Role{}, PendingCount: 1}, nip43)
+	pending, err := c.NIP43Pending(ctx, console.PageQuery{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, pending.Items, 1)
+	require.Equal(t, hex64('a'), pending.Items[0].Pubkey)
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// TestHostileFramingHeaders: every page, asset and JSON answer of the status
+// page and the console (errors included) forbids framing (X-Frame-Options:
+// DENY, CSP frame-ancestors 'none') and inline script (script-src 'self', no
+// 'unsafe-inline'); the console's policy lets it reach the relay (NIP-86 over
+// its http origin, WebSockets for the relay and NIP-46 bunkers). Issue 47: a
+// page on another origin framed /console/policy with the ban form live.
+func TestHostileFramingHeaders(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	base := serve(t, db)
+	q := "?token=" + token
+	paths := []string{"/" + q, "/assets/app.js" + q, "/api/history" + q, "/api/status" + q, "/console/" + q,
+		"/console/assets/console.js" + q, "/console/api/groups" + q, "/console/api/members" + q, "/console/api/nip43" + q,
+		"/console/api/reports" + q, "/console/api/policy" + q, "/console/api/backlog" + q,
+		"/console/api/groups" + q + "&limit=0", "/console/nothing" + q, "/console/groups", "/api/status"}
+	for _, p := range console.Pages {
+		paths = append(paths, "/console/"+p.Path+q)
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, p := range paths {
+		resp, err := client.Get(base + p)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"), "%s (HTTP %d)", p, resp.StatusCode)
+		csp := resp.Header.Get("Content-Security-Policy")
+		require.Contains(t, csp, "frame-ancestors 'none'", p)
+		require.Contains(t, csp, "script-src 'self';", p)
+		require.NotContains(t, csp, "unsafe-eval", p)
+		require.NotContains(t, csp, "unsafe-inline", p)
+		if strings.HasPrefix(p, "/console/") && !strings.HasPrefix(p, "/console/groups") && !strings.HasPrefix(p, "/console/nothing") {
+			require.Contains(t, csp, "connect-src 'self' ws: wss: http://127.0.0.1:7777;", p)
+		}
+	}
+	// No page holds an inline script or an inline event handler (the policy
+	// would block it, and the page would break).
+	scripts := regexp.MustCompile(`(?is)<script([^>]*)>(.*?)</script>`)
+	handlers := regexp.MustCompile(`(?i)<[^>]*\son[a-z]+\s*=`)
+	for _, p := range append([]string{"/" + q}, "/console/groups"+q, "/console/members"+q, "/console/reports"+q, "/console/policy"+q, "/console/backlog"+q) {
+		resp, err := http.Get(base + p)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NotRegexp(t, handlers, string(body), p)
+		tags := scripts.FindAllStringSubmatch(string(body), -1)
+		require.NotEmpty(t, tags, p)
+		for _, m := range tags {
+			require.Contains(t, m[1], `src="assets/`, "%s: an inline <script>", p)
+			require.Empty(t, strings.TrimSpace(m[2]), "%s: an inline <script>", p)
+		}
+	}
+}
+
+func jsonDecode(resp *http.Response, v any) error {
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(v)
 }

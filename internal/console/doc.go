@@ -21,6 +21,15 @@
 //     Server-Sent Events stream, whose snapshots carry change markers
 //     (dashboard.Snapshot.AdminVersion, GroupsChangedAt, MembersMark, HeadSeq), and reads
 //     its list again when one moves.
+//   - Lists come a page at a time (Page, PageQuery): keyset paging in each
+//     list's stable order, never OFFSET, each page an index range scan; a bad
+//     limit, cursor or search is answered 400 with a JSON error. The page
+//     renders one page of each list, its place kept in the page's URL.
+//   - No page can be framed and no inline script runs: every answer carries
+//     X-Frame-Options: DENY and a Content-Security-Policy with
+//     frame-ancestors 'none' and script-src 'self' (the status page's
+//     dashboard.FrameHeaders, then the console's own, which lets the page reach
+//     the relay and NIP-46 bunker relays).
 //   - No build step: the page is plain HTML, CSS and one script, embedded;
 //     nostr-tools' browser bundle (vendored) is loaded only for NIP-46.
 package console

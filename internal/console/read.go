@@ -6,6 +6,9 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -33,10 +36,17 @@ type Group struct {
 	Creator    string   `json:"creator"`
 	CreatedAt  int64    `json:"created_at"`
 	Deleted    bool     `json:"deleted"`
-	Members    []Person `json:"members"`
-	Pending    []Person `json:"pending"` // join requests waiting for an admin
-	Invites    []Invite `json:"invites"`
-	Removed    int      `json:"removed"` // users a 9001 took out
+	// Members is one page of its members, admins and moderators first
+	// (more roles first), then by pubkey; MembersNext the cursor of the next
+	// page ("" when none), MemberCount how many there are in all.
+	Members      []Person `json:"members"`
+	MembersNext  string   `json:"members_next"`
+	MemberCount  int      `json:"member_count"`
+	Pending      []Person `json:"pending"` // join requests waiting for an admin, the first GroupPreview by pubkey
+	PendingCount int      `json:"pending_count"`
+	Invites      []Invite `json:"invites"` // the newest GroupPreview invite codes
+	InviteCount  int      `json:"invite_count"`
+	Removed      int      `json:"removed"` // users a 9001 took out
 }
 
 // Person is a pubkey with what the page shows next to it.
@@ -54,59 +64,167 @@ type Invite struct {
 	Expires   int64  `json:"expires,omitempty"` // the 9009's own NIP-40 expiration
 }
 
-// Groups reads every group's live state (groups.Live), newest first.
-func (c *Console) Groups(ctx context.Context) ([]Group, error) {
-	states, err := groups.Live(ctx, c.cfg.Pool)
-	if err != nil {
-		return nil, err
+// Groups reads one page of groups (their live state, cn_relay.groups), in
+// the order of their ids (the table's primary key: a page is an index range
+// scan whatever the number of groups). p.After is the id of the last group of
+// the page before; p.Q, when given, keeps the groups whose id starts with it
+// or whose name holds it (either case). Each group carries its first
+// GroupPreview members, pending requests and invite codes, and their counts.
+func (c *Console) Groups(ctx context.Context, p PageQuery) (Page[Group], error) {
+	if p.After != "" && !groups.ValidID(p.After) {
+		return Page[Group]{}, badRequest("after must be a group id (the next cursor of the page before)")
 	}
-	var who []string
+	like := likePattern(p.Q)
+	rows, err := c.cfg.Pool.Query(ctx, `SELECT state FROM cn_relay.groups
+		WHERE id > $1 AND ($2 = '' OR id ILIKE $2 || '%' OR state -> 'meta' ->> 'name' ILIKE '%' || $2 || '%')
+		ORDER BY id LIMIT $3`, p.After, like, p.Limit+1)
+	if err != nil {
+		return Page[Group]{}, fmt.Errorf("read groups: %w", err)
+	}
+	states, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*groups.State, error) {
+		var raw []byte
+		if err := row.Scan(&raw); err != nil {
+			return nil, err
+		}
+		return groups.Load(raw)
+	})
+	if err != nil {
+		return Page[Group]{}, fmt.Errorf("read groups: %w", err)
+	}
+	out := Page[Group]{Items: []Group{}}
+	if len(states) > p.Limit {
+		states = states[:p.Limit]
+		out.Next = states[len(states)-1].ID
+	}
 	for _, s := range states {
-		who = append(who, slices.Collect(maps.Keys(s.Members))...)
-		who = append(who, s.PendingUsers()...)
+		out.Items = append(out.Items, groupView(s, "", GroupPreview))
+	}
+	if err := c.rankGroups(ctx, out.Items); err != nil {
+		return Page[Group]{}, err
+	}
+	return out, nil
+}
+
+// GroupMembers reads one group with a page of its members: membersAfter is
+// the members_next cursor of the page before ("" for the first).
+func (c *Console) GroupMembers(ctx context.Context, id, membersAfter string, limit int) (Group, error) {
+	if !groups.ValidID(id) {
+		return Group{}, badRequest("group must be a group id")
+	}
+	if membersAfter != "" {
+		if _, _, ok := parseMemberCursor(membersAfter); !ok {
+			return Group{}, badRequest("members_after must be the members_next cursor of the page before")
+		}
+	}
+	s, err := groups.LiveOne(ctx, c.cfg.Pool, id)
+	if err != nil {
+		return Group{}, err
+	}
+	if s == nil {
+		return Group{}, notFound("no group " + id)
+	}
+	gs := []Group{groupView(s, membersAfter, limit)}
+	if err := c.rankGroups(ctx, gs); err != nil {
+		return Group{}, err
+	}
+	return gs[0], nil
+}
+
+// groupView is s as the page shows it, with the page of its members after
+// membersAfter (a valid cursor, or "").
+func groupView(s *groups.State, membersAfter string, limit int) Group {
+	g := Group{ID: s.ID, Name: s.Meta.Name, About: s.Meta.About, Picture: s.Meta.Picture, Banner: s.Meta.Banner, Closed: s.Meta.Closed,
+		Restricted: s.Meta.Restricted, Private: s.Meta.Private, Hidden: s.Meta.Hidden, Parent: s.Tree.Parent,
+		Children: slices.Clone(s.Tree.Children), Creator: s.Creator, CreatedAt: s.Created.At, Deleted: !s.Deleted.IsZero(),
+		Members: []Person{}, Pending: []Person{}, Invites: []Invite{}}
+	if !s.Meta.AllKinds {
+		g.Kinds = append([]int{}, s.Meta.Kinds...)
+	}
+	var members []Person
+	for pk, m := range s.Members {
+		if !m.In {
+			g.Removed++
+			continue
+		}
+		members = append(members, Person{Pubkey: pk, Roles: m.Roles, At: m.Stamp.At})
+	}
+	sort.Slice(members, func(i, j int) bool { return memberBefore(members[i], members[j]) })
+	g.MemberCount = len(members)
+	if membersAfter != "" {
+		n, pk, _ := parseMemberCursor(membersAfter)
+		cut := Person{Pubkey: pk, Roles: make([]string, n)}
+		members = members[sort.Search(len(members), func(i int) bool { return memberBefore(cut, members[i]) }):]
+	}
+	if len(members) > limit {
+		members = members[:limit]
+		last := members[len(members)-1]
+		g.MembersNext = strconv.Itoa(len(last.Roles)) + "." + last.Pubkey
+	}
+	g.Members = append(g.Members, members...)
+	pending := s.PendingUsers() // sorted
+	g.PendingCount = len(pending)
+	for _, pk := range pending[:min(len(pending), GroupPreview)] {
+		g.Pending = append(g.Pending, Person{Pubkey: pk, At: s.Requests[pk].At})
+	}
+	var invites []Invite
+	for code, inv := range s.Invites {
+		invites = append(invites, Invite{Masked: mask(code), CreatedAt: inv.Stamp.At, Expires: inv.Expires})
+	}
+	sort.Slice(invites, func(i, j int) bool {
+		if invites[i].CreatedAt != invites[j].CreatedAt {
+			return invites[i].CreatedAt > invites[j].CreatedAt
+		}
+		return invites[i].Masked < invites[j].Masked
+	})
+	g.InviteCount = len(invites)
+	g.Invites = append(g.Invites, invites[:min(len(invites), GroupPreview)]...)
+	return g
+}
+
+// memberBefore is the order of a group's members: more roles first, then by
+// pubkey.
+func memberBefore(a, b Person) bool {
+	if len(a.Roles) != len(b.Roles) {
+		return len(a.Roles) > len(b.Roles)
+	}
+	return a.Pubkey < b.Pubkey
+}
+
+// parseMemberCursor reads a members_next cursor: the number of roles of the
+// page's last member, a dot, its pubkey.
+func parseMemberCursor(s string) (int, string, bool) {
+	a, pk, ok := strings.Cut(s, ".")
+	n, err := strconv.Atoi(a)
+	if !ok || err != nil || n < 0 || n > 64 || !isPubkey(pk) {
+		return 0, "", false
+	}
+	return n, pk, true
+}
+
+// rankGroups fills in the trust ranks of the people gs show.
+func (c *Console) rankGroups(ctx context.Context, gs []Group) error {
+	var who []string
+	for _, g := range gs {
+		for _, m := range g.Members {
+			who = append(who, m.Pubkey)
+		}
+		for _, m := range g.Pending {
+			who = append(who, m.Pubkey)
+		}
 	}
 	ranks, err := c.ranks(ctx, who)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := []Group{}
-	for _, s := range states {
-		g := Group{ID: s.ID, Name: s.Meta.Name, About: s.Meta.About, Picture: s.Meta.Picture, Banner: s.Meta.Banner, Closed: s.Meta.Closed,
-			Restricted: s.Meta.Restricted, Private: s.Meta.Private, Hidden: s.Meta.Hidden, Parent: s.Tree.Parent,
-			Children: slices.Clone(s.Tree.Children), Creator: s.Creator, CreatedAt: s.Created.At, Deleted: !s.Deleted.IsZero(),
-			Members: []Person{}, Pending: []Person{}, Invites: []Invite{}}
-		if !s.Meta.AllKinds {
-			g.Kinds = append([]int{}, s.Meta.Kinds...)
+	for i := range gs {
+		for j := range gs[i].Members {
+			gs[i].Members[j].Rank = ranks[gs[i].Members[j].Pubkey]
 		}
-		for pk, m := range s.Members {
-			if !m.In {
-				g.Removed++
-				continue
-			}
-			g.Members = append(g.Members, Person{Pubkey: pk, Roles: m.Roles, At: m.Stamp.At, Rank: ranks[pk]})
+		for j := range gs[i].Pending {
+			gs[i].Pending[j].Rank = ranks[gs[i].Pending[j].Pubkey]
 		}
-		for _, pk := range s.PendingUsers() {
-			g.Pending = append(g.Pending, Person{Pubkey: pk, At: s.Requests[pk].At, Rank: ranks[pk]})
-		}
-		for code, inv := range s.Invites {
-			g.Invites = append(g.Invites, Invite{Masked: mask(code), CreatedAt: inv.Stamp.At, Expires: inv.Expires})
-		}
-		sort.Slice(g.Members, func(i, j int) bool {
-			if len(g.Members[i].Roles) != len(g.Members[j].Roles) {
-				return len(g.Members[i].Roles) > len(g.Members[j].Roles)
-			}
-			return g.Members[i].Pubkey < g.Members[j].Pubkey
-		})
-		sort.Slice(g.Invites, func(i, j int) bool { return g.Invites[i].CreatedAt > g.Invites[j].CreatedAt })
-		out = append(out, g)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAt != out[j].CreatedAt {
-			return out[i].CreatedAt > out[j].CreatedAt
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out, nil
+	return nil
 }
 
 // mask keeps a code's first four characters: enough to tell codes apart, not
@@ -151,38 +269,69 @@ type Member struct {
 	Status     string `json:"status,omitempty"` // "banned" or "allowed" (NIP-86 lists), else ""
 }
 
-// Members reads the community's members (cn_relay.members: the keys whose
-// first event was stored, and the allowed ones), newest first, at most 500.
-func (c *Console) Members(ctx context.Context) ([]Member, error) {
-	rows, err := c.cfg.Pool.Query(ctx, `SELECT m.pubkey, extract(epoch FROM m.joined_at)::bigint, m.first_event_id, coalesce(p.status, '')
-		FROM cn_relay.members m LEFT JOIN cn_admin.pubkeys p ON p.pubkey = m.pubkey
-		ORDER BY m.joined_at DESC, m.pubkey LIMIT 500`)
-	if err != nil {
-		return nil, fmt.Errorf("read members: %w", err)
+// Members reads one page of the community's members (cn_relay.members: the
+// keys whose first event was stored, and the allowed ones), newest first
+// (joined_at, then pubkey, both descending). p.After is the page before's
+// next cursor; p.Q, when given, keeps the pubkeys that start with it (hex).
+func (c *Console) Members(ctx context.Context, p PageQuery) (Page[Member], error) {
+	var after *time.Time
+	var afterPK string
+	if p.After != "" {
+		t, pk, ok := parseTimeCursor(p.After, isPubkey)
+		if !ok {
+			return Page[Member]{}, badRequest("after must be the next cursor of the page before")
+		}
+		after, afterPK = &t, pk
 	}
+	if p.Q != "" && !isHex(p.Q, 64) {
+		return Page[Member]{}, badRequest("q must be the start of a pubkey in lower-case hex")
+	}
+	// The cursor's condition is in the statement only when there is a
+	// cursor: behind an OR, a cached generic plan would filter the index
+	// scan from the list's start instead of starting at the cursor.
+	cursor := ""
+	if after != nil {
+		cursor = "AND (m.joined_at, m.pubkey) < ($3, $4)"
+	}
+	rows, err := c.cfg.Pool.Query(ctx, `SELECT m.pubkey, m.joined_at, m.first_event_id, coalesce(p.status, '')
+		FROM cn_relay.members m LEFT JOIN cn_admin.pubkeys p ON p.pubkey = m.pubkey
+		WHERE ($2 = '' OR starts_with(m.pubkey, $2)) `+cursor+`
+		ORDER BY m.joined_at DESC, m.pubkey DESC LIMIT $1`, keysetArgs(p.Limit+1, []any{p.Q}, after, afterPK)...)
+	if err != nil {
+		return Page[Member]{}, fmt.Errorf("read members: %w", err)
+	}
+	var joined []time.Time
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Member, error) {
 		var m Member
-		err := row.Scan(&m.Pubkey, &m.At, &m.FirstEvent, &m.Status)
+		var at time.Time
+		err := row.Scan(&m.Pubkey, &at, &m.FirstEvent, &m.Status)
+		m.At = at.Unix()
+		joined = append(joined, at)
 		return m, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read members: %w", err)
+		return Page[Member]{}, fmt.Errorf("read members: %w", err)
 	}
-	pks := make([]string, len(out))
-	for i, m := range out {
+	page := Page[Member]{Items: out}
+	if len(out) > p.Limit {
+		page.Items = out[:p.Limit]
+		page.Next = timeCursor(joined[p.Limit-1], out[p.Limit-1].Pubkey)
+	}
+	pks := make([]string, len(page.Items))
+	for i, m := range page.Items {
 		pks[i] = m.Pubkey
 	}
 	ranks, err := c.ranks(ctx, pks)
 	if err != nil {
-		return nil, err
+		return Page[Member]{}, err
 	}
-	for i := range out {
-		out[i].Rank = ranks[out[i].Pubkey]
+	for i := range page.Items {
+		page.Items[i].Rank = ranks[page.Items[i].Pubkey]
 	}
-	if out == nil {
-		out = []Member{}
+	if page.Items == nil {
+		page.Items = []Member{}
 	}
-	return out, nil
+	return page, nil
 }
 
 // Report is one entry of the moderation queue with what an admin needs to
@@ -225,17 +374,40 @@ type Label struct {
 	Retracted bool   `json:"retracted"`
 }
 
-// Reports reads the moderation queue (moderation.Queue, at most 200 items):
-// every item for group "", the items about events of one group for its id, the
-// items about events outside any group for "node".
-func (c *Console) Reports(ctx context.Context, group string) ([]Report, error) {
+// Reports reads one page of the moderation queue (moderation.QueuePage, the
+// newest report first, then by event id): every item for group "", the items
+// about events of one group (their h tag) for its id, the items about events
+// outside any group for "node". p.After is the page before's next cursor.
+func (c *Console) Reports(ctx context.Context, group string, p PageQuery) (Page[Report], error) {
 	if group != "" && group != "node" && !groups.ValidID(group) {
-		return nil, badRequest("group must be a group id, or node")
+		return Page[Report]{}, badRequest("group must be a group id, or node")
 	}
-	items, err := moderation.Queue(ctx, c.cfg.Pool, 200)
+	var afterAt *int64
+	var afterID string
+	if p.After != "" {
+		at, id, ok := strings.Cut(p.After, ".")
+		n, err := strconv.ParseInt(at, 10, 64)
+		if !ok || err != nil || !isHex(id, 64) {
+			return Page[Report]{}, badRequest("after must be the next cursor of the page before")
+		}
+		afterAt, afterID = &n, id
+	}
+	items, err := moderation.QueuePage(ctx, c.cfg.Pool, p.Limit+1, group, afterAt, afterID)
 	if err != nil {
-		return nil, err
+		return Page[Report]{}, err
 	}
+	page := Page[Report]{}
+	if len(items) > p.Limit {
+		items = items[:p.Limit]
+		last := items[len(items)-1]
+		page.Next = strconv.FormatInt(last.LastAt, 10) + "." + last.EventID
+	}
+	page.Items, err = c.reports(ctx, items)
+	return page, err
+}
+
+// reports completes queue items with their events, reporters and labels.
+func (c *Console) reports(ctx context.Context, items []moderation.QueueItem) ([]Report, error) {
 	out := []Report{}
 	ids := make([]string, 0, len(items))
 	byID := map[string]int{}
@@ -314,16 +486,7 @@ func (c *Console) Reports(ctx context.Context, group string) ([]Report, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("read labels: %w", err)
 	}
-	if group == "" {
-		return out, nil
-	}
-	kept := []Report{}
-	for _, r := range out {
-		if (group == "node" && r.Group == "") || (group != "node" && r.Group == group) {
-			kept = append(kept, r)
-		}
-	}
-	return kept, nil
+	return out, nil
 }
 
 // Listed is one entry of a NIP-86 list.
@@ -405,17 +568,18 @@ func (c *Console) Backlog(ctx context.Context) (BacklogView, error) {
 	return v, nil
 }
 
-// NIP43View is the relay's NIP-43 membership as the NIP-86 list methods
-// return it (listmembers, listpendingmembers, listinvites; the same code,
-// membership.Service, read-only). Invites never carry their claim.
+// NIP43View is the relay's NIP-43 roles, and how many members, pending
+// join requests and open invites it has; the lists themselves are read a
+// page at a time (NIP43Members, NIP43Pending, NIP43Invites).
 type NIP43View struct {
-	Roles   []membership.Role    `json:"roles"` // the relay's roles (33534), in display order
-	Members []membership.Member  `json:"members"`
-	Pending []membership.Pending `json:"pending"`
-	Invites []membership.Invite  `json:"invites"`
+	Roles        []membership.Role `json:"roles"` // the relay's roles (33534), in display order
+	MemberCount  int               `json:"member_count"`
+	PendingCount int               `json:"pending_count"`
+	OpenInvites  int               `json:"open_invites"`
 }
 
-// NIP43 reads the NIP-43 roles, members, pending join requests and invites.
+// NIP43 reads the NIP-43 roles (membership.Service.ListRoles, read-only) and
+// the lists' counts.
 func (c *Console) NIP43(ctx context.Context) (NIP43View, error) {
 	s := &membership.Service{Pool: c.cfg.Pool}
 	var v NIP43View
@@ -423,14 +587,157 @@ func (c *Console) NIP43(ctx context.Context) (NIP43View, error) {
 	if v.Roles, err = s.ListRoles(ctx); err != nil {
 		return v, fmt.Errorf("read NIP-43 roles: %w", err)
 	}
-	if v.Members, err = s.ListMembers(ctx); err != nil {
-		return v, fmt.Errorf("read NIP-43 members: %w", err)
-	}
-	if v.Pending, err = s.ListPending(ctx); err != nil {
-		return v, fmt.Errorf("read NIP-43 join requests: %w", err)
-	}
-	if v.Invites, err = s.ListInvites(ctx); err != nil {
-		return v, fmt.Errorf("read NIP-43 invites: %w", err)
+	err = c.cfg.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM cn_relay.nip43_members WHERE member),
+		(SELECT count(*) FROM cn_relay.membership_pending),
+		(SELECT count(*) FROM cn_relay.membership_claims WHERE used_by IS NULL AND revoked_at IS NULL AND expires_at > now())`).
+		Scan(&v.MemberCount, &v.PendingCount, &v.OpenInvites)
+	if err != nil {
+		return v, fmt.Errorf("count NIP-43 lists: %w", err)
 	}
 	return v, nil
+}
+
+// NIP43Members reads one page of the NIP-43 members (as listmembers returns
+// them), by pubkey; p.After is the last pubkey of the page before.
+func (c *Console) NIP43Members(ctx context.Context, p PageQuery) (Page[membership.Member], error) {
+	if p.After != "" && !isPubkey(p.After) {
+		return Page[membership.Member]{}, badRequest("after must be the next cursor of the page before (a pubkey)")
+	}
+	rows, err := c.cfg.Pool.Query(ctx, `SELECT pubkey, via, at, roles FROM cn_relay.nip43_members
+		WHERE member AND pubkey > $1 ORDER BY pubkey LIMIT $2`, p.After, p.Limit+1)
+	if err != nil {
+		return Page[membership.Member]{}, fmt.Errorf("read NIP-43 members: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (membership.Member, error) {
+		var m membership.Member
+		err := r.Scan(&m.Pubkey, &m.Via, &m.Since, &m.Roles)
+		if m.Roles == nil {
+			m.Roles = []string{}
+		}
+		return m, err
+	})
+	if err != nil {
+		return Page[membership.Member]{}, fmt.Errorf("read NIP-43 members: %w", err)
+	}
+	page := Page[membership.Member]{Items: out}
+	if len(out) > p.Limit {
+		page.Items, page.Next = out[:p.Limit], out[p.Limit-1].Pubkey
+	}
+	if page.Items == nil {
+		page.Items = []membership.Member{}
+	}
+	return page, nil
+}
+
+// NIP43Pending reads one page of the NIP-43 join requests waiting for an
+// admin (as listpendingmembers returns them), oldest first, with each key's
+// trust-v1 rank.
+func (c *Console) NIP43Pending(ctx context.Context, p PageQuery) (Page[membership.Pending], error) {
+	var after *time.Time
+	var afterPK string
+	if p.After != "" {
+		t, pk, ok := parseTimeCursor(p.After, isPubkey)
+		if !ok {
+			return Page[membership.Pending]{}, badRequest("after must be the next cursor of the page before")
+		}
+		after, afterPK = &t, pk
+	}
+	cursor := ""
+	if after != nil {
+		cursor = "WHERE (p.requested_at, p.pubkey) > ($2, $3)"
+	}
+	rows, err := c.cfg.Pool.Query(ctx, `SELECT p.pubkey, p.requested_at, sc.rank::int, p.event_id FROM cn_relay.membership_pending p
+		LEFT JOIN cn_trust.scores sc ON sc.pubkey = p.pubkey `+cursor+`
+		ORDER BY p.requested_at, p.pubkey LIMIT $1`, keysetArgs(p.Limit+1, nil, after, afterPK)...)
+	if err != nil {
+		return Page[membership.Pending]{}, fmt.Errorf("read NIP-43 join requests: %w", err)
+	}
+	var times []time.Time
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (membership.Pending, error) {
+		var x membership.Pending
+		var at time.Time
+		err := r.Scan(&x.Pubkey, &at, &x.Rank, &x.EventID)
+		x.RequestedAt = at.Unix()
+		times = append(times, at)
+		return x, err
+	})
+	if err != nil {
+		return Page[membership.Pending]{}, fmt.Errorf("read NIP-43 join requests: %w", err)
+	}
+	page := Page[membership.Pending]{Items: out}
+	if len(out) > p.Limit {
+		page.Items, page.Next = out[:p.Limit], timeCursor(times[p.Limit-1], out[p.Limit-1].Pubkey)
+	}
+	if page.Items == nil {
+		page.Items = []membership.Pending{}
+	}
+	return page, nil
+}
+
+// NIP43Invites reads one page of the NIP-43 invites (as listinvites returns
+// them, never a claim), newest first (issued_at, then id, both descending).
+func (c *Console) NIP43Invites(ctx context.Context, p PageQuery) (Page[membership.Invite], error) {
+	var after *time.Time
+	var afterID string
+	if p.After != "" {
+		t, id, ok := parseTimeCursor(p.After, isToken)
+		if !ok {
+			return Page[membership.Invite]{}, badRequest("after must be the next cursor of the page before")
+		}
+		after, afterID = &t, id
+	}
+	cursor := ""
+	if after != nil {
+		cursor = "WHERE (issued_at, id) < ($2, $3)"
+	}
+	rows, err := c.cfg.Pool.Query(ctx, `SELECT id, issuer, issued_at, expires_at, coalesce(used_by, ''), used_at, revoked_at
+		FROM cn_relay.membership_claims `+cursor+`
+		ORDER BY issued_at DESC, id DESC LIMIT $1`, keysetArgs(p.Limit+1, nil, after, afterID)...)
+	if err != nil {
+		return Page[membership.Invite]{}, fmt.Errorf("read NIP-43 invites: %w", err)
+	}
+	now := time.Now()
+	var times []time.Time
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (membership.Invite, error) {
+		var iv membership.Invite
+		var issued, expires time.Time
+		var used, revoked *time.Time
+		if err := r.Scan(&iv.ID, &iv.Issuer, &issued, &expires, &iv.UsedBy, &used, &revoked); err != nil {
+			return iv, err
+		}
+		times = append(times, issued)
+		iv.IssuedAt, iv.ExpiresAt = issued.Unix(), expires.Unix()
+		switch {
+		case used != nil:
+			iv.State, iv.UsedAt = "used", used.Unix()
+		case revoked != nil:
+			iv.State = "revoked"
+		case !expires.After(now):
+			iv.State = "expired"
+		default:
+			iv.State = "open"
+		}
+		return iv, nil
+	})
+	if err != nil {
+		return Page[membership.Invite]{}, fmt.Errorf("read NIP-43 invites: %w", err)
+	}
+	page := Page[membership.Invite]{Items: out}
+	if len(out) > p.Limit {
+		page.Items, page.Next = out[:p.Limit], timeCursor(times[p.Limit-1], out[p.Limit-1].ID)
+	}
+	if page.Items == nil {
+		page.Items = []membership.Invite{}
+	}
+	return page, nil
+}
+
+// keysetArgs are a keyset query's arguments: $1 the limit, then args, then
+// the cursor's time and key when there is a cursor (after non-nil).
+func keysetArgs(limit int, args []any, after *time.Time, key string) []any {
+	out := append([]any{limit}, args...)
+	if after != nil {
+		out = append(out, *after, key)
+	}
+	return out
 }

@@ -34,11 +34,42 @@ const HeartbeatInterval = 15 * time.Second
 //	GET /healthz       200 once a sample exists
 //	GET /console/...   the console (Config.Console), when given
 //
+// Every answer (pages, assets, JSON, errors, the console's) carries
+// X-Frame-Options: DENY and a Content-Security-Policy with frame-ancestors
+// 'none' and script-src 'self' (ContentSecurityPolicy): no other site may
+// frame these pages, and no inline script runs in them. The console may set a
+// wider connect-src of its own (it talks to the relay).
+//
 // Without a token, a request whose Host header is not the listen address (or
 // localhost on its port) gets 421: see allowedHosts.
 // With a token, every path but /healthz needs `Authorization: Bearer TOKEN` or
 // `?token=TOKEN` (EventSource cannot send headers); a wrong one gets 401.
 func (d *Dashboard) Handler(token string) http.Handler {
+	return FrameHeaders(d.handler(token))
+}
+
+// ContentSecurityPolicy is the status page's policy: scripts, styles and
+// connections from its own origin only (the page's EventSource and JSON
+// reads; uPlot styles its elements through the CSSOM from its script file,
+// which style-src does not govern), no inline script or style, no plugins,
+// no <base>, and no framing by any page (frame-ancestors 'none').
+const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// FrameHeaders sets X-Frame-Options: DENY and ContentSecurityPolicy on every
+// answer of next before next runs (next may replace the policy with a stricter
+// or wider one of its own, as the console does for its connections).
+func FrameHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Content-Security-Policy", ContentSecurityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (d *Dashboard) handler(token string) http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(assets, "assets")
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(static)))

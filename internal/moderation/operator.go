@@ -99,6 +99,19 @@ func GroupQueue(ctx context.Context, q queryer, limit int, group string) ([]Queu
 	if group != "" {
 		scope = groups.Scope(group)
 	}
+	return queue(ctx, q, limit, scope, "", nil, "")
+}
+
+// QueuePage is one page of Queue for the console: at most limit items after
+// (afterAt, afterID) in the queue's order (the newest report first, then by
+// event id; afterAt nil: from the start), of the events whose h tag names
+// group (""; every event; "node": events without one). The page costs one
+// aggregate over the open reports, wherever it is in the queue.
+func QueuePage(ctx context.Context, q queryer, limit int, group string, afterAt *int64, afterID string) ([]QueueItem, error) {
+	return queue(ctx, q, limit, "", group, afterAt, afterID)
+}
+
+func queue(ctx context.Context, q queryer, limit int, scope, hGroup string, afterAt *int64, afterID string) ([]QueueItem, error) {
 	rows, err := q.Query(ctx, `
 		WITH open AS (
 			SELECT target AS event_id, count(DISTINCT reporter) AS reporters, max(created_at) AS last_at
@@ -111,18 +124,25 @@ func GroupQueue(ctx context.Context, q queryer, limit int, group string) ([]Queu
 		), held AS (
 			SELECT event_id, array_agg(actor ORDER BY actor) AS held_by FROM cn_moderation.actions
 			WHERE source = 'rule' AND action = 'hold' GROUP BY event_id
+		), queue AS (
+			SELECT coalesce(o.event_id, h.event_id) AS event_id, coalesce(o.reporters, 0) AS reporters,
+			       coalesce((SELECT types FROM types t WHERE t.event_id = o.event_id), '{}'::jsonb) AS types,
+			       coalesce(h.held_by, '{}') AS held_by, coalesce(o.last_at, 0) AS last_at
+			FROM open o FULL JOIN held h ON h.event_id = o.event_id
 		)
-		SELECT coalesce(o.event_id, h.event_id), coalesce(o.reporters, 0),
-		       coalesce((SELECT types FROM types t WHERE t.event_id = o.event_id), '{}'::jsonb),
-		       coalesce(h.held_by, '{}'), coalesce(o.last_at, 0),
-		       EXISTS (SELECT 1 FROM cn_relay.events e WHERE e.id = coalesce(o.event_id, h.event_id) AND `+schema.HiddenSQL+`)
-		FROM open o FULL JOIN held h ON h.event_id = o.event_id
+		SELECT event_id, reporters, types, held_by, last_at,
+		       EXISTS (SELECT 1 FROM cn_relay.events e WHERE e.id = queue.event_id AND `+schema.HiddenSQL+`)
+		FROM queue
 		WHERE NOT EXISTS (SELECT 1 FROM cn_moderation.actions a
-		                  WHERE a.event_id = coalesce(o.event_id, h.event_id) AND a.source = 'operator')
+		                  WHERE a.event_id = queue.event_id AND a.source = 'operator')
 		  AND ($2 = '' OR EXISTS (SELECT 1 FROM cn_relay.event_topics tt
-		                          WHERE tt.event_id = coalesce(o.event_id, h.event_id) AND tt.topic_id = $2))
-		ORDER BY coalesce(o.last_at, 0) DESC, 1
-		LIMIT $1`, limit, scope)
+		                          WHERE tt.event_id = queue.event_id AND tt.topic_id = $2))
+		  AND ($3 = '' OR coalesce((SELECT t ->> 1 FROM cn_relay.events e, jsonb_array_elements(e.tags) t
+		                            WHERE e.id = queue.event_id AND t ->> 0 = 'h' LIMIT 1), '')
+		                  = CASE WHEN $3 = 'node' THEN '' ELSE $3 END)
+		  AND ($4::bigint IS NULL OR last_at < $4 OR (last_at = $4 AND event_id > $5))
+		ORDER BY last_at DESC, event_id
+		LIMIT $1`, limit, scope, hGroup, afterAt, afterID)
 	if err != nil {
 		return nil, fmt.Errorf("moderation queue: %w", err)
 	}

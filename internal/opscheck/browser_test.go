@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
@@ -72,6 +73,8 @@ func TestStatusPageInBrowser(t *testing.T) {
 	defer cancel()
 	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
+	_, err = chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: cspWatch})
+	require.NoError(t, err)
 
 	text := func(sel string) string {
 		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
@@ -134,6 +137,11 @@ func TestStatusPageInBrowser(t *testing.T) {
 		n.traffic(t, 10+i)
 		time.Sleep(400 * time.Millisecond) // points a few samples apart for the charts
 	}
+	// The page did all that under its Content-Security-Policy (no inline
+	// script, no framing) and broke no rule of it.
+	csp, err := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify(window.cnCSPViolations)`))
+	require.NoError(t, err)
+	require.Equal(t, "[]", csp)
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
 	shot := filepath.Join(t.TempDir(), "status-page.png")

@@ -331,6 +331,8 @@ func newConsoleSession(t *testing.T, n devNode, first testkit.Key) *consoleSessi
 	require.NoError(t, chromedp.Do(ctx, chromedp.ExposeFunc("cnNip07", signer.call)))
 	_, err = chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: nip07Shim})
 	require.NoError(t, err)
+	_, err = chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: cspWatch})
+	require.NoError(t, err)
 	ctx, cancel = context.WithTimeout(ctx, 6*time.Minute)
 	t.Cleanup(cancel)
 
@@ -415,6 +417,9 @@ func newConsoleSession(t *testing.T, n devNode, first testkit.Key) *consoleSessi
 		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(shots, "console-"+name+".png"), png, 0o644))
+		csp, err := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify(window.cnCSPViolations)`))
+		require.NoError(t, err)
+		require.Equal(t, "[]", csp, "the %s page works under its Content-Security-Policy", name)
 		_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](string(axe)+"; true"))
 		require.NoError(t, err)
 		raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](`axe.run(document).then(r => JSON.stringify({passes: r.passes.length, violations: r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => n.target.join(" ")).slice(0, 5)}))}))`, chromedp.EvalAwaitPromise))
@@ -511,7 +516,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	fill(`#create-group input[name="id"]`, "ops-night")
 	fill(`#create-group input[name="name"]`, "Night shift")
 	click(`#create-group input[name="private"]`)
-	fill(`#create-group select[name="parent"]`, "ops-crew")
+	fill(`#create-group input[name="parent"]`, "ops-crew")
 	click(`#create-group button[type="submit"]`)
 	require.Contains(t, result("Create group ops-night"), "created")
 	waitFor("the subgroup on the page", func() bool {

@@ -307,7 +307,8 @@
 
   // ---- reading lists
   async function getJSON(path, params) {
-    const r = await fetch(q(path, params), { cache: "no-store" });
+    const kept = Object.fromEntries(Object.entries(params || {}).filter(([, v]) => v !== "" && v !== null && v !== undefined));
+    const r = await fetch(q(path, kept), { cache: "no-store" });
     const data = await r.json().catch(() => ({}));
     if (!r.ok) throw new Error(data.error || r.status + " " + r.statusText);
     return data;
@@ -362,22 +363,58 @@
   }
   const signedNote = () => (signer ? "" : '<p class="muted">Sign in to act; the lists below are read-only.</p>');
 
+  // ---- paging: every list comes from the server a page at a time (its
+  // API's ?limit= and ?after=); where each list is (its cursor) and what it
+  // searches for live in this page's URL, so a re-read keeps the page, and
+  // the browser's back button goes to the page before.
+  const here = (name) => new URLSearchParams(location.search).get(name) || "";
+  function linkWith(changes) {
+    const u = new URLSearchParams(location.search);
+    for (const [k, v] of Object.entries(changes)) if (v) u.set(k, v); else u.delete(k);
+    const s = u.toString();
+    return location.pathname + (s ? "?" + s : "");
+  }
+  // pager is the navigation of one list whose cursor is the URL's param:
+  // its first page when it is not there, and its next page when there is one.
+  function pager(param, next, label) {
+    const first = here(param) ? `<a href="${esc(linkWith({ [param]: "" }))}" data-page-link>First page</a>` : "";
+    const more = next ? `<a href="${esc(linkWith({ [param]: next }))}" data-page-link data-next="${esc(param)}">Next page</a>` : "";
+    return first || more ? `<nav class="pager" aria-label="${esc(label)}">${first} ${more}</nav>` : "";
+  }
+  // searchForm searches a list (the URL's q), from its first page.
+  const searchForm = (label, hint, reset) => `<form class="inline search" data-form="search" data-reset="${esc(reset)}" role="search">
+      <label>${esc(label)}<input type="search" name="q" value="${esc(here("q"))}" placeholder="${esc(hint)}" maxlength="128"></label>
+      <button type="submit" class="secondary">Search</button></form>`;
+  function go(href) {
+    history.pushState(null, "", href);
+    reloadSoon(0);
+  }
+  window.addEventListener("popstate", () => reloadSoon(0));
+
   // ---- groups page
   const pages = {};
   let groupData = {}; // the groups as last read, by id
   pages.groups = {
     async load() {
-      const groups = await getJSON("api/groups");
+      const one = here("group");
+      let groups, next = "";
+      if (one) {
+        groups = [await getJSON("api/groups", { group: one, limit: 100, members_after: here("members_after") })];
+      } else {
+        const page = await getJSON("api/groups", { limit: 20, after: here("after"), q: here("q") });
+        groups = page.items;
+        next = page.next;
+      }
       groupData = Object.fromEntries(groups.map((g) => [g.id, g]));
       const flags = (g) => [g.closed ? '<span class="pill warn">closed</span>' : '<span class="pill ok">open</span>',
         g.restricted ? '<span class="pill warn">restricted</span>' : "", g.private ? '<span class="pill warn">private</span>' : "",
         g.hidden ? '<span class="pill warn">hidden</span>' : "", g.deleted ? '<span class="pill bad">deleted</span>' : ""].join(" ");
       const k = (g, name) => `data-keep="${esc(g.id)}:${name}"`;
-      // parentOptions lists the groups self may name as its parent (none of
-      // itself; the relay refuses a cycle and says so).
-      const live = groups.filter((g) => !g.deleted);
-      const parentOptions = (self, cur) => `<option value="">none (a root group)</option>` +
-        live.filter((g) => g.id !== self).map((g) => `<option value="${esc(g.id)}" ${g.id === cur ? "selected" : ""}>${esc(g.name || g.id)} (${esc(g.id)})</option>`).join("");
+      // parent is the field that names a group's parent by its id (empty: a
+      // root group); the relay refuses an unknown parent or a cycle and says so.
+      const parent = (attrs, cur) => `<label>Parent group id (empty: a root group)<input name="parent" value="${esc(cur || "")}" pattern="[A-Za-z0-9_\\-]{1,64}" maxlength="64" ${attrs}></label>`;
+      const members = (g) => one ? pager("members_after", g.members_next, "pages of the members of " + g.id)
+        : g.member_count > g.members.length ? `<p><a href="${esc(linkWith({ group: g.id, after: "", q: "" }))}" data-page-link>All ${esc(g.member_count)} members of ${esc(g.name || g.id)}</a> <span class="muted">(the first ${esc(g.members.length)} are shown)</span></p>` : "";
       const tree = (g) => [g.parent ? `subgroup of <span class="mono">${esc(g.parent)}</span>` : "",
         (g.children || []).length ? `subgroups: ${g.children.map((c) => `<span class="mono">${esc(c)}</span>`).join(", ")}` : ""].filter(Boolean).join(" · ");
       render(`${signedNote()}
@@ -390,13 +427,16 @@
             <label class="check"><input type="checkbox" name="restricted" data-keep="create:restricted"> Restricted (only members write)</label>
             <label class="check"><input type="checkbox" name="private" data-keep="create:private"> Private (only members read its messages)</label>
             <label class="check"><input type="checkbox" name="hidden" data-keep="create:hidden"> Hidden (only members see its metadata)</label>
-            <label>Parent group<select name="parent" data-keep="create:parent">${parentOptions("", "")}</select></label>
+            ${parent('data-keep="create:parent"', "")}
             <button type="submit">Create group</button>
           </form>
           <p class="muted">Creating sends a NIP-29 create-group (9007) and its metadata (9002), signed by you. A parent makes it a subgroup: you must be an admin of the parent; membership is not inherited.</p>
         </section>
-        <h2>Groups (${groups.length})</h2>
-        ${groups.length ? "" : '<p class="muted">No group yet.</p>'}
+        ${one ? `<h2>Group ${esc(one)}</h2><p><a href="${esc(linkWith({ group: "", members_after: "" }))}" data-page-link>All groups</a></p>`
+          : `<h2 id="groups-h">Groups${here("q") ? " matching “" + esc(here("q")) + "”" : ""}</h2>
+          ${searchForm("Find a group (id or name)", "id or name", "after")}
+          <p class="muted">By id, ${esc(groups.length)} on this page.</p>${pager("after", next, "pages of groups")}`}
+        ${groups.length ? "" : `<p class="muted">${here("q") ? "No group matches." : "No group yet."}</p>`}
         ${groups.map((g) => `<article id="group-${esc(g.id)}" data-group="${esc(g.id)}" aria-labelledby="group-h-${esc(g.id)}">
           <h3 id="group-h-${esc(g.id)}">${esc(g.name || g.id)} <span class="muted mono">${esc(g.id)}</span> ${flags(g)}</h3>
           <p>${esc(g.about) || '<span class="muted">no description</span>'} <span class="muted">· created ${when(g.created_at)} by</span> ${g.creator ? who(g.creator) : "–"}</p>
@@ -410,15 +450,15 @@
               <label class="check"><input type="checkbox" name="restricted" ${g.restricted ? "checked" : ""} ${k(g, "restricted")}> Restricted</label>
               <label class="check"><input type="checkbox" name="private" ${g.private ? "checked" : ""} ${k(g, "private")}> Private</label>
               <label class="check"><input type="checkbox" name="hidden" ${g.hidden ? "checked" : ""} ${k(g, "hidden")}> Hidden</label>
-              <label>Parent group<select name="parent" ${k(g, "parent")}>${parentOptions(g.id, g.parent)}</select></label>
+              ${parent(k(g, "parent"), g.parent)}
               <button type="submit">Save metadata</button>
             </form></details>
-          <h4>Pending join requests (${g.pending.length})</h4>
+          <h4>Pending join requests (${g.pending_count})</h4>
           ${g.pending.length ? `<table><caption class="muted">Kind 9021 requests waiting for an admin</caption><thead><tr><th scope="col">who</th><th scope="col">asked</th><th scope="col" class="num">trust rank</th><th scope="col">action</th></tr></thead><tbody>
             ${g.pending.map((p) => `<tr data-pending="${esc(p.pubkey)}"><td>${who(p.pubkey)}</td><td>${when(p.at)}</td><td class="num">${rank(p.rank)}</td>
               <td><button type="button" data-act="approve" data-group="${esc(g.id)}" data-pubkey="${esc(p.pubkey)}">Approve</button></td></tr>`).join("")}
             </tbody></table>` : '<p class="muted">None.</p>'}
-          <h4>Members (${g.members.length})</h4>
+          <h4>Members (${g.member_count})</h4>
           <table><thead><tr><th scope="col">member</th><th scope="col">roles</th><th scope="col" class="num">trust rank</th><th scope="col">since</th><th scope="col">actions</th></tr></thead><tbody>
             ${g.members.map((m) => `<tr data-member="${esc(m.pubkey)}"><td>${who(m.pubkey)}</td><td>${esc((m.roles || []).join(", ")) || '<span class="muted">member</span>'}</td>
               <td class="num">${rank(m.rank)}</td><td>${when(m.at)}</td><td><div class="actions">
@@ -427,12 +467,13 @@
               <button type="button" class="secondary" data-act="role" data-role="" data-group="${esc(g.id)}" data-pubkey="${esc(m.pubkey)}">No role</button>
               <button type="button" class="danger" data-act="remove" data-group="${esc(g.id)}" data-pubkey="${esc(m.pubkey)}">Remove</button></div></td></tr>`).join("")}
           </tbody></table>
+          ${members(g)}
           <form data-form="add" data-group="${esc(g.id)}">
             <label>Add a member (npub or hex)<input name="pubkey" ${k(g, "add")} required></label>
             <label>Role<select name="role" ${k(g, "addrole")}><option value="">member</option><option value="moderator">moderator</option><option value="admin">admin</option></select></label>
             <button type="submit">Add member</button>
           </form>
-          <h4>Invite codes (${g.invites.length})</h4>
+          <h4>Invite codes (${g.invite_count})</h4>
           ${g.invites.length ? `<ul>${g.invites.map((i) => `<li><span class="mono">${esc(i.code_masked)}</span> <span class="muted">minted ${when(i.created_at)}${i.expires ? ", expires " + when(i.expires) : ""}</span></li>`).join("")}</ul>` : '<p class="muted">None. Codes are secrets: only their first characters are shown here.</p>'}
           <div class="actions"><button type="button" data-act="invite" data-group="${esc(g.id)}">Mint an invite code</button></div>
           <output id="invite-${esc(g.id)}" class="secret" data-persist hidden></output>
@@ -440,7 +481,8 @@
             <label>Delete an event from this group (event id)<input name="id" ${k(g, "delev")} pattern="[0-9a-f]{64}" required></label>
             <button type="submit" class="danger">Delete event (9005)</button>
           </form>
-        </article>`).join("")}`);
+        </article>`).join("")}
+        ${one ? "" : pager("after", next, "pages of groups")}`);
     },
     async submit(form, data) {
       const g = form.dataset.group;
@@ -508,20 +550,25 @@
   // relay decides each one (NIP-86 with NIP-98: admins only).
   pages.members = {
     async load() {
-      const [members, m43] = await Promise.all([getJSON("api/members"), getJSON("api/nip43")]);
+      const [community, m43, m43members, m43pending, m43invites] = await Promise.all([
+        getJSON("api/members", { limit: 50, after: here("after"), q: here("q") }), getJSON("api/nip43"),
+        getJSON("api/nip43/members", { limit: 50, after: here("m_after") }), getJSON("api/nip43/pending", { limit: 50, after: here("p_after") }),
+        getJSON("api/nip43/invites", { limit: 50, after: here("i_after") })]);
+      const members = community.items;
       const off = signer && signer.admin && signer.methods && !signer.methods.includes("mintinvite")
         ? '<p class="warn">This relay does not offer NIP-43 membership management (its NIP-86 <code>supportedmethods</code> lacks the membership methods): run it with a node key (<code>--node-key-file</code>), and <code>--membership invite</code> to let only members write.</p>' : "";
-      const list = m43.members, pending = m43.pending, invites = m43.invites, roles = m43.roles || [];
+      const list = m43members.items, pending = m43pending.items, invites = m43invites.items, roles = m43.roles || [];
       const roleName = (id) => { const r = roles.find((x) => x.id === id); return r && r.label ? `${r.label} (${id})` : id; };
       const roleOptions = roles.map((r) => `<option value="${esc(r.id)}">${esc(roleName(r.id))}</option>`).join("");
       const nip43 = `${off}<p class="muted">Every change is signed by your key and checked by the relay (NIP-86, admins only).</p>
-            <h3 id="nip43-members-h">Members (${list.length})</h3>
+            <h3 id="nip43-members-h">Members (${esc(m43.member_count)})</h3>
             ${list.length ? `<table aria-labelledby="nip43-members-h"><thead><tr><th scope="col">member</th><th scope="col">roles</th><th scope="col">via</th><th scope="col">since</th><th scope="col">actions</th></tr></thead><tbody>
             ${list.map((m) => `<tr data-nip43-member="${esc(m.pubkey)}"><td>${who(m.pubkey)}</td>
               <td data-field="roles">${(m.roles || []).map((id) => `<span class="pill ok">${esc(roleName(id))} <button type="button" class="link" data-act="unassignrole" data-pubkey="${esc(m.pubkey)}" data-role="${esc(id)}" aria-label="take role ${esc(id)} from this member">×</button></span>`).join(" ") || '<span class="muted">none</span>'}</td>
               <td>${esc(m.via)}</td><td>${when(m.since)}</td>
               <td><div class="actions">${roles.length ? `<form class="inline" data-form="assignrole" data-pubkey="${esc(m.pubkey)}"><label class="sr-only" for="assign-${esc(m.pubkey)}">role to give</label><select id="assign-${esc(m.pubkey)}" name="role" data-keep="assign:${esc(m.pubkey)}">${roleOptions}</select><button type="submit" class="secondary">Give role</button></form>` : ""}
               <button type="button" class="danger" data-act="removemember" data-pubkey="${esc(m.pubkey)}">Remove</button></div></td></tr>`).join("")}</tbody></table>` : '<p class="muted">None.</p>'}
+            ${pager("m_after", m43members.next, "pages of NIP-43 members")}
             <form data-form="addmember"><label>Add a member (npub or hex)<input name="pubkey" data-keep="addmember" required></label><button type="submit">Add member</button></form>
             <h3 id="nip43-roles-h">Roles (${roles.length})</h3>
             <p class="muted">NIP-43 roles (kind 33534, signed by the relay): names apps show beside members; they give no access here.</p>
@@ -531,28 +578,32 @@
             <form data-form="setrole"><label>Role id<input name="id" data-keep="setrole:id" required></label><label>Label<input name="label" data-keep="setrole:label"></label>
               <label>Description<input name="description" data-keep="setrole:description"></label><label>Color (hue 0-360)<input name="color" data-keep="setrole:color" inputmode="numeric"></label>
               <label>Order<input name="order" data-keep="setrole:order" inputmode="numeric"></label><button type="submit">Define or change role</button></form>
-            <h3 id="nip43-pending-h">Pending admissions (${pending.length})</h3>
+            <h3 id="nip43-pending-h">Pending admissions (${esc(m43.pending_count)})</h3>
             ${pending.length ? `<table aria-labelledby="nip43-pending-h"><thead><tr><th scope="col">who</th><th scope="col">asked</th><th scope="col" class="num">trust rank</th><th scope="col">actions</th></tr></thead><tbody>
             ${pending.map((p) => `<tr data-nip43-pending="${esc(p.pubkey)}"><td>${who(p.pubkey)}</td><td>${when(p.requested_at)}</td><td class="num">${rank(p.rank)}</td>
               <td><div class="actions"><button type="button" data-act="admitmember" data-pubkey="${esc(p.pubkey)}">Admit</button>
               <button type="button" class="danger" data-act="denymember" data-pubkey="${esc(p.pubkey)}">Deny</button></div></td></tr>`).join("")}</tbody></table>` : '<p class="muted">None.</p>'}
-            <h3 id="nip43-invites-h">Invites (${invites.length})</h3>
+            ${pager("p_after", m43pending.next, "pages of pending admissions")}
+            <h3 id="nip43-invites-h">Invites (${esc(m43.open_invites)} open)</h3>
             ${invites.length ? `<table aria-labelledby="nip43-invites-h"><thead><tr><th scope="col">id</th><th scope="col">state</th><th scope="col">issued by</th><th scope="col">issued</th><th scope="col">expires</th><th scope="col">used by</th><th scope="col">action</th></tr></thead><tbody>
             ${invites.map((i) => `<tr data-invite="${esc(i.id)}"><td class="mono">${esc(i.id)}</td><td data-field="state">${esc(i.state)}</td><td>${who(i.issuer)}</td><td>${when(i.issued_at)}</td><td>${when(i.expires_at)}</td><td>${i.used_by ? who(i.used_by) : "–"}</td>
               <td>${i.state === "open" ? `<button type="button" class="danger" data-act="revokeinvite" data-id="${esc(i.id)}">Revoke</button>` : ""}</td></tr>`).join("")}</tbody></table>` : '<p class="muted">None.</p>'}
+            ${pager("i_after", m43invites.next, "pages of invites")}
             <div class="actions"><button type="button" id="mintinvite" data-act="mintinvite">Mint a membership invite</button></div>
             <output id="member-invite" class="secret" data-persist hidden></output>`;
       render(`${signedNote()}
         <section aria-labelledby="nip43-h"><h2 id="nip43-h">Relay membership (NIP-43)</h2>${nip43}</section>
-        <section aria-labelledby="community-h"><h2 id="community-h">Community members (${members.length}${members.length === 500 ? "+" : ""})</h2>
-        <p class="muted">Keys whose first event the relay stored, or that an admin allowed, newest first.</p>
+        <section aria-labelledby="community-h"><h2 id="community-h">Community members${here("q") ? " whose key starts with " + esc(here("q")) : ""}</h2>
+        <p class="muted">Keys whose first event the relay stored, or that an admin allowed, newest first; ${esc(members.length)} on this page.</p>
+        ${searchForm("Find a member (npub, or the start of a hex key)", "npub1… or hex", "after")}
+        ${pager("after", community.next, "pages of community members")}
         <table><thead><tr><th scope="col">member</th><th scope="col">since</th><th scope="col" class="num">trust rank</th><th scope="col">status</th><th scope="col">actions</th></tr></thead><tbody>
         ${members.map((m) => `<tr data-community="${esc(m.pubkey)}"><td>${who(m.pubkey)}</td><td>${when(m.at)}</td><td class="num">${rank(m.rank)}</td>
           <td>${m.status ? `<span class="pill ${m.status === "banned" ? "bad" : "ok"}">${esc(m.status)}</span>` : ""}</td>
           <td><div class="actions">${m.status === "banned" ? `<button type="button" class="secondary" data-act="nip86" data-method="unbanpubkey" data-arg="${esc(m.pubkey)}">Unban</button>`
             : `<button type="button" class="danger" data-act="nip86" data-method="banpubkey" data-arg="${esc(m.pubkey)}">Ban</button>`}
           ${m.status === "allowed" ? "" : `<button type="button" class="secondary" data-act="nip86" data-method="allowpubkey" data-arg="${esc(m.pubkey)}">Allow</button>`}</div></td></tr>`).join("")}
-        </tbody></table></section>`);
+        </tbody></table>${pager("after", community.next, "pages of community members")}</section>`);
     },
     async submit(form, data) {
       if (form.dataset.form === "addmember") {
@@ -607,13 +658,13 @@
   // ---- reports page
   pages.reports = {
     async load() {
-      const filter = new URLSearchParams(location.search).get("group") || "";
-      const [reports, groups] = await Promise.all([getJSON("api/reports", filter ? { group: filter } : {}), getJSON("api/groups")]);
-      const opt = (v, t) => `<option value="${esc(v)}"${v === filter ? " selected" : ""}>${esc(t)}</option>`;
+      const filter = here("group");
+      const page = await getJSON("api/reports", { group: filter, limit: 20, after: here("after") });
+      const reports = page.items;
       render(`${signedNote()}
-        <form id="report-filter" data-form="filter"><label>Queue<select name="group" id="group-filter">${opt("", "every report (node-wide)")}${opt("node", "outside groups")}
-          ${groups.map((g) => opt(g.id, "group " + (g.name || g.id))).join("")}</select></label><button type="submit" class="secondary">Show</button></form>
-        <h2>Waiting for a decision (${reports.length})</h2>
+        <form id="report-filter" data-form="filter"><label>Queue: a group id, <code>node</code> (outside groups), or empty (every report)<input name="group" id="group-filter" value="${esc(filter)}" pattern="[A-Za-z0-9_\\-]{1,64}" maxlength="64"></label><button type="submit" class="secondary">Show</button></form>
+        <h2>Waiting for a decision${filter === "node" ? " (outside groups)" : filter ? " in group " + esc(filter) : ""}</h2>
+        <p class="muted">The newest report first; ${esc(reports.length)} on this page.</p>${pager("after", page.next, "pages of reports")}
         ${reports.length ? "" : '<p class="muted">Nothing to decide.</p>'}
         ${reports.map((r) => {
           const ev = r.event;
@@ -633,13 +684,11 @@
             ${r.group ? `<button type="button" class="danger" data-act="group-delete" data-group="${esc(r.group)}" data-id="${esc(r.event_id)}">Delete from group (9005)</button>` : ""}
             ${ev ? `<button type="button" class="danger" data-act="ban-author" data-pubkey="${esc(ev.pubkey)}" data-id="${esc(r.event_id)}">Ban the author</button>` : ""}
           </div></article>`;
-        }).join("")}`);
+        }).join("")}
+        ${pager("after", page.next, "pages of reports")}`);
     },
     async submit(form, data) {
-      const u = new URL(location.href);
-      if (data.group) u.searchParams.set("group", data.group); else u.searchParams.delete("group");
-      history.replaceState(null, "", u);
-      reloadSoon(0);
+      go(linkWith({ group: data.group.trim(), after: "" }));
     },
     async click(b) {
       const id = b.dataset.id;
@@ -769,10 +818,24 @@
     const form = e.target;
     const data = {};
     for (const el of form.elements) if (el.name) data[el.name] = el.type === "checkbox" ? el.checked : el.value;
+    if (form.dataset.form === "search") {
+      let text = data.q.trim();
+      if (text.startsWith("npub1")) {
+        try { text = parsePubkey(text); } catch (err) { say("Search: " + err.message, false); return; }
+      }
+      go(linkWith({ q: text, [form.dataset.reset]: "" }));
+      return;
+    }
     if (form.dataset.form === "nip86" && !current.submit) return;
     current.submit(form, data, e.submitter);
   });
   $("page").addEventListener("click", (e) => {
+    const a = e.target.closest("a[data-page-link]");
+    if (a) {
+      e.preventDefault();
+      go(a.getAttribute("href"));
+      return;
+    }
     const b = e.target.closest("button[data-act]");
     if (!b) return;
     if (b.dataset.act === "nip86") {
