@@ -1,4 +1,4 @@
--- 0034: the console's lists come a page at a time (internal/console, issue 47).
+-- 0035: the console's lists come a page at a time (internal/console, issue 47).
 --
 -- Each list is read by keyset: the rows after the last one of the page before,
 -- in the list's order, LIMIT the page's size. These indexes hold that order,
