@@ -87,7 +87,7 @@ func start(t *testing.T, o opts) *env {
 	admins := map[string]bool{adminPK: true}
 	require.NoError(t, st.SetMembership(store.Membership{Self: nodeKey.PubKey, Sign: nodeKey.Sign, Mode: o.mode, Admins: admins}))
 	svc := node.NewMembershipService(db.Pool, st.Publisher(), st.Rules(), nodeKey.PubKey, nodeKey.Sign, admins)
-	svc.Ranked, svc.AdmitMinRank = o.ranked, o.rank
+	svc.Mode, svc.Ranked, svc.AdmitMinRank = o.mode, o.ranked, o.rank
 	svc.ClaimsPerMember, svc.OpenClaims = o.claimsPerMember, o.openClaims
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(svc.Collectors()...)

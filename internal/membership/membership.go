@@ -66,6 +66,7 @@ const (
 	ViaAdmin    = "admin"    // an admin admitted it (NIP-86 addmember, admitmember)
 	ViaOperator = "operator" // an operator (cnctl members add/admit) or the relay's admins at start
 	ViaRequest  = "request"  // (8001) the member asked to leave (28936)
+	ViaOpen     = "open"     // a 28934 to a relay in open mode, which admits anyone who asks
 )
 
 // Register is one key's NIP-43 membership: the newest of the node's 8000 and

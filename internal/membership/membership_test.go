@@ -129,11 +129,13 @@ func TestInviteOnlyFlow(t *testing.T) {
 	require.Equal(t, membership.ReasonBadTime, reason)
 
 	// Leave: 8001, a new 13534, and later posts are refused. Without the
-	// NIP-70 tag anyone could replay it: refused.
-	ok, reason = bc.publish(testkit.SignNow(t, bob, membership.KindLeave, nil, ""))
+	// NIP-70 tag it is taken only from a connection authenticated as its
+	// author (issue 48: apps send it so), else anyone could replay it.
+	untagged := testkit.SignNow(t, bob, membership.KindLeave, nil, "")
+	ok, reason = anon.publish(untagged)
 	require.False(t, ok)
-	require.Equal(t, membership.ReasonLeaveTag, reason)
-	ok, reason = bc.publish(testkit.SignNow(t, bob, membership.KindLeave, nostr.Tags{{"-"}}, ""))
+	require.Equal(t, membership.ReasonLeaveAuth, reason)
+	ok, reason = bc.publish(untagged)
 	require.True(t, ok, reason)
 	require.Equal(t, membership.MsgLeft, reason)
 	require.Equal(t, []string{adminPK}, e.memberList(t, anon))

@@ -62,7 +62,9 @@ const (
 	ReasonUsed       = "restricted: that invite code was used already (invite codes are single-use)"
 	ReasonRevoked    = "restricted: that invite code was revoked"
 	ReasonBadTime    = "invalid: a join or leave request's created_at must be within 10 minutes of now (NIP-43)"
-	ReasonLeaveTag   = "invalid: a leave request (kind 28936) must carry the NIP-70 - tag (NIP-43)"
+	MsgWelcomeOpen   = "info: welcome: this relay is open, you are a member of it now"
+	ReasonLeaveAuth  = "auth-required: a leave request (kind 28936) is accepted from its authenticated author (NIP-42), or with the NIP-70 - tag"
+	ReasonLeaveOld   = "invalid: this leave request is older than your latest join: sign a new one"
 	ReasonInviteAuth = "auth-required: invite codes (kind 28935) are given to authenticated members: authenticate (NIP-42)"
 	ReasonInviteNon  = "restricted: only members of this relay may request invite codes (kind 28935)"
 	ReasonFailed     = "error: could not process the membership request, try again later"
@@ -77,6 +79,9 @@ type Apply func(ctx context.Context, tx pgx.Tx, changes []Change) ([]Outcome, ou
 // through Apply in one transaction with what it uses up (a claim, a pending
 // request) and, for an admin's change, its cn_admin.log row.
 type Service struct {
+	// Mode is the relay's membership mode: in Open mode (or "") every join
+	// request is admitted (8000 via open), whatever its claim (see Join).
+	Mode   Mode
 	Pool   *pgxpool.Pool
 	Apply  Apply
 	Self   string                   // the node's pubkey
@@ -235,11 +240,12 @@ func (s *Service) timely(ev *nostr.Event) bool {
 	return d <= RequestWindow && d >= -RequestWindow
 }
 
-// Join answers a 28934 (verified, and past the admission chain): a member
-// gets OK true MsgAlready; a valid claim makes the author a member (the claim
-// is used up); a bad one is refused restricted; without a claim, a key the
-// trust gate ranks is admitted at once, any other waits for an admin
-// (restricted: pending ...).
+// Join answers a 28934 (verified, and past the admission chain): a listed
+// member gets OK true MsgAlready; a valid claim makes the author a member
+// (the claim is used up). In open mode every other join is admitted
+// (joinOpen). In invite mode a bad claim is refused restricted; without a
+// claim, a key the trust gate ranks is admitted at once, any other waits for
+// an admin (restricted: pending ...).
 func (s *Service) Join(ctx context.Context, ev *nostr.Event) (bool, string) {
 	if !s.timely(ev) {
 		s.count("refused")
@@ -249,7 +255,7 @@ func (s *Service) Join(ctx context.Context, ev *nostr.Event) (bool, string) {
 	if err != nil {
 		return s.failed("join", err)
 	}
-	if member {
+	if member && (s.Mode == InviteOnly || s.listed(ctx, ev.PubKey)) {
 		s.count("already")
 		return true, MsgAlready
 	}
@@ -264,6 +270,8 @@ func (s *Service) Join(ctx context.Context, ev *nostr.Event) (bool, string) {
 			return err
 		}, []Change{{Pubkey: ev.PubKey, Add: true, Via: ViaClaim}})
 		switch {
+		case errors.Is(err, errRefused) && s.Mode != InviteOnly:
+			return s.joinOpen(ctx, ev) // (open: a bad code refuses no one)
 		case errors.Is(err, errRefused):
 			if why == ReasonExpired {
 				s.count("expired_claim")
@@ -276,6 +284,9 @@ func (s *Service) Join(ctx context.Context, ev *nostr.Event) (bool, string) {
 		}
 		s.count("claim")
 		return true, MsgWelcome
+	}
+	if s.Mode != InviteOnly {
+		return s.joinOpen(ctx, ev)
 	}
 	if s.Ranked != nil && s.Ranked(ev.PubKey) {
 		if _, err := s.change(ctx, nil, deletePending(ctx, ev.PubKey), []Change{{Pubkey: ev.PubKey, Add: true, Via: ViaTrust}}); err != nil {
@@ -292,6 +303,32 @@ func (s *Service) Join(ctx context.Context, ev *nostr.Event) (bool, string) {
 	}
 	s.count("pending")
 	return false, s.pendingReason()
+}
+
+// joinOpen admits the author of a 28934 to a relay in open mode, where
+// anyone may post: it is listed in the 13534 (8000 via open), as an admitted
+// member is, so that apps that join by NIP-43 (and show the members) see the
+// relay as any other. A valid claim is used up first (Join: via claim); a
+// missing, empty or bad one refuses no one: no answer in open mode is a
+// refusal, which apps that treat a refusal naming an invite code as final
+// would show as "join rejected" (issue 48).
+func (s *Service) joinOpen(ctx context.Context, ev *nostr.Event) (bool, string) {
+	if _, err := s.change(ctx, nil, deletePending(ctx, ev.PubKey), []Change{{Pubkey: ev.PubKey, Add: true, Via: ViaOpen}}); err != nil {
+		return s.failed("join", err)
+	}
+	s.count("open")
+	return true, MsgWelcomeOpen
+}
+
+// listed reports whether pk has a NIP-43 register that makes it a member (an
+// 8000): a member by posting only (open mode) is not listed in the 13534.
+func (s *Service) listed(ctx context.Context, pk string) bool {
+	if pk == s.Self {
+		return true
+	}
+	var listed bool
+	err := s.Pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM cn_relay.nip43_members WHERE pubkey = $1 AND member)", pk).Scan(&listed)
+	return err == nil && listed
 }
 
 func (s *Service) pendingReason() string {
@@ -317,15 +354,35 @@ func deletePending(ctx context.Context, pk string) func(pgx.Tx) error {
 	}
 }
 
-// Leave answers a 28936: the member is removed (8001, a new 13534).
-func (s *Service) Leave(ctx context.Context, ev *nostr.Event) (bool, string) {
-	if !protectedTag(ev) { // (so no one else can replay it here: NIP-70 needs its author's AUTH)
+// Leave answers a 28936: the member is removed (8001, a new 13534). It is
+// honoured only when it cannot be replayed by someone else: it carries the
+// NIP-70 - tag (the relay's admission then required its author's AUTH), or
+// byAuthor (the connection is authenticated as its author; apps often send
+// it without the tag). A leave older than the key's latest join (when its
+// 8000 was stored) never removes it, so an old leave sent again after a
+// rejoin removes no one; a leave is honoured only within RequestWindow of
+// its created_at anyway.
+func (s *Service) Leave(ctx context.Context, ev *nostr.Event, byAuthor bool) (bool, string) {
+	if !protectedTag(ev) && !byAuthor {
 		s.count("refused")
-		return false, ReasonLeaveTag
+		return false, ReasonLeaveAuth
 	}
 	if !s.timely(ev) {
 		s.count("refused")
 		return false, ReasonBadTime
+	}
+	// When the latest join was stored (the 8000's ingested_at, the server's
+	// clock): its created_at may run ahead of the clock, as a key's node
+	// events are stamped a second apart.
+	var joined int64
+	err := s.Pool.QueryRow(ctx, `SELECT coalesce((SELECT floor(extract(epoch FROM e.ingested_at))::bigint
+		FROM cn_relay.nip43_members m JOIN cn_relay.events e ON e.id = m.event_id WHERE m.pubkey = $1 AND m.member), 0)`, ev.PubKey).Scan(&joined)
+	if err != nil {
+		return s.failed("leave", err)
+	}
+	if int64(ev.CreatedAt) < joined {
+		s.count("refused")
+		return false, ReasonLeaveOld
 	}
 	outs, err := s.change(ctx, nil, deletePending(ctx, ev.PubKey), []Change{{Pubkey: ev.PubKey, Via: ViaRequest}})
 	if err != nil {

@@ -28,7 +28,7 @@ func openMembership(ctx context.Context, st *store.Store, pool *pgxpool.Pool, s 
 		return nil, nil, err
 	}
 	svc := NewMembershipService(pool, st.Publisher(), st.Rules(), key.PubKey, key.Sign, admins)
-	svc.AdmitMinRank, svc.InviteTTL, svc.Logger = s.AdmitMinRank, s.InviteTTL, logger
+	svc.Mode, svc.AdmitMinRank, svc.InviteTTL, svc.Logger = mode, s.AdmitMinRank, s.InviteTTL, logger
 	svc.ClaimsPerMember, svc.OpenClaims = s.ClaimsPerMember, s.OpenClaims
 	var g *gate.Gate
 	if s.AdmitMinRank > 0 {

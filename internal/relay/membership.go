@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -30,8 +31,12 @@ func (c *conn) membershipEvent(ev *nostr.Event) (ok bool, reason string, done bo
 	defer cancel()
 	if ev.Kind == membership.KindJoin {
 		ok, reason = c.r.members.Join(ctx, ev)
-	} else {
-		ok, reason = c.r.members.Leave(ctx, ev)
+		return ok, reason, true
+	}
+	_, byAuthor := c.authed[ev.PubKey]
+	ok, reason = c.r.members.Leave(ctx, ev, byAuthor)
+	if !ok && strings.HasPrefix(reason, "auth-required:") {
+		c.sendChallenge() // (it answers the challenge, then sends its leave again)
 	}
 	return ok, reason, true
 }

@@ -91,9 +91,10 @@ type Deps struct {
 // Members answers NIP-43 requests (membership.Service).
 type Members interface {
 	// Join and Leave answer a verified 28934 / 28936 that passed admission:
-	// the OK flag and message.
+	// the OK flag and message. byAuthor tells Leave that the connection is
+	// authenticated as the leave's author (NIP-42).
 	Join(ctx context.Context, ev *nostr.Event) (bool, string)
-	Leave(ctx context.Context, ev *nostr.Event) (bool, string)
+	Leave(ctx context.Context, ev *nostr.Event, byAuthor bool) (bool, string)
 	// Invite makes a claim for the first member among authed and returns the
 	// node's signed 28935, or the CLOSED reason.
 	Invite(ctx context.Context, authed []string) (*nostr.Event, string)
