@@ -221,7 +221,9 @@ type Config struct {
 	// (the hex on the wire is twice that); at least 4096.
 	NegFrameLimit int
 	// NegIdleTimeout ends a NIP-77 session that has had no NEG-MSG for this
-	// long, with NEG-ERR "closed: ...".
+	// long after its last answer, with NEG-ERR "closed: ...". A session
+	// waiting for its load (MaxSyncLoads) has had no answer yet: waiting
+	// never times it out.
 	NegIdleTimeout time.Duration
 
 	// Groups says that the store hosts NIP-29 groups (store.Store.SetGroups,

@@ -159,6 +159,7 @@ func BenchmarkNegentropyBurst(b *testing.B) {
 		f, a, d := loadgen.Summarize(firsts), loadgen.Summarize(alone), loadgen.Summarize(during)
 		b.ReportMetric(float64(len(firsts)), "sessions-answered")
 		b.ReportMetric(float64(len(refused)), "sessions-refused")
+		b.ReportMetric(f.Min.Seconds()*1000, "first-msg-min-ms")
 		b.ReportMetric(f.P50.Seconds()*1000, "first-msg-p50-ms")
 		b.ReportMetric(f.P99.Seconds()*1000, "first-msg-p99-ms")
 		b.ReportMetric(f.Max.Seconds()*1000, "first-msg-max-ms")
@@ -228,4 +229,3 @@ func burstRead(b *testing.B, ws *websocket.Conn) []string {
 	}
 	return out
 }
-

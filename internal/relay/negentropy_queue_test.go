@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -161,4 +162,26 @@ func TestNegentropyQueueBounds(t *testing.T) {
 	require.Equal(t, "o", str(t, other.expect("NEG-MSG")[1]))
 	require.Zero(t, e.relay.negLoads.waitingNow())
 	require.EqualValues(t, 3*3*negItemBytes, negHeld(e.relay.Relay), "the closed and the gone sessions gave their bytes back")
+}
+
+// TestNegentropyQueuedNotIdle: NegIdleTimeout counts from a session's last
+// answer, so a session that waits for its load longer than that is not ended
+// as idle: it is answered when its turn comes (and then times out as usual).
+func TestNegentropyQueuedNotIdle(t *testing.T) {
+	t.Parallel()
+	const idle = 50 * time.Millisecond
+	e := newNegEnv(t, func(cfg *Config) { cfg.MaxSyncLoads = 1; cfg.NegIdleTimeout = idle })
+	k := newKey(t)
+	e.store(signedNotes(t, k, 3, 1, mrand.New(mrand.NewPCG(24, 24))))
+	release := holdLoads(t, e.relay.Relay, 1)
+	c := dial(t, e.relay.url)
+	opened := time.Now()
+	c.send("NEG-OPEN", "w", map[string]any{"authors": []string{k.pk}}, "61")
+	waitQueued(t, e.relay.Relay, 1)
+	// (what is checked is that a timeout does not fire: time must pass)
+	waitFor(t, "four idle timeouts", func() bool { return time.Since(opened) > 4*idle })
+	c.quiet()
+	release()
+	require.Equal(t, "w", str(t, c.expect("NEG-MSG")[1]))
+	require.Equal(t, reasonNegIdle, str(t, negErr(t, c, "w")[2]), "idle once answered")
 }
