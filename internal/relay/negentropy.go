@@ -262,7 +262,10 @@ func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg str
 }
 
 // onNegMsg answers one NEG-MSG of an open session, in order: it waits until
-// the session's items are loaded (at most QueryTimeout). NEG-MSGs draw on the
+// the session's items are loaded (a client waits for the session's first
+// answer before it sends one; one sent earlier waits for the session's turn
+// in the load queue, and the connection's further messages behind it, until
+// the session or the connection ends). NEG-MSGs draw on the
 // client address's REQ rate (ReqRatePerIP): one over it ends its session.
 func (c *conn) onNegMsg(subID, msg string) {
 	c.mu.Lock()
@@ -277,7 +280,11 @@ func (c *conn) onNegMsg(subID, msg string) {
 		c.enqueue(negErrMsg(subID, reasonNegRate))
 		return
 	}
-	<-s.ready
+	select {
+	case <-s.ready:
+	case <-s.ctx.Done(): // ended, or the connection is closing: nothing to answer
+		return
+	}
 	c.reconcileNeg(s, msg)
 }
 
