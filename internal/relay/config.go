@@ -198,7 +198,8 @@ type Config struct {
 	// for at once (the database work of a NEG-OPEN), so that a burst of
 	// sessions cannot take the database from REQs. A session beyond it waits
 	// its turn (negentropy_queue.go: a FIFO per connection, the connections
-	// served round-robin), holding no items and no query slot. The items a
+	// served round-robin), holding no items and no query slot; with
+	// MaxQueuedSyncsPerConn or MaxQueuedSyncs 0, none waits (it is refused). The items a
 	// session holds are charged to its connection's sync budget
 	// (MaxSyncEvents items' worth per connection, drawn from TotalQueueBytes)
 	// until it ends.
