@@ -70,6 +70,8 @@ var notStoreRules = map[string]string{
 	"neg-tree":                  "serving NIP-77",
 	"neg-concurrency":           "serving NIP-77",
 	"max-sync-loads":            "serving NIP-77",
+	"max-queued-syncs-per-conn": "serving NIP-77",
+	"max-queued-syncs":          "serving NIP-77",
 	"neg-frame-limit":           "serving NIP-77",
 	"neg-idle-timeout":          "serving NIP-77",
 	"shutdown-timeout":          "the process",

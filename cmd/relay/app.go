@@ -52,9 +52,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.BoolFlag{Name: "neg-tree", Value: d.NegTree, EnvVars: []string{"CN_RELAY_NEG_TREE"}, Usage: "keep a fingerprint tree of the events anyone may read (96+ bytes of memory per event), so that NIP-77 sessions of {} or a time window by unauthenticated readers read no items; --neg-tree=false: every session reads its items from the database"},
 			&cli.IntFlag{Name: "max-sync-events", Value: d.MaxSyncEvents, EnvVars: []string{"CN_RELAY_MAX_SYNC_EVENTS"}, Usage: "most events one NIP-77 session covers, and a connection's sessions together (a session that reads its items: 160 bytes of memory budget each while it lasts); over it NEG-OPEN gets NEG-ERR blocked"},
 			&cli.IntFlag{Name: "neg-concurrency", Value: d.NegConcurrency, DefaultText: "half the CPUs, at least 1", EnvVars: []string{"CN_RELAY_NEG_CONCURRENCY"}, Usage: "NIP-77 rounds computed at once by the whole relay; the others wait"},
-			&cli.IntFlag{Name: "max-sync-loads", Value: d.MaxSyncLoads, EnvVars: []string{"CN_RELAY_MAX_SYNC_LOADS"}, Usage: "NIP-77 sessions the whole relay reads items for at once; a NEG-OPEN beyond it gets NEG-ERR rate-limited"},
+			&cli.IntFlag{Name: "max-sync-loads", Value: d.MaxSyncLoads, EnvVars: []string{"CN_RELAY_MAX_SYNC_LOADS"}, Usage: "NIP-77 sessions the whole relay reads items for at once (the database work of a NEG-OPEN); the others wait their turn, a FIFO per connection served round-robin, holding no items"},
+			&cli.IntFlag{Name: "max-queued-syncs-per-conn", Value: d.MaxQueuedSyncsPerConn, EnvVars: []string{"CN_RELAY_MAX_QUEUED_SYNCS_PER_CONN"}, Usage: "NIP-77 sessions of one connection that may wait for --max-sync-loads; a NEG-OPEN beyond gets NEG-ERR rate-limited (apps open about a dozen at once; sessions also count against --max-subscriptions)"},
+			&cli.IntFlag{Name: "max-queued-syncs", Value: d.MaxQueuedSyncs, EnvVars: []string{"CN_RELAY_MAX_QUEUED_SYNCS"}, Usage: "NIP-77 sessions of the whole relay that may wait for --max-sync-loads (about 1 KiB plus the initial message each, from --total-queue-bytes); a NEG-OPEN beyond gets NEG-ERR rate-limited"},
 			&cli.IntFlag{Name: "neg-frame-limit", Value: d.NegFrameLimit, EnvVars: []string{"CN_RELAY_NEG_FRAME_LIMIT"}, Usage: "largest NIP-77 answer in bytes before hex encoding (at least 4096)"},
-			&cli.DurationFlag{Name: "neg-idle-timeout", Value: d.NegIdleTimeout, EnvVars: []string{"CN_RELAY_NEG_IDLE_TIMEOUT"}, Usage: "a NIP-77 session without NEG-MSG for this long is closed (NEG-ERR closed:)"},
+			&cli.DurationFlag{Name: "neg-idle-timeout", Value: d.NegIdleTimeout, EnvVars: []string{"CN_RELAY_NEG_IDLE_TIMEOUT"}, Usage: "a NIP-77 session without NEG-MSG for this long after its last answer is closed (NEG-ERR closed:); a session waiting for its turn to read its items (--max-sync-loads) is not idle"},
 			&cli.IntFlag{Name: "cache-bytes", Value: d.CacheBytes, EnvVars: []string{"CN_RELAY_CACHE_BYTES"}, Usage: "memory for the event cache: the newest visible public events, kept by the outbox follower, answer the REQs they provably hold without the database (0: off)"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: d.ShutdownTimeout, EnvVars: []string{"CN_RELAY_SHUTDOWN_TIMEOUT"}, Usage: "longest graceful shutdown"},
 
@@ -158,6 +160,8 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 	cfg.NegConcurrency = c.Int("neg-concurrency")
 	cfg.NegFrameLimit = c.Int("neg-frame-limit")
 	cfg.MaxSyncLoads = c.Int("max-sync-loads")
+	cfg.MaxQueuedSyncsPerConn = c.Int("max-queued-syncs-per-conn")
+	cfg.MaxQueuedSyncs = c.Int("max-queued-syncs")
 	cfg.NegIdleTimeout = c.Duration("neg-idle-timeout")
 	cfg.CacheBytes = c.Int("cache-bytes")
 	cfg.Auth = relay.AuthConfig{

@@ -206,17 +206,36 @@ type Config struct {
 	// too), so that a burst of sessions cannot take every CPU from REQs.
 	NegConcurrency int
 	// MaxSyncLoads is how many NIP-77 sessions the whole relay reads items
-	// for at once (the database work of a NEG-OPEN); a NEG-OPEN beyond it is
-	// answered NEG-ERR "rate-limited: ..." at once, so that a burst of
-	// sessions cannot take the database from REQs. The items a session holds
-	// are charged to its connection's sync budget (MaxSyncEvents items' worth
-	// per connection, drawn from TotalQueueBytes) until it ends.
+	// for at once (the database work of a NEG-OPEN), so that a burst of
+	// sessions cannot take the database from REQs. A session beyond it waits
+	// its turn (negentropy_queue.go: a FIFO per connection, the connections
+	// served round-robin), holding no items and no query slot; with
+	// MaxQueuedSyncsPerConn or MaxQueuedSyncs 0, none waits (it is refused). The items a
+	// session holds are charged to its connection's sync budget
+	// (MaxSyncEvents items' worth per connection, drawn from TotalQueueBytes)
+	// until it ends.
 	MaxSyncLoads int
+	// MaxQueuedSyncsPerConn bounds the NIP-77 sessions of one connection
+	// waiting for a load (MaxSyncLoads); a NEG-OPEN beyond it is answered
+	// NEG-ERR "rate-limited: ...". Apps open one session per filter (about
+	// a dozen at once); sessions also count against MaxSubscriptions, so at
+	// the defaults (20 and 20) it is never reached: it matters when
+	// MaxSubscriptions is raised.
+	MaxQueuedSyncsPerConn int
+	// MaxQueuedSyncs bounds the NIP-77 sessions waiting for a load on the
+	// whole relay; a NEG-OPEN beyond it is answered NEG-ERR "rate-limited:
+	// ...". A waiting session is charged about 1 KiB plus its initial
+	// message to its connection's sync budget (so to TotalQueueBytes): the
+	// default, 100,000, is 10,000 members' apps each opening 10 sessions at
+	// the same instant.
+	MaxQueuedSyncs int
 	// NegFrameLimit bounds each NEG-MSG answer, in bytes of binary message
 	// (the hex on the wire is twice that); at least 4096.
 	NegFrameLimit int
 	// NegIdleTimeout ends a NIP-77 session that has had no NEG-MSG for this
-	// long, with NEG-ERR "closed: ...".
+	// long after its last answer, with NEG-ERR "closed: ...". A session
+	// waiting for its load (MaxSyncLoads) has had no answer yet: waiting
+	// never times it out.
 	NegIdleTimeout time.Duration
 
 	// Groups says that the store hosts NIP-29 groups (store.Store.SetGroups,
@@ -262,33 +281,35 @@ type Config struct {
 // addresses, which the process chooses (internal/node declares the node's).
 func DefaultConfig() Config {
 	return Config{
-		Limits:             protocol.DefaultLimits(),
-		BatchMaxEvents:     200,
-		BatchMaxDelay:      5 * time.Millisecond,
-		IngestConcurrency:  1,
-		IngestTimeout:      10 * time.Second,
-		SendQueueSize:      4096,
-		SendQueueBytes:     4 << 20,
-		TotalQueueBytes:    256 << 20,
-		MaxSubscriptions:   20,
-		MaxQueriesPerConn:  4,
-		MaxConnsPerIP:      100,
-		EventRatePerIP:     Rate{PerSecond: 50, Burst: 100},
-		EventRatePerPubkey: Rate{PerSecond: 50, Burst: 100},
-		ReqRatePerIP:       Rate{PerSecond: 20, Burst: 50},
-		Negentropy:         true,
-		NegTree:            true,
-		MaxSyncEvents:      1_000_000,
-		NegFrameLimit:      60_000,
-		NegConcurrency:     max(1, runtime.GOMAXPROCS(0)/2),
-		MaxSyncLoads:       2,
-		CacheBytes:         64 << 20,
-		NegIdleTimeout:     60 * time.Second,
-		QueryTimeout:       10 * time.Second,
-		PingInterval:       30 * time.Second,
-		ReadTimeout:        60 * time.Second,
-		WriteTimeout:       10 * time.Second,
-		ShutdownTimeout:    10 * time.Second,
+		Limits:                protocol.DefaultLimits(),
+		BatchMaxEvents:        200,
+		BatchMaxDelay:         5 * time.Millisecond,
+		IngestConcurrency:     1,
+		IngestTimeout:         10 * time.Second,
+		SendQueueSize:         4096,
+		SendQueueBytes:        4 << 20,
+		TotalQueueBytes:       256 << 20,
+		MaxSubscriptions:      20,
+		MaxQueriesPerConn:     4,
+		MaxConnsPerIP:         100,
+		EventRatePerIP:        Rate{PerSecond: 50, Burst: 100},
+		EventRatePerPubkey:    Rate{PerSecond: 50, Burst: 100},
+		ReqRatePerIP:          Rate{PerSecond: 20, Burst: 50},
+		Negentropy:            true,
+		NegTree:               true,
+		MaxSyncEvents:         1_000_000,
+		NegFrameLimit:         60_000,
+		NegConcurrency:        max(1, runtime.GOMAXPROCS(0)/2),
+		MaxSyncLoads:          2,
+		MaxQueuedSyncsPerConn: 20,
+		MaxQueuedSyncs:        100_000,
+		CacheBytes:            64 << 20,
+		NegIdleTimeout:        60 * time.Second,
+		QueryTimeout:          10 * time.Second,
+		PingInterval:          30 * time.Second,
+		ReadTimeout:           60 * time.Second,
+		WriteTimeout:          10 * time.Second,
+		ShutdownTimeout:       10 * time.Second,
 		// AUTH is offered by default: direct messages (kinds 4, 1059) are served
 		// to their authenticated recipients only, and NIP-70 needs it. The
 		// challenge goes out on connect, so that apps sign in before their first
@@ -373,6 +394,12 @@ func (c Config) Validate() error {
 		}
 		if c.MaxSyncLoads < 1 {
 			add("max sync loads must be at least 1, got %d", c.MaxSyncLoads)
+		}
+		if c.MaxQueuedSyncsPerConn < 0 {
+			add("max queued syncs per connection must not be negative, got %d", c.MaxQueuedSyncsPerConn)
+		}
+		if c.MaxQueuedSyncs < 0 {
+			add("max queued syncs must not be negative, got %d", c.MaxQueuedSyncs)
 		}
 	}
 	if c.CacheBytes < 0 {

@@ -26,6 +26,9 @@ type metrics struct {
 	groupGateBehind  prometheus.Counter
 	negTreeSessions  prometheus.Counter     // NIP-77 sessions served from the tree
 	negTreeMisses    prometheus.Counter     // sessions the tree covered but was not current for
+	negQueued        prometheus.Gauge       // NIP-77 sessions waiting for a load (negentropy_queue.go)
+	negQueueWait     prometheus.Histogram   // how long sessions waited for a load
+	negQueueRefused  *prometheus.CounterVec // NEG-OPENs refused because the queue was full, by scope
 	refusedConns     *prometheus.CounterVec // by reason
 	authHeld         *prometheus.CounterVec // REQs held for a first AUTH, by outcome (signin.go)
 	badRealIP        prometheus.Counter
@@ -109,6 +112,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "cn_relay_neg_tree_misses_total",
 			Help: "NIP-77 sessions the fingerprint tree covers that read their items because the tree was not ready or behind the outbox head.",
 		}),
+		negQueued: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cn_relay_neg_queued",
+			Help: "NIP-77 sessions waiting for one of the relay's --max-sync-loads slots to read their items.",
+		}),
+		negQueueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "cn_relay_neg_queue_wait_seconds",
+			Help:    "How long NIP-77 sessions that had to wait waited for a load slot.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}),
+		negQueueRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cn_relay_neg_queue_refused_total",
+			Help: "NEG-OPENs answered rate-limited because the load queue was full, by scope (connection: --max-queued-syncs-per-conn, relay: --max-queued-syncs).",
+		}, []string{"scope"}),
 		refusedConns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cn_relay_refused_connections_total",
 			Help: "WebSocket upgrades refused, by reason (per_ip_limit, shutting_down).",
@@ -152,7 +168,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.ingestWaiting, m.connections, m.subscriptions, m.messages, m.events, m.batchSize,
-			m.ingestSeconds, m.querySeconds, m.slowDisconnects, m.liveDeliveries, m.liveWriteBlocked, m.groupWithheld, m.groupGateBehind, m.negTreeSessions, m.negTreeMisses, m.refusedConns, m.authHeld,
+			m.ingestSeconds, m.querySeconds, m.slowDisconnects, m.liveDeliveries, m.liveWriteBlocked, m.groupWithheld, m.groupGateBehind, m.negTreeSessions, m.negTreeMisses, m.negQueued, m.negQueueWait, m.negQueueRefused, m.refusedConns, m.authHeld,
 			m.followerSeq, m.followerFailures, m.badRealIP, m.queryBudgetStops, m.handoffCaught, m.handoffDropped, m.handoffRefills, m.cacheLearns, m.groupEvents)
 	}
 	return m

@@ -31,7 +31,8 @@ const (
 	reasonNegUnknown  = "closed: no open negentropy session with this id"
 	reasonNegIdle     = "closed: idle for too long"
 	reasonNegFailed   = "error: could not prepare the sync"
-	reasonNegBusy     = "rate-limited: too many sync sessions are starting on this relay, try again in a moment"
+	reasonNegBusy     = "rate-limited: too many sync sessions are waiting on this relay, try again in a moment"
+	reasonNegConnBusy = "rate-limited: too many of this connection's sync sessions are waiting, close some or try again in a moment"
 	reasonNegRate     = "rate-limited: slow down, too many sync messages from your address"
 	reasonNegMemory   = "error: the relay is short of memory for sync sessions, try again later"
 )
@@ -63,6 +64,15 @@ type negSession struct {
 	items  int                // the items of a session served from the tree
 	closed bool
 	idle   *time.Timer // ends the session after NegIdleTimeout without a NEG-MSG
+
+	// Set before the session is pushed on the relay's load queue (negQueue):
+	// load reads its items (loadNeg); waitBytes is what it is charged while
+	// it waits (given back when its load starts, or by endNeg).
+	load      func()
+	waitBytes int
+	// Under the queue's mu: waiting in the queue, since queuedAt.
+	waiting  bool
+	queuedAt time.Time
 }
 
 func negMsg(subID, msg string) []byte {
@@ -128,34 +138,71 @@ func (c *conn) onNegOpen(subID string, filter nostr.Filter, msg string) {
 	c.negs[subID] = s
 	c.mu.Unlock()
 	v := c.viewer()
-	if !c.startQuery(func() { c.loadNeg(s, filters[0], v, msg) }) {
-		c.endNeg(s)
-		close(s.ready)
+	if c.r.negTree != nil && treeCovers(filters[0], v) {
+		// (a query slot of the connection: the tree reads the outbox head)
+		if !c.startQuery(func() { c.treeOrQueue(s, filters[0], v, msg) }) {
+			c.endNeg(s)
+			close(s.ready)
+		}
+		return
 	}
+	c.queueLoad(s, filters[0], v, msg)
+}
+
+// treeOrQueue serves s from the fingerprint tree, or, when the tree is not
+// current, queues it to read its items.
+func (c *conn) treeOrQueue(s *negSession, f nostr.Filter, v protocol.Viewer, msg string) {
+	if c.treeNeg(s, f, msg) {
+		close(s.ready)
+		return
+	}
+	c.queueLoad(s, f, v, msg)
+}
+
+// queueLoad has s read its items (loadNeg) once one of the relay's
+// MaxSyncLoads slots is its, in its turn (negQueue); meanwhile it is charged
+// negQueuedBytes and its initial message to the connection's sync budget
+// (beyond the budget's own limit, which is for items: MaxQueuedSyncsPerConn
+// bounds what a connection's waiting sessions hold; never beyond the relay's).
+// It answers NEG-ERR at once when the queue is full (rate-limited) or the
+// relay's budget cannot hold that much (error).
+func (c *conn) queueLoad(s *negSession, f nostr.Filter, v protocol.Viewer, msg string) {
+	s.load = func() { c.loadNeg(s, f, v, msg) }
+	s.waitBytes = negQueuedBytes + len(msg)
+	if c.negMem.take(s.waitBytes, c.negMem.limit, true) != taken {
+		c.failNeg(s, negErrMsg(s.id, reasonNegMemory))
+		close(s.ready)
+		return
+	}
+	switch c.r.negLoads.push(c, s) {
+	case loadStarted, loadWaiting:
+		return
+	case connQueueFull:
+		c.r.m.negQueueRefused.WithLabelValues("connection").Inc()
+		c.failNeg(s, negErrMsg(s.id, reasonNegConnBusy))
+	case relayQueueFull:
+		c.r.m.negQueueRefused.WithLabelValues("relay").Inc()
+		c.failNeg(s, negErrMsg(s.id, reasonNegBusy))
+	}
+	c.negMem.give(s.waitBytes)
+	close(s.ready)
 }
 
 // loadNeg reads the session's items and answers the initial message, or ends
-// the session with NEG-ERR: rate-limited when MaxSyncLoads sessions of the
-// relay are reading theirs already; blocked (with the limit as the 4th
-// element) when more than MaxSyncEvents events match or the connection's
-// sessions would hold more than MaxSyncEvents items together; error when the
-// relay's memory budget is full. The items are charged to the connection's
-// sync budget as they are read, and stay charged until the session ends.
+// the session with NEG-ERR: blocked (with the limit as the 4th element) when
+// more than MaxSyncEvents events match or the connection's sessions would
+// hold more than MaxSyncEvents items together; error when the relay's memory
+// budget is full. It runs in one of the relay's MaxSyncLoads slots
+// (negQueue.push), which it frees once the items are read. The items are
+// charged to the connection's sync budget as they are read, and stay charged
+// until the session ends.
 func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg string) {
 	defer close(s.ready)
-	if c.r.negTree != nil && treeCovers(f, v) && c.treeNeg(s, f, msg) {
-		return
-	}
-	select {
-	case c.r.negLoads <- struct{}{}:
-	default:
-		c.failNeg(s, negErrMsg(s.id, reasonNegBusy))
-		return
-	}
+	c.negMem.give(s.waitBytes) // (it waits no more)
 	loading := true
 	defer func() {
 		if loading {
-			<-c.r.negLoads
+			c.r.negLoads.done()
 		}
 	}()
 	held, refused := 0, taken
@@ -198,7 +245,7 @@ func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg str
 	srv, err := negentropy.NewServer(items, c.r.cfg.NegFrameLimit)
 	items = nil
 	loading = false
-	<-c.r.negLoads
+	c.r.negLoads.done()
 	if err != nil {
 		c.logger().Warn("negentropy session failed", "sub", s.id, "err", err)
 		c.failNeg(s, negErrMsg(s.id, reasonNegFailed))
@@ -215,7 +262,10 @@ func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg str
 }
 
 // onNegMsg answers one NEG-MSG of an open session, in order: it waits until
-// the session's items are loaded (at most QueryTimeout). NEG-MSGs draw on the
+// the session's items are loaded (a client waits for the session's first
+// answer before it sends one; one sent earlier waits for the session's turn
+// in the load queue, and the connection's further messages behind it, until
+// the session or the connection ends). NEG-MSGs draw on the
 // client address's REQ rate (ReqRatePerIP): one over it ends its session.
 func (c *conn) onNegMsg(subID, msg string) {
 	c.mu.Lock()
@@ -230,7 +280,11 @@ func (c *conn) onNegMsg(subID, msg string) {
 		c.enqueue(negErrMsg(subID, reasonNegRate))
 		return
 	}
-	<-s.ready
+	select {
+	case <-s.ready:
+	case <-s.ctx.Done(): // ended, or the connection is closing: nothing to answer
+		return
+	}
 	c.reconcileNeg(s, msg)
 }
 
@@ -296,6 +350,10 @@ func (c *conn) endNeg(s *negSession) bool {
 	}
 	s.mu.Unlock()
 	s.cancel()
+	if c.r.negLoads.remove(c, s) { // (after cancel: see negQueue.push)
+		c.negMem.give(s.waitBytes)
+		close(s.ready) // (its load never runs)
+	}
 	return first
 }
 

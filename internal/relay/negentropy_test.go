@@ -666,33 +666,6 @@ func TestNegentropyMemoryBudget(t *testing.T) {
 	require.Zero(t, negHeld(tight.Relay))
 }
 
-// TestNegentropyLoadCap: while MaxSyncLoads sessions of the relay read their
-// items, a NEG-OPEN is refused at once (rate-limited) and REQs are served;
-// once a load ends, sessions open again.
-func TestNegentropyLoadCap(t *testing.T) {
-	t.Parallel()
-	e := newNegEnv(t, func(cfg *Config) { cfg.MaxSyncLoads = 1 })
-	k := newKey(t)
-	evs := signedNotes(t, k, 3, 1, mrand.New(mrand.NewPCG(11, 11)))
-	e.store(evs)
-	filter := map[string]any{"authors": []string{k.pk}}
-	e.relay.negLoads <- struct{}{} // the only load slot is busy
-	c := dial(t, e.relay.url)
-	c.send("NEG-OPEN", "x", filter, "61")
-	require.Equal(t, reasonNegBusy, str(t, negErr(t, c, "x")[2]))
-	other := dial(t, e.relay.url)
-	other.send("REQ", "r", filter)
-	for range evs {
-		other.expect("EVENT")
-	}
-	other.eose("r")
-	require.Zero(t, openNegs(e.relay.Relay))
-	<-e.relay.negLoads
-	c.send("NEG-OPEN", "x", filter, "61")
-	c.expect("NEG-MSG")
-	require.Len(t, e.relay.negLoads, 0, "the load slot is free again once the items are read")
-}
-
 // TestNegentropyMessageRate: NEG-MSG draws on the client address's REQ rate
 // (as NEG-OPEN does): one over it ends its session with NEG-ERR rate-limited.
 func TestNegentropyMessageRate(t *testing.T) {

@@ -133,7 +133,7 @@ type Relay struct {
 	cache      EventCache     // nil: no event cache (Deps.Cache)
 	learns     chan learnItem // database answers for the cache's author ranges (learn.go); nil without a cache
 	learnBytes atomic.Int64   // the bytes of the answers in learns
-	negLoads   chan struct{}  // bounds the NIP-77 sessions reading items at once (MaxSyncLoads)
+	negLoads   *negQueue      // the NIP-77 sessions reading items, at most MaxSyncLoads at once, and those waiting
 	negTree    *negTree       // nil: every NIP-77 session reads its items (negentropy_tree.go)
 	policy     Policy
 	ranks      RankGate
@@ -226,7 +226,7 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 	if deps.Sync != nil && cfg.Negentropy {
 		r.sync = deps.Sync
 		r.negSlots = make(chan struct{}, cfg.NegConcurrency)
-		r.negLoads = make(chan struct{}, cfg.MaxSyncLoads)
+		r.negLoads = newNegQueue(cfg, r.m)
 	}
 	r.admission = admission.Chain{Limits: cfg.Limits, Policy: deps.Policy, Ranks: deps.Ranks}
 	r.m.registerHeld(deps.Registerer, r.mem)
