@@ -40,6 +40,7 @@ var notStoreRules = map[string]string{
 	"metrics-listen":            "where the relay serves",
 	"public-url":                "the relay's URL for AUTH",
 	"auth-challenge-on-connect": "when the relay asks a client to sign in",
+	"auth-grace":                "how long a REQ waits for a new connection's sign-in",
 	"real-ip-header":            "a connection's address",
 	"batch-max-events":          "how the relay groups commits, not what they store",
 	"batch-max-delay":           "how the relay groups commits, not what they store",
