@@ -36,13 +36,15 @@
 //     another consumer's row fails with SQLSTATE 42501; the consumer column
 //     itself is not updatable).
 //   - cn_role_publisher (granted to the relay, the moderator and trust): the store
-//     path: SELECT, INSERT, UPDATE on cn_relay's own tables, INSERT into the outbox.
+//     path: SELECT, INSERT, UPDATE on cn_relay's own tables, INSERT into the outbox,
+//     DELETE of the tag rows of a version no longer effective (issue 47).
 //
 // What "a consumer cannot write cn_relay.events" means: true for the indexer and
 // the dashboard. The moderator and trust publish the node's signed events and
 // hides through the same store path as the relay, so their roles can insert and
-// update cn_relay's event tables and append to the outbox (never delete, never
-// touch the outbox's rows, partitions or another consumer's offset or schema).
+// update cn_relay's event tables and append to the outbox (never delete an
+// event, only the tag rows of a version no longer effective; never touch the
+// outbox's rows, partitions or another consumer's offset or schema).
 // Narrowing that further would mean SECURITY DEFINER functions for the store path.
 //
 // Postgres keeps some maintenance to table owners: under these roles the
@@ -383,6 +385,7 @@ func grant(ctx context.Context, tx pgx.Tx, cfg Config) error {
 	on("DELETE", "cn_relay.pending_events", Publisher)     // published or expired (schema 0017)
 	on("DELETE", "cn_relay.membership_pending", Publisher) // admitted or denied join requests (schema 0031)
 	on("DELETE", "cn_relay.group_access", Publisher)       // a group no longer private or hidden (schema 0026)
+	on("DELETE", "cn_relay.event_tags", Publisher)         // a version no longer effective keeps no tag rows (issue 47)
 	on("USAGE", "SEQUENCE cn_relay.events_outbox_seq_seq", Publisher)
 	on("EXECUTE", "FUNCTION "+ensure, Relay)
 	on("EXECUTE", "FUNCTION cn_relay.analyze_query_table(text)", Relay) // statistics when autovacuum is off (schema 0014)
