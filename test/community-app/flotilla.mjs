@@ -6,7 +6,8 @@
 //
 // Each step has its own assertion and prints "ok - <step>" or "not ok -
 // <step>: <why>", then the last WebSocket frames the app exchanged with the
-// relay. A step after a failed one in the same scenario is printed as "not
+// relays and a screenshot of every page (a file under the temporary
+// directory). A step after a failed one in the same scenario is printed as "not
 // run". The exit status is 1 when any step failed or did not run.
 import http from 'node:http'
 import fs from 'node:fs'
@@ -47,7 +48,7 @@ const record = (who, dir, url, payload) => {
   frames.push(`${new Date().toISOString().slice(11, 23)} ${who} ${dir} ${url} ${String(payload).slice(0, 600)}`)
   if (frames.length > 5000) frames.splice(0, frames.length - 5000)
 }
-const ours = url => url.startsWith(OPEN) || url.startsWith(INVITE)
+const ours = url => [OPEN, INVITE].some(r => new URL(r).host === new URL(url).host)
 const local = url => { const h = new URL(url).hostname; return h === '127.0.0.1' || h === 'localhost' }
 
 const pages = [] // every person's page, for screenshots on failure
