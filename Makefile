@@ -8,7 +8,7 @@ BENCHTIME ?= 1s
 GOTAGS ?= $(shell printf '\043include <secp256k1_schnorrsig.h>\nint main(void){return 0;}\n' | \
 	$${CC:-cc} -x c - -lsecp256k1 -o /dev/null >/dev/null 2>&1 && echo libsecp256k1)
 
-.PHONY: run test test-long fuzz test-race test-ops test-apps bench bench-index bench-trust bench-peers lint build clean-dev docs
+.PHONY: run test test-long fuzz test-race test-ops test-apps test-community-app bench bench-index bench-trust bench-peers lint build clean-dev docs
 
 ## run: start the whole node locally (embedded Postgres unless DATABASE_URL is set)
 run:
@@ -57,6 +57,16 @@ test-apps:
 		{ echo "test-apps: install Node.js 20 or later and npm first (found node: $$(node --version 2>/dev/null || echo none), npm: $$(npm --version 2>/dev/null || echo none))" >&2; exit 1; }
 	cd test/apps && npm ci --no-audit --no-fund
 	$(GO) test -tags apps -count=1 -timeout 15m -v ./internal/appcheck/...
+
+## test-community-app: a real NIP-29 web app, Flotilla (built once from a local git repository of its source, FLOTILLA_SRC; cached in test/community-app/.cache), driven in headless Chromium against two cnctl dev nodes (open, invite-only); needs Node.js 20+, npm and Debian's chromium
+test-community-app:
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 && \
+		node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' || \
+		{ echo "test-community-app: install Node.js 20 or later and npm first (found node: $$(node --version 2>/dev/null || echo none), npm: $$(npm --version 2>/dev/null || echo none))" >&2; exit 1; }
+	@test -x "$${CN_CHROMIUM:-/usr/bin/chromium}" || { echo "test-community-app: no Chromium at $${CN_CHROMIUM:-/usr/bin/chromium}: apt install chromium (Debian), or set CN_CHROMIUM to its path" >&2; exit 1; }
+	cd test/community-app && npm ci --no-audit --no-fund
+	build=$$(test/community-app/build-flotilla.sh) && \
+		CN_FLOTILLA_BUILD="$$build" $(GO) test -tags communityapp -count=1 -timeout 20m -v ./internal/communityapp/...
 
 ## bench: benchmarks with figures (BENCH=regexp BENCHCOUNT=n BENCHTIME=d), except the indexer's and trust's
 bench:
