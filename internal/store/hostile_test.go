@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -74,6 +75,27 @@ func TestHostileMemberFloodKeepsOneMemberList(t *testing.T) {
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM cn_relay.event_tags g JOIN cn_relay.events e ON e.id = g.event_id
 		WHERE e.effective_key IS NOT NULL AND NOT e.is_effective`).Scan(&stale))
 	require.Zero(t, stale, "no superseded version of any kind keeps tag rows")
+	// Superseded versions of the node's own state are not kept at all (issue
+	// 47: each was ~130 KB of JSON at 1,900 members): one row per key.
+	var lists39002, nodeRows, nodeKeys int
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE kind = $2), count(*), count(DISTINCT effective_key)
+		FROM cn_relay.events WHERE pubkey = $1 AND effective_key IS NOT NULL`, node.PubKey, groups.KindMembers).
+		Scan(&lists39002, &nodeRows, &nodeKeys))
+	require.Equal(t, 1, lists39002, "exactly one member list remains in cn_relay.events")
+	require.Equal(t, nodeKeys, nodeRows, "one version per key of the node's state")
+	// A kind 5 from the flooder naming the node's list (by id and by address)
+	// deletes nothing: only the author deletes, and there is no older version
+	// to promote.
+	at++
+	del := &nostr.Event{Kind: 5, CreatedAt: at, Tags: nostr.Tags{{"e", lists[0].ID},
+		{"a", fmt.Sprintf("%d:%s:flood", groups.KindMembers, node.PubKey)}}}
+	require.NoError(t, del.Sign(sk))
+	_, err = st.Ingest(ctx, []*nostr.Event{del})
+	require.NoError(t, err)
+	again, err := st.Query(ctx, []nostr.Filter{{Kinds: []int{groups.KindMembers}, Tags: nostr.TagMap{"d": {"flood"}}}}, protocol.Viewer{})
+	require.NoError(t, err)
+	require.Len(t, again, 1)
+	require.Equal(t, lists[0].ID, again[0].ID, "the node's list stays")
 	// A #p filter finds the group's list by a member, and only its effective version.
 	byMember, err := st.Query(ctx, []nostr.Filter{{Kinds: []int{groups.KindMembers}, Tags: nostr.TagMap{"p": {many[0][1]}}}}, protocol.Viewer{})
 	require.NoError(t, err)
