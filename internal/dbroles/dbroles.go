@@ -39,7 +39,7 @@
 //     path: SELECT, INSERT, UPDATE on cn_relay's own tables, INSERT into the outbox,
 //     DELETE of the tag rows of a version no longer effective, and DELETE on
 //     cn_relay.events: a superseded version of the node's own state
-//     (39000-39005, 13534, 33534) is not kept (issue 47; the store path
+//     (39000-39005, 13534, 33534, trust's 30382) is not kept (issue 47; the store path
 //     deletes no other event).
 //
 // What "a consumer cannot write cn_relay.events" means: true for the indexer and

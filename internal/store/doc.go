@@ -45,7 +45,8 @@
 //     deletion need it.
 //   - The node's own state is not kept once superseded: a replaceable or
 //     addressable version signed by the node key (Groups.Policy.Node,
-//     Membership.Self: 39000-39003, 39005, 13534, 33534) that stops being
+//     Membership.Self: 39000-39003, 39005, 13534, 33534) or by a key of
+//     Publisher.SetOwnState (trust's provider: 30382, its kind 0) that stops being
 //     effective because a newer one is (not because it is deleted or hidden)
 //     loses its events and event_tags rows in the same transaction, and one
 //     that arrives superseded already is not stored (answered OK, as a late

@@ -151,3 +151,32 @@ func TestSupersededVersionTagRows(t *testing.T) {
 	require.Equal(t, 2, effective)
 	require.Zero(t, superseded)
 }
+
+// TestOwnStateKeepsOneVersion: versions of a key of the node's own state
+// (Publisher.SetOwnState: trust's provider) are not kept once superseded, and
+// one that arrives superseded is answered as a late version is but not
+// stored; a client's versions of the same kind stay, as before.
+func TestOwnStateKeepsOneVersion(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t)
+	own, _ := nostr.GetPublicKey(f.keys[0])
+	client, _ := nostr.GetPublicKey(f.keys[1])
+	f.store.pub.SetOwnState(own)
+	for _, author := range []int{0, 1} {
+		for i, at := range []nostr.Timestamp{base, base + 10, base - 10} {
+			ev := f.event(t, author, 30382, at, nostr.Tags{{"d", client}, {"rank", fmt.Sprint(i)}, topic("a")}, "")
+			require.Equal(t, []protocol.Verdict{{OK: true}}, f.ingest(t, ev), "author %d version %d", author, i)
+		}
+	}
+	rows := func(pk string) (n int) {
+		require.NoError(t, f.db.Pool.QueryRow(ctx, `SELECT count(*) FROM cn_relay.events WHERE pubkey = $1`, pk).Scan(&n))
+		return n
+	}
+	require.Equal(t, 1, rows(own), "the node's state: its effective version only")
+	require.Equal(t, 3, rows(client), "a client's versions stay")
+	got := f.query(t, nostr.Filter{Kinds: []int{30382}, Authors: []string{own}})
+	require.Len(t, got, 1)
+	_, superseded := tagRows(t, f.db, 30382)
+	require.Zero(t, superseded)
+}

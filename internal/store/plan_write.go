@@ -141,8 +141,9 @@ func (p *plan) queuePending(b *pgx.Batch) {
 
 // ownState reports whether v is a version of the node's own state: a
 // replaceable or addressable event signed by the node key (the groups' or
-// NIP-43 membership's node pubkey): the group state events 39000-39003 and
-// 39005, the membership lists 13534 and role definitions 33534. Such a
+// NIP-43 membership's node pubkey, or a key of Publisher.SetOwnState): the
+// group state events 39000-39003 and 39005, the membership lists 13534 and
+// role definitions 33534, trust's NIP-85 assertions 30382. Such a
 // version is not kept once a newer one of its key is effective: its events
 // and event_tags rows are deleted in the transaction that supersedes it, and
 // one that arrives superseded already is not stored (issue 47: a member list
@@ -160,7 +161,7 @@ func (p *plan) ownState(v *stored) bool {
 	if v.effectiveKey == "" {
 		return false
 	}
-	return (p.groups != nil && v.pubkey == p.groups.Policy.Node) || (p.mship != nil && v.pubkey == p.mship.Self)
+	return (p.groups != nil && v.pubkey == p.groups.Policy.Node) || (p.mship != nil && v.pubkey == p.mship.Self) || p.own[v.pubkey]
 }
 
 // A replaceable or addressable version has tag rows (cn_relay.event_tags) only
