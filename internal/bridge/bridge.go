@@ -304,6 +304,11 @@ func (b *Bridge) streamLast(ctx context.Context) (int64, error) {
 }
 
 // loadPayloads returns the NIP-01 JSON of the events of the upsert rows, by id.
+// An upsert row with an effective key whose event is not in cn_relay.events
+// is a superseded version of the node's own state that the store removed
+// (events are never deleted otherwise): it has no payload, and publish marks
+// its message removed (outboxmsg.HeaderRemoved). A missing event of any other
+// upsert row is an error (the bridge halts on it).
 func loadPayloads(ctx context.Context, tx consumer.Tx, rows []outbox.Row) (map[string][]byte, error) {
 	ids := make([]string, 0, len(rows))
 	for _, r := range rows {
@@ -334,8 +339,8 @@ func loadPayloads(ctx context.Context, tx consumer.Tx, rows []outbox.Row) (map[s
 		return nil, fmt.Errorf("load events: %w", err)
 	}
 	for _, r := range rows {
-		if _, ok := out[r.EventID]; r.Op == outbox.OpUpsert && !ok {
-			return nil, fmt.Errorf("outbox row %d: event %s is not in cn_relay.events", r.Seq, r.EventID)
+		if _, ok := out[r.EventID]; r.Op == outbox.OpUpsert && !ok && r.EffectiveKey == "" {
+			return nil, fmt.Errorf("outbox row %d: event %s is not in cn_relay.events (only a superseded replaceable or addressable version is ever removed)", r.Seq, r.EventID)
 		}
 	}
 	return out, nil

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -19,6 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kukuri/communitynode/internal/groups"
+	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
@@ -199,10 +202,25 @@ func outboxRows(t testing.TB, pool *pgxpool.Pool) []outbox.Row {
 }
 
 // requireStreamEqualsOutbox: the stream's message ids are the outbox's seqs,
-// each once, in order, and each message carries its row.
+// each once, in order, and each message carries its row: an upsert row its
+// signed event, or, exactly when the event is no longer stored (a superseded
+// version of the node's state, removed), the removed mark and no payload, for
+// a keyed row that a later upsert row of the same key follows.
 func requireStreamEqualsOutbox(t testing.TB, pool *pgxpool.Pool, url string, cfg Config) {
 	t.Helper()
 	rows := outboxRows(t, pool)
+	var storedIDs []string
+	require.NoError(t, pgxscan(pool, `SELECT id FROM cn_relay.events`, &storedIDs))
+	stored := map[string]bool{}
+	for _, id := range storedIDs {
+		stored[id] = true
+	}
+	lastOfKey := map[string]int64{}
+	for _, r := range rows {
+		if r.Op == outbox.OpUpsert && r.EffectiveKey != "" {
+			lastOfKey[r.EffectiveKey] = r.Seq
+		}
+	}
 	msgs := testkit.StreamMsgs(t, url, cfg.Stream)
 	want := make([]string, len(rows))
 	for i, r := range rows {
@@ -226,8 +244,17 @@ func requireStreamEqualsOutbox(t testing.TB, pool *pgxpool.Pool, url string, cfg
 		require.Equal(t, cfg.SubjectPrefix+"."+TopicToken(r.TopicID), m.Subject)
 		if r.Op == outbox.OpDelete {
 			require.Empty(t, m.Data, "seq %d: a delete row has no payload", r.Seq)
+			require.Empty(t, h.Get(outboxmsg.HeaderRemoved), "seq %d", r.Seq)
 			continue
 		}
+		if !stored[r.EventID] {
+			require.Equal(t, outboxmsg.RemovedSuperseded, h.Get(outboxmsg.HeaderRemoved), "seq %d: event %s is gone: marked removed", r.Seq, r.EventID)
+			require.Empty(t, m.Data, "seq %d: a removed version has no payload", r.Seq)
+			require.NotEmpty(t, r.EffectiveKey, "seq %d: only a keyed version is ever removed", r.Seq)
+			require.Greater(t, lastOfKey[r.EffectiveKey], r.Seq, "seq %d: a newer version of its key follows", r.Seq)
+			continue
+		}
+		require.Empty(t, h.Get(outboxmsg.HeaderRemoved), "seq %d: a stored event is not marked removed", r.Seq)
 		var ev nostr.Event
 		require.NoError(t, json.Unmarshal(m.Data, &ev), "seq %d", r.Seq)
 		require.Equal(t, r.EventID, ev.ID)
@@ -235,6 +262,16 @@ func requireStreamEqualsOutbox(t testing.TB, pool *pgxpool.Pool, url string, cfg
 		require.NoError(t, err)
 		require.True(t, ok, "seq %d: the payload is the signed event", r.Seq)
 	}
+}
+
+// pgxscan collects the first column of sql's rows into out.
+func pgxscan[T any](pool *pgxpool.Pool, sql string, out *[]T) error {
+	rows, err := pool.Query(context.Background(), sql)
+	if err != nil {
+		return err
+	}
+	*out, err = pgx.CollectRows(rows, pgx.RowTo[T])
+	return err
 }
 
 func offset(t testing.TB, pool *pgxpool.Pool) int64 {
@@ -602,4 +639,55 @@ func TestRetentionKeepsUnpublishedRows(t *testing.T) {
 		}
 	}
 	require.Equal(t, pending, tail, "the rows kept for the bridge reached the stream once each, in order")
+}
+
+// TestPublishesRemovedVersions: the node's member list re-signed for each
+// added member, its superseded versions removed (issue 47); a bridge that
+// publishes those rows afterwards (lagging, restarted, replayed from 0)
+// publishes each removed version's row marked removed, with no payload, and
+// does not halt; the stream stays one message per outbox row.
+func TestPublishesRemovedVersions(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t)
+	ns := startNATS(t)
+	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
+	require.NoError(t, err)
+	st := newStore(db)
+	require.NoError(t, st.SetGroups(store.Groups{Sign: node.Sign, Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsAny}}))
+	sk := nostr.GeneratePrivateKey()
+	at := nostr.Now() - 100
+	send := func(kind int, tags nostr.Tags) {
+		t.Helper()
+		at++
+		ev := &nostr.Event{Kind: kind, CreatedAt: at, Tags: append(nostr.Tags{{"h", "g"}}, tags...)}
+		require.NoError(t, ev.Sign(sk))
+		res, err := st.Ingest(ctx, []*nostr.Event{ev})
+		require.NoError(t, err)
+		require.True(t, res[0].OK, res[0].Message)
+	}
+	send(groups.KindCreateGroup, nil)
+	for range 5 {
+		pk, _ := nostr.GetPublicKey(nostr.GeneratePrivateKey())
+		send(groups.KindPutUser, nostr.Tags{{"p", pk}})
+	}
+	// The removal the store makes of the node's superseded versions (done
+	// here by hand, so the bridge's promise is tested on its own).
+	_, err = db.Pool.Exec(ctx, `WITH gone AS (DELETE FROM cn_relay.events
+			WHERE pubkey = $1 AND effective_key IS NOT NULL AND NOT is_effective AND deleted_at IS NULL RETURNING id)
+		DELETE FROM cn_relay.event_topics WHERE event_id IN (SELECT id FROM gone)`, node.PubKey)
+	require.NoError(t, err)
+	startBridge(t, db.Pool, ns.url(), testConfig(), consumer.Config{BatchSize: 4})
+	testkit.WaitCaughtUp(t, db.Pool, ConsumerName)
+	requireStreamEqualsOutbox(t, db.Pool, ns.url(), testConfig())
+	removed := 0
+	for _, m := range testkit.StreamMsgs(t, ns.url(), testConfig().Stream) {
+		row, ev, err := outboxmsg.Decode(m.Header, m.Data)
+		require.NoError(t, err)
+		if m.Header.Get(outboxmsg.HeaderRemoved) != "" {
+			removed++
+			require.Nil(t, ev)
+			require.Equal(t, outbox.OpUpsert, row.Op)
+		}
+	}
+	require.GreaterOrEqual(t, removed, 5, "the superseded member lists (and admin lists) are marked removed")
 }

@@ -13,7 +13,15 @@
 // of an upsert row as payload), loaded from cn_relay.events, so a remote host
 // can verify it without a query to the primary. A delete row has an empty
 // payload: its headers name the event and the reason, and the event is no
-// longer visible.
+// longer visible. An upsert row with an effective key whose event is no longer
+// in cn_relay.events (a superseded version of the node's own state, which the
+// store removes when a newer one becomes effective: issue 47) is published
+// with an empty payload and the header Cn-Removed: superseded
+// (outboxmsg.HeaderRemoved): the stream stays one message per outbox row, a
+// lagging, restarted or replayed bridge does not halt on it, and readers treat
+// it as nothing to apply (a newer version of the key follows). A missing
+// event of any other upsert row halts the bridge (events are never removed
+// otherwise).
 //
 // Who may read the stream: every row is published, whoever may read its
 // event on the relay: DMs (kinds 4, 1059) and the events of private NIP-29

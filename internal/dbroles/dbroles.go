@@ -37,7 +37,10 @@
 //     itself is not updatable).
 //   - cn_role_publisher (granted to the relay, the moderator and trust): the store
 //     path: SELECT, INSERT, UPDATE on cn_relay's own tables, INSERT into the outbox,
-//     DELETE of the tag rows of a version no longer effective (issue 47).
+//     DELETE of the tag rows of a version no longer effective, and DELETE on
+//     cn_relay.events: a superseded version of the node's own state
+//     (39000-39005, 13534, 33534, trust's 30382) is not kept (issue 47; the store path
+//     deletes no other event).
 //
 // What "a consumer cannot write cn_relay.events" means: true for the indexer and
 // the dashboard. The moderator and trust publish the node's signed events and
@@ -386,6 +389,7 @@ func grant(ctx context.Context, tx pgx.Tx, cfg Config) error {
 	on("DELETE", "cn_relay.membership_pending", Publisher) // admitted or denied join requests (schema 0031)
 	on("DELETE", "cn_relay.group_access", Publisher)       // a group no longer private or hidden (schema 0026)
 	on("DELETE", "cn_relay.event_tags", Publisher)         // a version no longer effective keeps no tag rows (issue 47)
+	on("DELETE", "cn_relay.events", Publisher)             // a superseded version of the node's state is not kept (issue 47)
 	on("USAGE", "SEQUENCE cn_relay.events_outbox_seq_seq", Publisher)
 	on("EXECUTE", "FUNCTION "+ensure, Relay)
 	on("EXECUTE", "FUNCTION cn_relay.analyze_query_table(text)", Relay) // statistics when autovacuum is off (schema 0014)

@@ -106,13 +106,19 @@ func TestConsumerRolesKeepToTheirOwn(t *testing.T) {
 	denied(t, mod, "UPDATE cn_admin.state SET version = version + 1")
 	// The moderator publishes through the store path: that is a write to cn_relay.events.
 	require.EqualValues(t, 1, allowed(t, mod, insertEvent))
-	denied(t, mod, "DELETE FROM cn_relay.events")
+	// It removes superseded versions of the node's own state (issue 47):
+	// DELETE on events, not on their topic rows or the outbox.
+	require.EqualValues(t, 1, allowed(t, mod, "DELETE FROM cn_relay.events WHERE id = repeat('a', 64)"))
+	denied(t, mod, "DELETE FROM cn_relay.event_topics")
+	denied(t, mod, "DELETE FROM cn_relay.events_outbox")
+	denied(t, mod, "DELETE FROM cn_relay.members")
 
 	dash := connect(t, db.LoginAs(t, cfg.Role(dbroles.Dashboard), false))
 	require.NoError(t, dash.QueryRow(ctx, "SELECT count(*) FROM cn_relay.consumer_offsets").Scan(&n))
 	require.Equal(t, 3, n)
 	denied(t, dash, "UPDATE cn_relay.consumer_offsets SET last_seq = 0 WHERE consumer = 'index-v1'")
 	denied(t, dash, insertEvent)
+	denied(t, dash, "DELETE FROM cn_relay.events")
 	denied(t, dash, "SELECT count(*) FROM cn_admin.log")
 	denied(t, dash, "SELECT count(*) FROM cn_admin.nip98_seen")
 	denied(t, dash, "UPDATE cn_admin.state SET version = version + 1")

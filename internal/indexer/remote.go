@@ -34,6 +34,9 @@ import (
 //     effective version changes); the row's topic is added to the event's
 //     scope topics.
 //   - delete row: the event is deleted with the row's reason.
+//   - an upsert row marked removed (consumer.Message.Removed: a superseded
+//     version of the node's own state, gone before the bridge published it):
+//     nothing; the newer version's row follows.
 //
 // The stream is not trusted with content: an upsert's event is verified (its
 // id is the hash of its content, its signature is its author's) before
@@ -65,8 +68,8 @@ func (h *RemoteHandler) HandleMessages(ctx context.Context, tx consumer.Tx, msgs
 	var b pgx.Batch
 	var ids, upserted []string
 	for i, m := range msgs {
-		if !h.Kinds[m.Kind] {
-			continue
+		if !h.Kinds[m.Kind] || m.Removed {
+			continue // (Removed: a superseded version of the node's state, nothing to apply)
 		}
 		ids = append(ids, m.EventID)
 		if m.Op == outbox.OpDelete {
@@ -127,7 +130,7 @@ func (h *RemoteHandler) verified(msgs []consumer.Message) ([]*nostr.Event, error
 	firstOf := map[string]int{}
 	for i, m := range msgs {
 		same[i] = -1
-		if !h.Kinds[m.Kind] || m.Op == outbox.OpDelete {
+		if !h.Kinds[m.Kind] || m.Op == outbox.OpDelete || m.Removed {
 			continue
 		}
 		if j, ok := firstOf[m.EventID]; ok && bytes.Equal(msgs[j].Event, m.Event) {
@@ -138,7 +141,7 @@ func (h *RemoteHandler) verified(msgs []consumer.Message) ([]*nostr.Event, error
 	}
 	check := func(i int) {
 		m := msgs[i]
-		if !h.Kinds[m.Kind] || m.Op == outbox.OpDelete || same[i] >= 0 {
+		if !h.Kinds[m.Kind] || m.Op == outbox.OpDelete || m.Removed || same[i] >= 0 {
 			return
 		}
 		var ev nostr.Event

@@ -72,9 +72,13 @@ func Trust(ctx context.Context, o TrustOptions) error {
 	if err != nil {
 		return err
 	}
+	// The provider's assertions (30382) and profile are recomputed state: a
+	// superseded version is not kept (issue 47).
+	own := store.NewPublisher()
+	own.SetOwnState(provider.PubKey)
 	sched := &trust.Scheduler{
 		Pool: pool,
-		Publisher: &trust.Publisher{Pool: pool, Store: store.NewPublisher(), TopicRules: protocol.DefaultTopicRules(), Key: provider,
+		Publisher: &trust.Publisher{Pool: pool, Store: own, TopicRules: protocol.DefaultTopicRules(), Key: provider,
 			Notifier: notifier, MinRank: o.AssertMinRank},
 		Seeds:             seeds,
 		Params:            o.Params,

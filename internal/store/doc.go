@@ -40,10 +40,25 @@
 //     filter only ever matches visible events, so a superseded version's rows
 //     would only cost space: a node-signed member list (39002) re-signed for
 //     each new member would otherwise keep every earlier list's p tags, storage
-//     quadratic in the group's size (issue 47). The superseded version's events
-//     row (its JSON) stays: outbox consumers (the bridge) read an upsert row's
-//     event by id whatever became of it, "duplicate:" answers and promotion
-//     after a deletion need it.
+//     quadratic in the group's size (issue 47). A client's superseded version's
+//     events row (its JSON) stays: "duplicate:" answers and promotion after a
+//     deletion need it.
+//   - The node's own state is not kept once superseded: a replaceable or
+//     addressable version signed by the node key (Groups.Policy.Node,
+//     Membership.Self: 39000-39003, 39005, 13534, 33534) or by a key of
+//     Publisher.SetOwnState (trust's provider: 30382, its kind 0) that stops being
+//     effective because a newer one is (not because it is deleted or hidden)
+//     loses its events and event_tags rows in the same transaction, and one
+//     that arrives superseded already is not stored (answered OK, as a late
+//     version is); its event_topics rows stay, so that NIP-29 timeline
+//     references to it still resolve (a topic row alone matches no query). That
+//     state is rebuilt from the moderation events (9000-9022, 8000/8001 ...),
+//     never from old versions. The outbox rows that named it stay: an upsert
+//     row with an effective key whose event is not in cn_relay.events is
+//     "nothing to apply" for every consumer (the bridge publishes it marked
+//     removed, outboxmsg.HeaderRemoved; the indexer, the moderator, trust and
+//     the relay's follower skip an event they cannot load), and a newer upsert
+//     row of the same key follows it.
 //   - NIP-09: a kind 5 event soft-deletes its author's own targets ('e' ids and 'a'
 //     addresses, the latter up to the deletion's created_at) and writes one `delete`
 //     outbox row (reason nip09) per topic of each visible target. Its targets are

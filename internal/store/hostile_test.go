@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -74,6 +75,27 @@ func TestHostileMemberFloodKeepsOneMemberList(t *testing.T) {
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM cn_relay.event_tags g JOIN cn_relay.events e ON e.id = g.event_id
 		WHERE e.effective_key IS NOT NULL AND NOT e.is_effective`).Scan(&stale))
 	require.Zero(t, stale, "no superseded version of any kind keeps tag rows")
+	// Superseded versions of the node's own state are not kept at all (issue
+	// 47: each was ~130 KB of JSON at 1,900 members): one row per key.
+	var lists39002, nodeRows, nodeKeys int
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE kind = $2), count(*), count(DISTINCT effective_key)
+		FROM cn_relay.events WHERE pubkey = $1 AND effective_key IS NOT NULL`, node.PubKey, groups.KindMembers).
+		Scan(&lists39002, &nodeRows, &nodeKeys))
+	require.Equal(t, 1, lists39002, "exactly one member list remains in cn_relay.events")
+	require.Equal(t, nodeKeys, nodeRows, "one version per key of the node's state")
+	// A kind 5 from the flooder naming the node's list (by id and by address)
+	// deletes nothing: only the author deletes, and there is no older version
+	// to promote.
+	at++
+	del := &nostr.Event{Kind: 5, CreatedAt: at, Tags: nostr.Tags{{"e", lists[0].ID},
+		{"a", fmt.Sprintf("%d:%s:flood", groups.KindMembers, node.PubKey)}}}
+	require.NoError(t, del.Sign(sk))
+	_, err = st.Ingest(ctx, []*nostr.Event{del})
+	require.NoError(t, err)
+	again, err := st.Query(ctx, []nostr.Filter{{Kinds: []int{groups.KindMembers}, Tags: nostr.TagMap{"d": {"flood"}}}}, protocol.Viewer{})
+	require.NoError(t, err)
+	require.Len(t, again, 1)
+	require.Equal(t, lists[0].ID, again[0].ID, "the node's list stays")
 	// A #p filter finds the group's list by a member, and only its effective version.
 	byMember, err := st.Query(ctx, []nostr.Filter{{Kinds: []int{groups.KindMembers}, Tags: nostr.TagMap{"p": {many[0][1]}}}}, protocol.Viewer{})
 	require.NoError(t, err)
@@ -127,5 +149,34 @@ func TestSupersededVersionTagRows(t *testing.T) {
 	require.Equal(t, []string{v1.ID}, f.query(t, nostr.Filter{Kinds: []int{30000}, Tags: nostr.TagMap{"d": {"list"}}, Limit: 10}))
 	effective, superseded = tagRows(t, f.db, 30000)
 	require.Equal(t, 2, effective)
+	require.Zero(t, superseded)
+}
+
+// TestOwnStateKeepsOneVersion: versions of a key of the node's own state
+// (Publisher.SetOwnState: trust's provider) are not kept once superseded, and
+// one that arrives superseded is answered as a late version is but not
+// stored; a client's versions of the same kind stay, as before.
+func TestOwnStateKeepsOneVersion(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t)
+	own, _ := nostr.GetPublicKey(f.keys[0])
+	client, _ := nostr.GetPublicKey(f.keys[1])
+	f.store.pub.SetOwnState(own)
+	for _, author := range []int{0, 1} {
+		for i, at := range []nostr.Timestamp{base, base + 10, base - 10} {
+			ev := f.event(t, author, 30382, at, nostr.Tags{{"d", client}, {"rank", fmt.Sprint(i)}, topic("a")}, "")
+			require.Equal(t, []protocol.Verdict{{OK: true}}, f.ingest(t, ev), "author %d version %d", author, i)
+		}
+	}
+	rows := func(pk string) (n int) {
+		require.NoError(t, f.db.Pool.QueryRow(ctx, `SELECT count(*) FROM cn_relay.events WHERE pubkey = $1`, pk).Scan(&n))
+		return n
+	}
+	require.Equal(t, 1, rows(own), "the node's state: its effective version only")
+	require.Equal(t, 3, rows(client), "a client's versions stay")
+	got := f.query(t, nostr.Filter{Kinds: []int{30382}, Authors: []string{own}})
+	require.Len(t, got, 1)
+	_, superseded := tagRows(t, f.db, 30382)
 	require.Zero(t, superseded)
 }

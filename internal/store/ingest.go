@@ -186,6 +186,7 @@ func (pub *Publisher) newPlan(evs []*nostr.Event, rules protocol.TopicRules) *pl
 	p.pendingN = pub.pendingRows.Load()
 	p.groups = pub.groups
 	p.mship = pub.membership
+	p.own = pub.own
 	return p
 }
 

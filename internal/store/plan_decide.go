@@ -30,10 +30,11 @@ type plan struct {
 	admitting  []string          // keys to make members (AdmitTx)
 	gate       func(string) bool // admits non-members as members (Store.SetMemberGate); may be nil
 	limits     PendingLimits
-	pendingN   int64        // pending rows in all (Publisher.pendingRows) when the plan began
-	cache      *memberCache // members known before the batch (load skips them); may be nil
-	groups     *Groups      // NIP-29 groups (groups.go); nil: group events are refused
-	mship      *Membership  // NIP-43 membership (membership.go); nil: open, no changes
+	pendingN   int64           // pending rows in all (Publisher.pendingRows) when the plan began
+	cache      *memberCache    // members known before the batch (load skips them); may be nil
+	groups     *Groups         // NIP-29 groups (groups.go); nil: group events are refused
+	mship      *Membership     // NIP-43 membership (membership.go); nil: open, no changes
+	own        map[string]bool // further keys of the node's own state (Publisher.SetOwnState); read only
 
 	// Loaded (plan_load.go), then changed by the decisions.
 	byID      map[string]*stored         // stored rows for incoming ids and deletion targets

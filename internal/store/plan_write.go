@@ -17,11 +17,11 @@ import (
 // flags off before flags on and before the new rows: the unique effective-key
 // index), then the new rows, members and tombstones.
 func (p *plan) queueWrites(b *pgx.Batch) {
-	var off, on []string
+	var off, on, prune []string
 	var ins []*stored
 	for _, st := range p.byID {
-		if st.isNew {
-			ins = append(ins, st)
+		if st.isNew && !(st.effectiveKey != "" && !st.effective && !st.deleted && p.ownState(st)) {
+			ins = append(ins, st) // (a new version of the node's state superseded already is not kept)
 		}
 	}
 	for _, vs := range p.versions {
@@ -31,6 +31,8 @@ func (p *plan) queueWrites(b *pgx.Batch) {
 			}
 			was := v.id == p.oldWinner[v.effectiveKey]
 			switch {
+			case was && !v.effective && !v.deleted && p.ownState(v):
+				prune = append(prune, v.id)
 			case was && !v.effective:
 				off = append(off, v.id)
 			case !was && v.effective:
@@ -43,6 +45,11 @@ func (p *plan) queueWrites(b *pgx.Batch) {
 	if len(off) > 0 {
 		b.Queue("UPDATE cn_relay.events SET is_effective = false WHERE id = ANY($1)", off)
 		b.Queue(dropTagsSQL, off)
+	}
+	if len(prune) > 0 {
+		slices.Sort(prune)
+		b.Queue(dropTagsSQL, prune)
+		b.Queue("DELETE FROM cn_relay.events WHERE id = ANY($1)", prune)
 	}
 	if len(on) > 0 {
 		b.Queue("UPDATE cn_relay.events SET is_effective = true WHERE id = ANY($1)", on)
@@ -130,6 +137,31 @@ func (p *plan) queuePending(b *pgx.Batch) {
 			event = excluded.event, received_at = excluded.received_at
 		WHERE excluded.created_at > p.created_at OR (excluded.created_at = p.created_at AND excluded.id < p.id)`,
 		ids, pubkeys, keys, createdAts, events, p.ingestedAt)
+}
+
+// ownState reports whether v is a version of the node's own state: a
+// replaceable or addressable event signed by the node key (the groups' or
+// NIP-43 membership's node pubkey, or a key of Publisher.SetOwnState): the
+// group state events 39000-39003 and 39005, the membership lists 13534 and
+// role definitions 33534, trust's NIP-85 assertions 30382. Such a
+// version is not kept once a newer one of its key is effective: its events
+// and event_tags rows are deleted in the transaction that supersedes it, and
+// one that arrives superseded already is not stored (issue 47: a member list
+// re-signed for each added member would otherwise keep every earlier list,
+// ~130 KB each for 1,900 members). Its event_topics rows stay (one small row
+// per scope): NIP-29 timeline references (previous tags) name events by id
+// prefix in a group's scope (groups.QueueKnown), and a client may name a state
+// version it saw; a topic row whose event is gone matches no query (every
+// read joins cn_relay.events), as a superseded version's never did.
+// The node's state is rebuilt from the moderation events (9000-9022,
+// 8000/8001 ...), never from old versions; an outbox row that names a removed
+// version is "nothing to apply" for its consumers (see doc.go). A version a
+// NIP-09 deletion removes stays (deleted), as client events do.
+func (p *plan) ownState(v *stored) bool {
+	if v.effectiveKey == "" {
+		return false
+	}
+	return (p.groups != nil && v.pubkey == p.groups.Policy.Node) || (p.mship != nil && v.pubkey == p.mship.Self) || p.own[v.pubkey]
 }
 
 // A replaceable or addressable version has tag rows (cn_relay.event_tags) only

@@ -77,6 +77,9 @@ type Publisher struct {
 	groups *Groups
 	// membership, when set, keeps NIP-43 membership (SetMembership).
 	membership *Membership
+	// own are further keys whose replaceable and addressable events are the
+	// node's own state (SetOwnState).
+	own map[string]bool
 	// pendingRows is the number of pending identity events as last counted
 	// (SweepPending) plus those kept since; the global cap reads it.
 	pendingRows atomic.Int64
@@ -86,6 +89,21 @@ type Publisher struct {
 // and an empty member cache.
 func NewPublisher() *Publisher {
 	return &Publisher{now: time.Now, pending: DefaultPendingLimits()}
+}
+
+// SetOwnState names further keys (besides Groups.Policy.Node and
+// Membership.Self) whose replaceable and addressable events are the node's own
+// state, rebuilt by the node rather than kept: a superseded version of them is
+// not kept (see the package doc). Trust's provider key (its NIP-85 30382
+// assertions and kind 0, recomputed from the graph) is one. Call it before the
+// publisher is used.
+func (pub *Publisher) SetOwnState(pubkeys ...string) {
+	if pub.own == nil {
+		pub.own = map[string]bool{}
+	}
+	for _, pk := range pubkeys {
+		pub.own[pk] = true
+	}
 }
 
 // PendingLimits bound the identity events kept for keys that are not members

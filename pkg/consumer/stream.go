@@ -53,8 +53,14 @@ var ErrRebuildNeeded = errors.New("rebuild needed")
 type Message struct {
 	outbox.Row
 	// Event is the signed event as NIP-01 JSON (upsert rows; nil for deletes),
-	// as published: verify it if it matters to you.
+	// as published: verify it if it matters to you. An upsert row with a nil
+	// Event is Removed.
 	Event []byte
+	// Removed: an upsert row whose event the node removed before the bridge
+	// published it (a superseded version of the node's own state,
+	// outboxmsg.HeaderRemoved): nothing to apply; a newer upsert row of the
+	// same effective key follows.
+	Removed bool
 	// StreamSeq is the message's sequence in the stream.
 	StreamSeq uint64
 }
@@ -243,7 +249,7 @@ func (c *Consumer) followStream(ctx context.Context, generation int64, last *int
 			}
 			prev = row.Seq
 			rows = append(rows, row)
-			msgs[row.Seq] = Message{Row: row, Event: event, StreamSeq: meta.Sequence.Stream}
+			msgs[row.Seq] = Message{Row: row, Event: event, Removed: row.Op == outbox.OpUpsert && event == nil, StreamSeq: meta.Sequence.Stream}
 		}
 		if len(rows) == 0 {
 			continue

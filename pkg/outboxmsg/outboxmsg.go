@@ -9,6 +9,13 @@
 // Cn-Reason (delete rows) and Cn-Effective-Key (replaceable and addressable
 // events). The payload of an upsert row is the signed event as NIP-01 JSON;
 // a delete row has none.
+//
+// An upsert row whose event is no longer stored (a superseded version of the
+// node's own state, removed when a newer one became effective: see
+// internal/store) is published with no payload and the header Cn-Removed:
+// superseded. It keeps the stream a 1:1 image of the outbox (its Nats-Msg-Id
+// is the row's seq, chained like any other) and is nothing to apply: a newer
+// upsert row of the same effective key follows it in the stream.
 package outboxmsg
 
 import (
@@ -33,11 +40,19 @@ const (
 	HeaderEffectiveKey = "Cn-Effective-Key"
 	HeaderCreatedAt    = "Cn-Created-At"
 	HeaderIngestedAt   = "Cn-Ingested-At"
+	// HeaderRemoved on an upsert row without payload: its event is gone
+	// (RemovedSuperseded), nothing to apply.
+	HeaderRemoved = "Cn-Removed"
 )
 
+// RemovedSuperseded is HeaderRemoved's value: the row's event was a superseded
+// version of the node's own state and was removed from cn_relay.events.
+const RemovedSuperseded = "superseded"
+
 // Encode returns the message of row r on subject; event is the signed event
-// JSON, ignored for a delete row. The caller adds the publish options
-// (Nats-Msg-Id, the chain).
+// JSON, ignored for a delete row. An upsert row with a nil event is encoded as
+// removed (HeaderRemoved). The caller adds the publish options (Nats-Msg-Id,
+// the chain).
 func Encode(subject string, r outbox.Row, event []byte) *nats.Msg {
 	id := strconv.FormatInt(r.Seq, 10)
 	h := nats.Header{}
@@ -57,6 +72,9 @@ func Encode(subject string, r outbox.Row, event []byte) *nats.Msg {
 	msg := &nats.Msg{Subject: subject, Header: h}
 	if r.Op == outbox.OpUpsert {
 		msg.Data = event
+		if event == nil {
+			h.Set(HeaderRemoved, RemovedSuperseded)
+		}
 	}
 	return msg
 }
@@ -65,7 +83,9 @@ func Encode(subject string, r outbox.Row, event []byte) *nats.Msg {
 var ErrMalformed = errors.New("not an outbox row message")
 
 // Decode reads the row a message's headers carry. An upsert row must have a
-// payload (the event JSON, returned as is, not verified).
+// payload (the event JSON, returned as is, not verified), unless it is marked
+// removed (HeaderRemoved: RemovedSuperseded, no payload): then the event is
+// nil, and the row is nothing to apply.
 func Decode(h nats.Header, data []byte) (outbox.Row, []byte, error) {
 	bad := func(what string) (outbox.Row, []byte, error) {
 		return outbox.Row{}, nil, fmt.Errorf("%w: %s", ErrMalformed, what)
@@ -98,6 +118,12 @@ func Decode(h nats.Header, data []byte) (outbox.Row, []byte, error) {
 	r.EffectiveKey = h.Get(HeaderEffectiveKey)
 	r.Reason = outbox.Reason(h.Get(HeaderReason))
 	if r.Op == outbox.OpUpsert {
+		if removed := h.Get(HeaderRemoved); removed != "" {
+			if removed != RemovedSuperseded || len(data) != 0 {
+				return bad(fmt.Sprintf("upsert row %d: %s %q with %d bytes of payload", r.Seq, HeaderRemoved, removed, len(data)))
+			}
+			return r, nil, nil
+		}
 		if len(data) == 0 {
 			return bad(fmt.Sprintf("upsert row %d without its event", r.Seq))
 		}
