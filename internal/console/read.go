@@ -706,17 +706,7 @@ func (c *Console) NIP43Invites(ctx context.Context, p PageQuery) (Page[membershi
 			return iv, err
 		}
 		times = append(times, issued)
-		iv.IssuedAt, iv.ExpiresAt = issued.Unix(), expires.Unix()
-		switch {
-		case used != nil:
-			iv.State, iv.UsedAt = "used", used.Unix()
-		case revoked != nil:
-			iv.State = "revoked"
-		case !expires.After(now):
-			iv.State = "expired"
-		default:
-			iv.State = "open"
-		}
+		iv.SetTimes(issued, expires, used, revoked, now)
 		return iv, nil
 	})
 	if err != nil {

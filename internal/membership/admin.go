@@ -254,6 +254,22 @@ func (s *Service) ListRoles(ctx context.Context) ([]Role, error) {
 	return out, err
 }
 
+// SetTimes fills the invite's times and its state from its claim's record:
+// used, else revoked, else expired (at now), else open.
+func (iv *Invite) SetTimes(issued, expires time.Time, used, revoked *time.Time, now time.Time) {
+	iv.IssuedAt, iv.ExpiresAt = issued.Unix(), expires.Unix()
+	switch {
+	case used != nil:
+		iv.State, iv.UsedAt = "used", used.Unix()
+	case revoked != nil:
+		iv.State = "revoked"
+	case !expires.After(now):
+		iv.State = "expired"
+	default:
+		iv.State = "open"
+	}
+}
+
 // ListInvites returns the claims' records, newest first.
 func (s *Service) ListInvites(ctx context.Context) ([]Invite, error) {
 	rows, err := s.Pool.Query(ctx, `SELECT id, issuer, issued_at, expires_at, coalesce(used_by, ''), used_at, revoked_at
@@ -269,17 +285,7 @@ func (s *Service) ListInvites(ctx context.Context) ([]Invite, error) {
 		if err := r.Scan(&iv.ID, &iv.Issuer, &issued, &expires, &iv.UsedBy, &used, &revoked); err != nil {
 			return iv, err
 		}
-		iv.IssuedAt, iv.ExpiresAt = issued.Unix(), expires.Unix()
-		switch {
-		case used != nil:
-			iv.State, iv.UsedAt = "used", used.Unix()
-		case revoked != nil:
-			iv.State = "revoked"
-		case !expires.After(now):
-			iv.State = "expired"
-		default:
-			iv.State = "open"
-		}
+		iv.SetTimes(issued, expires, used, revoked, now)
 		return iv, nil
 	})
 	if out == nil {
