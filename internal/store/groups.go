@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
@@ -44,6 +45,28 @@ func (g Groups) Validate() error {
 	}
 	_, err := groups.ParseCreators(string(g.Policy.Creators))
 	return err
+}
+
+// RenderDueLists signs, in one transaction, the member lists (39002) that
+// groups.MemberLists deferred and that are due at at, for up to limit groups,
+// the longest waiting first; it returns how many groups it looked at. A
+// store without groups does nothing. Run it every so often (the relay does,
+// at --group-member-list-every / 2): a list is late by at most that much
+// more, and one deferred before a restart is signed after it.
+func (s *Store) RenderDueLists(ctx context.Context, at time.Time, limit int) (int, error) {
+	if s.pub.groups == nil {
+		return 0, nil
+	}
+	ids, err := groups.ListsDue(ctx, s.pool, at, limit)
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	p := s.pub.newPlan(nil, s.rules)
+	p.gx.renderLists = ids
+	if err := s.write(ctx, p); err != nil {
+		return 0, fmt.Errorf("sign the member lists due: %w", err)
+	}
+	return len(ids), nil
 }
 
 // SetGroups makes the store host NIP-29 groups; call it before the store is
@@ -185,6 +208,27 @@ type groupExtra struct {
 	created  map[string]groups.Created
 	edited   []string
 	heights  map[string]int
+	// Member lists (groups.MemberLists): the groups whose deferred list this
+	// plan signs (Store.RenderDueLists), those whose list it defers (until
+	// when), and those whose list it signs.
+	renderLists []string
+	listDue     map[string]time.Time
+	listSigned  []string
+}
+
+// listsLoad adds to a load the groups whose deferred member list the plan
+// signs (Store.RenderDueLists): locked and read as if the batch named them.
+func (p *plan) listsLoad(keys map[string]bool) {
+	if p.groups == nil {
+		return
+	}
+	for _, id := range p.gx.renderLists {
+		p.groupIDs[id] = true
+		p.gx.lock = max(p.gx.lock, treeShared)
+		for _, k := range groups.StateKinds {
+			keys[groups.Address(k, p.groups.Policy.Node, id)] = true
+		}
+	}
 }
 
 // loadTree, for a batch holding the tree lock exclusively (it has a 9002 or
@@ -422,6 +466,13 @@ func (p *plan) finishGroups() {
 			p.groupsTouched[id] = true
 		}
 	}
+	for _, id := range p.gx.renderLists {
+		if s := p.gstate[id]; s != nil && s.Exists() {
+			p.groupsTouched[id] = true
+		} else { // deleted meanwhile: nothing to sign, nothing due
+			p.gx.listSigned = append(p.gx.listSigned, id)
+		}
+	}
 	for _, id := range slices.Sorted(maps.Keys(p.groupsTouched)) {
 		before, after := p.gbefore[id], p.gstate[id]
 		var evs []*nostr.Event
@@ -439,7 +490,7 @@ func (p *plan) finishGroups() {
 			del.CreatedAt = nostr.Timestamp(at)
 			evs = append(evs, del)
 		case after.Exists():
-			for _, ev := range groups.Changed(before, after) {
+			for _, ev := range p.memberList(id, groups.Changed(before, after)) {
 				at := now
 				for _, v := range p.versions[groups.Address(ev.Kind, p.groups.Policy.Node, id)] {
 					at = max(at, v.createdAt+1)
@@ -460,6 +511,42 @@ func (p *plan) finishGroups() {
 			}
 		}
 	}
+}
+
+// memberList applies groups.MemberLists to the state events of group id
+// that the batch changed: it drops a member list that must wait (noting when
+// it is due), adds the deferred list this plan was asked to sign, and notes
+// the groups whose list it signs.
+func (p *plan) memberList(id string, changed []*nostr.Event) []*nostr.Event {
+	forced := slices.Contains(p.gx.renderLists, id)
+	i := slices.IndexFunc(changed, func(ev *nostr.Event) bool { return ev.Kind == groups.KindMembers })
+	if i < 0 && forced {
+		for _, ev := range groups.Render(p.gstate[id]) {
+			if ev.Kind == groups.KindMembers {
+				changed = append(changed, ev)
+				slices.SortStableFunc(changed, func(a, b *nostr.Event) int { return a.Kind - b.Kind })
+				i = slices.Index(changed, ev)
+			}
+		}
+	}
+	if i < 0 {
+		return changed
+	}
+	last := int64(-1)
+	for _, v := range p.versions[groups.Address(groups.KindMembers, p.groups.Policy.Node, id)] {
+		last = max(last, v.createdAt)
+	}
+	if !forced && last >= 0 {
+		if due, wait := p.groups.Policy.Lists.Defer(len(p.gstate[id].MemberList()), time.Unix(last, 0), p.ingestedAt); wait {
+			if p.gx.listDue == nil {
+				p.gx.listDue = map[string]time.Time{}
+			}
+			p.gx.listDue[id] = due
+			return slices.Delete(changed, i, i+1)
+		}
+	}
+	p.gx.listSigned = append(p.gx.listSigned, id)
+	return changed
 }
 
 // groupScope returns the scope of a group event, or "" for any other: the
@@ -483,5 +570,6 @@ func (p *plan) queueGroupWrites(b *pgx.Batch) {
 		states = append(states, p.gstate[id])
 	}
 	groups.QueueSave(b, states, p.ingestedAt)
+	groups.QueueListsDue(b, p.gx.listDue, p.gx.listSigned)
 	groups.QueueWithhold(b, p.withheld, p.ingestedAt)
 }
