@@ -84,10 +84,10 @@ type RelayOptions struct {
 	// GroupLimits are groups.Policy's Limits (zero fields: their defaults);
 	// ClaimsPerMember and OpenClaims the membership.Service's claim caps
 	// (zero: their defaults).
-	GroupLimits                 groups.Limits
+	GroupLimits groups.Limits
 	// GroupLists spaces large groups' member lists (groups.MemberLists; zero:
 	// a list per change); the relay signs the deferred ones (renderLists).
-	GroupLists groups.MemberLists
+	GroupLists                  groups.MemberLists
 	ClaimsPerMember, OpenClaims int
 	Logger                      *slog.Logger
 }

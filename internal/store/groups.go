@@ -569,7 +569,7 @@ func (p *plan) queueGroupWrites(b *pgx.Batch) {
 	for _, id := range slices.Sorted(maps.Keys(p.groupsTouched)) {
 		states = append(states, p.gstate[id])
 	}
-	groups.QueueSave(b, states, p.ingestedAt)
+	groups.QueueSave(b, states, p.gbefore, p.ingestedAt)
 	groups.QueueListsDue(b, p.gx.listDue, p.gx.listSigned)
 	groups.QueueWithhold(b, p.withheld, p.ingestedAt)
 }

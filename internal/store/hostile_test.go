@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
 
@@ -226,7 +227,7 @@ func TestHostileMemberListsSpaced(t *testing.T) {
 	isMember := func(id, pk string) bool {
 		t.Helper()
 		var raw []byte
-		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT state FROM cn_relay.groups WHERE id = $1`, id).Scan(&raw))
+		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT cn_relay.group_state(g) FROM cn_relay.groups g WHERE id = $1`, id).Scan(&raw))
 		s, err := groups.Load(raw)
 		require.NoError(t, err)
 		return s.IsMember(pk)
@@ -243,6 +244,18 @@ func TestHostileMemberListsSpaced(t *testing.T) {
 	for _, pk := range late {
 		send("big", groups.KindPutUser, nostr.Tags{{"p", pk}})
 		require.True(t, isMember("big", pk), "the addition takes effect at once")
+		// The batch wrote the group's row and the one user's row, not a row
+		// per member (migration 0036): the rows it wrote carry its xmin.
+		var written []string
+		rows, err := db.Pool.Query(ctx, `SELECT u.pubkey FROM cn_relay.group_users u JOIN cn_relay.groups g ON g.id = u.group_id
+			WHERE g.id = $1 AND u.xmin = g.xmin`, "big")
+		require.NoError(t, err)
+		written, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		require.Equal(t, []string{pk}, written, "one user row written")
+		var hasMembers bool
+		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT state ? 'members' OR state ? 'requests' FROM cn_relay.groups WHERE id = $1`, "big").Scan(&hasMembers))
+		require.False(t, hasMembers, "the group's row keeps no user registers")
 	}
 	n, _ = list("big")
 	require.Equal(t, 3, n, "above the bound, the list waits")
