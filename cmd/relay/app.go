@@ -92,6 +92,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.IntFlag{Name: "group-max-depth", Value: groups.DefaultDepth, EnvVars: []string{"CN_RELAY_GROUP_MAX_DEPTH"}, Usage: "how many levels below its root group a NIP-29 subgroup may sit: a kind 9002 whose parent would put the group or one of its subgroups deeper is refused restricted:"},
 			&cli.IntFlag{Name: "group-max-invite-codes", Value: groups.DefaultCodesPerInvite, EnvVars: []string{"CN_RELAY_GROUP_MAX_INVITE_CODES"}, Usage: "invite codes one NIP-29 create-invite (kind 9009) may carry; more are refused restricted:"},
 			&cli.IntFlag{Name: "group-max-open-codes", Value: groups.DefaultOpenCodes, EnvVars: []string{"CN_RELAY_GROUP_MAX_OPEN_CODES"}, Usage: "valid (unexpired) invite codes one NIP-29 group may hold: a kind 9009 that would take it past this is refused restricted:"},
+			&cli.DurationFlag{Name: "group-member-list-every", Value: groups.DefaultListEvery, EnvVars: []string{"CN_RELAY_GROUP_MEMBER_LIST_EVERY"}, Usage: "a NIP-29 group above --group-member-list-above members gets at most one new member list (kind 39002, which lists every member) per this; changes in between take effect at once and are in the next list; 0 signs a list per change"},
+			&cli.IntFlag{Name: "group-member-list-above", Value: groups.DefaultListAbove, EnvVars: []string{"CN_RELAY_GROUP_MEMBER_LIST_ABOVE"}, Usage: "member count above which a NIP-29 group's member lists are spaced by --group-member-list-every"},
 			&cli.StringFlag{Name: "membership", Value: string(membership.Open), EnvVars: []string{"CN_RELAY_MEMBERSHIP"}, Usage: "NIP-43 relay membership (needs --node-key-file): open (anyone writes; a key becomes a member by its first post) or invite (only members write; see docs/membership.md)"},
 			&cli.IntFlag{Name: "admit-min-rank", EnvVars: []string{"CN_RELAY_ADMIT_MIN_RANK"}, Usage: "admit a NIP-43 join request without an invite code at once when its key's trust-v1 rank is at least this, 1-100 (default 0: every such request waits for an admin)"},
 			&cli.DurationFlag{Name: "invite-ttl", Value: membership.DefaultInviteTTL, EnvVars: []string{"CN_RELAY_INVITE_TTL"}, Usage: "how long a NIP-43 invite code (claim) made for a member's kind 28935 REQ stays valid; codes are single-use"},
@@ -237,6 +239,10 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 		Members: c.Int("group-max-members"), Depth: c.Int("group-max-depth"),
 		CodesPerInvite: c.Int("group-max-invite-codes"), OpenCodes: c.Int("group-max-open-codes")}
 	s.ClaimsPerMember, s.OpenClaims = c.Int("max-claims-per-member"), c.Int("max-open-claims")
+	s.GroupLists = groups.MemberLists{Every: c.Duration("group-member-list-every"), Above: c.Int("group-member-list-above")}
+	if s.GroupLists.Every < 0 || s.GroupLists.Above < 0 {
+		return node.RelayOptions{}, fmt.Errorf("--group-member-list-every and --group-member-list-above must not be negative, got %s and %d", s.GroupLists.Every, s.GroupLists.Above)
+	}
 	for _, name := range []string{"group-max-created-per-day", "group-max-created", "group-max-members", "group-max-depth",
 		"group-max-invite-codes", "group-max-open-codes", "max-claims-per-member", "max-open-claims"} {
 		if c.Int(name) < 1 {

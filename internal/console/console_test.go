@@ -74,8 +74,10 @@ func TestConsoleReadViews(t *testing.T) {
 	s.Members[member] = groups.Membership{In: true, Stamp: groups.Stamp{At: 110, ID: hex64('3')}}
 	s.Requests[asking] = groups.Stamp{At: 120, ID: hex64('4')}
 	s.Invites["supersecretcode"] = groups.Invite{Stamp: groups.Stamp{At: 130, ID: hex64('5')}}
-	_, err := db.Pool.Exec(ctx, "INSERT INTO cn_relay.groups (id, state, updated_at) VALUES ('crew', $1, now())", s.Dump())
+	tx, err := db.Pool.Begin(ctx)
 	require.NoError(t, err)
+	require.NoError(t, groups.Replace(ctx, tx, map[string]*groups.State{"crew": s}))
+	require.NoError(t, tx.Commit(ctx))
 	_, err = db.Pool.Exec(ctx, "INSERT INTO cn_trust.scores (pubkey, rank, score, risk, run_id) VALUES ($1, 42, 0.1, 0, 1)", asking)
 	require.NoError(t, err)
 	var gs console.Page[console.Group]

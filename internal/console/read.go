@@ -75,7 +75,7 @@ func (c *Console) Groups(ctx context.Context, p PageQuery) (Page[Group], error) 
 		return Page[Group]{}, badRequest("after must be a group id (the next cursor of the page before)")
 	}
 	like := likePattern(p.Q)
-	rows, err := c.cfg.Pool.Query(ctx, `SELECT state FROM cn_relay.groups
+	rows, err := c.cfg.Pool.Query(ctx, `SELECT cn_relay.group_state(g) FROM cn_relay.groups g
 		WHERE id > $1 AND ($2 = '' OR id ILIKE $2 || '%' OR state -> 'meta' ->> 'name' ILIKE '%' || $2 || '%')
 		ORDER BY id LIMIT $3`, p.After, like, p.Limit+1)
 	if err != nil {

@@ -60,13 +60,14 @@ func CountsOf(states map[string]*State) Counts {
 	return c
 }
 
-// countSQL is CountsOf over cn_relay.groups, in the database: a scrape must
+// countSQL is CountsOf over cn_relay.groups and its users' rows
+// (cn_relay.group_users), in the database: a scrape must
 // not decode every member of every group. Its pending test is State.Pending
 // (a request newer than the user's last 9000/9001, and not a member);
 // TestGroupCounts and TestGroupRebuildEqualsLive (internal/store) keep the
 // two equal.
 const countSQL = `WITH g AS (
-	SELECT state,
+	SELECT id,
 		CASE WHEN coalesce(state->'deleted'->>'id', '') <> '' THEN 'deleted'
 			WHEN coalesce(state->'created'->>'id', '') = '' THEN 'uncreated'
 			WHEN (state->'meta'->>'closed')::bool AND (state->'meta'->>'restricted')::bool THEN 'closed_restricted'
@@ -75,10 +76,11 @@ const countSQL = `WITH g AS (
 			ELSE 'open' END AS flags
 	FROM cn_relay.groups)
 SELECT flags, count(*),
-	coalesce(sum((SELECT count(*) FROM jsonb_each(g.state->'members') m WHERE (m.value->>'in')::bool)) FILTER (WHERE flags NOT IN ('deleted', 'uncreated')), 0),
-	coalesce(sum((SELECT count(*) FROM jsonb_each(g.state->'requests') r
-		WHERE NOT coalesce((g.state->'members'->r.key->>'in')::bool, false)
-			AND (r.value->>'at')::bigint > coalesce((g.state->'members'->r.key->'stamp'->>'at')::bigint, 0)))
+	coalesce(sum((SELECT count(*) FROM cn_relay.group_users u WHERE u.group_id = g.id AND (u.member->>'in')::bool))
+		FILTER (WHERE flags NOT IN ('deleted', 'uncreated')), 0),
+	coalesce(sum((SELECT count(*) FROM cn_relay.group_users u WHERE u.group_id = g.id AND u.request IS NOT NULL
+			AND NOT coalesce((u.member->>'in')::bool, false)
+			AND (u.request->>'at')::bigint > coalesce((u.member->'stamp'->>'at')::bigint, 0)))
 		FILTER (WHERE flags NOT IN ('deleted', 'uncreated')), 0)
 FROM g GROUP BY flags`
 

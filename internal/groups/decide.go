@@ -204,6 +204,9 @@ type Policy struct {
 	// Limits bound groups created per key, members per group, subgroup
 	// depth and invite codes (zero fields: their defaults).
 	Limits Limits
+	// Lists says how often the node re-signs a large group's member list
+	// (39002); see MemberLists.
+	Lists MemberLists
 }
 
 func (p Policy) inviteTTL() int64 {

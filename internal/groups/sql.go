@@ -48,14 +48,14 @@ func QueueAncestors(b *pgx.Batch, ids []string, into map[string]*State) {
 			SELECT id, state FROM cn_relay.groups WHERE id = ANY($1)
 			UNION
 			SELECT g.id, g.state FROM up JOIN cn_relay.groups g ON g.id = up.state -> 'meta' ->> 'parent')
-		SELECT state FROM up`, ids).Query(scanStates(into, "load group ancestors"))
+		SELECT cn_relay.group_state(g) FROM up JOIN cn_relay.groups g USING (id)`, ids).Query(scanStates(into, "load group ancestors"))
 }
 
 // QueueChildren queues the read, into into, of the states of every group
 // whose meta.parent is one of ids (index groups_parent, migration 0025); it
 // reports their ids in kids.
 func QueueChildren(b *pgx.Batch, ids []string, into map[string]*State, kids map[string]bool) {
-	b.Queue(`SELECT state FROM cn_relay.groups WHERE state -> 'meta' ->> 'parent' = ANY($1)`, ids).Query(func(rows pgx.Rows) error {
+	b.Queue(`SELECT cn_relay.group_state(g) FROM cn_relay.groups g WHERE state -> 'meta' ->> 'parent' = ANY($1)`, ids).Query(func(rows pgx.Rows) error {
 		seen := map[string]*State{}
 		if err := scanStates(seen, "load subgroups")(rows); err != nil {
 			return err
@@ -179,7 +179,7 @@ func QueueHeights(b *pgx.Batch, ids []string, limit int, into map[string]int) {
 // QueueLoad queues the read of the states of ids into into (a group without
 // a row is absent).
 func QueueLoad(b *pgx.Batch, ids []string, into map[string]*State) {
-	b.Queue(`SELECT state FROM cn_relay.groups WHERE id = ANY($1)`, ids).Query(func(rows pgx.Rows) error {
+	b.Queue(`SELECT cn_relay.group_state(g) FROM cn_relay.groups g WHERE id = ANY($1)`, ids).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var raw []byte
 			if err := rows.Scan(&raw); err != nil {
@@ -209,21 +209,106 @@ func QueueWithheldIDs(b *pgx.Batch, ids []string, seen map[string]bool) {
 	})
 }
 
-// QueueSave queues the upsert of states, and of their rows of
-// cn_relay.group_access (Access: one for a private, hidden or deleted
-// group, none for any other).
-func QueueSave(b *pgx.Batch, states []*State, at time.Time) {
+// QueueSave queues the upsert of states, of the rows of their users whose
+// registers differ from before's (the states as loaded; a state missing from
+// before has all its users written), and of their rows of
+// cn_relay.group_access (Access: one for a private, hidden or deleted group,
+// none for any other). A group's row keeps its state but its users'
+// registers (State.Members, State.Requests), which cn_relay.group_users
+// holds one row per user (migration 0036): a batch that adds one member
+// writes one user row, whatever the group's size.
+func QueueSave(b *pgx.Batch, states []*State, before map[string]*State, at time.Time) {
 	if len(states) == 0 {
 		return
 	}
 	ids, dumps := make([]string, len(states)), make([]string, len(states))
+	var uGroups, uKeys []string
+	var uMembers, uRequests []*string
 	for i, s := range states {
-		ids[i], dumps[i] = s.ID, string(s.Dump())
+		core := *s // the users' registers go to their own rows
+		core.Members, core.Requests = nil, nil
+		ids[i], dumps[i] = s.ID, string(core.Dump())
+		was := before[s.ID]
+		for _, pk := range s.changedUsers(was) {
+			uGroups, uKeys = append(uGroups, s.ID), append(uKeys, pk)
+			uMembers, uRequests = append(uMembers, s.memberJSON(pk)), append(uRequests, s.requestJSON(pk))
+		}
 	}
 	b.Queue(`INSERT INTO cn_relay.groups (id, state, updated_at)
-		SELECT id, state::jsonb, $3 FROM unnest($1::text[], $2::text[]) AS u(id, state)
+		SELECT id, state::jsonb - 'members' - 'requests', $3 FROM unnest($1::text[], $2::text[]) AS u(id, state)
 		ON CONFLICT (id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at`, ids, dumps, at)
+	if len(uKeys) > 0 {
+		b.Queue(`INSERT INTO cn_relay.group_users (group_id, pubkey, member, request)
+			SELECT g, k, m::jsonb, r::jsonb FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(g, k, m, r)
+			ON CONFLICT (group_id, pubkey) DO UPDATE SET member = excluded.member, request = excluded.request`,
+			uGroups, uKeys, uMembers, uRequests)
+	}
 	queueAccess(b, states)
+}
+
+// changedUsers returns the users whose registers differ between was (nil:
+// none) and s, sorted.
+func (s *State) changedUsers(was *State) []string {
+	var out []string
+	seen := map[string]bool{}
+	consider := func(pk string) {
+		if seen[pk] {
+			return
+		}
+		seen[pk] = true
+		if was == nil || !sameMembership(s.Members[pk], was.Members[pk]) || s.Requests[pk] != was.Requests[pk] ||
+			hasKey(s.Members, pk) != hasKey(was.Members, pk) || hasKey(s.Requests, pk) != hasKey(was.Requests, pk) {
+			out = append(out, pk)
+		}
+	}
+	for pk := range s.Members {
+		consider(pk)
+	}
+	for pk := range s.Requests {
+		consider(pk)
+	}
+	if was != nil { // a register dropped (none are today): its row goes NULL
+		for pk := range was.Members {
+			consider(pk)
+		}
+		for pk := range was.Requests {
+			consider(pk)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func hasKey[V any](m map[string]V, k string) bool { _, ok := m[k]; return ok }
+
+func sameMembership(a, b Membership) bool {
+	return a.In == b.In && a.Stamp == b.Stamp && slices.Equal(a.Roles, b.Roles)
+}
+
+// memberJSON and requestJSON are a user's registers as stored (nil: none).
+func (s *State) memberJSON(pk string) *string {
+	m, ok := s.Members[pk]
+	if !ok {
+		return nil
+	}
+	return jsonString(m)
+}
+
+func (s *State) requestJSON(pk string) *string {
+	r, ok := s.Requests[pk]
+	if !ok {
+		return nil
+	}
+	return jsonString(r)
+}
+
+func jsonString(v any) *string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("groups: register does not encode: " + err.Error()) // plain strings and ints only
+	}
+	out := string(b)
+	return &out
 }
 
 // QueueWithhold queues the insert of withheld events (a re-sent one is kept once).
@@ -356,7 +441,7 @@ func Stored(ctx context.Context, q Querier) ([]Accepted, error) {
 
 // Live reads every group's state as the relay keeps it.
 func Live(ctx context.Context, q Querier) (map[string]*State, error) {
-	rows, err := q.Query(ctx, `SELECT state FROM cn_relay.groups ORDER BY id`)
+	rows, err := q.Query(ctx, `SELECT cn_relay.group_state(g) FROM cn_relay.groups g ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("read groups: %w", err)
 	}
@@ -382,7 +467,7 @@ func Live(ctx context.Context, q Querier) (map[string]*State, error) {
 // LiveOne reads one group's state as the relay keeps it, nil when the relay
 // has no group id.
 func LiveOne(ctx context.Context, q Querier, id string) (*State, error) {
-	rows, err := q.Query(ctx, `SELECT state FROM cn_relay.groups WHERE id = $1`, id)
+	rows, err := q.Query(ctx, `SELECT cn_relay.group_state(g) FROM cn_relay.groups g WHERE id = $1`, id)
 	if err != nil {
 		return nil, fmt.Errorf("read group %s: %w", id, err)
 	}
@@ -435,7 +520,8 @@ func Replace(ctx context.Context, tx pgx.Tx, states map[string]*State) error {
 	for _, id := range ids {
 		list = append(list, states[id])
 	}
-	QueueSave(&b, list, time.Now())
+	b.Queue(`DELETE FROM cn_relay.group_users WHERE group_id = ANY($1)`, ids)
+	QueueSave(&b, list, nil, time.Now())
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		return fmt.Errorf("replace group states: %w", err)
 	}

@@ -114,7 +114,7 @@ func ReadWithheld(ctx context.Context, q Querier, f nostr.Filter, r WithheldRead
 	}
 	ids := f.Tags["h"]
 	states := map[string]*State{}
-	rows, err := q.Query(ctx, `SELECT state FROM cn_relay.groups WHERE id = ANY($1)`, ids)
+	rows, err := q.Query(ctx, `SELECT cn_relay.group_state(g) FROM cn_relay.groups g WHERE id = ANY($1)`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read withheld group events: %w", err)
 	}

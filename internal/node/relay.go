@@ -84,7 +84,10 @@ type RelayOptions struct {
 	// GroupLimits are groups.Policy's Limits (zero fields: their defaults);
 	// ClaimsPerMember and OpenClaims the membership.Service's claim caps
 	// (zero: their defaults).
-	GroupLimits                 groups.Limits
+	GroupLimits groups.Limits
+	// GroupLists spaces large groups' member lists (groups.MemberLists; zero:
+	// a list per change); the relay signs the deferred ones (renderLists).
+	GroupLists                  groups.MemberLists
 	ClaimsPerMember, OpenClaims int
 	Logger                      *slog.Logger
 }
@@ -124,7 +127,7 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		g := store.Groups{Sign: key.Sign, Policy: groups.Policy{Node: key.PubKey, Admins: admins,
 			Creators: cmp.Or(s.GroupCreators, groups.CreatorsMembers), InviteTTL: s.GroupInviteTTL,
 			AdmitMinRank: s.GroupAdmitMinRank, LateWindow: s.GroupLateWindow, MinPrevious: s.GroupMinPrevious,
-			Limits: s.GroupLimits}}
+			Limits: s.GroupLimits, Lists: s.GroupLists}}
 		if s.GroupAdmitMinRank > 0 {
 			joinRanks = &gate.Gate{Pool: pool, MinRank: s.GroupAdmitMinRank, Exempt: append(slices.Clone(s.AdminPubkeys), key.PubKey), Logger: logger}
 			if err := joinRanks.Load(ctx); err != nil {
@@ -227,6 +230,9 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	if s.StatsInterval > 0 {
 		g.Go(func() error { keepStatistics(gctx, st, s.StatsInterval, logger); return nil })
 	}
+	if s.NodeKey.PubKey != "" && s.GroupLists.Every > 0 {
+		g.Go(func() error { renderLists(gctx, st, s.GroupLists.Every/2, logger); return nil })
+	}
 	err = g.Wait()
 	stopWriter()
 	if werr := <-writerDone; werr != nil && err == nil {
@@ -309,6 +315,32 @@ func sweepPending(ctx context.Context, st *store.Store, interval time.Duration, 
 			logger.Warn("pending identity sweep failed", "err", err)
 		case ps.Expired > 0 || ps.Published > 0:
 			logger.Info("pending identity events swept", "expired", ps.Expired, "published", ps.Published, "left", ps.Events)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// renderLists signs the member lists that groups.MemberLists deferred, as
+// they fall due, checking every interval until ctx is done
+// (store.RenderDueLists): a list is at most interval later than its due time,
+// and one deferred before a restart is signed after it.
+func renderLists(ctx context.Context, st *store.Store, interval time.Duration, logger *slog.Logger) {
+	const perTx = 50 // groups per transaction: each list is up to --group-max-members tags
+	t := time.NewTicker(max(interval, 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		for {
+			n, err := st.RenderDueLists(ctx, time.Now(), perTx)
+			if err != nil && ctx.Err() == nil {
+				logger.Warn("signing deferred member lists failed", "err", err)
+			}
+			if err != nil || n < perTx {
+				break
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -469,3 +469,85 @@ func TestGroupMigrationParents(t *testing.T) {
 	require.GreaterOrEqual(t, len(live["a"].Parents), 2)
 	requireProjectEqualsLive(t, db)
 }
+
+// TestGroupMigrationUsers: migration 0036 moves each group's user registers
+// (members, join requests) out of its state into cn_relay.group_users, and
+// cn_relay.group_state gives back exactly the state as it was.
+func TestGroupMigrationUsers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
+	require.NoError(t, err)
+	st := New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	require.NoError(t, st.SetGroups(Groups{Sign: node.Sign, Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsAny}}))
+	other, asking := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
+	pkOther, _ := nostr.GetPublicKey(other)
+	at := nostr.Now()
+	for i, e := range []struct {
+		sk string
+		ev *nostr.Event
+	}{
+		{"", &nostr.Event{Kind: groups.KindCreateGroup, Tags: nostr.Tags{{"h", "club"}}}},
+		{"", &nostr.Event{Kind: groups.KindEditMetadata, Tags: nostr.Tags{{"h", "club"}, {"closed"}}}},
+		{"", &nostr.Event{Kind: groups.KindPutUser, Tags: nostr.Tags{{"h", "club"}, {"p", pkOther, "moderator"}}}},
+		{asking, &nostr.Event{Kind: groups.KindJoinRequest, Tags: nostr.Tags{{"h", "club"}}}},
+		{"", &nostr.Event{Kind: groups.KindCreateGroup, Tags: nostr.Tags{{"h", "empty"}}}},
+	} {
+		e.ev.CreatedAt = at + nostr.Timestamp(i)
+		if e.sk == "" {
+			require.NoError(t, node.Sign(e.ev))
+		} else {
+			require.NoError(t, e.ev.Sign(e.sk))
+		}
+		res, err := st.Ingest(ctx, []*nostr.Event{e.ev})
+		require.NoError(t, err)
+		if e.ev.Kind == groups.KindJoinRequest {
+			require.Equal(t, groups.ReasonPending, res[0].Message) // kept for the admins
+			continue
+		}
+		require.True(t, res[0].OK, "%d: %s", i, res[0].Message)
+	}
+	live, err := groups.Live(ctx, db.Pool)
+	require.NoError(t, err)
+	require.Len(t, live["club"].Members, 2, "the node (creator) and the moderator")
+	require.Len(t, live["club"].Requests, 1)
+
+	// As before 0036: the registers in the state, no users table, no function.
+	_, err = db.Pool.Exec(ctx, `DROP FUNCTION cn_relay.group_state(cn_relay.groups)`)
+	require.NoError(t, err)
+	_, err = db.Pool.Exec(ctx, `DROP TABLE cn_relay.group_users`)
+	require.NoError(t, err)
+	_, err = db.Pool.Exec(ctx, `DROP INDEX cn_relay.groups_list_due`)
+	require.NoError(t, err)
+	_, err = db.Pool.Exec(ctx, `ALTER TABLE cn_relay.groups DROP COLUMN list_due`)
+	require.NoError(t, err)
+	for id, s := range live {
+		_, err = db.Pool.Exec(ctx, `UPDATE cn_relay.groups SET state = $2 WHERE id = $1`, id, s.Dump())
+		require.NoError(t, err)
+	}
+	migrations, err := schema.Migrations()
+	require.NoError(t, err)
+	var sql string
+	for _, m := range migrations {
+		if m.Version == 36 {
+			sql = m.SQL
+		}
+	}
+	require.NotEmpty(t, sql)
+	_, err = db.Pool.Exec(ctx, sql)
+	require.NoError(t, err)
+
+	after, err := groups.Live(ctx, db.Pool)
+	require.NoError(t, err)
+	require.Equal(t, len(live), len(after))
+	for id, s := range live {
+		require.Equal(t, dump(s), dump(after[id]), "group %s after 0036", id)
+	}
+	var users, withRegisters int
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM cn_relay.group_users),
+		(SELECT count(*) FROM cn_relay.groups WHERE state ? 'members' OR state ? 'requests')`).Scan(&users, &withRegisters))
+	require.Equal(t, 4, users, "club: its creator, the moderator, the asking key; empty: its creator")
+	require.Zero(t, withRegisters)
+	requireProjectEqualsLive(t, db)
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
 
@@ -179,4 +181,112 @@ func TestOwnStateKeepsOneVersion(t *testing.T) {
 	require.Len(t, got, 1)
 	_, superseded := tagRows(t, f.db, 30382)
 	require.Zero(t, superseded)
+}
+
+// TestHostileMemberListsSpaced: above groups.MemberLists.Above members, a
+// change to a group's members takes effect at once (the state: who may read
+// and write) but its member list (39002) waits for MemberLists.Every since
+// the last one; RenderDueLists signs it when due, once, in one transaction
+// with the cleared mark. Smaller groups get a list per change. A group
+// deleted while its list waits gets none, and nothing stays due.
+func TestHostileMemberListsSpaced(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
+	require.NoError(t, err)
+	st := New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	require.NoError(t, st.SetGroups(Groups{Sign: node.Sign, Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsAny,
+		Lists: groups.MemberLists{Every: time.Hour, Above: 3}}}))
+	sk := nostr.GeneratePrivateKey()
+	at := nostr.Now() - 1000
+	send := func(id string, kind int, tags nostr.Tags) {
+		t.Helper()
+		at++
+		ev := &nostr.Event{Kind: kind, CreatedAt: at, Tags: append(nostr.Tags{{"h", id}}, tags...)}
+		require.NoError(t, ev.Sign(sk))
+		res, err := st.Ingest(ctx, []*nostr.Event{ev})
+		require.NoError(t, err)
+		require.True(t, res[0].OK, "kind %d: %s", kind, res[0].Message)
+	}
+	fake := func() string { pk, _ := nostr.GetPublicKey(nostr.GeneratePrivateKey()); return pk }
+	list := func(id string) (names int, versions int) {
+		t.Helper()
+		lists, err := st.Query(ctx, []nostr.Filter{{Kinds: []int{groups.KindMembers}, Tags: nostr.TagMap{"d": {id}}}}, protocol.Viewer{})
+		require.NoError(t, err)
+		require.Len(t, lists, 1)
+		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM cn_relay.events WHERE kind = $1 AND effective_key = $2`,
+			groups.KindMembers, fmt.Sprintf("%d:%s:%s", groups.KindMembers, node.PubKey, id)).Scan(&versions))
+		return len(lists[0].Tags) - 1, versions
+	}
+	due := func(id string) (d *time.Time) {
+		t.Helper()
+		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT list_due FROM cn_relay.groups WHERE id = $1`, id).Scan(&d))
+		return d
+	}
+	isMember := func(id, pk string) bool {
+		t.Helper()
+		var raw []byte
+		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT cn_relay.group_state(g) FROM cn_relay.groups g WHERE id = $1`, id).Scan(&raw))
+		s, err := groups.Load(raw)
+		require.NoError(t, err)
+		return s.IsMember(pk)
+	}
+
+	send("big", groups.KindCreateGroup, nil)
+	send("big", groups.KindPutUser, nostr.Tags{{"p", fake()}, {"p", fake()}})
+	n, v := list("big")
+	require.Equal(t, 3, n, "at the bound, a list per change")
+	require.Equal(t, 1, v)
+	require.Nil(t, due("big"))
+
+	late := []string{fake(), fake()}
+	for _, pk := range late {
+		send("big", groups.KindPutUser, nostr.Tags{{"p", pk}})
+		require.True(t, isMember("big", pk), "the addition takes effect at once")
+		// The batch wrote the group's row and the one user's row, not a row
+		// per member (migration 0036): the rows it wrote carry its xmin.
+		var written []string
+		rows, err := db.Pool.Query(ctx, `SELECT u.pubkey FROM cn_relay.group_users u JOIN cn_relay.groups g ON g.id = u.group_id
+			WHERE g.id = $1 AND u.xmin = g.xmin`, "big")
+		require.NoError(t, err)
+		written, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		require.Equal(t, []string{pk}, written, "one user row written")
+		var hasMembers bool
+		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT state ? 'members' OR state ? 'requests' FROM cn_relay.groups WHERE id = $1`, "big").Scan(&hasMembers))
+		require.False(t, hasMembers, "the group's row keeps no user registers")
+	}
+	n, _ = list("big")
+	require.Equal(t, 3, n, "above the bound, the list waits")
+	require.NotNil(t, due("big"))
+	require.WithinDuration(t, time.Now().Add(time.Hour), *due("big"), 20*time.Minute)
+
+	looked, err := st.RenderDueLists(ctx, time.Now(), 10)
+	require.NoError(t, err)
+	require.Zero(t, looked, "not due yet")
+	looked, err = st.RenderDueLists(ctx, time.Now().Add(2*time.Hour), 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, looked)
+	n, v = list("big")
+	require.Equal(t, 5, n, "the deferred list names every member")
+	require.Equal(t, 1, v, "one version kept")
+	require.Nil(t, due("big"))
+	looked, err = st.RenderDueLists(ctx, time.Now().Add(2*time.Hour), 10)
+	require.NoError(t, err)
+	require.Zero(t, looked, "signed once")
+	var rows int
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(DISTINCT event_id) FROM cn_relay.events_outbox
+		WHERE kind = $1 AND op = 'upsert'`, groups.KindMembers).Scan(&rows))
+	require.Equal(t, 3, rows, "each list signed (creation, first addition, the deferred one) went to the outbox")
+
+	// Deleted while waiting: nothing signed, nothing left due.
+	send("big", groups.KindPutUser, nostr.Tags{{"p", fake()}})
+	require.NotNil(t, due("big"))
+	send("big", groups.KindDeleteGroup, nil)
+	looked, err = st.RenderDueLists(ctx, time.Now().Add(2*time.Hour), 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, looked)
+	require.Nil(t, due("big"))
+	requireProjectEqualsLive(t, db)
 }

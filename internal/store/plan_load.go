@@ -69,6 +69,7 @@ func (p *plan) load(ctx context.Context, tx outbox.Batcher) error {
 			}
 		}
 	}
+	p.listsLoad(keys)
 	p.membershipLoad(keys, addrs, people)
 	var b pgx.Batch
 	queueGenericPlans(&b)

@@ -28,7 +28,7 @@ import (
 
 var tables = []string{
 	"cn_relay.events", "cn_relay.event_tags", "cn_relay.event_topics", "cn_relay.events_outbox",
-	"cn_relay.groups", "cn_relay.group_access", "cn_relay.group_withheld", "cn_relay.deletion_targets",
+	"cn_relay.groups", "cn_relay.group_users", "cn_relay.group_access", "cn_relay.group_withheld", "cn_relay.deletion_targets",
 }
 
 func main() {
@@ -104,6 +104,9 @@ func run() error {
 		}
 	}
 	took := time.Since(start)
+	if err := listsSigned(ctx, db); err != nil {
+		return err
+	}
 	after, err := measure(ctx, db)
 	if err != nil {
 		return err
@@ -150,6 +153,13 @@ func measure(ctx context.Context, db *pgx.Conn) (sizes, error) {
 		return s, err
 	}
 	for _, t := range tables {
+		var exists bool // group_users is new in migration 0036: an older build has none
+		if err := db.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, t).Scan(&exists); err != nil || !exists {
+			if err != nil {
+				return s, err
+			}
+			continue
+		}
 		var n, live, dead int64
 		// A partitioned table (the outbox) has no storage of its own: sum its partitions.
 		err := db.QueryRow(ctx, `SELECT coalesce(sum(pg_total_relation_size(r)), 0)::bigint,
@@ -167,7 +177,17 @@ func measure(ctx context.Context, db *pgx.Conn) (sizes, error) {
 }
 
 func vacuum(ctx context.Context, db *pgx.Conn) error {
-	_, err := db.Exec(ctx, "VACUUM "+strings.Join(tables, ", "))
+	var present []string
+	for _, t := range tables {
+		var exists bool
+		if err := db.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, t).Scan(&exists); err != nil {
+			return err
+		}
+		if exists {
+			present = append(present, t)
+		}
+	}
+	_, err := db.Exec(ctx, "VACUUM "+strings.Join(present, ", "))
 	if err != nil {
 		return fmt.Errorf("vacuum: %w", err)
 	}
@@ -198,4 +218,29 @@ func lsn(s string) int64 {
 		return 0
 	}
 	return int64(hi<<32 | lo)
+}
+
+// listsSigned waits until the relay signed the member lists it deferred
+// (groups.MemberLists, migration 0036), so that the figures include the
+// group's last list; a build without deferred lists has nothing to wait for.
+func listsSigned(ctx context.Context, db *pgx.Conn) error {
+	var has bool
+	if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM information_schema.columns
+		WHERE table_schema = 'cn_relay' AND table_name = 'groups' AND column_name = 'list_due')`).Scan(&has); err != nil || !has {
+		return err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var waiting int
+		if err := db.QueryRow(ctx, `SELECT count(*) FROM cn_relay.groups WHERE list_due IS NOT NULL`).Scan(&waiting); err != nil {
+			return err
+		}
+		if waiting == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d member lists still deferred after a minute", waiting)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
