@@ -20,8 +20,26 @@ import (
 // groupStore returns a store hosting groups with limits lim on db, and the node key.
 func groupStore(t *testing.T, db *pgtest.DB, node nodekey.Key, lim groups.Limits) *Store {
 	t.Helper()
+	return groupsStore(t, db, node, groups.Policy{Limits: lim})
+}
+
+// groupsHost returns a new node key and a store on db hosting groups under
+// pol, whose Node is the key (Creators: any, unless pol says).
+func groupsHost(t *testing.T, db *pgtest.DB, pol groups.Policy) (nodekey.Key, *Store) {
+	t.Helper()
+	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
+	require.NoError(t, err)
+	return node, groupsStore(t, db, node, pol)
+}
+
+func groupsStore(t *testing.T, db *pgtest.DB, node nodekey.Key, pol groups.Policy) *Store {
+	t.Helper()
 	st := New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
-	require.NoError(t, st.SetGroups(Groups{Sign: node.Sign, Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsAny, Limits: lim}}))
+	pol.Node = node.PubKey
+	if pol.Creators == "" {
+		pol.Creators = groups.CreatorsAny
+	}
+	require.NoError(t, st.SetGroups(Groups{Sign: node.Sign, Policy: pol}))
 	return st
 }
 

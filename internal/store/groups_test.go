@@ -55,10 +55,7 @@ func TestGroupRebuildEqualsLive(t *testing.T) {
 func randomGroupHistory(t *testing.T, seed uint64) map[string]int {
 	ctx := context.Background()
 	db := pgtest.New(t)
-	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
-	require.NoError(t, err)
-	st := New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
-	require.NoError(t, st.SetGroups(Groups{Sign: node.Sign, Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsAny}}))
+	node, st := groupsHost(t, db, groups.Policy{})
 	rng := rand.New(rand.NewPCG(seed, 33))
 	var sks, pks []string
 	for range 8 {
@@ -270,10 +267,7 @@ func TestGroupMigrationDeleted(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.New(t)
-	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
-	require.NoError(t, err)
-	st := New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
-	require.NoError(t, st.SetGroups(Groups{Sign: node.Sign, Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsAny}}))
+	node, st := groupsHost(t, db, groups.Policy{})
 	at := nostr.Now()
 	for i, ev := range []*nostr.Event{
 		{Kind: groups.KindCreateGroup, Tags: nostr.Tags{{"h", "gone"}}},
@@ -311,15 +305,7 @@ func TestGroupMigrationDeleted(t *testing.T) {
 	_, err = db.Pool.Exec(ctx, `UPDATE cn_relay.group_access SET private = true, hidden = false, readers = $1
 		WHERE scope = 'GROUP:gonepriv'`, []string{node.PubKey})
 	require.NoError(t, err)
-	migrations, err := schema.Migrations()
-	require.NoError(t, err)
-	var sql string
-	for _, m := range migrations {
-		if m.Version == 32 {
-			sql = m.SQL
-		}
-	}
-	require.NotEmpty(t, sql)
+	sql := migrationSQL(t, 32)
 	_, err = db.Pool.Exec(ctx, sql)
 	require.NoError(t, err)
 
@@ -428,10 +414,7 @@ func TestGroupMigrationParents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.New(t)
-	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
-	require.NoError(t, err)
-	st := New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
-	require.NoError(t, st.SetGroups(Groups{Sign: node.Sign, Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsAny}}))
+	node, st := groupsHost(t, db, groups.Policy{})
 	at := nostr.Now()
 	for i, tags := range []nostr.Tags{{{"h", "a"}}, {{"h", "b"}}, {{"h", "a"}, {"name", "A"}}, {{"h", "a"}, {"name", "A2"}}, {{"h", "b"}, {"name", "B"}}} {
 		kind := groups.KindEditMetadata
@@ -447,17 +430,9 @@ func TestGroupMigrationParents(t *testing.T) {
 		_, err := st.Ingest(ctx, evs)
 		require.NoError(t, err)
 	}
-	_, err = db.Pool.Exec(ctx, `UPDATE cn_relay.groups SET state = state - 'parents'`) // as before 0025
+	_, err := db.Pool.Exec(ctx, `UPDATE cn_relay.groups SET state = state - 'parents'`) // as before 0025
 	require.NoError(t, err)
-	migrations, err := schema.Migrations()
-	require.NoError(t, err)
-	var sql string
-	for _, m := range migrations {
-		if m.Version == 25 {
-			sql = m.SQL
-		}
-	}
-	require.NotEmpty(t, sql)
+	sql := migrationSQL(t, 25)
 	_, err = db.Pool.Exec(ctx, `DROP INDEX cn_relay.groups_parent`)
 	require.NoError(t, err)
 	_, err = db.Pool.Exec(ctx, sql)
@@ -477,10 +452,7 @@ func TestGroupMigrationUsers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.New(t)
-	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
-	require.NoError(t, err)
-	st := New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
-	require.NoError(t, st.SetGroups(Groups{Sign: node.Sign, Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsAny}}))
+	node, st := groupsHost(t, db, groups.Policy{})
 	other, asking := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 	pkOther, _ := nostr.GetPublicKey(other)
 	at := nostr.Now()
@@ -526,15 +498,7 @@ func TestGroupMigrationUsers(t *testing.T) {
 		_, err = db.Pool.Exec(ctx, `UPDATE cn_relay.groups SET state = $2 WHERE id = $1`, id, s.Dump())
 		require.NoError(t, err)
 	}
-	migrations, err := schema.Migrations()
-	require.NoError(t, err)
-	var sql string
-	for _, m := range migrations {
-		if m.Version == 36 {
-			sql = m.SQL
-		}
-	}
-	require.NotEmpty(t, sql)
+	sql := migrationSQL(t, 36)
 	_, err = db.Pool.Exec(ctx, sql)
 	require.NoError(t, err)
 
@@ -550,4 +514,18 @@ func TestGroupMigrationUsers(t *testing.T) {
 	require.Equal(t, 4, users, "club: its creator, the moderator, the asking key; empty: its creator")
 	require.Zero(t, withRegisters)
 	requireProjectEqualsLive(t, db)
+}
+
+// migrationSQL returns the SQL of migration version.
+func migrationSQL(t *testing.T, version int) string {
+	t.Helper()
+	migrations, err := schema.Migrations()
+	require.NoError(t, err)
+	for _, m := range migrations {
+		if m.Version == version {
+			return m.SQL
+		}
+	}
+	t.Fatalf("no migration %d", version)
+	return ""
 }

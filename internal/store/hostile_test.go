@@ -11,10 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/groups"
-	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
 // tagRows counts the event_tags rows of the events of kind, split into those
@@ -39,10 +37,7 @@ func TestHostileMemberFloodKeepsOneMemberList(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.New(t)
-	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
-	require.NoError(t, err)
-	st := New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
-	require.NoError(t, st.SetGroups(Groups{Sign: node.Sign, Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsAny}}))
+	node, st := groupsHost(t, db, groups.Policy{})
 	sk := nostr.GeneratePrivateKey()
 	at := nostr.Now() - 1000
 	send := func(kind int, tags nostr.Tags) {
@@ -193,11 +188,7 @@ func TestHostileMemberListsSpaced(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.New(t)
-	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
-	require.NoError(t, err)
-	st := New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
-	require.NoError(t, st.SetGroups(Groups{Sign: node.Sign, Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsAny,
-		Lists: groups.MemberLists{Every: time.Hour, Above: 3}}}))
+	node, st := groupsHost(t, db, groups.Policy{Lists: groups.MemberLists{Every: time.Hour, Above: 3}})
 	sk := nostr.GeneratePrivateKey()
 	at := nostr.Now() - 1000
 	send := func(id string, kind int, tags nostr.Tags) {
