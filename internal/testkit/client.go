@@ -396,6 +396,14 @@ func (c *Client) Subscribe(id string, filters ...any) (*Sub, error) {
 	return s, c.Send(append([]any{"REQ", id}, filters...)...)
 }
 
+// Sub returns the subscription last opened under id with Subscribe (or Req,
+// Query), nil if none was.
+func (c *Client) Sub(id string) *Sub {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.subs[id]
+}
+
 // State returns a copy of what s received so far.
 func (s *Sub) State() SubState {
 	s.c.mu.Lock()
