@@ -34,6 +34,17 @@ func (m Msg) Str(i int) string {
 	return s
 }
 
+// Values is the message with each element decoded into an any (strings,
+// float64 numbers, bools, maps, slices): for comparing a whole message,
+// require.Equal(t, []any{"OK", id, true, ""}, m.Values()).
+func (m Msg) Values() []any {
+	out := make([]any, len(m))
+	for i, raw := range m {
+		_ = json.Unmarshal(raw, &out[i])
+	}
+	return out
+}
+
 func (m Msg) String() string {
 	b, _ := json.Marshal([]json.RawMessage(m))
 	return string(b)
