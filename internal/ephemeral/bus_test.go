@@ -53,16 +53,20 @@ func (l *listener) next(t *testing.T) *nostr.Event {
 	}
 }
 
+// probeKind is the kind of ready's probes, which the tests skip: a probe
+// may still arrive after ready returned.
+const probeKind = 20002
+
 // ready publishes probes through b until every listener has delivered one
 // (delivery is at most once: a listener that is not LISTENing yet misses
-// what is published), then drains the probes.
+// what is published).
 func ready(t *testing.T, b *Bus, ls ...*listener) {
 	t.Helper()
 	sk := nostr.GeneratePrivateKey()
 	deadline := time.After(waitTimeout)
 	for i, l := range ls {
 		for heard := false; !heard; {
-			probe := testkit.SignNow(t, sk, 20001, nil, fmt.Sprintf("probe %d", i))
+			probe := testkit.SignNow(t, sk, probeKind, nil, fmt.Sprintf("probe %d", i))
 			require.NoError(t, b.Publish(context.Background(), probe))
 			select {
 			case <-l.got:
@@ -71,11 +75,6 @@ func ready(t *testing.T, b *Bus, ls ...*listener) {
 			case <-deadline:
 				t.Fatal("a listener never delivered a probe")
 			}
-		}
-	}
-	for _, l := range ls { // the probes the others heard too
-		for len(l.got) > 0 {
-			<-l.got
 		}
 	}
 }
@@ -101,6 +100,9 @@ func TestBusDeliversToEveryProcess(t *testing.T) {
 	for name, l := range map[string]*listener{"the publisher": a, "another process": b} {
 		var ids []string
 		for ev := l.next(t); ev.ID != marker.ID; ev = l.next(t) {
+			if ev.Kind == probeKind {
+				continue
+			}
 			ok, err := ev.CheckSignature()
 			require.NoError(t, err)
 			require.True(t, ok, "%s: a whole, well-formed event", name)
