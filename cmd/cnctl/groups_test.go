@@ -9,10 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/groups"
-	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -22,10 +22,8 @@ func TestGroupsCommands(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.New(t)
-	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
-	require.NoError(t, err)
 	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
-	require.NoError(t, st.SetGroups(store.Groups{Sign: node.Sign, Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsAny}}))
+	testkit.HostGroups(t, st, testkit.GroupOpts{})
 	alice, bob, carol := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 	bobPK, _ := nostr.GetPublicKey(bob)
 	at := nostr.Now()
@@ -82,10 +80,8 @@ func TestGroupsMembersCommand(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.New(t)
-	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
-	require.NoError(t, err)
 	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
-	require.NoError(t, st.SetGroups(store.Groups{Sign: node.Sign, Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsAny}}))
+	testkit.HostGroups(t, st, testkit.GroupOpts{})
 	alice, bob, carol := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 	alicePK, _ := nostr.GetPublicKey(alice)
 	bobPK, _ := nostr.GetPublicKey(bob)

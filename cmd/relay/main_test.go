@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
@@ -45,27 +44,21 @@ func TestRunServesAndStops(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 
-	ws, _, err := websocket.DefaultDialer.Dial("ws://"+addr, nil)
-	require.NoError(t, err)
-	defer ws.Close()
+	c := testkit.Dial(t, "ws://"+addr)
+	defer c.Close()
 	// With the default flags the NIP-42 challenge is the first message, before
 	// the client has sent anything.
-	var challenge []any
-	require.NoError(t, ws.ReadJSON(&challenge))
-	require.Equal(t, "AUTH", challenge[0], "%v", challenge)
+	challenge := c.Next()
+	require.Equal(t, "AUTH", challenge.Label(), "%s", challenge)
 	ev := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: "smoke"}
 	require.NoError(t, ev.Sign(nostr.GeneratePrivateKey()))
-	require.NoError(t, ws.WriteJSON([]any{"EVENT", ev}))
-	var ok []any
-	require.NoError(t, ws.ReadJSON(&ok))
-	require.Equal(t, []any{"OK", ev.ID, true, ""}, ok)
-	require.NoError(t, ws.WriteJSON([]any{"REQ", "s", map[string]any{"#t": []string{"go"}}}))
-	var got []any
-	require.NoError(t, ws.ReadJSON(&got))
+	require.NoError(t, c.Send("EVENT", ev))
+	require.Equal(t, []any{"OK", ev.ID, true, ""}, c.Next().Values())
+	require.NoError(t, c.Send("REQ", "s", map[string]any{"#t": []string{"go"}}))
+	got := c.Next().Values()
 	require.Equal(t, "EVENT", got[0])
 	require.Equal(t, ev.ID, got[2].(map[string]any)["id"])
-	require.NoError(t, ws.ReadJSON(&got))
-	require.Equal(t, []any{"EOSE", "s"}, got)
+	require.Equal(t, []any{"EOSE", "s"}, c.Next().Values())
 
 	stop()
 	require.Contains(t, logs.String(), `"msg":"relay stopped"`)

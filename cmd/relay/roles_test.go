@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
@@ -48,33 +47,28 @@ func TestRunUnderRelayRole(t *testing.T) {
 		return resp.StatusCode == http.StatusOK
 	}, 10*time.Second, 20*time.Millisecond, "relay did not come up: %s", logs.String())
 
-	ws, _, err := websocket.DefaultDialer.Dial("ws://"+addr, nil)
-	require.NoError(t, err)
+	ws := testkit.Dial(t, "ws://"+addr)
 	defer ws.Close()
-	var challenge []any // the NIP-42 challenge, sent on connect by default
-	require.NoError(t, ws.ReadJSON(&challenge))
-	require.Equal(t, "AUTH", challenge[0], "%v", challenge)
+	challenge := ws.Next() // the NIP-42 challenge, sent on connect by default
+	require.Equal(t, "AUTH", challenge.Label(), "%s", challenge)
 	alice, bob := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 	publish := func(key string, ev *nostr.Event) {
 		t.Helper()
 		ev.CreatedAt = nostr.Now()
 		require.NoError(t, ev.Sign(key))
-		require.NoError(t, ws.WriteJSON([]any{"EVENT", ev}))
-		var ok []any
-		require.NoError(t, ws.ReadJSON(&ok))
-		require.Equal(t, []any{"OK", ev.ID, true, ""}, ok, logs.String())
+		require.NoError(t, ws.Send("EVENT", ev))
+		require.Equal(t, []any{"OK", ev.ID, true, ""}, ws.Next().Values(), logs.String())
 	}
 	// req returns the ids a REQ (or a COUNT's count) answers.
 	req := func(filter map[string]any) []string {
 		t.Helper()
-		require.NoError(t, ws.WriteJSON([]any{"REQ", "s", filter}))
+		require.NoError(t, ws.Send("REQ", "s", filter))
 		var ids []string
 		for {
-			var msg []any
-			require.NoError(t, ws.ReadJSON(&msg))
+			msg := ws.Next().Values()
 			require.NotEqual(t, "CLOSED", msg[0], "%v %s", msg, logs.String())
 			if msg[0] == "EOSE" {
-				require.NoError(t, ws.WriteJSON([]any{"CLOSE", "s"}))
+				require.NoError(t, ws.Send("CLOSE", "s"))
 				return ids
 			}
 			ids = append(ids, msg[2].(map[string]any)["id"].(string))
@@ -92,9 +86,8 @@ func TestRunUnderRelayRole(t *testing.T) {
 	require.ElementsMatch(t, []string{note.ID, reply.ID}, req(map[string]any{"kinds": []int{1}}))
 	require.Empty(t, req(map[string]any{"search": "hello"}), "NIP-50 reads the (empty) index")
 
-	require.NoError(t, ws.WriteJSON([]any{"COUNT", "c", map[string]any{"kinds": []int{1}}}))
-	var count []any
-	require.NoError(t, ws.ReadJSON(&count))
+	require.NoError(t, ws.Send("COUNT", "c", map[string]any{"kinds": []int{1}}))
+	count := ws.Next().Values()
 	require.Equal(t, "COUNT", count[0], "%v", count)
 
 	// NIP-86 as an admin: ban bob, which hides his stored reply.

@@ -1,38 +1,23 @@
-// Package backoff is the node's one retry delay and its one context-aware
-// sleep, shared by the relay's outbox follower, the consumer runtime and the
-// outbox LISTEN connection.
+// Package backoff forwards to pkg/backoff, where the node's one retry delay
+// and context-aware sleep now live: pkg/consumer and pkg/outbox use them, and
+// a public package must not import an internal one.
+//
+// Deprecated: use pkg/backoff. This package is kept only for
+// internal/relay/follower.go, which is being rewritten with the relay's
+// transport (issue 51); once it imports pkg/backoff, delete this package.
 package backoff
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
+
+	"github.com/kukuri/communitynode/pkg/backoff"
 )
 
-// Jittered returns the delay before retry number attempt (0 for the first
-// retry): a uniformly random duration between half and all of base*2^attempt,
-// capped at limit. The jitter keeps many processes that failed together from
-// retrying in step.
+// Jittered is backoff.Jittered.
 func Jittered(base, limit time.Duration, attempt int) time.Duration {
-	ceiling := base << min(max(attempt, 0), 30)
-	if ceiling <= 0 || ceiling > limit {
-		ceiling = limit
-	}
-	if ceiling <= 0 {
-		return 0
-	}
-	return ceiling/2 + rand.N(ceiling/2+1)
+	return backoff.Jittered(base, limit, attempt)
 }
 
-// Sleep waits d or until ctx is done, whichever comes first; false means ctx is
-// done.
-func Sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
+// Sleep is backoff.Sleep.
+func Sleep(ctx context.Context, d time.Duration) bool { return backoff.Sleep(ctx, d) }

@@ -21,7 +21,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/groups"
-	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
@@ -650,10 +649,8 @@ func TestPublishesRemovedVersions(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.New(t)
 	ns := startNATS(t)
-	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
-	require.NoError(t, err)
 	st := newStore(db)
-	require.NoError(t, st.SetGroups(store.Groups{Sign: node.Sign, Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsAny}}))
+	node := testkit.HostGroups(t, st, testkit.GroupOpts{})
 	sk := nostr.GeneratePrivateKey()
 	at := nostr.Now() - 100
 	send := func(kind int, tags nostr.Tags) {
@@ -672,7 +669,7 @@ func TestPublishesRemovedVersions(t *testing.T) {
 	}
 	// The removal the store makes of the node's superseded versions (done
 	// here by hand, so the bridge's promise is tested on its own).
-	_, err = db.Pool.Exec(ctx, `WITH gone AS (DELETE FROM cn_relay.events
+	_, err := db.Pool.Exec(ctx, `WITH gone AS (DELETE FROM cn_relay.events
 			WHERE pubkey = $1 AND effective_key IS NOT NULL AND NOT is_effective AND deleted_at IS NULL RETURNING id)
 		DELETE FROM cn_relay.event_topics WHERE event_id IN (SELECT id FROM gone)`, node.PubKey)
 	require.NoError(t, err)

@@ -30,20 +30,3 @@ func TopicToken(topic string) string {
 		return "_" + strings.ToLower(tokenCodec.EncodeToString([]byte(topic)))
 	}
 }
-
-// TopicOf inverts TopicToken; ok is false for a token TopicToken never returns.
-func TopicOf(token string) (topic string, ok bool) {
-	switch {
-	case token == NodeToken:
-		return protocol.NodeTopic, true
-	case plainToken.MatchString(token):
-		return token, true
-	case strings.HasPrefix(token, "_"):
-		b, err := tokenCodec.DecodeString(strings.ToUpper(token[1:]))
-		if err != nil || plainToken.Match(b) || string(b) == protocol.NodeTopic {
-			return "", false
-		}
-		return string(b), true
-	}
-	return "", false
-}

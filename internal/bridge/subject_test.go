@@ -1,9 +1,12 @@
 package bridge
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/protocol"
 )
 
 func TestTopicTokens(t *testing.T) {
@@ -27,4 +30,23 @@ func TestTopicTokens(t *testing.T) {
 		_, ok := TopicOf(bad)
 		require.False(t, ok, bad)
 	}
+}
+
+// TopicOf inverts TopicToken; ok is false for a token TopicToken never
+// returns. The test uses it to show that no two topics share a token and
+// that every token names its topic (nothing in the node decodes subjects).
+func TopicOf(token string) (topic string, ok bool) {
+	switch {
+	case token == NodeToken:
+		return protocol.NodeTopic, true
+	case plainToken.MatchString(token):
+		return token, true
+	case strings.HasPrefix(token, "_"):
+		b, err := tokenCodec.DecodeString(strings.ToUpper(token[1:]))
+		if err != nil || plainToken.Match(b) || string(b) == protocol.NodeTopic {
+			return "", false
+		}
+		return string(b), true
+	}
+	return "", false
 }

@@ -73,9 +73,9 @@ type Importer struct {
 	// statistics and refreshes missing or stale ones (store.AnalyzeStale, as
 	// the relay does), and it checks once more at the end: a large import into
 	// a node whose autovacuum is off or behind would otherwise slow its own
-	// batches down and leave REQs without statistics. Default 30 s (each
-	// check may analyse three tables, 0.2-0.6 s each at a million events);
-	// negative turns it off.
+	// batches down and leave REQs without statistics. Zero checks only at
+	// the end; negative turns the checks off. The node's imports use
+	// node.DefaultImportStatsInterval, the one home of that cadence.
 	StatsEvery time.Duration
 }
 

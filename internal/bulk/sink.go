@@ -69,11 +69,7 @@ func (s *storeSink) ingest(ctx context.Context, evs []*nostr.Event, _ *Stats) ([
 	if err != nil {
 		return nil, err
 	}
-	every := s.im.StatsEvery
-	if every == 0 {
-		every = 30 * time.Second
-	}
-	if every > 0 && time.Since(s.lastStats) >= every {
+	if every := s.im.StatsEvery; every > 0 && time.Since(s.lastStats) >= every {
 		s.lastStats = time.Now()
 		if err := s.keepStatistics(ctx); err != nil {
 			return nil, err

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
@@ -20,6 +19,7 @@ import (
 	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/node/nodetest"
 	"github.com/kukuri/communitynode/internal/pgembed"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/outbox"
 	"github.com/kukuri/communitynode/schema"
 )
@@ -93,12 +93,12 @@ func TestAcknowledgedEventsSurviveFailover(t *testing.T) {
 	requireStored(t, standby.URL(dbName), acked)
 
 	// The same relay process takes events again, on the new primary.
-	ws := dial(t, r)
+	ws := testkit.Dial(t, r.ws)
 	var accepted time.Time
 	require.Eventually(t, func() bool {
 		ev := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "durability"}}, Content: "after the failover"}
 		require.NoError(t, ev.Sign(nostr.GeneratePrivateKey()))
-		require.NoError(t, ws.WriteJSON([]any{"EVENT", ev}))
+		require.NoError(t, ws.Send("EVENT", ev))
 		msg := requireMessage(t, ws, "OK")
 		var ok bool
 		require.NoError(t, json.Unmarshal(msg[2], &ok))
@@ -118,10 +118,10 @@ func TestAcknowledgedEventsSurviveFailover(t *testing.T) {
 // cache) or CLOSED "error: ..."; never OK true, and never silence.
 func requireOutageAnswers(t *testing.T, r *testRelay) {
 	t.Helper()
-	ws := dial(t, r)
+	ws := testkit.Dial(t, r.ws)
 	ev := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "durability"}}, Content: "during the outage"}
 	require.NoError(t, ev.Sign(nostr.GeneratePrivateKey()))
-	require.NoError(t, ws.WriteJSON([]any{"EVENT", ev}))
+	require.NoError(t, ws.Send("EVENT", ev))
 	msg := requireMessage(t, ws, "OK")
 	var ok bool
 	var okReason, reason string
@@ -130,7 +130,7 @@ func requireOutageAnswers(t *testing.T, r *testRelay) {
 	require.False(t, ok, "an EVENT while no primary answers is not acknowledged")
 	require.True(t, strings.HasPrefix(okReason, "error:"), "reason %q", okReason)
 
-	require.NoError(t, ws.WriteJSON([]any{"REQ", "outage", nostr.Filter{Kinds: []int{1}, Limit: 5}}))
+	require.NoError(t, ws.Send("REQ", "outage", nostr.Filter{Kinds: []int{1}, Limit: 5}))
 	for {
 		msg := requireMessage(t, ws, "")
 		var typ string
@@ -170,8 +170,8 @@ func TestNoAcknowledgementWithoutTheSynchronousStandby(t *testing.T) {
 	_, err = conn.Exec(ctx, `INSERT INTO cn_relay.consumer_offsets (consumer, owner_id, owner_generation) VALUES ('durability-v1', 'me', 1)`)
 	require.NoError(t, err)
 	r := startRelay(t, url, 2*time.Second)
-	sub := dial(t, r)
-	require.NoError(t, sub.WriteJSON([]any{"REQ", "live", nostr.Filter{Kinds: []int{1}, Limit: 0}}))
+	sub := testkit.Dial(t, r.ws)
+	require.NoError(t, sub.Send("REQ", "live", nostr.Filter{Kinds: []int{1}, Limit: 0}))
 	requireMessage(t, sub, "EOSE")
 
 	// From here on every synchronous commit waits for a standby that is not there.
@@ -200,10 +200,10 @@ func TestNoAcknowledgementWithoutTheSynchronousStandby(t *testing.T) {
 	release()
 
 	// The relay answers error: once its ingest timeout passes, never OK true.
-	pub := dial(t, r)
+	pub := testkit.Dial(t, r.ws)
 	ev := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "durability"}}, Content: "unacknowledged"}
 	require.NoError(t, ev.Sign(nostr.GeneratePrivateKey()))
-	require.NoError(t, pub.WriteJSON([]any{"EVENT", ev}))
+	require.NoError(t, pub.Send("EVENT", ev))
 	ok := requireMessage(t, pub, "OK")
 	var accepted bool
 	var reason string
@@ -221,7 +221,7 @@ func TestNoAcknowledgementWithoutTheSynchronousStandby(t *testing.T) {
 	require.Zero(t, visible, "an event the standby never confirmed is visible")
 	// The live subscriber was sent nothing: the rows are not visible while the
 	// commit waits (what it sends next is the answer to this REQ, not an EVENT).
-	require.NoError(t, sub.WriteJSON([]any{"REQ", "probe", nostr.Filter{IDs: []string{ev.ID}}}))
+	require.NoError(t, sub.Send("REQ", "probe", nostr.Filter{IDs: []string{ev.ID}}))
 	msg := requireMessage(t, sub, "")
 	require.NotEqual(t, `"EVENT"`, string(msg[0]), "a live subscriber was sent an event that is not durable: %s", msg)
 	release()
@@ -254,25 +254,13 @@ func commitWaitsAfter(t *testing.T, url string, fn func(ctx context.Context, tx 
 	return true
 }
 
-func dial(t *testing.T, r *testRelay) *websocket.Conn {
+// requireMessage reads c's next message of type typ ("": any type) within
+// testkit.ReplyTimeout, skipping NOTICEs and AUTH challenges.
+func requireMessage(t *testing.T, c *testkit.Client, typ string) testkit.Msg {
 	t.Helper()
-	ws, _, err := websocket.DefaultDialer.Dial(r.ws, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { ws.Close() })
-	return ws
-}
-
-// requireMessage reads ws's next message of type typ ("": any type) within
-// 30 s, skipping NOTICEs and AUTH challenges.
-func requireMessage(t *testing.T, ws *websocket.Conn, typ string) []json.RawMessage {
-	t.Helper()
-	require.NoError(t, ws.SetReadDeadline(time.Now().Add(30*time.Second)))
 	for {
-		var msg []json.RawMessage
-		require.NoError(t, ws.ReadJSON(&msg))
-		require.NotEmpty(t, msg)
-		var got string
-		require.NoError(t, json.Unmarshal(msg[0], &got))
+		msg := c.Next()
+		got := msg.Label()
 		if got == "NOTICE" || got == "AUTH" {
 			continue
 		}
@@ -294,14 +282,12 @@ func load(t *testing.T, r *testRelay, crash func()) map[string]bool {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := 0; i < 4; i++ {
-		ws, _, err := websocket.DefaultDialer.Dial(r.ws, nil)
-		require.NoError(t, err)
-		t.Cleanup(func() { ws.Close() })
+		c := testkit.Dial(t, r.ws)
 		sk := nostr.GeneratePrivateKey()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for id := range publish(ws, sk, stop) {
+			for id := range publish(c, sk, stop) {
 				mu.Lock()
 				acked[id] = true
 				mu.Unlock()
@@ -319,10 +305,10 @@ func load(t *testing.T, r *testRelay, crash func()) map[string]bool {
 	return acked
 }
 
-// publish sends notes on ws, keeping up to 32 unanswered, until stop is closed
+// publish sends notes on c, keeping up to 32 unanswered, until stop is closed
 // or the connection fails, and sends the id of each OK true on the returned
 // channel, which it closes when done.
-func publish(ws *websocket.Conn, sk string, stop <-chan struct{}) <-chan string {
+func publish(c *testkit.Client, sk string, stop <-chan struct{}) <-chan string {
 	out := make(chan string, 64)
 	window := make(chan struct{}, 32)
 	done := make(chan struct{})
@@ -330,24 +316,17 @@ func publish(ws *websocket.Conn, sk string, stop <-chan struct{}) <-chan string 
 		defer close(out)
 		defer close(done)
 		for {
-			_, data, err := ws.ReadMessage()
+			msg, err := c.NextCtx(context.Background())
 			if err != nil {
 				return
 			}
-			var msg []json.RawMessage
-			if json.Unmarshal(data, &msg) != nil || len(msg) != 4 {
+			if msg.Label() != "OK" || len(msg) != 4 {
 				continue
 			}
-			var typ, id string
 			var ok bool
-			_ = json.Unmarshal(msg[0], &typ)
-			_ = json.Unmarshal(msg[1], &id)
 			_ = json.Unmarshal(msg[2], &ok)
-			if typ != "OK" {
-				continue
-			}
 			if ok {
-				out <- id
+				out <- msg.Str(1)
 			}
 			select {
 			case <-window:
@@ -356,7 +335,7 @@ func publish(ws *websocket.Conn, sk string, stop <-chan struct{}) <-chan string 
 		}
 	}()
 	go func() { // writer
-		defer ws.Close()
+		defer c.Close()
 		for i := 0; ; i++ {
 			select {
 			case <-stop:
@@ -369,8 +348,7 @@ func publish(ws *websocket.Conn, sk string, stop <-chan struct{}) <-chan string 
 			if ev.Sign(sk) != nil {
 				return
 			}
-			b, _ := json.Marshal([]any{"EVENT", ev})
-			if ws.WriteMessage(websocket.TextMessage, b) != nil {
+			if c.Send("EVENT", ev) != nil {
 				return
 			}
 		}

@@ -561,43 +561,30 @@ func pgxPoolFor(ctx context.Context, url string) (*pgxpool.Pool, error) {
 }
 
 // liveSubscriber holds a REQ for kind 1 open on the relay (limit 0: live
-// events only) and counts every event it is sent.
+// events only).
 type liveSubscriber struct {
-	mu   sync.Mutex
-	got  map[string]int
-	err  error
-	conn *websocket.Conn
+	c   *testkit.Client
+	sub *testkit.Sub
 }
 
 func subscribe(t *testing.T, r *testRelay) *liveSubscriber {
 	t.Helper()
-	ws := dial(t, r)
-	require.NoError(t, ws.WriteJSON([]any{"REQ", "live", nostr.Filter{Kinds: []int{1}, Limit: 0}}))
-	requireMessage(t, ws, "EOSE")
-	s := &liveSubscriber{got: map[string]int{}, conn: ws}
-	go func() {
-		for {
-			_ = ws.SetReadDeadline(time.Time{})
-			var msg []json.RawMessage
-			if err := ws.ReadJSON(&msg); err != nil {
-				s.mu.Lock()
-				s.err = err
-				s.mu.Unlock()
-				return
-			}
-			var typ string
-			if len(msg) < 3 || json.Unmarshal(msg[0], &typ) != nil || typ != "EVENT" {
-				continue
-			}
-			var ev nostr.Event
-			if json.Unmarshal(msg[2], &ev) == nil {
-				s.mu.Lock()
-				s.got[ev.ID]++
-				s.mu.Unlock()
-			}
-		}
-	}()
-	return s
+	c := testkit.Dial(t, r.ws)
+	sub, err := c.Subscribe("live", nostr.Filter{Kinds: []int{1}, Limit: 0})
+	require.NoError(t, err)
+	stored, reason := sub.WaitEOSE()
+	require.Empty(t, reason)
+	require.Empty(t, stored)
+	return &liveSubscriber{c: c, sub: sub}
+}
+
+// got counts every event the subscription was sent, by id.
+func (s *liveSubscriber) got() map[string]int {
+	got := map[string]int{}
+	for _, ev := range s.sub.State().Live {
+		got[ev.ID]++
+	}
+	return got
 }
 
 func pgxConnect(ctx context.Context, url string) (*pgx.Conn, error) { return pgx.Connect(ctx, url) }

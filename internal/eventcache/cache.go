@@ -293,10 +293,3 @@ func (c *Cache) Stats() Stats {
 		Unscoped: slices.Sorted(maps.Keys(c.stored)), Ranges: len(c.ranges), PinnedBytes: c.pinnedBytes,
 		RangeHits: c.rangeHits.Load()}
 }
-
-// Holds reports whether the cache holds the event with this id.
-func (c *Cache) Holds(id string) bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.byID[id] != nil
-}

@@ -15,8 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/groups"
-	"github.com/kukuri/communitynode/internal/nodekey"
-	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 func getJSON(t *testing.T, srv *httptest.Server, query url.Values) (int, map[string]any) {
@@ -159,9 +158,7 @@ func TestSearchAPI(t *testing.T) {
 // TestSearchAPIGroup: group= searches one NIP-29 group's events only.
 func TestSearchAPIGroup(t *testing.T) {
 	n := newNode(t)
-	key, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
-	require.NoError(t, err)
-	require.NoError(t, n.store.SetGroups(store.Groups{Sign: key.Sign, Policy: groups.Policy{Node: key.PubKey, Creators: groups.CreatorsAny}}))
+	testkit.HostGroups(t, n.store, testkit.GroupOpts{})
 	now := nostr.Now()
 	n.publish(t, n.event(t, 0, groups.KindCreateGroup, now, nostr.Tags{{"h", "g1"}}, ""), n.event(t, 0, groups.KindCreateGroup, now, nostr.Tags{{"h", "g2"}}, ""))
 	in1 := n.event(t, 1, 1, now, nostr.Tags{{"h", "g1"}}, "ramen in one")

@@ -14,10 +14,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kukuri/communitynode/internal/groups"
-	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
-	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/internal/textsearch"
 	"github.com/kukuri/communitynode/schema"
@@ -68,9 +65,7 @@ func randomHistory(t *testing.T, n *node, rng *rand.Rand, count int, at nostr.Ti
 func TestReplayEquivalence(t *testing.T) {
 	n := newNode(t)
 	ctx := context.Background()
-	nk, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
-	require.NoError(t, err)
-	require.NoError(t, n.store.SetGroups(store.Groups{Sign: nk.Sign, Policy: groups.Policy{Node: nk.PubKey, Creators: groups.CreatorsAny}}))
+	testkit.HostGroups(t, n.store, testkit.GroupOpts{})
 	at := testkit.GroupFlood(t, n.store, "flood", 5, base)
 	randomHistory(t, n, rand.New(rand.NewPCG(1, 2)), 400, at)
 	testkit.GroupFlood(t, n.store, "flood2", 5, at+1000)
@@ -84,7 +79,7 @@ func TestReplayEquivalence(t *testing.T) {
 
 	// Replay from offset 0 into an empty index.
 	n.stop()
-	_, err = n.db.Pool.Exec(ctx, "TRUNCATE cn_index.documents; UPDATE cn_relay.consumer_offsets SET last_seq = 0 WHERE consumer = '"+ConsumerName+"'", pgx.QueryExecModeSimpleProtocol)
+	_, err := n.db.Pool.Exec(ctx, "TRUNCATE cn_index.documents; UPDATE cn_relay.consumer_offsets SET last_seq = 0 WHERE consumer = '"+ConsumerName+"'", pgx.QueryExecModeSimpleProtocol)
 	require.NoError(t, err)
 	n.start(t)
 	n.sync(t)

@@ -25,11 +25,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/bridge"
-	"github.com/kukuri/communitynode/internal/groups"
-	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/consumer"
 	"github.com/kukuri/communitynode/pkg/outbox"
@@ -107,9 +104,7 @@ func TestRemoteIndexerEqualsLocal(t *testing.T) {
 	n := newNode(t)
 	// Member lists re-signed and removed before the bridge publishes them
 	// (issue 47): the stream carries them marked removed, nothing to apply.
-	nk, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
-	require.NoError(t, err)
-	require.NoError(t, n.store.SetGroups(store.Groups{Sign: nk.Sign, Policy: groups.Policy{Node: nk.PubKey, Creators: groups.CreatorsAny}}))
+	testkit.HostGroups(t, n.store, testkit.GroupOpts{})
 	testkit.GroupFlood(t, n.store, "flood", 5, base-1000)
 	url := startNATS(t)
 	startBridge(t, n.db.Pool, url)

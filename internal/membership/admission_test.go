@@ -35,8 +35,8 @@ func TestAdmissionByTrust(t *testing.T) {
 	// The seed is a member (an admin adds it) and follows alice.
 	status, _ := e.nip86(t, e.admin, "addmember", testkit.Pub(seed))
 	require.Equal(t, 200, status)
-	sc := dial(t, e.url)
-	ok, reason := sc.publish(testkit.SignNow(t, seed, 3, nostr.Tags{{"p", testkit.Pub(alice)}}, ""))
+	sc := testkit.Dial(t, e.url)
+	ok, reason := sc.Publish(testkit.SignNow(t, seed, 3, nostr.Tags{{"p", testkit.Pub(alice)}}, ""))
 	require.True(t, ok, reason)
 
 	// trust-v1: fold the graph from the outbox, rank from the seed.
@@ -58,17 +58,17 @@ func TestAdmissionByTrust(t *testing.T) {
 	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT rank FROM cn_trust.scores WHERE pubkey = $1", testkit.Pub(alice)).Scan(&rank))
 	require.GreaterOrEqual(t, rank, 10, "alice is ranked by the seed's follow")
 
-	ac := dial(t, e.url)
-	ac.auth(alice)
-	ok, reason = ac.publish(testkit.SignNow(t, alice, membership.KindJoin, nostr.Tags{{"-"}}, ""))
+	ac := testkit.Dial(t, e.url)
+	ac.Auth(alice)
+	ok, reason = ac.Publish(testkit.SignNow(t, alice, membership.KindJoin, nostr.Tags{{"-"}}, ""))
 	require.True(t, ok, reason)
 	require.Equal(t, "info: welcome: admitted at once, your web-of-trust rank (trust-v1) is at least 10", reason)
-	ok, reason = ac.publish(note(t, alice, "ranked and in"))
+	ok, reason = ac.Publish(note(t, alice, "ranked and in"))
 	require.True(t, ok, reason)
 
-	bc := dial(t, e.url)
-	bc.auth(bob)
-	ok, reason = bc.publish(testkit.SignNow(t, bob, membership.KindJoin, nostr.Tags{{"-"}}, ""))
+	bc := testkit.Dial(t, e.url)
+	bc.Auth(bob)
+	ok, reason = bc.Publish(testkit.SignNow(t, bob, membership.KindJoin, nostr.Tags{{"-"}}, ""))
 	require.False(t, ok)
 	require.True(t, strings.HasPrefix(reason, "restricted: pending review: no invite code and a web-of-trust rank below 10"), reason)
 	pending, err := e.svc.ListPending(ctx)
@@ -92,32 +92,32 @@ func TestOpenToInvite(t *testing.T) {
 	admin := nostr.GeneratePrivateKey()
 	open := start(t, opts{mode: membership.Open, admin: admin})
 	dave, erin := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
-	c := dial(t, open.url)
-	ok, reason := c.publish(note(t, dave, "early"))
+	c := testkit.Dial(t, open.url)
+	ok, reason := c.Publish(note(t, dave, "early"))
 	require.True(t, ok, reason)
-	ok, reason = c.publish(note(t, erin, "early too"))
+	ok, reason = c.Publish(note(t, erin, "early too"))
 	require.True(t, ok, reason)
 	// Open mode: a 13534 lists the NIP-43 members only (the admin), not posters.
 	require.Equal(t, []string{testkit.Pub(admin)}, open.memberList(t, c))
 	// erin leaves under NIP-43 while open: that overrides her posting.
-	ok, reason = c.publish(testkit.SignNow(t, erin, membership.KindLeave, nostr.Tags{{"-"}}, ""))
+	ok, reason = c.Publish(testkit.SignNow(t, erin, membership.KindLeave, nostr.Tags{{"-"}}, ""))
 	require.False(t, ok, "a leave is protected: needs AUTH")
-	c.auth(erin)
-	ok, reason = c.publish(testkit.SignNow(t, erin, membership.KindLeave, nostr.Tags{{"-"}}, ""))
+	c.Auth(erin)
+	ok, reason = c.Publish(testkit.SignNow(t, erin, membership.KindLeave, nostr.Tags{{"-"}}, ""))
 	require.True(t, ok, reason)
 	require.Equal(t, membership.MsgLeft, reason)
 
 	inv := start(t, opts{mode: membership.InviteOnly, db: open.db, admin: admin, node: open.node})
-	ic := dial(t, inv.url)
-	ok, reason = ic.publish(note(t, dave, "still a member"))
+	ic := testkit.Dial(t, inv.url)
+	ok, reason = ic.Publish(note(t, dave, "still a member"))
 	require.True(t, ok, reason)
-	ok, reason = ic.publish(note(t, erin, "left"))
+	ok, reason = ic.Publish(note(t, erin, "left"))
 	require.False(t, ok)
 	require.Equal(t, membership.ReasonInviteOnly, reason)
-	ok, reason = ic.publish(note(t, nostr.GeneratePrivateKey(), "never posted"))
+	ok, reason = ic.Publish(note(t, nostr.GeneratePrivateKey(), "never posted"))
 	require.False(t, ok)
 	require.Equal(t, membership.ReasonInviteOnly, reason)
-	ok, reason = ic.publish(note(t, admin, "admin"))
+	ok, reason = ic.Publish(note(t, admin, "admin"))
 	require.True(t, ok, reason)
 }
 
@@ -137,11 +137,11 @@ func TestRebuildEqualsLive(t *testing.T) {
 	for i := range keys {
 		keys[i] = nostr.GeneratePrivateKey()
 	}
-	conns := map[string]*client{}
-	conn := func(sk string) *client {
+	conns := map[string]*testkit.Client{}
+	conn := func(sk string) *testkit.Client {
 		if conns[sk] == nil {
-			conns[sk] = dial(t, e.url)
-			conns[sk].auth(sk)
+			conns[sk] = testkit.Dial(t, e.url)
+			conns[sk].Auth(sk)
 		}
 		return conns[sk]
 	}
@@ -163,10 +163,10 @@ func TestRebuildEqualsLive(t *testing.T) {
 			require.Equal(t, 200, status)
 			var m membership.Minted
 			require.NoError(t, jsonUnmarshal(out["result"], &m))
-			ok, reason := conn(sk).publish(testkit.SignNow(t, sk, membership.KindJoin, nostr.Tags{{"-"}, {"claim", m.Claim}}, ""))
+			ok, reason := conn(sk).Publish(testkit.SignNow(t, sk, membership.KindJoin, nostr.Tags{{"-"}, {"claim", m.Claim}}, ""))
 			require.True(t, ok, reason)
 		case 1:
-			ok, reason := conn(sk).publish(testkit.SignNow(t, sk, membership.KindLeave, nostr.Tags{{"-"}}, ""))
+			ok, reason := conn(sk).Publish(testkit.SignNow(t, sk, membership.KindLeave, nostr.Tags{{"-"}}, ""))
 			require.True(t, ok, reason)
 		case 2:
 			status, _ := e.nip86(t, e.admin, "addmember", testkit.Pub(sk))
@@ -196,7 +196,7 @@ func TestRebuildEqualsLive(t *testing.T) {
 		roleCall("addmember", testkit.Pub(sk), "", []string{"gone", "kept"})
 	}
 	roleCall("removerole", "gone")
-	ok, reason := conn(leaver).publish(testkit.SignNow(t, leaver, membership.KindLeave, nostr.Tags{{"-"}}, ""))
+	ok, reason := conn(leaver).Publish(testkit.SignNow(t, leaver, membership.KindLeave, nostr.Tags{{"-"}}, ""))
 	require.True(t, ok, reason)
 	// Roles: the defined ones and who has them, recomputed from the stored
 	// 33534, kind 5 and newest 13534, equal what the relay kept.
@@ -225,8 +225,8 @@ func TestRebuildEqualsLive(t *testing.T) {
 			want = append(want, pk)
 		}
 	}
-	require.ElementsMatch(t, want, e.memberList(t, dial(t, e.url)))
-	lists, _ := dial(t, e.url).req("list", map[string]any{"kinds": []int{membership.KindMembers}, "authors": []string{e.node.PubKey}})
+	require.ElementsMatch(t, want, e.memberList(t, testkit.Dial(t, e.url)))
+	lists, _ := testkit.Dial(t, e.url).Req("list", map[string]any{"kinds": []int{membership.KindMembers}, "authors": []string{e.node.PubKey}})
 	require.Len(t, lists, 1)
 	require.Equal(t, storedState.Assigned, membership.MemberRoles(lists[0]), "the 13534 lists each member's roles")
 }

@@ -7,9 +7,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nbd-wtf/go-nostr"
+
 	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/testkit"
-	"github.com/nbd-wtf/go-nostr"
 )
 
 // TestHostileClaims: one member minted about 22 claims a second, each kept
@@ -29,67 +30,67 @@ func TestHostileClaims(t *testing.T) {
 	}
 	inv := map[string]any{"kinds": []int{membership.KindInvite}}
 
-	ac := dial(t, e.url)
-	_, reason := ac.req("inv", inv)
+	ac := testkit.Dial(t, e.url)
+	_, reason := ac.Req("inv", inv)
 	require.True(t, strings.HasPrefix(reason, "auth-required: "), reason)
-	ac.auth(e.admin)
+	ac.Auth(e.admin)
 
 	// Two subscriptions open (the most this relay allows a connection): a
 	// REQ for an invite is refused, and no claim is made for it.
 	for _, sub := range []string{"s1", "s2"} {
-		ac.send("REQ", sub, map[string]any{"kinds": []int{1}})
-		for msg := ac.next(); label(msg) != "EOSE"; msg = ac.next() {
+		require.NoError(t, ac.Send("REQ", sub, map[string]any{"kinds": []int{1}}))
+		for msg := ac.Next(); msg.Label() != "EOSE"; msg = ac.Next() {
 		}
 	}
 	for range 3 {
-		evs, reason := ac.req("inv", inv)
+		evs, reason := ac.Req("inv", inv)
 		require.Empty(t, evs)
 		require.Equal(t, "error: too many subscriptions", reason)
 	}
 	require.Zero(t, stored(), "a claim was minted for a refused REQ")
-	ac.send("CLOSE", "s1")
-	ac.send("CLOSE", "s2")
+	require.NoError(t, ac.Send("CLOSE", "s1"))
+	require.NoError(t, ac.Send("CLOSE", "s2"))
 
 	// Per member.
 	var claims []string
 	for range 3 {
-		evs, reason := ac.req("inv", inv)
+		evs, reason := ac.Req("inv", inv)
 		require.Empty(t, reason)
 		require.Len(t, evs, 1)
 		claims = append(claims, membership.Claim(evs[0]))
 	}
-	evs, reason := ac.req("inv", inv)
+	evs, reason := ac.Req("inv", inv)
 	require.Empty(t, evs)
 	require.Equal(t, membership.ReasonClaimsPerMember(3), reason)
 
 	// Per relay: another member gets two, then the relay is full.
 	bob := nostr.GeneratePrivateKey()
-	bc := dial(t, e.url)
-	ok, reason := bc.publish(note(t, bob, "hello"))
+	bc := testkit.Dial(t, e.url)
+	ok, reason := bc.Publish(note(t, bob, "hello"))
 	require.True(t, ok, reason)
-	_, reason = bc.req("inv", inv)
+	_, reason = bc.Req("inv", inv)
 	require.True(t, strings.HasPrefix(reason, "auth-required: "), reason)
-	bc.auth(bob)
+	bc.Auth(bob)
 	for range 2 {
-		evs, reason := bc.req("inv", inv)
+		evs, reason := bc.Req("inv", inv)
 		require.Empty(t, reason)
 		require.Len(t, evs, 1)
 	}
-	evs, reason = bc.req("inv", inv)
+	evs, reason = bc.Req("inv", inv)
 	require.Empty(t, evs)
 	require.Equal(t, membership.ReasonOpenClaims(5), reason)
 	require.Equal(t, 5, stored())
 
 	// A claim used is no longer open: its member may ask for another.
-	carol, csk := dial(t, e.url), nostr.GeneratePrivateKey()
+	carol, csk := testkit.Dial(t, e.url), nostr.GeneratePrivateKey()
 	join := testkit.SignNow(t, csk, membership.KindJoin, nostr.Tags{{"-"}, {"claim", claims[0]}}, "")
-	ok, reason = carol.publish(join)
+	ok, reason = carol.Publish(join)
 	require.False(t, ok)
 	require.True(t, strings.HasPrefix(reason, "auth-required: "), reason)
-	carol.auth(csk)
-	ok, reason = carol.publish(join)
+	carol.Auth(csk)
+	ok, reason = carol.Publish(join)
 	require.True(t, ok, reason)
-	evs, reason = ac.req("inv", inv)
+	evs, reason = ac.Req("inv", inv)
 	require.Empty(t, reason)
 	require.Len(t, evs, 1)
 }

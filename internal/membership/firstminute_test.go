@@ -21,12 +21,12 @@ func TestOpenModeJoin(t *testing.T) {
 	t.Parallel()
 	e := start(t, opts{mode: membership.Open})
 	adminPK := testkit.Pub(e.admin)
-	anon := dial(t, e.url)
+	anon := testkit.Dial(t, e.url)
 	newcomer, other, poster := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 	join := func(sk string, tags ...nostr.Tag) (bool, string) {
-		c := dial(t, e.url)
-		c.auth(sk)
-		return c.publish(testkit.SignNow(t, sk, membership.KindJoin, append(nostr.Tags{{"-"}}, tags...), ""))
+		c := testkit.Dial(t, e.url)
+		c.Auth(sk)
+		return c.Publish(testkit.SignNow(t, sk, membership.KindJoin, append(nostr.Tags{{"-"}}, tags...), ""))
 	}
 	answers := map[string]string{}
 	for _, tc := range []struct {
@@ -45,8 +45,8 @@ func TestOpenModeJoin(t *testing.T) {
 		answers[tc.name] = reason
 	}
 	// A member by posting (not listed in open mode) who asks is listed.
-	c := dial(t, e.url)
-	ok, reason := c.publish(note(t, poster, "I was here first"))
+	c := testkit.Dial(t, e.url)
+	ok, reason := c.Publish(note(t, poster, "I was here first"))
 	require.True(t, ok, reason)
 	require.ElementsMatch(t, []string{adminPK, testkit.Pub(newcomer), testkit.Pub(other)}, e.memberList(t, anon))
 	ok, reason = join(poster)
@@ -67,17 +67,17 @@ func TestHostileReplayedLeave(t *testing.T) {
 	t.Parallel()
 	e := start(t, opts{mode: membership.InviteOnly})
 	adminPK := testkit.Pub(e.admin)
-	anon := dial(t, e.url)
-	ac := dial(t, e.url)
-	ac.auth(e.admin)
+	anon := testkit.Dial(t, e.url)
+	ac := testkit.Dial(t, e.url)
+	ac.Auth(e.admin)
 	bob := nostr.GeneratePrivateKey()
-	bc := dial(t, e.url)
-	bc.auth(bob)
+	bc := testkit.Dial(t, e.url)
+	bc.Auth(bob)
 	joinWithClaim := func() {
 		t.Helper()
-		evs, reason := ac.req("inv", map[string]any{"kinds": []int{membership.KindInvite}})
+		evs, reason := ac.Req("inv", map[string]any{"kinds": []int{membership.KindInvite}})
 		require.Empty(t, reason)
-		ok, reason := bc.publish(testkit.SignNow(t, bob, membership.KindJoin, nostr.Tags{{"-"}, {"claim", membership.Claim(evs[0])}}, ""))
+		ok, reason := bc.Publish(testkit.SignNow(t, bob, membership.KindJoin, nostr.Tags{{"-"}, {"claim", membership.Claim(evs[0])}}, ""))
 		require.True(t, ok, reason)
 		require.Equal(t, membership.MsgWelcome, reason)
 	}
@@ -89,20 +89,20 @@ func TestHostileReplayedLeave(t *testing.T) {
 	// A leave made since, as an app sends it (no - tag).
 	leave := &nostr.Event{Kind: membership.KindLeave, CreatedAt: nostr.Now() - 5}
 	require.NoError(t, leave.Sign(bob))
-	ok, reason := anon.publish(leave)
+	ok, reason := anon.Publish(leave)
 	require.False(t, ok, "from a connection not authenticated as bob")
 	require.Equal(t, membership.ReasonLeaveAuth, reason)
 	require.ElementsMatch(t, []string{adminPK, testkit.Pub(bob)}, e.memberList(t, anon))
-	ok, reason = bc.publish(leave)
+	ok, reason = bc.Publish(leave)
 	require.True(t, ok, reason)
 	require.Equal(t, membership.MsgLeft, reason)
 	require.Equal(t, []string{adminPK}, e.memberList(t, anon))
 
 	joinWithClaim()
-	ok, reason = bc.publish(leave)
+	ok, reason = bc.Publish(leave)
 	require.False(t, ok, "the old leave, sent again after the join")
 	require.Equal(t, membership.ReasonLeaveOld, reason)
 	require.ElementsMatch(t, []string{adminPK, testkit.Pub(bob)}, e.memberList(t, anon))
-	ok, reason = bc.publish(note(t, bob, "still a member"))
+	ok, reason = bc.Publish(note(t, bob, "still a member"))
 	require.True(t, ok, reason)
 }

@@ -1,19 +1,12 @@
 package membership_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
-	"io"
 	"net"
-	"net/http"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -113,169 +106,13 @@ func note(t *testing.T, sk, content string) *nostr.Event {
 	return testkit.SignNow(t, sk, 1, nostr.Tags{{"t", "go"}}, content)
 }
 
-// client is a raw WebSocket client; AUTH challenges are kept apart.
-type client struct {
-	t         *testing.T
-	ws        *websocket.Conn
-	url       string
-	msgs      chan []json.RawMessage
-	challenge chan string
-}
-
-func dial(t *testing.T, url string) *client {
-	t.Helper()
-	ws, _, err := websocket.DefaultDialer.Dial(url, nil)
-	require.NoError(t, err)
-	c := &client{t: t, ws: ws, url: url, msgs: make(chan []json.RawMessage, 1000), challenge: make(chan string, 4)}
-	go func() {
-		for {
-			_, data, err := ws.ReadMessage()
-			if err != nil {
-				close(c.msgs)
-				return
-			}
-			var msg []json.RawMessage
-			if json.Unmarshal(data, &msg) != nil || len(msg) == 0 {
-				continue
-			}
-			var label, ch string
-			if json.Unmarshal(msg[0], &label) == nil && label == "AUTH" && len(msg) == 2 && json.Unmarshal(msg[1], &ch) == nil {
-				c.challenge <- ch
-				continue
-			}
-			c.msgs <- msg
-		}
-	}()
-	t.Cleanup(func() { _ = ws.Close() })
-	return c
-}
-
-func (c *client) send(parts ...any) {
-	c.t.Helper()
-	require.NoError(c.t, c.ws.WriteJSON(parts))
-}
-
-func (c *client) next() []json.RawMessage {
-	c.t.Helper()
-	select {
-	case msg, ok := <-c.msgs:
-		require.True(c.t, ok, "connection closed")
-		return msg
-	case <-time.After(waitTimeout):
-		c.t.Fatal("no message")
-		return nil
-	}
-}
-
-func label(msg []json.RawMessage) string {
-	var s string
-	_ = json.Unmarshal(msg[0], &s)
-	return s
-}
-
-// publish sends ev and returns its OK.
-func (c *client) publish(ev *nostr.Event) (bool, string) {
-	c.t.Helper()
-	c.send("EVENT", ev)
-	for {
-		msg := c.next()
-		if label(msg) != "OK" {
-			continue
-		}
-		var id, reason string
-		var ok bool
-		require.NoError(c.t, json.Unmarshal(msg[1], &id))
-		if id != ev.ID {
-			continue
-		}
-		require.NoError(c.t, json.Unmarshal(msg[2], &ok))
-		require.NoError(c.t, json.Unmarshal(msg[3], &reason))
-		return ok, reason
-	}
-}
-
-// auth answers the connection's challenge as sk.
-func (c *client) auth(sk string) {
-	c.t.Helper()
-	var ch string
-	select {
-	case ch = <-c.challenge:
-	case <-time.After(waitTimeout):
-		c.t.Fatal("no challenge")
-	}
-	ev := testkit.SignNow(c.t, sk, 22242, nostr.Tags{{"relay", c.url}, {"challenge", ch}}, "")
-	c.send("AUTH", ev)
-	ok, reason := c.ok(ev.ID)
-	require.True(c.t, ok, reason)
-}
-
-func (c *client) ok(id string) (bool, string) {
-	c.t.Helper()
-	for {
-		msg := c.next()
-		var got string
-		if label(msg) != "OK" || json.Unmarshal(msg[1], &got) != nil || got != id {
-			continue
-		}
-		var ok bool
-		var reason string
-		require.NoError(c.t, json.Unmarshal(msg[2], &ok))
-		require.NoError(c.t, json.Unmarshal(msg[3], &reason))
-		return ok, reason
-	}
-}
-
-// req runs a REQ to EOSE (or CLOSED: its reason).
-func (c *client) req(sub string, filter map[string]any) ([]*nostr.Event, string) {
-	c.t.Helper()
-	c.send("REQ", sub, filter)
-	var out []*nostr.Event
-	for {
-		msg := c.next()
-		var s string
-		if len(msg) > 1 {
-			_ = json.Unmarshal(msg[1], &s)
-		}
-		if s != sub {
-			continue
-		}
-		switch label(msg) {
-		case "EVENT":
-			ev := &nostr.Event{}
-			require.NoError(c.t, json.Unmarshal(msg[2], ev))
-			out = append(out, ev)
-		case "EOSE":
-			c.send("CLOSE", sub)
-			return out, ""
-		case "CLOSED":
-			var reason string
-			require.NoError(c.t, json.Unmarshal(msg[2], &reason))
-			return out, reason
-		}
-	}
-}
-
 // nip86 calls a NIP-86 method as sk and returns the HTTP status and body.
 func (e *env) nip86(t *testing.T, sk, method string, params ...any) (int, map[string]json.RawMessage) {
 	t.Helper()
-	if params == nil {
-		params = []any{}
-	}
-	body, _ := json.Marshal(map[string]any{"method": method, "params": params})
-	sum := sha256.Sum256(body)
-	auth := testkit.SignNow(t, sk, 27235, nostr.Tags{{"u", e.api}, {"method", "POST"}, {"payload", hex.EncodeToString(sum[:])}, {"nonce", nostr.GeneratePrivateKey()}}, "")
-	raw, _ := json.Marshal(auth)
-	req, err := http.NewRequest("POST", e.api, bytes.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", relayadmin.ContentType)
-	req.Header.Set("Authorization", "Nostr "+base64.StdEncoding.EncodeToString(raw))
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	status, b := testkit.NIP86(t, e.api, sk, method, params...)
 	var out map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(b, &out), string(b))
-	return resp.StatusCode, out
+	return status, out
 }
 
 // verifyNodeEvent checks that ev is the node's, validly signed, with the NIP-70 `-` tag.
@@ -290,9 +127,9 @@ func (e *env) verifyNodeEvent(t *testing.T, ev *nostr.Event) {
 }
 
 // memberList returns the member tags of the node's current 13534, verified.
-func (e *env) memberList(t *testing.T, c *client) []string {
+func (e *env) memberList(t *testing.T, c *testkit.Client) []string {
 	t.Helper()
-	evs, reason := c.req("list", map[string]any{"kinds": []int{membership.KindMembers}, "authors": []string{e.node.PubKey}})
+	evs, reason := c.Req("list", map[string]any{"kinds": []int{membership.KindMembers}, "authors": []string{e.node.PubKey}})
 	require.Empty(t, reason)
 	require.Len(t, evs, 1)
 	e.verifyNodeEvent(t, evs[0])

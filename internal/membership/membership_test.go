@@ -47,40 +47,40 @@ func TestInviteOnlyFlow(t *testing.T) {
 	require.True(t, info.Limitation.RestrictedWrites)
 
 	// The admin is a member from the start, and listed.
-	anon := dial(t, e.url)
+	anon := testkit.Dial(t, e.url)
 	require.Equal(t, []string{adminPK}, e.memberList(t, anon))
 
 	// An outsider may not post, nor join a group.
-	bc := dial(t, e.url)
-	ok, reason := bc.publish(note(t, bob, "hello"))
+	bc := testkit.Dial(t, e.url)
+	ok, reason := bc.Publish(note(t, bob, "hello"))
 	require.False(t, ok)
 	require.Equal(t, membership.ReasonInviteOnly, reason)
-	ok, reason = bc.publish(testkit.SignNow(t, bob, 9021, nostr.Tags{{"h", "gophers"}}, ""))
+	ok, reason = bc.Publish(testkit.SignNow(t, bob, 9021, nostr.Tags{{"h", "gophers"}}, ""))
 	require.False(t, ok)
 	require.Equal(t, membership.ReasonInviteOnly, reason, "a NIP-29 join from a non-member")
 
 	// Invites are for authenticated members.
-	ac := dial(t, e.url)
-	_, reason = ac.req("inv", map[string]any{"kinds": []int{membership.KindInvite}})
+	ac := testkit.Dial(t, e.url)
+	_, reason = ac.Req("inv", map[string]any{"kinds": []int{membership.KindInvite}})
 	require.True(t, strings.HasPrefix(reason, "auth-required: "), reason)
-	ac.auth(e.admin)
-	evs, reason := ac.req("inv", map[string]any{"kinds": []int{membership.KindInvite}})
+	ac.Auth(e.admin)
+	evs, reason := ac.Req("inv", map[string]any{"kinds": []int{membership.KindInvite}})
 	require.Empty(t, reason)
 	require.Len(t, evs, 1)
 	e.verifyNodeEvent(t, evs[0])
 	claim := membership.Claim(evs[0])
 	require.Len(t, claim, 48)
-	evs, reason = ac.req("other", map[string]any{"kinds": []int{membership.KindInvite}, "authors": []string{testkit.Pub(bob)}})
+	evs, reason = ac.Req("other", map[string]any{"kinds": []int{membership.KindInvite}, "authors": []string{testkit.Pub(bob)}})
 	require.Empty(t, reason)
 	require.Empty(t, evs, "a filter for another author's 28935 gets no claim")
 	// An authenticated non-member gets none.
-	_, _ = bc.publish(note(t, bob, "x")) // (the challenge arrived on connect)
-	bc.auth(bob)
-	_, reason = bc.req("inv", map[string]any{"kinds": []int{membership.KindInvite}})
+	_, _ = bc.Publish(note(t, bob, "x")) // (the challenge arrived on connect)
+	bc.Auth(bob)
+	_, reason = bc.Req("inv", map[string]any{"kinds": []int{membership.KindInvite}})
 	require.Equal(t, membership.ReasonInviteNon, reason)
 
 	// A join is protected (NIP-70): it needs AUTH as its author.
-	cc := dial(t, e.url)
+	cc := testkit.Dial(t, e.url)
 	join := func(sk, claim string) *nostr.Event {
 		tags := nostr.Tags{{"-"}}
 		if claim != "" {
@@ -88,43 +88,43 @@ func TestInviteOnlyFlow(t *testing.T) {
 		}
 		return testkit.SignNow(t, sk, membership.KindJoin, tags, "")
 	}
-	ok, reason = cc.publish(join(carol, claim))
+	ok, reason = cc.Publish(join(carol, claim))
 	require.False(t, ok)
 	require.True(t, strings.HasPrefix(reason, "auth-required: "), reason)
 
-	ok, reason = bc.publish(join(bob, claim))
+	ok, reason = bc.Publish(join(bob, claim))
 	require.True(t, ok, reason)
 	require.Equal(t, membership.MsgWelcome, reason)
 	require.ElementsMatch(t, []string{adminPK, testkit.Pub(bob)}, e.memberList(t, anon))
-	adds, _ := anon.req("adds", map[string]any{"kinds": []int{membership.KindAdd}, "#p": []string{testkit.Pub(bob)}})
+	adds, _ := anon.Req("adds", map[string]any{"kinds": []int{membership.KindAdd}, "#p": []string{testkit.Pub(bob)}})
 	require.Len(t, adds, 1)
 	e.verifyNodeEvent(t, adds[0])
-	ok, reason = bc.publish(note(t, bob, "hello as a member"))
+	ok, reason = bc.Publish(note(t, bob, "hello as a member"))
 	require.True(t, ok, reason)
 
 	// Again: not an error. The claim is used up; a bad one is refused.
-	ok, reason = bc.publish(join(bob, claim))
+	ok, reason = bc.Publish(join(bob, claim))
 	require.True(t, ok)
 	require.Equal(t, membership.MsgAlready, reason)
-	cc.auth(carol)
-	ok, reason = cc.publish(join(carol, claim))
+	cc.Auth(carol)
+	ok, reason = cc.Publish(join(carol, claim))
 	require.False(t, ok)
 	require.Equal(t, membership.ReasonUsed, reason)
-	ok, reason = cc.publish(join(carol, "not-a-claim"))
+	ok, reason = cc.Publish(join(carol, "not-a-claim"))
 	require.False(t, ok)
 	require.Equal(t, membership.ReasonBadClaim, reason)
 	// An expired one (the clock moved past it) too.
-	evs, _ = ac.req("inv2", map[string]any{"kinds": []int{membership.KindInvite}})
+	evs, _ = ac.Req("inv2", map[string]any{"kinds": []int{membership.KindInvite}})
 	expiring := membership.Claim(evs[0])
 	_, err = e.db.Pool.Exec(ctx, "UPDATE cn_relay.membership_claims SET expires_at = now() - interval '1 second' WHERE hash = $1", membership.HashClaim(expiring))
 	require.NoError(t, err)
-	ok, reason = cc.publish(join(carol, expiring))
+	ok, reason = cc.Publish(join(carol, expiring))
 	require.False(t, ok)
 	require.Equal(t, membership.ReasonExpired, reason)
 	// A join whose created_at is not now.
 	old := &nostr.Event{Kind: membership.KindJoin, CreatedAt: nostr.Now() - 3600, Tags: nostr.Tags{{"-"}, {"claim", "x"}}}
 	require.NoError(t, old.Sign(carol))
-	ok, reason = cc.publish(old)
+	ok, reason = cc.Publish(old)
 	require.False(t, ok)
 	require.Equal(t, membership.ReasonBadTime, reason)
 
@@ -132,17 +132,17 @@ func TestInviteOnlyFlow(t *testing.T) {
 	// NIP-70 tag it is taken only from a connection authenticated as its
 	// author (issue 48: apps send it so), else anyone could replay it.
 	untagged := testkit.SignNow(t, bob, membership.KindLeave, nil, "")
-	ok, reason = anon.publish(untagged)
+	ok, reason = anon.Publish(untagged)
 	require.False(t, ok)
 	require.Equal(t, membership.ReasonLeaveAuth, reason)
-	ok, reason = bc.publish(untagged)
+	ok, reason = bc.Publish(untagged)
 	require.True(t, ok, reason)
 	require.Equal(t, membership.MsgLeft, reason)
 	require.Equal(t, []string{adminPK}, e.memberList(t, anon))
-	removes, _ := anon.req("rm", map[string]any{"kinds": []int{membership.KindRemove}, "#p": []string{testkit.Pub(bob)}})
+	removes, _ := anon.Req("rm", map[string]any{"kinds": []int{membership.KindRemove}, "#p": []string{testkit.Pub(bob)}})
 	require.Len(t, removes, 1)
 	e.verifyNodeEvent(t, removes[0])
-	ok, reason = bc.publish(note(t, bob, "still here?"))
+	ok, reason = bc.Publish(note(t, bob, "still here?"))
 	require.False(t, ok)
 	require.Equal(t, membership.ReasonInviteOnly, reason)
 
@@ -153,7 +153,7 @@ func TestInviteOnlyFlow(t *testing.T) {
 		testkit.SignNow(t, e.admin, membership.KindInvite, nostr.Tags{{"-"}, {"claim", "x"}}, ""),
 		testkit.SignNow(t, e.admin, membership.KindRole, nostr.Tags{{"-"}, {"d", "king"}}, ""),
 	} {
-		ok, reason = ac.publish(ev)
+		ok, reason = ac.Publish(ev)
 		require.False(t, ok, "kind %d", ev.Kind)
 		require.Equal(t, membership.ReasonNodeKind, reason, "kind %d", ev.Kind)
 	}
@@ -211,10 +211,10 @@ func TestAdminMethods(t *testing.T) {
 	require.Equal(t, 200, status)
 	status, out = e.nip86(t, e.admin, "revokeinvite", minted.ID)
 	require.Equal(t, 400, status, string(out["error"]))
-	bc := dial(t, e.url)
-	bc.auth(bob)
-	join := func(c *client, sk, claim string) (bool, string) {
-		return c.publish(testkit.SignNow(t, sk, membership.KindJoin, nostr.Tags{{"-"}, {"claim", claim}}, ""))
+	bc := testkit.Dial(t, e.url)
+	bc.Auth(bob)
+	join := func(c *testkit.Client, sk, claim string) (bool, string) {
+		return c.Publish(testkit.SignNow(t, sk, membership.KindJoin, nostr.Tags{{"-"}, {"claim", claim}}, ""))
 	}
 	ok, reason := join(bc, bob, minted.Claim)
 	require.False(t, ok)
@@ -250,17 +250,17 @@ func TestAdminMethods(t *testing.T) {
 		got[m.Pubkey] = m.Via
 	}
 	require.Equal(t, map[string]string{testkit.Pub(e.admin): membership.ViaOperator, testkit.Pub(carol): membership.ViaAdmin}, got)
-	ok, reason = bc.publish(note(t, bob, "removed"))
+	ok, reason = bc.Publish(note(t, bob, "removed"))
 	require.False(t, ok)
 	require.Equal(t, membership.ReasonInviteOnly, reason)
 
 	// Pending: a claimless join waits (no trust gate here); admit and deny.
-	dc := dial(t, e.url)
-	dc.auth(dave)
-	ok, reason = dc.publish(testkit.SignNow(t, dave, membership.KindJoin, nostr.Tags{{"-"}}, ""))
+	dc := testkit.Dial(t, e.url)
+	dc.Auth(dave)
+	ok, reason = dc.Publish(testkit.SignNow(t, dave, membership.KindJoin, nostr.Tags{{"-"}}, ""))
 	require.False(t, ok)
 	require.True(t, strings.HasPrefix(reason, "restricted: pending review"), reason)
-	ok, reason = bc.publish(testkit.SignNow(t, bob, membership.KindJoin, nostr.Tags{{"-"}}, ""))
+	ok, reason = bc.Publish(testkit.SignNow(t, bob, membership.KindJoin, nostr.Tags{{"-"}}, ""))
 	require.False(t, ok, reason)
 	status, out = e.nip86(t, e.admin, "listpendingmembers")
 	require.Equal(t, 200, status)
@@ -273,9 +273,9 @@ func TestAdminMethods(t *testing.T) {
 	require.Equal(t, 200, status)
 	status, _ = e.nip86(t, e.admin, "denymember", testkit.Pub(bob))
 	require.Equal(t, 400, status, "nothing pending any more")
-	ok, reason = dc.publish(note(t, dave, "admitted"))
+	ok, reason = dc.Publish(note(t, dave, "admitted"))
 	require.True(t, ok, reason)
-	ok, _ = bc.publish(note(t, bob, "denied"))
+	ok, _ = bc.Publish(note(t, bob, "denied"))
 	require.False(t, ok)
 
 	// Every change is in the management log.

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/consumer"
 )
 
@@ -87,17 +88,17 @@ func TestClassifier(t *testing.T) {
 		return n.mod
 	}
 	n.startModerator(t)
-	c := n.dial(t)
+	c := testkit.Dial(t, n.url)
 	a := newAuthor(t)
 	publish := func(content string) *nostr.Event {
 		ev := a.event(t, 1, nostr.Tags{{"t", "go"}}, content)
-		ok, reason := c.publish(ev)
+		ok, reason := c.Publish(ev)
 		require.True(t, ok, reason)
 		n.sync(t, ConsumerName)
 		return ev
 	}
 	labelled := func(ev *nostr.Event) bool {
-		return len(c.req(map[string]any{"kinds": []int{1985}, "#e": []string{ev.ID}})) == 1
+		return len(c.Query(map[string]any{"kinds": []int{1985}, "#e": []string{ev.ID}})) == 1
 	}
 	outcome := func(ev *nostr.Event) string {
 		var o, reason string

@@ -12,7 +12,7 @@ import (
 	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/indexer"
 	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/internal/textsearch"
 	"github.com/kukuri/communitynode/internal/trust"
 )
@@ -25,8 +25,7 @@ import (
 // everywhere (docs/groups.md "Pipeline").
 func TestGroupPipeline(t *testing.T) {
 	n := newTestNode(t)
-	require.NoError(t, n.store.SetGroups(store.Groups{Sign: n.key.Sign,
-		Policy: groups.Policy{Node: n.key.PubKey, Creators: groups.CreatorsAny}}))
+	testkit.HostGroups(t, n.store, testkit.GroupOpts{Node: n.key})
 	n.applyRules(t, `rules:
   - {name: pizza-in-g1, groups: [g1], keywords: [pizza], label: spam, action: label}
   - {name: reported, min_reports: 1, label: reported, action: hold}
@@ -35,11 +34,11 @@ func TestGroupPipeline(t *testing.T) {
 	graph := &trust.Graph{NodePubKey: n.key.PubKey}
 	runConsumer(t, context.Background(), n.db, graph, trust.ConsumerName, 0)
 
-	c := n.dial(t)
+	c := testkit.Dial(t, n.url)
 	admin, alice, bob := newAuthor(t), newAuthor(t), newAuthor(t)
 	must := func(ev *nostr.Event) *nostr.Event {
 		t.Helper()
-		ok, reason := c.publish(ev)
+		ok, reason := c.Publish(ev)
 		require.True(t, ok, "kind %d: %s", ev.Kind, reason)
 		return ev
 	}
@@ -120,8 +119,8 @@ func TestGroupPipeline(t *testing.T) {
 	require.Equal(t, []string{p1.ID}, queue("g1"), "the report reaches g1's queue")
 	require.Empty(t, queue("g2"))
 	// Over Nostr: the group's admins read its reports with #h.
-	require.Equal(t, []string{rep.ID}, ids(c.req(map[string]any{"kinds": []int{1984}, "#h": []string{"g1"}})))
-	require.Equal(t, sorted(p1.ID, p2.ID), sorted(ids(c.req(map[string]any{"#h": []string{"g1"}, "search": "pizza"}))...))
+	require.Equal(t, []string{rep.ID}, ids(c.Query(map[string]any{"kinds": []int{1984}, "#h": []string{"g1"}})))
+	require.Equal(t, sorted(p1.ID, p2.ID), sorted(ids(c.Query(map[string]any{"#h": []string{"g1"}, "search": "pizza"}))...))
 
 	// 9001 remove-user: bob is no longer a member; his messages stay, in REQ
 	// and in every consumer alike.
@@ -136,8 +135,8 @@ func TestGroupPipeline(t *testing.T) {
 	require.Equal(t, []string{"GROUP:g1"}, docTopics(p2.ID), "a removed user's message stays indexed")
 	require.False(t, inTrust(p1.ID), "a deleted message leaves the trust graph")
 	require.True(t, inTrust(p2.ID))
-	require.Equal(t, []string{p2.ID}, ids(c.req(map[string]any{"#h": []string{"g1"}, "search": "pizza"})))
-	require.Equal(t, []string{p2.ID}, ids(c.req(map[string]any{"#h": []string{"g1"}, "kinds": []int{1}})))
+	require.Equal(t, []string{p2.ID}, ids(c.Query(map[string]any{"#h": []string{"g1"}, "search": "pizza"})))
+	require.Equal(t, []string{p2.ID}, ids(c.Query(map[string]any{"#h": []string{"g1"}, "kinds": []int{1}})))
 	require.Equal(t, []string{"pizza-in-g1", "reported"}, labelled(p1.ID), "a 9005 is a moderation hide: labels stay, as for every hide")
 	var labelScopes []string
 	require.NoError(t, n.db.Pool.QueryRow(ctx, `SELECT array_agg(DISTINCT tt.topic_id) FROM cn_moderation.labels l

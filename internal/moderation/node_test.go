@@ -2,13 +2,10 @@ package moderation
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -111,89 +108,6 @@ func (n *testNode) applyRules(t *testing.T, file string) {
 func (n *testNode) sync(t *testing.T, name string) {
 	t.Helper()
 	testkit.WaitCaughtUp(t, n.db.Pool, name)
-}
-
-// wsClient is a plain NIP-01 client over a real WebSocket.
-type wsClient struct {
-	t    *testing.T
-	ws   *websocket.Conn
-	reqs int // subscriptions opened by req
-}
-
-func (n *testNode) dial(t *testing.T) *wsClient {
-	t.Helper()
-	ws, _, err := websocket.DefaultDialer.Dial(n.url, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { ws.Close() })
-	return &wsClient{t: t, ws: ws}
-}
-
-func (c *wsClient) send(parts ...any) {
-	c.t.Helper()
-	require.NoError(c.t, c.ws.WriteJSON(parts))
-}
-
-func (c *wsClient) next() []json.RawMessage {
-	c.t.Helper()
-	require.NoError(c.t, c.ws.SetReadDeadline(time.Now().Add(10*time.Second)))
-	var msg []json.RawMessage
-	require.NoError(c.t, c.ws.ReadJSON(&msg))
-	return msg
-}
-
-// publish sends ev and returns the OK answer.
-func (c *wsClient) publish(ev *nostr.Event) (bool, string) {
-	c.t.Helper()
-	c.send("EVENT", ev)
-	for {
-		msg := c.next()
-		var typ, id, reason string
-		var ok bool
-		require.NoError(c.t, json.Unmarshal(msg[0], &typ))
-		if typ != "OK" {
-			continue
-		}
-		require.NoError(c.t, json.Unmarshal(msg[1], &id))
-		require.NoError(c.t, json.Unmarshal(msg[2], &ok))
-		require.NoError(c.t, json.Unmarshal(msg[3], &reason))
-		if id == ev.ID {
-			return ok, reason
-		}
-	}
-}
-
-// req returns the stored events a REQ with filter answers, under a
-// subscription id of its own: a live event of an earlier one may still arrive
-// after its CLOSE was sent (NIP-01 does not answer CLOSE), and is skipped.
-func (c *wsClient) req(filter map[string]any) []*nostr.Event {
-	c.t.Helper()
-	c.reqs++
-	sub := fmt.Sprintf("q%d", c.reqs)
-	c.send("REQ", sub, filter)
-	var out []*nostr.Event
-	for {
-		msg := c.next()
-		var typ, id string
-		require.NoError(c.t, json.Unmarshal(msg[0], &typ))
-		if typ == "EVENT" || typ == "EOSE" || typ == "CLOSED" {
-			require.NoError(c.t, json.Unmarshal(msg[1], &id))
-			if id != sub {
-				require.Regexp(c.t, `^q[0-9]+$`, id, "a message for another subscription")
-				continue
-			}
-		}
-		switch typ {
-		case "EVENT":
-			ev := &nostr.Event{}
-			require.NoError(c.t, ev.UnmarshalJSON(msg[2]))
-			out = append(out, ev)
-		case "EOSE":
-			c.send("CLOSE", sub)
-			return out
-		case "CLOSED":
-			c.t.Fatalf("REQ closed: %s", msg[2])
-		}
-	}
 }
 
 func ids(evs []*nostr.Event) []string {

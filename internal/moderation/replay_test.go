@@ -13,9 +13,6 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kukuri/communitynode/internal/groups"
-	"github.com/kukuri/communitynode/internal/nodekey"
-	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/consumer"
 	"github.com/kukuri/communitynode/pkg/outbox"
@@ -41,9 +38,7 @@ func TestReplayAndCrashEndInTheSameState(t *testing.T) {
 	// Member lists re-signed per added member and removed when superseded
 	// (issue 47): upsert rows whose events are gone when replayed. (Another
 	// key than the moderator's, which skips its own events before loading.)
-	gk, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
-	require.NoError(t, err)
-	require.NoError(t, n.store.SetGroups(store.Groups{Sign: gk.Sign, Policy: groups.Policy{Node: gk.PubKey, Creators: groups.CreatorsAny}}))
+	testkit.HostGroups(t, n.store, testkit.GroupOpts{})
 	n.startModerator(t)
 	testkit.GroupFlood(t, n.store, "flood", 5, nostr.Now()-100_000)
 

@@ -157,7 +157,7 @@ func newImporter(ctx context.Context, pool *pgxpool.Pool, rules storerules.Confi
 		stopWriter()
 		<-writerDone
 	}
-	return &bulk.Importer{Store: events, Pool: pool, Limits: limits, Policy: policy}, stop, nil
+	return &bulk.Importer{Store: events, Pool: pool, Limits: limits, Policy: policy, StatsEvery: DefaultImportStatsInterval}, stop, nil
 }
 
 // syncLocal is this node's side of a sync: the public view of its store.

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/node/nodetest"
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 // cacheHits is the relay's cn_relay_cache_answers_total{result="hit"}.
@@ -49,31 +49,16 @@ func TestRelayComposesTheCache(t *testing.T) {
 			cfg.CacheBytes = bytes
 			nodetest.StartRelay(t, node.RelayOptions{DatabaseURL: db.URL, Relay: cfg, Logger: slog.New(slog.DiscardHandler)}, false)
 			metrics := "http://" + cfg.MetricsListen + "/metrics"
-			// A plain WebSocket client: go-nostr's QuerySync leaves a goroutine
-			// spinning per query, and its Close races with its reader (the race
-			// detector reports it).
-			ws, _, err := websocket.DefaultDialer.Dial("ws://"+cfg.Listen, nil)
-			require.NoError(t, err)
-			defer ws.Close()
+			c := testkit.Dial(t, "ws://"+cfg.Listen)
 			// The cache answers once its fill is done and within its wait for
 			// the outbox head (under load a REQ may read the database:
 			// behind), so REQs are sent until one is a hit, for 20 s at most;
 			// without a cache, three.
 			deadline := time.Now().Add(20 * time.Second)
 			for i := 0; ; i++ {
-				sub := "q" + strconv.Itoa(i)
-				require.NoError(t, ws.WriteJSON([]any{"REQ", sub, map[string]any{"kinds": []int{1}, "#t": []string{"cache"}, "limit": 10}}))
-				require.NoError(t, ws.SetReadDeadline(time.Now().Add(30*time.Second)))
-				for { // (the relay's AUTH challenge may come first)
-					var msg []any
-					require.NoError(t, ws.ReadJSON(&msg))
-					if len(msg) > 0 && msg[0] == "AUTH" {
-						continue
-					}
-					require.Equal(t, []any{"EOSE", sub}, msg, "no stored events, then EOSE")
-					break
-				}
-				require.NoError(t, ws.WriteJSON([]any{"CLOSE", sub}))
+				evs, reason := c.Req("q"+strconv.Itoa(i), map[string]any{"kinds": []int{1}, "#t": []string{"cache"}, "limit": 10})
+				require.Empty(t, reason)
+				require.Empty(t, evs, "no stored events, then EOSE")
 				if cacheHits(t, metrics) > 0 || time.Now().After(deadline) || (bytes == 0 && i >= 2) {
 					break
 				}

@@ -40,6 +40,12 @@ const (
 	// statistics: a cheap read of pg_stat_all_tables, so that a young node gets
 	// its first statistics within seconds (store.AnalyzeStale).
 	DefaultStatsInterval = 2 * time.Second
+	// DefaultImportStatsInterval is how often cnctl import checks the same
+	// statistics between its batches (bulk.Importer.StatsEvery; a sync's
+	// import does not): rarer than the relay, since each check during a
+	// large import may analyse three tables, 0.2-0.6 s each at a million
+	// events.
+	DefaultImportStatsInterval = 30 * time.Second
 )
 
 // The relay's read replicas (--read-database-url, package replica).

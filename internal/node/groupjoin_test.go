@@ -11,7 +11,6 @@ import (
 
 	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/internal/trust/gate"
 )
@@ -33,7 +32,7 @@ func TestGroupJoinsByRank(t *testing.T) {
 	ranks := &gate.Gate{Pool: e.db.Pool, MinRank: 1, Exempt: []string{e.node.PubKey}}
 	require.NoError(t, ranks.Load(ctx))
 	policy := groups.Policy{Node: e.node.PubKey, Creators: groups.CreatorsAny, AdmitMinRank: 1}
-	require.NoError(t, e.store.SetGroups(store.Groups{Sign: e.node.Sign, Policy: policy, Admission: JoinAdmission(ranks)}))
+	testkit.HostGroups(t, e.store, testkit.GroupOpts{Node: e.node, Policy: policy, Admission: JoinAdmission(ranks)})
 	answer := func(ev *nostr.Event) protocol.Verdict {
 		t.Helper()
 		res, err := e.store.Ingest(ctx, []*nostr.Event{ev})
@@ -66,7 +65,7 @@ func TestGroupJoinsByRank(t *testing.T) {
 	require.Positive(t, rank)
 	ranks.MinRank, policy.AdmitMinRank = rank, rank // alice exactly at the threshold
 	require.NoError(t, ranks.Load(ctx))
-	require.NoError(t, e.store.SetGroups(store.Groups{Sign: e.node.Sign, Policy: policy, Admission: JoinAdmission(ranks)}))
+	testkit.HostGroups(t, e.store, testkit.GroupOpts{Node: e.node, Policy: policy, Admission: JoinAdmission(ranks)})
 
 	require.Equal(t, protocol.Verdict{OK: true, Message: groups.MessageAdmittedRank(rank)}, answer(join(alice, "open", now)))
 	pending := join(mallory, "open", now)

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -79,35 +78,16 @@ func (e *trustEnv) serveRelay(t *testing.T) string {
 }
 
 // query sends one REQ to the relay and returns the stored events it answers
-// before EOSE. (A plain WebSocket: go-nostr's client races on its own
-// connection field when closed, which the race detector reports.)
+// before EOSE.
 func query(t *testing.T, url string, f nostr.Filter) []*nostr.Event {
 	t.Helper()
-	ws, _, err := websocket.DefaultDialer.Dial(url, nil)
-	require.NoError(t, err)
-	defer ws.Close()
-	require.NoError(t, ws.SetReadDeadline(time.Now().Add(10*time.Second)))
-	var challenge []any // the NIP-42 challenge, sent on connect by default
-	require.NoError(t, ws.ReadJSON(&challenge))
-	require.Equal(t, "AUTH", challenge[0], "%v", challenge)
-	require.NoError(t, ws.WriteJSON([]any{"REQ", "q", f}))
-	var evs []*nostr.Event
-	for {
-		var msg []json.RawMessage
-		require.NoError(t, ws.ReadJSON(&msg))
-		var typ string
-		require.NoError(t, json.Unmarshal(msg[0], &typ))
-		switch {
-		case typ == "EOSE":
-			return evs
-		case typ == "EVENT" && len(msg) == 3:
-			var ev nostr.Event
-			require.NoError(t, json.Unmarshal(msg[2], &ev))
-			evs = append(evs, &ev)
-		default:
-			require.Failf(t, "unexpected answer to a REQ", "%s", msg)
-		}
-	}
+	c := testkit.Dial(t, url)
+	defer c.Close()
+	challenge := c.Next() // the NIP-42 challenge, sent on connect by default
+	require.Equal(t, "AUTH", challenge.Label(), "%s", challenge)
+	evs, reason := c.Req("q", f)
+	require.Empty(t, reason, "unexpected answer to a REQ")
+	return evs
 }
 
 func tagValue(ev *nostr.Event, name string) string {

@@ -4,7 +4,6 @@ package opscheck
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
@@ -25,43 +23,19 @@ import (
 // protected event (the "-" tag) needs it, and returns the relay's OK.
 func nip43Join(t *testing.T, url string, k testkit.Key, claim string) (bool, string) {
 	t.Helper()
-	ws, _, err := websocket.DefaultDialer.Dial(url, nil)
-	require.NoError(t, err)
-	defer ws.Close()
+	c := testkit.Dial(t, url)
+	defer c.Close()
 	tags := nostr.Tags{{"-"}}
 	if claim != "" {
 		tags = append(tags, nostr.Tag{"claim", claim})
 	}
-	ev := nostr.Event{Kind: 28934, CreatedAt: nostr.Now(), Tags: tags}
-	require.NoError(t, ev.Sign(k.SK))
-	require.NoError(t, ws.WriteJSON([]any{"EVENT", ev}))
-	challenge, authed := "", false
-	for {
-		require.NoError(t, ws.SetReadDeadline(time.Now().Add(10*time.Second)))
-		var msg []json.RawMessage
-		require.NoError(t, ws.ReadJSON(&msg))
-		var typ, id string
-		_ = json.Unmarshal(msg[0], &typ)
-		_ = json.Unmarshal(msg[1], &id)
-		switch {
-		case typ == "AUTH":
-			challenge = id
-		case typ == "OK" && id == ev.ID:
-			var ok bool
-			var reason string
-			_ = json.Unmarshal(msg[2], &ok)
-			_ = json.Unmarshal(msg[3], &reason)
-			if ok || !strings.HasPrefix(reason, "auth-required:") || authed {
-				return ok, reason
-			}
-			require.NotEmpty(t, challenge, "auth-required without a challenge")
-			auth := nostr.Event{Kind: 22242, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"relay", url}, {"challenge", challenge}}}
-			require.NoError(t, auth.Sign(k.SK))
-			require.NoError(t, ws.WriteJSON([]any{"AUTH", auth}))
-			authed = true
-			require.NoError(t, ws.WriteJSON([]any{"EVENT", ev}))
-		}
+	ev := testkit.SignNow(t, k.SK, 28934, tags, "")
+	ok, reason := c.Publish(ev)
+	if ok || !strings.HasPrefix(reason, "auth-required:") {
+		return ok, reason
 	}
+	c.AuthAnswer(k.SK) // the join's OK below says whether it took
+	return c.Publish(ev)
 }
 
 // TestConsoleMembersInBrowser drives the members page of `cnctl dev

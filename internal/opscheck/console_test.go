@@ -21,7 +21,6 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
-	"github.com/gorilla/websocket"
 	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip19"
@@ -113,24 +112,22 @@ func startDevWith(t *testing.T, extra []string, admins ...string) devNode {
 	}
 }
 
-// client is a plain Nostr client (gorilla/websocket) of the relay: what any
-// app sees.
+// client is the relay's protocol client (testkit.Client, what any app
+// sees), with events signed as they are published.
 type client struct {
-	t  *testing.T
-	ws *websocket.Conn
-	n  int
+	*testkit.Client
+	t *testing.T
 }
 
 func dial(t *testing.T, url string) *client {
 	t.Helper()
-	var ws *websocket.Conn
+	var c *testkit.Client
 	require.Eventually(t, func() bool { // "node is up" comes before every listener is
 		var err error
-		ws, _, err = websocket.DefaultDialer.Dial(url, nil)
+		c, _, err = testkit.Connect(t, url)
 		return err == nil
 	}, 30*time.Second, 100*time.Millisecond, "the relay at %s does not answer", url)
-	t.Cleanup(func() { ws.Close() })
-	return &client{t: t, ws: ws}
+	return &client{Client: c, t: t}
 }
 
 // publish signs ev with sk, sends it and returns the relay's OK.
@@ -140,59 +137,18 @@ func (c *client) publish(sk string, ev nostr.Event) (bool, string, nostr.Event) 
 		ev.CreatedAt = nostr.Now()
 	}
 	require.NoError(c.t, ev.Sign(sk))
-	require.NoError(c.t, c.ws.WriteJSON([]any{"EVENT", ev}))
-	require.NoError(c.t, c.ws.SetReadDeadline(time.Now().Add(10*time.Second)))
-	for {
-		var msg []json.RawMessage
-		require.NoError(c.t, c.ws.ReadJSON(&msg))
-		var typ, id string
-		_ = json.Unmarshal(msg[0], &typ)
-		if typ != "OK" {
-			continue
-		}
-		_ = json.Unmarshal(msg[1], &id)
-		if id != ev.ID {
-			continue
-		}
-		var ok bool
-		var reason string
-		_ = json.Unmarshal(msg[2], &ok)
-		_ = json.Unmarshal(msg[3], &reason)
-		return ok, reason, ev
-	}
+	ok, reason := c.Publish(&ev)
+	return ok, reason, ev
 }
 
 // query returns the stored events matching filter (REQ until EOSE).
 func (c *client) query(filter nostr.Filter) []nostr.Event {
 	c.t.Helper()
-	c.n++
-	sub := fmt.Sprint("q", c.n)
-	require.NoError(c.t, c.ws.WriteJSON([]any{"REQ", sub, filter}))
-	require.NoError(c.t, c.ws.SetReadDeadline(time.Now().Add(10*time.Second)))
 	var out []nostr.Event
-	for {
-		var msg []json.RawMessage
-		require.NoError(c.t, c.ws.ReadJSON(&msg))
-		var typ, id string
-		_ = json.Unmarshal(msg[0], &typ)
-		if len(msg) > 1 {
-			_ = json.Unmarshal(msg[1], &id)
-		}
-		if id != sub {
-			continue
-		}
-		switch typ {
-		case "EVENT":
-			var ev nostr.Event
-			require.NoError(c.t, json.Unmarshal(msg[2], &ev))
-			out = append(out, ev)
-		case "EOSE":
-			require.NoError(c.t, c.ws.WriteJSON([]any{"CLOSE", sub}))
-			return out
-		case "CLOSED":
-			c.t.Fatalf("REQ closed: %s", msg[2])
-		}
+	for _, ev := range c.Query(filter) {
+		out = append(out, *ev)
 	}
+	return out
 }
 
 // groupMembers returns the p tags of the group's newest 39002 (members).
@@ -215,31 +171,20 @@ func bunker(t *testing.T, url string, k testkit.Key) string {
 	t.Helper()
 	signer := nip46.NewStaticKeySigner(k.SK)
 	c := dial(t, url)
-	require.NoError(t, c.ws.WriteJSON([]any{"REQ", "bunker", nostr.Filter{Kinds: []int{nostr.KindNostrConnect}, Tags: nostr.TagMap{"p": {k.PK}}}}))
-	var mu sync.Mutex // gorilla/websocket: one writer at a time
+	sub, err := c.Subscribe("bunker", nostr.Filter{Kinds: []int{nostr.KindNostrConnect}, Tags: nostr.TagMap{"p": {k.PK}}})
+	require.NoError(t, err)
 	go func() {
 		for {
-			_ = c.ws.SetReadDeadline(time.Time{})
-			var msg []json.RawMessage
-			if err := c.ws.ReadJSON(&msg); err != nil {
+			ev, err := sub.Next(context.Background())
+			if err != nil {
 				return // the test ended
 			}
-			var typ string
-			if json.Unmarshal(msg[0], &typ) != nil || typ != "EVENT" || len(msg) < 3 {
-				continue
-			}
-			var ev nostr.Event
-			if json.Unmarshal(msg[2], &ev) != nil {
-				continue
-			}
-			_, _, resp, err := signer.HandleRequest(&ev)
+			_, _, resp, err := signer.HandleRequest(ev)
 			if err != nil {
 				t.Logf("bunker: %v", err)
 				continue
 			}
-			mu.Lock()
-			_ = c.ws.WriteJSON([]any{"EVENT", resp})
-			mu.Unlock()
+			_ = c.Send("EVENT", resp)
 		}
 	}()
 	return "bunker://" + k.PK + "?relay=" + url + "&secret=ops"

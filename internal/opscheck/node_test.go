@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,12 +27,12 @@ import (
 
 	"github.com/kukuri/communitynode/internal/groups"
 	cnnode "github.com/kukuri/communitynode/internal/node"
-	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgembed/pgembedtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/replica"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -47,7 +46,7 @@ type node struct {
 	indexer  string   // host:port of the indexer (/v1/search, /metrics)
 	replica  string   // the replica's pool name in the relay's metrics (host:port)
 	sk       string
-	ws       *websocket.Conn
+	ws       *testkit.Client
 	searchOK int
 }
 
@@ -98,10 +97,8 @@ func startNode(t *testing.T) *node {
 	cfg.EventRatePerIP, cfg.EventRatePerPubkey, cfg.ReqRatePerIP = relay.Rate{}, relay.Rate{}, relay.Rate{}
 	// The relay hosts NIP-29 groups (a node key), so that the group panels
 	// have data: traffic posts to one.
-	nodeKey, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
-	require.NoError(t, err)
 	st := store.New(db.Pool, w, protocol.DefaultTopicRules())
-	require.NoError(t, st.SetGroups(store.Groups{Sign: nodeKey.Sign, Policy: groups.Policy{Node: nodeKey.PubKey, Creators: groups.CreatorsAny}}))
+	nodeKey := testkit.HostGroups(t, st, testkit.GroupOpts{})
 	reg.MustRegister(&groups.Collector{Q: db.Pool})
 	cfg.Info.Self, cfg.Groups = nodeKey.PubKey, true
 	reads := replica.New(st.Reader, db.Pool,
@@ -132,8 +129,7 @@ func startNode(t *testing.T) *node {
 	case <-time.After(30 * time.Second):
 		t.Fatal("indexer did not start")
 	}
-	n.ws, _, err = websocket.DefaultDialer.Dial("ws://"+n.relay, nil)
-	require.NoError(t, err)
+	n.ws = testkit.Dial(t, "ws://"+n.relay)
 	t.Cleanup(func() {
 		n.ws.Close()
 		cancel()
@@ -152,31 +148,18 @@ func (n *node) traffic(t *testing.T, i int) {
 	t.Helper()
 	ev := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "ops"}}, Content: "hello operators " + time.Now().String()}
 	require.NoError(t, ev.Sign(n.sk))
-	require.NoError(t, n.ws.WriteJSON([]any{"EVENT", ev}))
+	n.ws.Publish(ev)
 	// A group event: the first creates the group "ops", the others post to it.
 	gev := &nostr.Event{Kind: 9, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"h", "ops"}}, Content: "hello group " + time.Now().String()}
 	if i == 0 {
 		gev.Kind, gev.Content = 9007, ""
 	}
 	require.NoError(t, gev.Sign(n.sk))
-	require.NoError(t, n.ws.WriteJSON([]any{"EVENT", gev}))
+	n.ws.Publish(gev)
 	// The event cache answers the REQ; the COUNT (NIP-45), which the cache
 	// never answers, reads the database, where the replica serves it.
-	require.NoError(t, n.ws.WriteJSON([]any{"REQ", "s", map[string]any{"#t": []string{"ops"}, "limit": 5}}))
-	require.NoError(t, n.ws.WriteJSON([]any{"COUNT", "c", map[string]any{"#t": []string{"ops"}}}))
-	require.NoError(t, n.ws.SetReadDeadline(time.Now().Add(10*time.Second)))
-	for oks, gotEOSE, gotCount := 0, false, false; oks < 2 || !gotEOSE || !gotCount; {
-		var msg []json.RawMessage
-		require.NoError(t, n.ws.ReadJSON(&msg))
-		switch string(msg[0]) {
-		case `"OK"`:
-			oks++
-		case `"EOSE"`:
-			gotEOSE = true
-		case `"COUNT"`:
-			gotCount = true
-		}
-	}
+	n.ws.Req("s", map[string]any{"#t": []string{"ops"}, "limit": 5})
+	n.ws.Count("c", map[string]any{"#t": []string{"ops"}})
 	resp, err := http.Get("http://" + n.indexer + "/v1/search?q=hello&limit=5")
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -187,7 +170,7 @@ func (n *node) traffic(t *testing.T, i int) {
 	if i%3 == 0 {
 		bad := *ev
 		bad.Content = "tampered"
-		require.NoError(t, n.ws.WriteJSON([]any{"EVENT", bad}))
+		require.NoError(t, n.ws.Send("EVENT", bad))
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/groups"
-	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
@@ -26,10 +25,8 @@ func TestGroupMethods(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.New(t)
-	node, err := nodekey.FromSecret(nostr.GeneratePrivateKey())
-	require.NoError(t, err)
 	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
-	require.NoError(t, st.SetGroups(store.Groups{Sign: node.Sign, Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsAny}}))
+	testkit.HostGroups(t, st, testkit.GroupOpts{})
 	admin, owner, mod, waiting := testkit.NewKey(t), testkit.NewKey(t), testkit.NewKey(t), testkit.NewKey(t)
 	at := nostr.Now()
 	ev := func(k testkit.Key, kind int, tags ...nostr.Tag) *nostr.Event {

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -51,12 +50,6 @@ type API struct {
 
 // Enabled reports whether anyone may use the API (some admin is configured).
 func (a *API) Enabled() bool { return len(a.Admins) > 0 }
-
-// IsRequest reports whether r is a NIP-86 request (by its Content-Type).
-func IsRequest(r *http.Request) bool {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return err == nil && mt == ContentType
-}
 
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {

@@ -1,7 +1,6 @@
 package relayadmin_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -15,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -85,27 +83,7 @@ func startRelay(t *testing.T, db *pgtest.DB, admins ...string) *testRelay {
 // call makes a NIP-86 request; edit may spoil the NIP-98 event before signing.
 func call(t *testing.T, r *testRelay, admin testkit.Key, method string, params []any, edit func(*nostr.Event)) (int, map[string]any) {
 	t.Helper()
-	if params == nil {
-		params = []any{}
-	}
-	body, err := json.Marshal(map[string]any{"method": method, "params": params})
-	require.NoError(t, err)
-	sum := sha256.Sum256(body)
-	// A fresh nonce: the same call twice within a second is two events, as a
-	// client must sign a new one for every request (replays are refused).
-	ev := &nostr.Event{Kind: 27235, CreatedAt: nostr.Now(), Tags: nostr.Tags{
-		{"u", r.http}, {"method", "POST"}, {"payload", hex.EncodeToString(sum[:])}, {"nonce", nostr.GeneratePrivateKey()}}}
-	if edit != nil {
-		edit(ev)
-	}
-	admin.Sign(t, ev)
-	raw, err := json.Marshal(ev)
-	require.NoError(t, err)
-	req, err := http.NewRequest(http.MethodPost, r.http, bytes.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", relayadmin.ContentType)
-	req.Header.Set("Authorization", "Nostr "+base64.StdEncoding.EncodeToString(raw))
-	return do(t, req)
+	return do(t, testkit.NIP86Request(t, r.http, admin.SK, method, params, edit))
 }
 
 func do(t *testing.T, req *http.Request) (int, map[string]any) {
@@ -287,63 +265,23 @@ func TestNIP86Methods(t *testing.T) {
 	require.Equal(t, 18, logged, "every change (18 above) is logged with the admin's pubkey")
 }
 
-// wsClient is a plain NIP-01 client.
-type wsClient struct {
-	t  *testing.T
-	ws *websocket.Conn
-}
-
-func dial(t *testing.T, r *testRelay) *wsClient {
+// dial connects to r and reads the NIP-42 challenge, sent on connect by
+// default.
+func dial(t *testing.T, r *testRelay) *testkit.Client {
 	t.Helper()
-	ws, _, err := websocket.DefaultDialer.Dial(r.url, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { ws.Close() })
-	c := &wsClient{t, ws}
-	msg := c.next() // the NIP-42 challenge, sent on connect by default
-	require.Equal(t, `"AUTH"`, string(msg[0]), "%s", msg)
+	c := testkit.Dial(t, r.url)
+	msg := c.Next()
+	require.Equal(t, "AUTH", msg.Label(), "%s", msg)
 	return c
 }
 
-func (c *wsClient) next() []json.RawMessage {
-	c.t.Helper()
-	require.NoError(c.t, c.ws.SetReadDeadline(time.Now().Add(10*time.Second)))
-	var msg []json.RawMessage
-	require.NoError(c.t, c.ws.ReadJSON(&msg))
-	return msg
-}
-
-func (c *wsClient) publish(ev *nostr.Event) (bool, string) {
-	c.t.Helper()
-	require.NoError(c.t, c.ws.WriteJSON([]any{"EVENT", ev}))
-	for {
-		msg := c.next()
-		if string(msg[0]) != `"OK"` {
-			continue
-		}
-		var ok bool
-		var reason string
-		require.NoError(c.t, json.Unmarshal(msg[2], &ok))
-		require.NoError(c.t, json.Unmarshal(msg[3], &reason))
-		return ok, reason
-	}
-}
-
-func (c *wsClient) ids(filter map[string]any) []string {
-	c.t.Helper()
-	require.NoError(c.t, c.ws.WriteJSON([]any{"REQ", "q", filter}))
+// ids returns the ids of the stored events filter matches.
+func ids(c *testkit.Client, filter map[string]any) []string {
 	out := []string{}
-	for {
-		msg := c.next()
-		switch string(msg[0]) {
-		case `"EVENT"`:
-			var ev nostr.Event
-			require.NoError(c.t, json.Unmarshal(msg[2], &ev))
-			out = append(out, ev.ID)
-		case `"EOSE"`:
-			require.NoError(c.t, c.ws.WriteJSON([]any{"CLOSE", "q"}))
-			return out
-		}
+	for _, ev := range c.Query(filter) {
+		out = append(out, ev.ID)
 	}
+	return out
 }
 
 // TestBansHoldAcrossRelays: two relays on one database; a ban made through
@@ -364,7 +302,7 @@ func TestBansHoldAcrossRelays(t *testing.T) {
 
 	cb := dial(t, b)
 	note := alice.Sign(t, &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: "hello banana"})
-	ok, reason := cb.publish(note)
+	ok, reason := cb.Publish(note)
 	require.True(t, ok, reason)
 	searchable := func() bool {
 		q, err := textsearch.ParseQuery("banana")
@@ -380,7 +318,7 @@ func TestBansHoldAcrossRelays(t *testing.T) {
 	banned := time.Now()
 	var refusedAfter time.Duration
 	require.Eventually(t, func() bool {
-		ok, reason := cb.publish(alice.Sign(t, &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: "more"}))
+		ok, reason := cb.Publish(alice.Sign(t, &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: "more"}))
 		if !ok && strings.HasPrefix(reason, "blocked:") {
 			refusedAfter = time.Since(banned)
 			return true
@@ -389,18 +327,18 @@ func TestBansHoldAcrossRelays(t *testing.T) {
 	}, time.Second, 20*time.Millisecond, "relay B refuses the banned pubkey within a second")
 	t.Logf("relay B refused the banned pubkey %s after the ban", refusedAfter)
 	for _, r := range []*testRelay{a, b} {
-		require.Empty(t, dial(t, r).ids(map[string]any{"ids": []string{note.ID}}), "hidden on every relay")
+		require.Empty(t, ids(dial(t, r), map[string]any{"ids": []string{note.ID}}), "hidden on every relay")
 	}
 	require.Eventually(t, func() bool { return !searchable() }, 10*time.Second, 10*time.Millisecond, "and in search")
 
 	status, _ = call(t, a, admin, "allowpubkey", []any{alice.PK}, nil)
 	require.Equal(t, http.StatusOK, status)
-	require.Equal(t, []string{note.ID}, dial(t, b).ids(map[string]any{"ids": []string{note.ID}}), "restored")
+	require.Equal(t, []string{note.ID}, ids(dial(t, b), map[string]any{"ids": []string{note.ID}}), "restored")
 	require.Eventually(t, searchable, 10*time.Second, 10*time.Millisecond, "and searchable again")
 	// Only what the ban hid comes back: the events published during the ban's
 	// propagation (refused, or caught) stay out.
 	require.Eventually(t, func() bool {
-		ok, _ := cb.publish(alice.Sign(t, &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: "back"}))
+		ok, _ := cb.Publish(alice.Sign(t, &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: "back"}))
 		return ok
 	}, time.Second, 20*time.Millisecond, "allowed again within a second")
 }
@@ -417,24 +355,24 @@ func TestBlockedIP(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 
 	// The open connection is told and closed.
-	require.NoError(t, open.ws.SetReadDeadline(time.Now().Add(5*time.Second)))
-	var msg []json.RawMessage
-	require.NoError(t, open.ws.ReadJSON(&msg))
-	require.Equal(t, `"NOTICE"`, string(msg[0]))
-	require.Contains(t, string(msg[1]), "blocked")
-	_, _, err := open.ws.ReadMessage()
-	require.Error(t, err, "then closed")
+	msg := open.Next()
+	require.Equal(t, "NOTICE", msg.Label())
+	require.Contains(t, msg.Str(1), "blocked")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := open.NextCtx(ctx)
+	require.ErrorIs(t, err, testkit.ErrClosed, "then closed")
 
-	_, resp, err := websocket.DefaultDialer.Dial(r.url, nil)
+	_, resp, err := testkit.Connect(t, r.url)
 	require.Error(t, err)
 	require.Equal(t, http.StatusForbidden, resp.StatusCode, "refused before the upgrade")
 
 	status, _ = call(t, r, admin, "unblockip", []any{"127.0.0.1"}, nil)
 	require.Equal(t, http.StatusOK, status)
 	require.Eventually(t, func() bool {
-		ws, _, err := websocket.DefaultDialer.Dial(r.url, nil)
+		c, _, err := testkit.Connect(t, r.url)
 		if err == nil {
-			ws.Close()
+			c.Close()
 		}
 		return err == nil
 	}, time.Second, 20*time.Millisecond)

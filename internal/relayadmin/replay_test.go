@@ -24,7 +24,7 @@ func TestNIP86ReplayConsumer(t *testing.T) {
 	ctx := context.Background()
 	c := dial(t, r)
 	for i := range 3 {
-		ok, reason := c.publish(admin.Sign(t, &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "replay"}}, Content: string(rune('a' + i))}))
+		ok, reason := c.Publish(admin.Sign(t, &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "replay"}}, Content: string(rune('a' + i))}))
 		require.True(t, ok, reason)
 	}
 	conn := db.Conn(t)

@@ -3,18 +3,15 @@ package replica_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nbd-wtf/go-nostr"
@@ -24,6 +21,7 @@ import (
 	"github.com/kukuri/communitynode/internal/node/nodetest"
 	"github.com/kukuri/communitynode/internal/pgembed"
 	"github.com/kukuri/communitynode/internal/pgembed/pgembedtest"
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 // The tests of this package start their own primary and streaming replicas
@@ -132,138 +130,26 @@ func (r *testRelay) waitMetric(t *testing.T, prefix string, ok func(float64) boo
 	require.Eventually(t, func() bool { return ok(r.metric(t, prefix)) }, 60*time.Second, 50*time.Millisecond, why)
 }
 
-// client is a WebSocket connection to the relay that collects what each
-// subscription receives.
-type client struct {
-	ws  *websocket.Conn
-	wmu sync.Mutex
-
-	mu   sync.Mutex
-	subs map[string]*sub
-	oks  map[string]chan string // event id -> "" (ok) or the reason
-	err  error                  // the reader's end
-}
-
-// sub is what one subscription received.
-type sub struct {
-	reqAt  time.Time
-	stored []*nostr.Event // before EOSE
-	live   []*nostr.Event // after EOSE
-	eose   bool
-	eoseAt time.Time // when EOSE was read
-	closed string
-}
-
-func dial(t *testing.T, r *testRelay) *client {
-	t.Helper()
-	ws, _, err := websocket.DefaultDialer.Dial(r.ws, nil)
-	require.NoError(t, err)
-	c := &client{ws: ws, subs: map[string]*sub{}, oks: map[string]chan string{}}
-	t.Cleanup(func() { ws.Close() })
-	go c.read()
-	return c
-}
-
-func (c *client) read() {
-	for {
-		_, data, err := c.ws.ReadMessage()
-		if err != nil {
-			c.mu.Lock()
-			c.err = err
-			c.mu.Unlock()
-			return
-		}
-		var msg []json.RawMessage
-		if json.Unmarshal(data, &msg) != nil || len(msg) < 2 {
-			continue
-		}
-		var typ, id string
-		_ = json.Unmarshal(msg[0], &typ)
-		_ = json.Unmarshal(msg[1], &id)
-		c.mu.Lock()
-		s := c.subs[id]
-		switch {
-		case typ == "EVENT" && s != nil && len(msg) == 3:
-			ev := &nostr.Event{}
-			if json.Unmarshal(msg[2], ev) == nil {
-				if s.eose {
-					s.live = append(s.live, ev)
-				} else {
-					s.stored = append(s.stored, ev)
-				}
-			}
-		case typ == "EOSE" && s != nil:
-			s.eose, s.eoseAt = true, time.Now()
-		case typ == "CLOSED" && s != nil:
-			var reason string
-			_ = json.Unmarshal(msg[2], &reason)
-			s.closed = reason
-		case typ == "OK" && len(msg) == 4:
-			var ok bool
-			var reason string
-			_ = json.Unmarshal(msg[2], &ok)
-			_ = json.Unmarshal(msg[3], &reason)
-			if ch := c.oks[id]; ch != nil {
-				if ok {
-					reason = ""
-				} else if reason == "" {
-					reason = "refused"
-				}
-				ch <- reason
-			}
-		}
-		c.mu.Unlock()
+// req opens subscription id on cl with filters.
+func req(cl *testkit.Client, id string, filters ...nostr.Filter) error {
+	fs := make([]any, len(filters))
+	for i, f := range filters {
+		fs[i] = f
 	}
+	_, err := cl.Subscribe(id, fs...)
+	return err
 }
 
-func (c *client) send(v ...any) error {
-	b, err := json.Marshal(v)
+// publishOK sends ev on cl and waits for its OK: an error unless OK true.
+func publishOK(cl *testkit.Client, ev *nostr.Event) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ok, err := cl.PublishCtx(ctx, ev)
 	if err != nil {
 		return err
 	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	return c.ws.WriteMessage(websocket.TextMessage, b)
-}
-
-// req opens subscription id with one or more filters; the time it was sent
-// is recorded first.
-func (c *client) req(id string, f nostr.Filter, more ...nostr.Filter) error {
-	c.mu.Lock()
-	c.subs[id] = &sub{reqAt: time.Now()}
-	c.mu.Unlock()
-	msg := []any{"REQ", id, f}
-	for _, m := range more {
-		msg = append(msg, m)
+	if !ok.OK {
+		return fmt.Errorf("event %s refused: %s", ev.ID, ok.Reason)
 	}
-	return c.send(msg...)
-}
-
-// sub returns a copy of what subscription id received so far.
-func (c *client) sub(id string) sub {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := *c.subs[id]
-	s.stored, s.live = append([]*nostr.Event(nil), s.stored...), append([]*nostr.Event(nil), s.live...)
-	return s
-}
-
-// publish sends ev and waits for its OK.
-func (c *client) publish(ev *nostr.Event) error {
-	ch := make(chan string, 1)
-	c.mu.Lock()
-	c.oks[ev.ID] = ch
-	c.mu.Unlock()
-	if err := c.send("EVENT", ev); err != nil {
-		return err
-	}
-	select {
-	case reason := <-ch:
-		if reason != "" {
-			return fmt.Errorf("event %s refused: %s", ev.ID, reason)
-		}
-		return nil
-	case <-time.After(20 * time.Second):
-		return fmt.Errorf("no OK for event %s", ev.ID)
-	}
+	return nil
 }

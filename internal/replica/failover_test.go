@@ -19,18 +19,18 @@ import (
 // answer sends a REQ and waits until the subscription has EOSE and every
 // event of want (stored, or live after EOSE), failing on CLOSED or after
 // 20 s.
-func answer(t *testing.T, cl *client, id string, f nostr.Filter, want []string) sub {
+func answer(t *testing.T, cl *testkit.Client, id string, f nostr.Filter, want []string) testkit.SubState {
 	t.Helper()
-	require.NoError(t, cl.req(id, f))
-	var s sub
+	require.NoError(t, req(cl, id, f))
+	var s testkit.SubState
 	require.Eventually(t, func() bool {
-		s = cl.sub(id)
-		require.Empty(t, s.closed, "REQ %s closed", id)
-		if !s.eose {
+		s = cl.Sub(id).State()
+		require.Empty(t, s.Reason, "REQ %s closed", id)
+		if !s.EOSE {
 			return false
 		}
 		got := map[string]bool{}
-		for _, ev := range append(s.stored, s.live...) {
+		for _, ev := range append(s.Stored, s.Live...) {
 			require.False(t, got[ev.ID], "REQ %s: event twice", id)
 			got[ev.ID] = true
 		}
@@ -41,7 +41,7 @@ func answer(t *testing.T, cl *client, id string, f nostr.Filter, want []string) 
 		}
 		return true
 	}, 20*time.Second, 5*time.Millisecond, "REQ %s answered in full", id)
-	require.NoError(t, cl.send("CLOSE", id))
+	require.NoError(t, cl.Send("CLOSE", id))
 	return s
 }
 
@@ -72,12 +72,12 @@ func TestReplicaFailures(t *testing.T) {
 	r.waitMetric(t, usable, func(v float64) bool { return v == 1 }, "the replica serves")
 
 	sk := nostr.GeneratePrivateKey()
-	pub := dial(t, r)
+	pub := testkit.Dial(t, r.ws)
 	var want []string
 	publish := func(n int) {
 		for range n {
 			ev := testkit.SignNow(t, sk, 1, nostr.Tags{{"t", "failover"}}, fmt.Sprintf("event %d", len(want)))
-			require.NoError(t, pub.publish(ev))
+			require.NoError(t, publishOK(pub, ev))
 			want = append(want, ev.ID)
 		}
 	}
@@ -113,7 +113,7 @@ func TestReplicaFailures(t *testing.T) {
 		}()
 		var wg sync.WaitGroup
 		for range 4 {
-			cl := dial(t, r)
+			cl := testkit.Dial(t, r.ws)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -138,7 +138,7 @@ func TestReplicaFailures(t *testing.T) {
 		v1 := testkit.SignNow(t, sk, 0, nil, `{"name":"v1"}`)
 		v1.CreatedAt -= 10
 		require.NoError(t, v1.Sign(sk))
-		require.NoError(t, pub.publish(v1))
+		require.NoError(t, publishOK(pub, v1))
 		require.Eventually(t, func() bool {
 			var n int
 			err := queryRow(t, rep.URL(dbName), "SELECT count(*) FROM cn_relay.events WHERE id = $1", v1.ID).Scan(&n)
@@ -150,15 +150,15 @@ func TestReplicaFailures(t *testing.T) {
 		}, 20*time.Second, 10*time.Millisecond, "the replica has the first version")
 		exec(t, rep.URL(dbName), "SELECT pg_wal_replay_pause()")
 		v2 := testkit.SignNow(t, sk, 0, nil, `{"name":"v2"}`)
-		require.NoError(t, pub.publish(v2))
+		require.NoError(t, publishOK(pub, v2))
 		before := r.metric(t, `cn_relay_read_seconds_count{op="req",pool="`+name+`"}`)
-		s := answer(t, dial(t, r), reqID(), nostr.Filter{Kinds: []int{0}, Authors: []string{v1.PubKey}}, []string{v2.ID})
+		s := answer(t, testkit.Dial(t, r.ws), reqID(), nostr.Filter{Kinds: []int{0}, Authors: []string{v1.PubKey}}, []string{v2.ID})
 		require.Equal(t, before+1, r.metric(t, `cn_relay_read_seconds_count{op="req",pool="`+name+`"}`), "the replica answered")
-		for _, ev := range append(s.stored, s.live...) {
+		for _, ev := range append(s.Stored, s.Live...) {
 			require.NotEqual(t, v1.ID, ev.ID, "the replaced version is not sent")
 		}
-		require.Len(t, s.stored, 1, "the stored part is the primary's answer")
-		require.Equal(t, v2.ID, s.stored[0].ID, "the stored part is the primary's answer")
+		require.Len(t, s.Stored, 1, "the stored part is the primary's answer")
+		require.Equal(t, v2.ID, s.Stored[0].ID, "the stored part is the primary's answer")
 		resume(t, rep.URL(dbName))
 		r.waitMetric(t, usable, func(v float64) bool { return v == 1 }, "the replica serves")
 	})
@@ -168,15 +168,15 @@ func TestReplicaFailures(t *testing.T) {
 		publish(20)
 		r.waitMetric(t, usable, func(v float64) bool { return v == 0 }, "a replica more than --max-replica-lag behind is skipped")
 		before := r.metric(t, `cn_relay_read_seconds_count{op="req",pool="primary"}`)
-		s := answer(t, dial(t, r), reqID(), filter, want)
-		require.Len(t, s.stored, len(want), "the primary answers the stored part in full")
+		s := answer(t, testkit.Dial(t, r.ws), reqID(), filter, want)
+		require.Len(t, s.Stored, len(want), "the primary answers the stored part in full")
 		require.Equal(t, before+1, r.metric(t, `cn_relay_read_seconds_count{op="req",pool="primary"}`))
 		resume(t, rep.URL(dbName))
 		r.waitMetric(t, usable, func(v float64) bool { return v == 1 }, "the replica serves again once it caught up")
 	})
 
 	t.Run("down", func(t *testing.T) {
-		cl := dial(t, r)
+		cl := testkit.Dial(t, r.ws)
 		answer(t, cl, reqID(), filter, want) // (a replica connection in the pool)
 		stop(t, rep)
 		for range 20 {
@@ -185,7 +185,7 @@ func TestReplicaFailures(t *testing.T) {
 		r.waitMetric(t, usable, func(v float64) bool { return v == 0 }, "a replica that is down is skipped")
 		publish(5)
 		s := answer(t, cl, reqID(), filter, want)
-		require.Len(t, s.stored, len(want))
-		require.True(t, slices.ContainsFunc(s.stored, func(e *nostr.Event) bool { return e.ID == want[len(want)-1] }))
+		require.Len(t, s.Stored, len(want))
+		require.True(t, slices.ContainsFunc(s.Stored, func(e *nostr.Event) bool { return e.ID == want[len(want)-1] }))
 	})
 }

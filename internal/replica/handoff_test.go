@@ -41,7 +41,7 @@ func TestHandoffFromDelayedReplica(t *testing.T) {
 	// order is outbox seq order); every 5th step deletes the event published
 	// 3 steps earlier.
 	sk := nostr.GeneratePrivateKey()
-	pub := dial(t, r)
+	pub := testkit.Dial(t, r.ws)
 	var (
 		mu        sync.Mutex
 		published = map[string]int{}       // kind-1 event id -> publication index
@@ -57,7 +57,7 @@ func TestHandoffFromDelayedReplica(t *testing.T) {
 		for i := range events {
 			<-tick.C
 			ev := testkit.SignNow(t, sk, 1, nostr.Tags{{"t", topic}}, fmt.Sprintf("event %d", i))
-			if err := pub.publish(ev); err != nil {
+			if err := publishOK(pub, ev); err != nil {
 				pubErr <- err
 				return
 			}
@@ -71,7 +71,7 @@ func TestHandoffFromDelayedReplica(t *testing.T) {
 			mu.Unlock()
 			if target != "" {
 				del := testkit.SignNow(t, sk, 5, nostr.Tags{{"e", target}}, "")
-				if err := pub.publish(del); err != nil {
+				if err := publishOK(pub, del); err != nil {
 					pubErr <- err
 					return
 				}
@@ -88,18 +88,18 @@ func TestHandoffFromDelayedReplica(t *testing.T) {
 
 	// 500 subscriptions opened at random times while the publisher runs.
 	span := time.Duration(events) * every
-	clients := make([]*client, conns)
+	clients := make([]*testkit.Client, conns)
 	var wg sync.WaitGroup
 	reqErr := make(chan error, conns)
 	for i := range clients {
-		clients[i] = dial(t, r)
+		clients[i] = testkit.Dial(t, r.ws)
 		offsets := make([]time.Duration, subsPerConn)
 		for j := range offsets {
 			offsets[j] = time.Duration(rand.Int64N(int64(span)))
 		}
 		slices.Sort(offsets)
 		wg.Add(1)
-		go func(cl *client) {
+		go func(cl *testkit.Client) {
 			defer wg.Done()
 			for j, off := range offsets {
 				select {
@@ -107,7 +107,7 @@ func TestHandoffFromDelayedReplica(t *testing.T) {
 				case <-t.Context().Done():
 					return
 				}
-				if err := cl.req(fmt.Sprintf("s%d", j), filter); err != nil {
+				if err := req(cl, fmt.Sprintf("s%d", j), filter); err != nil {
 					reqErr <- err
 					return
 				}
@@ -124,15 +124,15 @@ func TestHandoffFromDelayedReplica(t *testing.T) {
 
 	// Live delivery is in seq order and the sentinel is the last event: once
 	// a subscription has it, it has everything before it.
-	has := func(s sub, id string) bool {
-		return slices.ContainsFunc(s.stored, func(e *nostr.Event) bool { return e.ID == id }) ||
-			slices.ContainsFunc(s.live, func(e *nostr.Event) bool { return e.ID == id })
+	has := func(s testkit.SubState, id string) bool {
+		return slices.ContainsFunc(s.Stored, func(e *nostr.Event) bool { return e.ID == id }) ||
+			slices.ContainsFunc(s.Live, func(e *nostr.Event) bool { return e.ID == id })
 	}
 	require.Eventually(t, func() bool {
 		for _, cl := range clients {
 			for j := range subsPerConn {
-				if s := cl.sub(fmt.Sprintf("s%d", j)); !has(s, last) {
-					require.Empty(t, s.closed, "subscription closed")
+				if s := cl.Sub(fmt.Sprintf("s%d", j)).State(); !has(s, last) {
+					require.Empty(t, s.Reason, "subscription closed")
 					return false
 				}
 			}
@@ -145,29 +145,29 @@ func TestHandoffFromDelayedReplica(t *testing.T) {
 	for ci, cl := range clients {
 		for j := range subsPerConn {
 			id := fmt.Sprintf("s%d", j)
-			s := cl.sub(id)
-			where := fmt.Sprintf("client %d sub %s (REQ at +%s)", ci, id, s.reqAt.Sub(start).Round(time.Millisecond))
-			require.True(t, s.eose, where)
+			s := cl.Sub(id).State()
+			where := fmt.Sprintf("client %d sub %s (REQ at +%s)", ci, id, s.ReqAt.Sub(start).Round(time.Millisecond))
+			require.True(t, s.EOSE, where)
 			seen := map[string]bool{}
-			for _, ev := range append(slices.Clone(s.stored), s.live...) {
+			for _, ev := range append(slices.Clone(s.Stored), s.Live...) {
 				_, known := published[ev.ID]
 				require.True(t, known, "%s: unknown event %s", where, ev.ID)
 				require.False(t, seen[ev.ID], "%s: event %d twice", where, published[ev.ID])
 				seen[ev.ID] = true
 				if at, ok := deletedAt[ev.ID]; ok {
-					require.False(t, at.Before(s.reqAt), "%s: event %d was deleted %s before the REQ", where, published[ev.ID], s.reqAt.Sub(at))
+					require.False(t, at.Before(s.ReqAt), "%s: event %d was deleted %s before the REQ", where, published[ev.ID], s.ReqAt.Sub(at))
 				}
 			}
-			for k := 1; k < len(s.stored); k++ {
-				a, b := s.stored[k-1], s.stored[k]
+			for k := 1; k < len(s.Stored); k++ {
+				a, b := s.Stored[k-1], s.Stored[k]
 				require.True(t, a.CreatedAt > b.CreatedAt || (a.CreatedAt == b.CreatedAt && a.ID < b.ID), "%s: stored part out of order", where)
 			}
 			maxStored := -1
-			for _, ev := range s.stored {
+			for _, ev := range s.Stored {
 				maxStored = max(maxStored, published[ev.ID])
 			}
 			prev := maxStored
-			for _, ev := range s.live {
+			for _, ev := range s.Live {
 				require.Greater(t, published[ev.ID], prev, "%s: live part out of seq order, or older than the stored part", where)
 				prev = published[ev.ID]
 			}

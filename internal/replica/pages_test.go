@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 // pageStep is one write of TestFullPagesFromDelayedReplica's publisher: a
@@ -118,21 +119,21 @@ func (m *pageModel) page(filters []nostr.Filter, k int) []string {
 // write acknowledged before the REQ was sent and none sent after its EOSE
 // arrived; after EOSE, the matching events of the steps after k, in order,
 // each once, except that one no longer visible at the end may be missing.
-func (m *pageModel) check(s sub, fs []nostr.Filter) (problems []string, short, stale bool) {
-	if !s.eose {
+func (m *pageModel) check(s testkit.SubState, fs []nostr.Filter) (problems []string, short, stale bool) {
+	if !s.EOSE {
 		return []string{"no EOSE"}, false, false
 	}
 	lo, hi := 0, 0
 	for k, st := range m.steps {
-		if st.ackedAt.Before(s.reqAt) {
+		if st.ackedAt.Before(s.ReqAt) {
 			lo = k + 1
 		}
-		if st.sentAt.Before(s.eoseAt) {
+		if st.sentAt.Before(s.EOSEAt) {
 			hi = k + 1
 		}
 	}
-	stored := make([]string, len(s.stored))
-	for i, ev := range s.stored {
+	stored := make([]string, len(s.Stored))
+	for i, ev := range s.Stored {
 		stored[i] = ev.ID
 	}
 	snap := -1
@@ -169,7 +170,7 @@ func (m *pageModel) check(s sub, fs []nostr.Filter) (problems []string, short, s
 		got[id] = true
 	}
 	i := 0
-	for _, ev := range s.live {
+	for _, ev := range s.Live {
 		if got[ev.ID] {
 			return append(problems, fmt.Sprintf("step %d's event twice", stepOf[ev.ID])), false, false
 		}
@@ -235,7 +236,7 @@ func TestFullPagesFromDelayedReplica(t *testing.T) {
 		{{Authors: []string{pk}, Kinds: []int{1, 30023}, Tags: nostr.TagMap{"t": {topic}}, Limit: 25}},
 		{{Kinds: []int{1}, Tags: nostr.TagMap{"t": {topic}}, Until: &older, Limit: 20}},
 	}
-	pub := dial(t, r)
+	pub := testkit.Dial(t, r.ws)
 	var (
 		mu      sync.Mutex
 		done    []pageStep
@@ -297,7 +298,7 @@ func TestFullPagesFromDelayedReplica(t *testing.T) {
 		ev := next(i)
 		st := pageStep{ev: ev, sentAt: time.Now()}
 		mu.Unlock()
-		if err := pub.publish(ev); err != nil {
+		if err := publishOK(pub, ev); err != nil {
 			return err
 		}
 		st.ackedAt = time.Now()
@@ -340,18 +341,18 @@ func TestFullPagesFromDelayedReplica(t *testing.T) {
 	// 200 subscriptions opened at random times while the publisher runs,
 	// their shapes in turn.
 	span := time.Duration(steps) * every
-	clients := make([]*client, conns)
+	clients := make([]*testkit.Client, conns)
 	var wg sync.WaitGroup
 	reqErr := make(chan error, conns)
 	for i := range clients {
-		clients[i] = dial(t, r)
+		clients[i] = testkit.Dial(t, r.ws)
 		offsets := make([]time.Duration, subsPerConn)
 		for j := range offsets {
 			offsets[j] = time.Duration(rand.Int64N(int64(span)))
 		}
 		slices.Sort(offsets)
 		wg.Add(1)
-		go func(ci int, cl *client) {
+		go func(ci int, cl *testkit.Client) {
 			defer wg.Done()
 			for j, off := range offsets {
 				select {
@@ -360,7 +361,7 @@ func TestFullPagesFromDelayedReplica(t *testing.T) {
 					return
 				}
 				fs := shapes[(ci*subsPerConn+j)%len(shapes)]
-				if err := cl.req(fmt.Sprintf("s%d", j), fs[0], fs[1:]...); err != nil {
+				if err := req(cl, fmt.Sprintf("s%d", j), fs...); err != nil {
 					reqErr <- err
 					return
 				}
@@ -384,16 +385,16 @@ func TestFullPagesFromDelayedReplica(t *testing.T) {
 	// connection has subscriptions that ask for it. Once each of those has
 	// it and every subscription has its EOSE, each has everything it will
 	// get.
-	has := func(s sub, id string) bool {
-		return slices.ContainsFunc(s.live, func(e *nostr.Event) bool { return e.ID == id }) ||
-			slices.ContainsFunc(s.stored, func(e *nostr.Event) bool { return e.ID == id })
+	has := func(s testkit.SubState, id string) bool {
+		return slices.ContainsFunc(s.Live, func(e *nostr.Event) bool { return e.ID == id }) ||
+			slices.ContainsFunc(s.Stored, func(e *nostr.Event) bool { return e.ID == id })
 	}
 	require.Eventually(t, func() bool {
 		for ci, cl := range clients {
 			for j := range subsPerConn {
-				s := cl.sub(fmt.Sprintf("s%d", j))
-				require.Empty(t, s.closed, "subscription closed")
-				if !s.eose || (matchesAny(shapes[(ci*subsPerConn+j)%len(shapes)], last) && !has(s, last.ID)) {
+				s := cl.Sub(fmt.Sprintf("s%d", j)).State()
+				require.Empty(t, s.Reason, "subscription closed")
+				if !s.EOSE || (matchesAny(shapes[(ci*subsPerConn+j)%len(shapes)], last) && !has(s, last.ID)) {
 					return false
 				}
 			}
@@ -407,11 +408,11 @@ func TestFullPagesFromDelayedReplica(t *testing.T) {
 		for j := range subsPerConn {
 			id := fmt.Sprintf("s%d", j)
 			shape := (ci*subsPerConn + j) % len(shapes)
-			s := cl.sub(id)
+			s := cl.Sub(id).State()
 			p, isShort, wasStale := m.check(s, shapes[shape])
 			for _, msg := range p {
 				problems = append(problems, fmt.Sprintf("client %d sub %s (shape %d, REQ at +%s): %s",
-					ci, id, shape, s.reqAt.Sub(start).Round(time.Millisecond), msg))
+					ci, id, shape, s.ReqAt.Sub(start).Round(time.Millisecond), msg))
 			}
 			if len(p) > 0 {
 				failing++

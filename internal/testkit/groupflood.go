@@ -17,7 +17,7 @@ type Ingester interface {
 
 // GroupFlood has a new key create group id and add n made-up members with
 // one kind 9000 each, at created_at from at on (returned: the last one used),
-// on a store that hosts groups (store.Store.SetGroups, groups.CreatorsAny):
+// on a store that hosts groups (HostGroups with groups.CreatorsAny):
 // the node re-signs the group's member list (39002) n times, so the outbox
 // holds n upsert rows of versions superseded since, which the store removes
 // (issue 47). Every event must be accepted.

@@ -15,7 +15,6 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
@@ -273,7 +272,7 @@ func TestReplayEquivalence(t *testing.T) {
 	live := newEnv(t)
 	// The node's member lists, re-signed per added member and removed when
 	// superseded (issue 47): upsert rows whose events are gone on replay.
-	require.NoError(t, live.store.SetGroups(store.Groups{Sign: live.node.Sign, Policy: groups.Policy{Node: live.node.PubKey, Creators: groups.CreatorsAny}}))
+	testkit.HostGroups(t, live.store, testkit.GroupOpts{Node: live.node})
 	testkit.GroupFlood(t, live.store, "flood", 5, nostr.Now()-100_000)
 	for i := 0; i < len(evs); i += 97 { // the consumer follows along in small steps
 		live.ingest(t, evs[i:min(i+97, len(evs))]...)

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/kukuri/communitynode/internal/backoff"
+	"github.com/kukuri/communitynode/pkg/backoff"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 

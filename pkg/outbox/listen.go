@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/kukuri/communitynode/internal/backoff"
+	"github.com/kukuri/communitynode/pkg/backoff"
 )
 
 // Wake says why Listen woke its caller.
