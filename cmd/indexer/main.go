@@ -23,7 +23,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "listen", Value: node.DefaultIndexerListen, EnvVars: []string{"CN_INDEXER_LISTEN"}, Usage: "address to serve /v1/search, /healthz and /metrics on"},
 			&cli.StringFlag{Name: "kinds", EnvVars: []string{"CN_INDEXER_KINDS"}, Usage: fmt.Sprintf("comma-separated kinds to index (default: %v)", indexer.DefaultKinds)},
 			daemon.BatchSizeFlag(node.DefaultIndexerBatchSize, "CN_INDEXER_BATCH_SIZE", "outbox rows per index transaction"),
-			&cli.StringFlag{Name: "nats-url", EnvVars: []string{"CN_NATS_URL", "CN_INDEXER_NATS_URL"}, Usage: "follow the bridge's NATS JetStream stream instead of the outbox, into --database-url, a database of its own (a remote indexer); each event is verified (id, signature) first, and an altered one halts the indexer before it. CN_NATS_URL is the name the bridge and cnctl read too; CN_INDEXER_NATS_URL, the old name, is still read when CN_NATS_URL is unset"},
+			&cli.StringFlag{Name: "nats-url", EnvVars: []string{"CN_INDEXER_NATS_URL"}, Usage: "follow the bridge's NATS JetStream stream instead of the outbox, into --database-url, a database of its own (a remote indexer); each event is verified (id, signature) first, and an altered one halts the indexer before it"},
 			&cli.StringFlag{Name: "stream", Value: node.DefaultBridgeStream, EnvVars: []string{"CN_INDEXER_STREAM"}, Usage: "the bridge's stream (with --nats-url)"},
 		},
 		func(c *cli.Context, logger *slog.Logger) error {
