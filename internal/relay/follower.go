@@ -9,9 +9,9 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
-	"github.com/kukuri/communitynode/pkg/backoff"
 	"github.com/kukuri/communitynode/internal/eventcache"
 	"github.com/kukuri/communitynode/internal/negentropy"
+	"github.com/kukuri/communitynode/pkg/backoff"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
