@@ -18,6 +18,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kukuri/communitynode/internal/relayadmin/nip86"
 	"github.com/kukuri/communitynode/pkg/outbox"
 	"github.com/kukuri/communitynode/schema"
 )
@@ -194,9 +195,9 @@ func (s *Service) change(ctx context.Context, log *logRow, pre func(pgx.Tx) erro
 		for i, o := range outs { // (a refused change rolls everything back)
 			switch o {
 			case NoRole:
-				return nil, BadRequest(fmt.Sprintf("role %q is not defined (see listroles)", changes[i].Role))
+				return nil, nip86.Refuse("role %q is not defined (see listroles)", changes[i].Role)
 			case NotMember:
-				return nil, BadRequest(fmt.Sprintf("%s is not a NIP-43 member of this relay", changes[i].Pubkey))
+				return nil, nip86.Refuse("%s is not a NIP-43 member of this relay", changes[i].Pubkey)
 			}
 		}
 	}
@@ -347,11 +348,28 @@ func (s *Service) failed(what string, err error) (bool, string) {
 	return false, ReasonFailed
 }
 
+// deletePending drops pk's pending join request, if any (a join, a leave or
+// an admin's change settles it).
 func deletePending(ctx context.Context, pk string) func(pgx.Tx) error {
 	return func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, "DELETE FROM cn_relay.membership_pending WHERE pubkey = $1", pk)
+		_, err := takePending(ctx, tx, pk)
 		return err
 	}
+}
+
+// takePending deletes pk's pending join request and reports whether there
+// was one.
+func takePending(ctx context.Context, tx pgx.Tx, pk string) (bool, error) {
+	tag, err := tx.Exec(ctx, "DELETE FROM cn_relay.membership_pending WHERE pubkey = $1", pk)
+	return err == nil && tag.RowsAffected() > 0, err
+}
+
+// revokeClaim revokes the open claim (not used, not revoked) named by its
+// text or its id, at at, and reports whether there was one.
+func revokeClaim(ctx context.Context, tx pgx.Tx, claimOrID string, at time.Time) (bool, error) {
+	tag, err := tx.Exec(ctx, `UPDATE cn_relay.membership_claims SET revoked_at = $3
+		WHERE (id = $1 OR hash = $2) AND revoked_at IS NULL AND used_by IS NULL`, claimOrID, HashClaim(claimOrID), at)
+	return err == nil && tag.RowsAffected() > 0, err
 }
 
 // Leave answers a 28936: the member is removed (8001, a new 13534). It is
