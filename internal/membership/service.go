@@ -18,6 +18,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/relayadmin/nip86"
 	"github.com/kukuri/communitynode/pkg/outbox"
 	"github.com/kukuri/communitynode/schema"
@@ -261,11 +262,11 @@ func (s *Service) Join(ctx context.Context, ev *nostr.Event) (bool, string) {
 		return true, MsgAlready
 	}
 	if claim := Claim(ev); claim != "" {
-		var why string
+		var why protocol.Reason
 		_, err := s.change(ctx, nil, func(tx pgx.Tx) error {
 			var err error
 			why, err = useClaim(ctx, tx, claim, ev.PubKey, s.now())
-			if err == nil && why != "" {
+			if err == nil && !why.Code.IsZero() {
 				return errRefused
 			}
 			return err
@@ -274,12 +275,12 @@ func (s *Service) Join(ctx context.Context, ev *nostr.Event) (bool, string) {
 		case errors.Is(err, errRefused) && s.Mode != InviteOnly:
 			return s.joinOpen(ctx, ev) // (open: a bad code refuses no one)
 		case errors.Is(err, errRefused):
-			if why == ReasonExpired {
+			if why.Code == RefuseExpired.Code {
 				s.count("expired_claim")
 			} else {
 				s.count("bad_claim")
 			}
-			return false, why
+			return false, why.Text
 		case err != nil:
 			return s.failed("join", err)
 		}
@@ -514,15 +515,15 @@ func HashClaim(claim string) string {
 }
 
 // useClaim uses up claim for pk, or returns why it cannot be used.
-func useClaim(ctx context.Context, tx pgx.Tx, claim, pk string, now time.Time) (string, error) {
+func useClaim(ctx context.Context, tx pgx.Tx, claim, pk string, now time.Time) (protocol.Reason, error) {
 	hash := HashClaim(claim)
 	tag, err := tx.Exec(ctx, `UPDATE cn_relay.membership_claims SET used_by = $2, used_at = $3
 		WHERE hash = $1 AND used_by IS NULL AND revoked_at IS NULL AND expires_at > $3`, hash, pk, now)
 	if err != nil {
-		return "", err
+		return protocol.Reason{}, err
 	}
 	if tag.RowsAffected() == 1 {
-		return "", nil
+		return protocol.Reason{}, nil
 	}
 	var used, revoked bool
 	var expires time.Time
@@ -530,15 +531,15 @@ func useClaim(ctx context.Context, tx pgx.Tx, claim, pk string, now time.Time) (
 		Scan(&used, &revoked, &expires)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return ReasonBadClaim, nil
+		return RefuseBadClaim, nil
 	case err != nil:
-		return "", err
+		return protocol.Reason{}, err
 	case revoked:
-		return ReasonRevoked, nil
+		return RefuseRevoked, nil
 	case used:
-		return ReasonUsed, nil
+		return RefuseUsed, nil
 	}
-	return ReasonExpired, nil
+	return RefuseExpired, nil
 }
 
 func protectedTag(ev *nostr.Event) bool {
