@@ -1,7 +1,6 @@
 package relay
 
 import (
-
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 
