@@ -16,8 +16,9 @@ import (
 var AdminMethods = nip86.Set(new(Service).Methods()).Names()
 
 // Methods are the membership methods, run by s (relayadmin.Extension; cnctl
-// members runs them through Do). They read the params they need and ignore any others
-// (nip86.AnyParams). Changes are logged in cn_admin.log in their transaction.
+// members runs them through Do). They read the params they need and ignore
+// any others (nip86.AnyParams). Changes are logged in cn_admin.log in their
+// transaction.
 func (s *Service) Methods() []nip86.Method {
 	var out []nip86.Method
 	add := func(do func(context.Context, *nip86.Call) (any, error), names ...string) {
