@@ -12,6 +12,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/relayadmin"
+	"github.com/kukuri/communitynode/internal/relayadmin/nip86"
 	"github.com/kukuri/communitynode/internal/store"
 )
 
@@ -131,7 +132,7 @@ type adminLogOpts struct{ limit int }
 func runAdmin(ctx context.Context, e env, o adminOpts) (any, error) {
 	a := &relayadmin.Admin{Pool: e.Pool, Store: store.NewPublisher(), TopicRules: protocol.DefaultTopicRules()}
 	result, err := a.Do(ctx, relayadmin.Actor{Name: whoAmI(), Source: "cnctl"}, o.method, o.params)
-	if errors.Is(err, relayadmin.ErrBadRequest) {
+	if errors.As(err, new(*nip86.BadRequest)) {
 		return nil, usageError{err}
 	}
 	return result, err

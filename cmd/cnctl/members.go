@@ -15,6 +15,7 @@ import (
 	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/relayadmin/nip86"
 	"github.com/kukuri/communitynode/internal/store"
 )
 
@@ -162,9 +163,9 @@ func runMembers(ctx context.Context, e env, o membersOpts) (any, error) {
 	}
 	svc := node.NewMembershipService(e.Pool, pub, protocol.DefaultTopicRules(), key.PubKey, key.Sign, nil)
 	res, err := svc.Do(ctx, whoAmI(), "cnctl", o.method, o.params)
-	var bad membership.BadRequest
+	var bad *nip86.BadRequest
 	if errors.As(err, &bad) {
-		return nil, usageError{err}
+		return nil, usageError{errors.New(bad.Reason)} // (without "bad request: ", as cnctl members has always said)
 	}
 	return res, err
 }

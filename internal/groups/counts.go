@@ -3,7 +3,8 @@ package groups
 import (
 	"context"
 	"fmt"
-	"strings"
+
+	"github.com/kukuri/communitynode/internal/protocol"
 )
 
 // Counts is what the relay's group metrics report: the groups by their flags
@@ -106,74 +107,26 @@ func CountLive(ctx context.Context, q Querier) (Counts, error) {
 	return c, nil
 }
 
-// Result labels of ResultLabel besides the NIP-01 prefixes.
+// Result labels of ResultLabel besides the codes' labels and prefixes.
 const (
 	ResultAccepted = "accepted"
-	ResultPending  = "pending"
+	ResultPending  = "pending" // the label of the pending review codes (reasons.go)
 )
 
-// reasonLabels names each refusal of Decide for the group events counter
-// (bounded: one label per reason, never the message).
-var reasonLabels = map[string]string{
-	ReasonNoGroups:    "no_groups",
-	ReasonStateKind:   "state_kind",
-	ReasonNoHTag:      "no_h_tag",
-	ReasonManyHTags:   "many_h_tags",
-	ReasonBadID:       "bad_id",
-	ReasonUnknown:     "unknown_group",
-	ReasonDeleted:     "deleted_group",
-	ReasonDeletedID:   "deleted_id",
-	ReasonExists:      "exists",
-	ReasonMember:      "already_member",
-	ReasonNotMember:   "not_member",
-	ReasonRestricted:  "members_only",
-	ReasonPrivate:     "private_members_only",
-	ReasonManyParents: "many_parents",
-	ReasonBadParent:   "bad_parent",
-	ReasonBadChild:    "bad_child",
-	ReasonDupChild:    "duplicate_child",
-	ReasonSelfParent:  "self_parent",
-	ReasonCycle:       "cycle",
-	ReasonNoPinTarget: "no_pin_target",
-	ReasonPinKind:     "pin_kind",
-	ReasonBadPrevious: "bad_previous",
-	ReasonLivekit:     "livekit_unsupported",
-	ReasonBadKinds:    "bad_supported_kinds",
-	ReasonNoUsers:     "no_users",
-	ReasonNoCode:      "no_code",
-	ReasonNoTargets:   "no_targets",
-	ReasonTargetKind:  "target_kind",
-	ReasonStale:       "stale",
-	ReasonPending:     ResultPending,
-	ReasonPendingCode: ResultPending,
-}
-
-// nip01Prefixes are NIP-01's machine-readable prefixes.
-var nip01Prefixes = map[string]bool{"duplicate": true, "pow": true, "blocked": true, "rate-limited": true,
-	"invalid": true, "restricted": true, "auth-required": true, "mute": true, "error": true}
-
-// ResultLabel is the label of a group event's answer: accepted (OK true with
-// no message, or a duplicate answered OK), pending (a join request kept for
-// review), one label per refusal of Decide (role, unsupported_kind,
-// kind_not_supported for the formatted ones), or else the NIP-01 prefix of
-// the message (rate-limited, invalid, error, ... from the checks before the
-// group's) or "other".
-func ResultLabel(ok bool, msg string) string {
-	if l, found := reasonLabels[msg]; found {
-		return l
-	}
+// ResultLabel is the label of a group event's answer, from its code (never
+// its text): the code's label for a declared refusal (reasons.go: one per
+// reason, pending for a join request kept for review), accepted for OK true,
+// else the code's NIP-01 prefix (a refusal not declared in a table yet, from
+// the checks before the group's: rate-limited, invalid, error, ...) or
+// "other".
+func ResultLabel(ok bool, code protocol.Code) string {
 	switch {
-	case strings.HasPrefix(msg, "restricted: your roles in this group do not allow"):
-		return "role"
-	case strings.HasPrefix(msg, "restricted: moderation kind "):
-		return "unsupported_kind"
-	case strings.HasPrefix(msg, "restricted: this group does not accept kind"):
-		return "kind_not_supported"
+	case code.Label != "":
+		return code.Label
 	case ok:
 		return ResultAccepted
-	}
-	if prefix, _, found := strings.Cut(msg, ":"); found && nip01Prefixes[prefix] {
-		return prefix
+	case code.Prefix != "":
+		return code.Prefix
 	}
 	return "other"
 }

@@ -13,37 +13,45 @@ import (
 
 // OK messages of group events, with their NIP-01 prefixes.
 const (
-	ReasonNoGroups    = "restricted: this relay does not host NIP-29 groups"
-	ReasonStateKind   = "restricted: group state (kinds 39000-39005) is published by this relay only"
-	ReasonNoHTag      = "invalid: group moderation, join and leave events need an h tag with the group id"
-	ReasonManyHTags   = "invalid: an event belongs to one group: it has more than one h tag"
-	ReasonBadID       = "invalid: a group id is 1 to 64 of a-z, A-Z, 0-9, - and _"
-	ReasonUnknown     = "restricted: unknown group (create it with kind 9007 first)"
-	ReasonDeleted     = "restricted: this group was deleted"
-	ReasonDeletedID   = "restricted: this group was deleted and its id cannot be used again"
-	ReasonExists      = "duplicate: this group already exists"
-	ReasonMember      = "duplicate: already a member of this group"
-	ReasonNotMember   = "restricted: not a member of this group"
-	ReasonRestricted  = "restricted: only members of this group may write to it (send a join request, kind 9021)"
-	ReasonPrivate     = "restricted: only members of this private group may write to it (send a join request, kind 9021)"
-	ReasonManyParents = "invalid: a group has at most one parent: more than one parent tag"
-	ReasonBadParent   = "invalid: the parent tag must name a group id (1 to 64 of a-z, A-Z, 0-9, - and _)"
-	ReasonBadChild    = "invalid: a child tag must name a group id (1 to 64 of a-z, A-Z, 0-9, - and _)"
-	ReasonDupChild    = "invalid: a child tag names the same subgroup twice"
-	ReasonSelfParent  = "invalid: a group cannot be its own parent"
-	ReasonCycle       = "invalid: this parent would make a cycle: the parent is this group or one of its subgroups"
-	ReasonNoPinTarget = "invalid: a pinned event must be an event of this group this relay has (e tag: its id; a tag: its address)"
-	ReasonPinKind     = "invalid: group moderation, join/leave and state events cannot be pinned"
-	ReasonBadPrevious = "invalid: a previous tag names events by the first 8 characters of their ids (lowercase hex)"
-	ReasonLivekit     = "restricted: live audio/video (livekit) is not supported by this relay"
-	ReasonBadKinds    = "invalid: supported_kinds must list kind numbers"
-	ReasonNoUsers     = "invalid: name the user with a p tag (64 hex characters)"
-	ReasonNoCode      = "invalid: a create-invite needs a code tag (1 to 128 bytes)"
-	ReasonNoTargets   = "invalid: a delete-event needs e tags naming events of this group"
-	ReasonTargetKind  = "invalid: group moderation, join/leave and state events are the group's history and cannot be deleted"
-	ReasonStale       = "invalid: older than the group's current state of what it changes (created_at, ties to the lower id, as NIP-01 orders replaceable events); send it again with a later created_at"
-	ReasonPending     = "restricted: pending review: this group is closed; your join request is kept for its admins (a valid invite code in a code tag joins at once)"
-	ReasonPendingCode = "restricted: pending review: this invite code is unknown or expired; your join request is kept for the group's admins"
+	ReasonNoGroups      = "restricted: this relay does not host NIP-29 groups"
+	ReasonStateKind     = "restricted: group state (kinds 39000-39005) is published by this relay only"
+	ReasonNoHTag        = "invalid: group moderation, join and leave events need an h tag with the group id"
+	ReasonManyHTags     = "invalid: an event belongs to one group: it has more than one h tag"
+	ReasonBadID         = "invalid: a group id is 1 to 64 of a-z, A-Z, 0-9, - and _"
+	ReasonUnknown       = "restricted: unknown group (create it with kind 9007 first)"
+	ReasonDeleted       = "restricted: this group was deleted"
+	ReasonDeletedID     = "restricted: this group was deleted and its id cannot be used again"
+	ReasonExists        = "duplicate: this group already exists"
+	ReasonMember        = "duplicate: already a member of this group"
+	ReasonNotMember     = "restricted: not a member of this group"
+	ReasonRestricted    = "restricted: only members of this group may write to it (send a join request, kind 9021)"
+	ReasonPrivate       = "restricted: only members of this private group may write to it (send a join request, kind 9021)"
+	ReasonManyParents   = "invalid: a group has at most one parent: more than one parent tag"
+	ReasonBadParent     = "invalid: the parent tag must name a group id (1 to 64 of a-z, A-Z, 0-9, - and _)"
+	ReasonBadChild      = "invalid: a child tag must name a group id (1 to 64 of a-z, A-Z, 0-9, - and _)"
+	ReasonDupChild      = "invalid: a child tag names the same subgroup twice"
+	ReasonSelfParent    = "invalid: a group cannot be its own parent"
+	ReasonCycle         = "invalid: this parent would make a cycle: the parent is this group or one of its subgroups"
+	ReasonNoPinTarget   = "invalid: a pinned event must be an event of this group this relay has (e tag: its id; a tag: its address)"
+	ReasonPinKind       = "invalid: group moderation, join/leave and state events cannot be pinned"
+	ReasonBadPrevious   = "invalid: a previous tag names events by the first 8 characters of their ids (lowercase hex)"
+	ReasonLivekit       = "restricted: live audio/video (livekit) is not supported by this relay"
+	ReasonBadKinds      = "invalid: supported_kinds must list kind numbers"
+	ReasonNoUsers       = "invalid: name the user with a p tag (64 hex characters)"
+	ReasonNoCode        = "invalid: a create-invite needs a code tag (1 to 128 bytes)"
+	ReasonNoTargets     = "invalid: a delete-event needs e tags naming events of this group"
+	ReasonTargetKind    = "invalid: group moderation, join/leave and state events are the group's history and cannot be deleted"
+	ReasonStale         = "invalid: older than the group's current state of what it changes (created_at, ties to the lower id, as NIP-01 orders replaceable events); send it again with a later created_at"
+	ReasonPending       = "restricted: pending review: this group is closed; your join request is kept for its admins (a valid invite code in a code tag joins at once)"
+	ReasonPendingCode   = "restricted: pending review: this invite code is unknown or expired; your join request is kept for the group's admins"
+	ReasonAdminsCreate  = "restricted: only this relay's admins may create groups"
+	ReasonMembersCreate = "restricted: only members of this community may create groups (post in a topic here first)"
+)
+
+// Refusals whose texts name the package's caps.
+var (
+	ReasonManyRoles = fmt.Sprintf("invalid: at most %d roles per user", MaxRoles)
+	ReasonManyPins  = fmt.Sprintf("invalid: at most %d pinned events", MaxPins)
 )
 
 // ReasonPendingRank is the answer to a join request to an open group from a
@@ -266,6 +274,8 @@ type Decision struct {
 	// answered OK false (NIP-29: not added) yet kept.
 	OK      bool
 	Message string
+	// Code names a refusal (reasons.go); zero for an acceptance.
+	Code protocol.Code
 	// Keep: the event is kept and applied to the group's state (State.Apply).
 	Keep bool
 	// Withhold: kept out of every read path (cn_relay.group_withheld), because
@@ -279,7 +289,7 @@ type Decision struct {
 	Hide []string
 }
 
-func refuse(msg string) Decision { return Decision{Message: msg} }
+func refuse(r protocol.Reason) Decision { return Decision{Message: r.Text, Code: r.Code} }
 
 var accept = Decision{OK: true, Keep: true}
 
@@ -340,36 +350,36 @@ func may(roles []string, what Privilege) bool {
 // event, then the Emit events, with State.Apply).
 func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 	if IsStateKind(ev.Kind) {
-		return refuse(ReasonStateKind)
+		return refuse(RefuseStateKind)
 	}
 	id, n := protocol.GroupTag(ev)
 	switch {
 	case n == 0:
-		return refuse(ReasonNoHTag)
+		return refuse(RefuseNoHTag)
 	case n > 1:
-		return refuse(ReasonManyHTags)
+		return refuse(RefuseManyHTags)
 	case !ValidID(id):
-		return refuse(ReasonBadID)
+		return refuse(RefuseBadID)
 	}
 	master := ev.PubKey == p.Node || p.Admins[ev.PubKey]
 	lim := p.Limits.WithDefaults()
-	if reason := p.timeline(ev, f); reason != "" {
-		return refuse(reason)
+	if r := p.timeline(ev, f); r.Text != "" {
+		return refuse(r)
 	}
 	if ev.Kind == KindCreateGroup {
 		switch {
 		case s != nil && !s.Deleted.IsZero():
-			return refuse(ReasonDeletedID)
+			return refuse(RefuseDeletedID)
 		case s.Exists():
-			return refuse(ReasonExists)
+			return refuse(RefuseExists)
 		case !master && p.Creators == CreatorsAdmins:
-			return refuse("restricted: only this relay's admins may create groups")
+			return refuse(RefuseAdminsCreate)
 		case !master && p.Creators != CreatorsAny && !f.CommunityMember:
-			return refuse("restricted: only members of this community may create groups (post in a topic here first)")
+			return refuse(RefuseMembersCreate)
 		case !master && !p.History && f.Created.All >= lim.CreatedInAll:
-			return refuse(ReasonCreatedInAll(lim.CreatedInAll))
+			return refuse(CodeCreatedInAll.With(ReasonCreatedInAll(lim.CreatedInAll)))
 		case !master && !p.History && f.Created.Day >= lim.CreatedPerDay:
-			return refuse(ReasonCreatedPerDay(lim.CreatedPerDay))
+			return refuse(CodeCreatedPerDay.With(ReasonCreatedPerDay(lim.CreatedPerDay)))
 		}
 		d := accept
 		d.Emit = []*nostr.Event{p.nodeEvent(s, id, KindPutUser, ev.PubKey, []string{RoleAdmin}, ev, f.Now)}
@@ -380,45 +390,49 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 	}
 	switch {
 	case s != nil && !s.Deleted.IsZero():
-		return refuse(ReasonDeleted)
+		return refuse(RefuseDeleted)
 	case !s.Exists():
-		return refuse(ReasonUnknown)
+		return refuse(RefuseUnknown)
 	}
 	roles := s.RolesOf(ev.PubKey)
 	allowed := func(what Privilege) bool { return master || may(roles, what) }
 	switch ev.Kind {
 	case KindJoinRequest:
 		if s.IsMember(ev.PubKey) {
-			return refuse(ReasonMember)
+			return refuse(RefuseMember)
 		}
 		codes := Codes(ev)
 		withhold := len(codes) > 0
 		invited := slices.ContainsFunc(codes, func(c string) bool { return p.ValidInvite(s, c, f.Now) })
 		if s.Meta.Closed && !invited {
-			msg := ReasonPending
+			r := RefusePending
 			if withhold {
-				msg = ReasonPendingCode
+				r = RefusePendingCode
 			}
-			return Decision{Message: msg, Keep: true, Withhold: withhold}
+			d := refuse(r)
+			d.Keep, d.Withhold = true, withhold
+			return d
 		}
 		d := accept
 		if !invited && !master && p.AdmitMinRank > 0 && f.Admission != nil {
 			switch f.Admission(ev.PubKey) {
 			case AdmitReview:
-				return Decision{Message: ReasonPendingRank(p.AdmitMinRank), Keep: true, Withhold: withhold}
+				d := refuse(CodePendingRank.With(ReasonPendingRank(p.AdmitMinRank)))
+				d.Keep, d.Withhold = true, withhold
+				return d
 			case AdmitRanked:
 				d.Message = MessageAdmittedRank(p.AdmitMinRank)
 			}
 		}
 		if !p.History && s.MemberCount() >= lim.Members {
-			return refuse(ReasonMembersCap(lim.Members))
+			return refuse(CodeMembersCap.With(ReasonMembersCap(lim.Members)))
 		}
 		d.Withhold = withhold
 		d.Emit = []*nostr.Event{p.nodeEvent(s, id, KindPutUser, ev.PubKey, nil, ev, f.Now)}
 		return d
 	case KindLeaveRequest:
 		if !s.IsMember(ev.PubKey) && !s.Pending(ev.PubKey) {
-			return refuse(ReasonNotMember)
+			return refuse(RefuseNotMember)
 		}
 		d := accept
 		d.Emit = []*nostr.Event{p.nodeEvent(s, id, KindRemoveUser, ev.PubKey, nil, ev, f.Now)}
@@ -426,22 +440,22 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 	case KindPutUser, KindRemoveUser:
 		users := Users(ev)
 		if len(users) == 0 {
-			return refuse(ReasonNoUsers)
+			return refuse(RefuseNoUsers)
 		}
 		st := StampOf(ev, f.Seq)
 		for _, u := range users {
 			holder := len(s.RolesOf(u.PubKey)) > 0
 			switch {
 			case (len(u.Roles) > 0 || holder) && !allowed(ManageRoles):
-				return refuse(reasonRole("giving, changing or taking away roles"))
+				return refuse(CodeRole.With(reasonRole("giving, changing or taking away roles")))
 			case ev.Kind == KindPutUser && !allowed(PutUser):
-				return refuse(reasonRole("adding users"))
+				return refuse(CodeRole.With(reasonRole("adding users")))
 			case ev.Kind == KindRemoveUser && !allowed(RemoveUser):
-				return refuse(reasonRole("removing users"))
+				return refuse(CodeRole.With(reasonRole("removing users")))
 			case len(u.Roles) > MaxRoles:
-				return refuse(fmt.Sprintf("invalid: at most %d roles per user", MaxRoles))
+				return refuse(RefuseManyRoles)
 			case !st.Newer(s.Members[u.PubKey].Stamp):
-				return refuse(ReasonStale)
+				return refuse(RefuseStale)
 			}
 		}
 		if ev.Kind == KindPutUser && ev.PubKey != p.Node && !p.History {
@@ -452,23 +466,23 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 				}
 			}
 			if added > 0 && s.MemberCount()+added > lim.Members {
-				return refuse(ReasonMembersCap(lim.Members))
+				return refuse(CodeMembersCap.With(ReasonMembersCap(lim.Members)))
 			}
 		}
 		return accept
 	case KindEditMetadata:
 		if !allowed(EditMetadata) {
-			return refuse(reasonRole("editing the metadata"))
+			return refuse(CodeRole.With(reasonRole("editing the metadata")))
 		}
-		m, reason := ParseMetadata(ev)
-		if reason != "" {
-			return refuse(reason)
+		m, r := ParseMetadata(ev)
+		if r.Text != "" {
+			return refuse(r)
 		}
 		if !StampOf(ev, f.Seq).Newer(s.MetaAt) {
-			return refuse(ReasonStale)
+			return refuse(RefuseStale)
 		}
-		if reason := p.checkTree(s, ev.PubKey, m, f.Forest); reason != "" {
-			return refuse(reason)
+		if r := p.checkTree(s, ev.PubKey, m, f.Forest); r.Text != "" {
+			return refuse(r)
 		}
 		if m.Parent != "" && m.Parent != f.Forest.Parent(id) && !p.History {
 			height := 0
@@ -476,13 +490,13 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 				height = f.Height(id)
 			}
 			if f.Forest.Depth(m.Parent)+1+height > lim.Depth {
-				return refuse(ReasonDepth(lim.Depth))
+				return refuse(CodeDepth.With(ReasonDepth(lim.Depth)))
 			}
 		}
 		return accept
 	case KindDeleteEvent:
 		if !allowed(DeleteEvent) {
-			return refuse(reasonRole("deleting events"))
+			return refuse(CodeRole.With(reasonRole("deleting events")))
 		}
 		var hide []string
 		for _, tag := range ev.Tags {
@@ -491,31 +505,31 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 			}
 			t, ok := f.Target(tag[1])
 			if !ok || !slices.Contains(t.Scope, Scope(id)) {
-				return refuse(ReasonNoTargets)
+				return refuse(RefuseNoTargets)
 			}
 			if IsModerationKind(t.Kind) || t.Kind == KindJoinRequest || t.Kind == KindLeaveRequest || IsStateKind(t.Kind) {
-				return refuse(ReasonTargetKind)
+				return refuse(RefuseTargetKind)
 			}
 			hide = append(hide, tag[1])
 		}
 		if len(hide) == 0 {
-			return refuse(ReasonNoTargets)
+			return refuse(RefuseNoTargets)
 		}
 		d := accept
 		d.Hide = hide
 		return d
 	case KindDeleteGroup:
 		if !allowed(DeleteGroup) {
-			return refuse(reasonRole("deleting the group"))
+			return refuse(CodeRole.With(reasonRole("deleting the group")))
 		}
 		return accept
 	case KindPins:
 		if !allowed(PinEvents) {
-			return refuse(reasonRole("pinning events"))
+			return refuse(CodeRole.With(reasonRole("pinning events")))
 		}
 		pins := Pins(ev)
 		if len(pins) > MaxPins {
-			return refuse(fmt.Sprintf("invalid: at most %d pinned events", MaxPins))
+			return refuse(RefuseManyPins)
 		}
 		for _, pin := range pins {
 			var t Target
@@ -527,62 +541,62 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 			}
 			switch {
 			case !ok || !slices.Contains(t.Scope, Scope(id)):
-				return refuse(ReasonNoPinTarget)
+				return refuse(RefuseNoPinTarget)
 			case IsModerationKind(t.Kind) || t.Kind == KindJoinRequest || t.Kind == KindLeaveRequest || IsStateKind(t.Kind):
-				return refuse(ReasonPinKind)
+				return refuse(RefusePinKind)
 			}
 		}
 		if !StampOf(ev, f.Seq).Newer(s.PinsAt) {
-			return refuse(ReasonStale)
+			return refuse(RefuseStale)
 		}
 		return accept
 	case KindCreateInvite:
 		if !allowed(CreateInvite) {
-			return refuse(reasonRole("creating invites"))
+			return refuse(CodeRole.With(reasonRole("creating invites")))
 		}
 		codes := Codes(ev)
 		switch {
 		case len(codes) == 0:
-			return refuse(ReasonNoCode)
+			return refuse(RefuseNoCode)
 		case p.History:
 		case len(codes) > lim.CodesPerInvite:
-			return refuse(ReasonCodesPerInvite(lim.CodesPerInvite))
+			return refuse(CodeCodesPerInvite.With(ReasonCodesPerInvite(lim.CodesPerInvite)))
 		case p.openCodes(s, f.Now, codes)+len(codes) > lim.OpenCodes:
-			return refuse(ReasonOpenCodes(lim.OpenCodes))
+			return refuse(CodeOpenCodes.With(ReasonOpenCodes(lim.OpenCodes)))
 		}
 		d := accept
 		d.Withhold = true
 		return d
 	}
 	if IsModerationKind(ev.Kind) {
-		return refuse(ReasonUnsupportedKind(ev.Kind))
+		return refuse(CodeUnsupportedKind.With(ReasonUnsupportedKind(ev.Kind)))
 	}
 	// Everything else is a post to the group.
 	if !s.Meta.AllKinds && !slices.Contains(s.Meta.Kinds, ev.Kind) {
-		return refuse(ReasonKindNotSupported(ev.Kind))
+		return refuse(CodeKindNotSupported.With(ReasonKindNotSupported(ev.Kind)))
 	}
 	if s.Meta.Restricted && !s.IsMember(ev.PubKey) && !master {
-		return refuse(ReasonRestricted)
+		return refuse(RefuseRestricted)
 	}
 	// A private group is written by its members only, restricted or not:
 	// an outsider could not read the conversation it writes into, and its
 	// OK answers (duplicate:) would tell it which of the group's events it
 	// holds.
 	if s.Meta.Private && !s.IsMember(ev.PubKey) && !master {
-		return refuse(ReasonPrivate)
+		return refuse(RefusePrivate)
 	}
 	return accept
 }
 
 // timeline checks the late-publication window and the timeline references
 // (`previous` tags: one value each, or several in one tag as nostr-tools
-// sends them) of ev, and returns why it is refused, or "".
-func (p Policy) timeline(ev *nostr.Event, f Facts) string {
+// sends them) of ev, and returns why it is refused, or no reason.
+func (p Policy) timeline(ev *nostr.Event, f Facts) protocol.Reason {
 	if ev.PubKey == p.Node {
-		return ""
+		return protocol.Reason{}
 	}
 	if !p.History && p.LateWindow > 0 && int64(ev.CreatedAt) < f.Now-int64(p.LateWindow/time.Second) {
-		return ReasonLate(p.LateWindow)
+		return CodeLate.With(ReasonLate(p.LateWindow))
 	}
 	var refs []string
 	for _, tag := range ev.Tags {
@@ -591,7 +605,7 @@ func (p Policy) timeline(ev *nostr.Event, f Facts) string {
 		}
 		for _, v := range tag[1:] {
 			if !isPrefix(v) {
-				return ReasonBadPrevious
+				return RefuseBadPrevious
 			}
 			if !slices.Contains(refs, v) {
 				refs = append(refs, v)
@@ -599,7 +613,7 @@ func (p Policy) timeline(ev *nostr.Event, f Facts) string {
 		}
 	}
 	if p.History {
-		return ""
+		return protocol.Reason{}
 	}
 	var missing []string
 	for _, r := range refs {
@@ -609,11 +623,11 @@ func (p Policy) timeline(ev *nostr.Event, f Facts) string {
 	}
 	switch {
 	case len(missing) > 0:
-		return ReasonUnknownPrevious(missing)
+		return CodeUnknownPrevious.With(ReasonUnknownPrevious(missing))
 	case len(refs) < p.MinPrevious && ev.Kind != KindCreateGroup && ev.Kind != KindJoinRequest && ev.Kind != KindLeaveRequest:
-		return ReasonFewPrevious(p.MinPrevious)
+		return CodeFewPrevious.With(ReasonFewPrevious(p.MinPrevious))
 	}
-	return ""
+	return protocol.Reason{}
 }
 
 // PrefixLen is the length of a timeline reference: the first 8 hex
@@ -653,7 +667,7 @@ func Previous(ev *nostr.Event) []string {
 // existing one, not the group itself nor one of its subgroups, of which the
 // author is an admin (or this relay's admin, or the node); and `child` tags
 // that list exactly the group's subgroups.
-func (p Policy) checkTree(s *State, author string, m Metadata, f Forest) string {
+func (p Policy) checkTree(s *State, author string, m Metadata, f Forest) protocol.Reason {
 	if f == nil {
 		f = Forest{s.ID: s}
 	}
@@ -661,27 +675,27 @@ func (p Policy) checkTree(s *State, author string, m Metadata, f Forest) string 
 		x := f[m.Parent]
 		switch {
 		case m.Parent == s.ID:
-			return ReasonSelfParent
+			return RefuseSelfParent
 		case !x.Exists():
-			return ReasonNoParent(m.Parent)
+			return CodeNoParent.With(ReasonNoParent(m.Parent))
 		case author != p.Node && !p.Admins[author] && !may(x.RolesOf(author), EditMetadata):
-			return ReasonParentAdmin(m.Parent)
+			return CodeParentAdmin.With(ReasonParentAdmin(m.Parent))
 		case f.Ancestor(s.ID, m.Parent):
-			return ReasonCycle
+			return RefuseCycle
 		}
 	}
 	kids := f.Children(s.ID)
 	for _, k := range kids {
 		if !slices.Contains(m.Children, k) {
-			return ReasonMissingChild(k)
+			return CodeMissingChild.With(ReasonMissingChild(k))
 		}
 	}
 	for _, k := range m.Children {
 		if !slices.Contains(kids, k) {
-			return ReasonNotChild(k)
+			return CodeNotChild.With(ReasonNotChild(k))
 		}
 	}
-	return ""
+	return protocol.Reason{}
 }
 
 // nodeEvent returns the node's moderation event (unsigned: the store signs it)

@@ -117,7 +117,8 @@
 // members, their pending join requests) exactly as CountsOf counts States;
 // Collector reports it as the relay's cn_relay_groups* gauges, and
 // ResultLabel names an answer to a group event for the relay's
-// cn_relay_group_events_total (one label per refusal, never the message).
+// cn_relay_group_events_total by the answer's code (reasons.go declares one
+// per refusal), never by its message.
 // # Joins by rank
 //
 // With Policy.AdmitMinRank (relay --group-admit-min-rank), Decide honours a

@@ -87,7 +87,7 @@ func TestHostileMembersPerGroup(t *testing.T) {
 	// one to a group with room is honoured.
 	joiner := newUser(t)
 	d = pol.Decide(full, joiner.ev(t, KindJoinRequest, now, h), f)
-	require.Equal(t, Decision{Message: ReasonMembersCap(5)}, d)
+	require.Equal(t, Decision{Message: ReasonMembersCap(5), Code: CodeMembersCap}, d)
 	require.True(t, pol.Decide(s, joiner.ev(t, KindJoinRequest, now, h), f).OK)
 	// With a valid code to a closed group: refused too.
 	full.Meta.Closed = true

@@ -491,7 +491,7 @@ func hasTag(ev *nostr.Event, name string) bool {
 // supported_kinds, more than one parent, a malformed or repeated parent or
 // child id. (Whether the parent exists and the children are all the group's
 // is Decide's.)
-func ParseMetadata(ev *nostr.Event) (Metadata, string) {
+func ParseMetadata(ev *nostr.Event) (Metadata, protocol.Reason) {
 	m := Metadata{AllKinds: true}
 	for _, tag := range ev.Tags {
 		if len(tag) == 0 {
@@ -520,29 +520,29 @@ func ParseMetadata(ev *nostr.Event) (Metadata, string) {
 			m.Hidden = true
 		case "parent":
 			if m.Parent != "" {
-				return Metadata{}, ReasonManyParents
+				return Metadata{}, RefuseManyParents
 			}
 			if !ValidID(val) {
-				return Metadata{}, ReasonBadParent
+				return Metadata{}, RefuseBadParent
 			}
 			m.Parent = val
 		case "child":
 			if !ValidID(val) {
-				return Metadata{}, ReasonBadChild
+				return Metadata{}, RefuseBadChild
 			}
 			if slices.Contains(m.Children, val) {
-				return Metadata{}, ReasonDupChild
+				return Metadata{}, RefuseDupChild
 			}
 			m.Children = append(m.Children, val)
 		case "livekit":
-			return Metadata{}, ReasonLivekit
+			return Metadata{}, RefuseLivekit
 		case "supported_kinds":
 			m.AllKinds = false
 			m.Kinds = []int{}
 			for _, v := range tag[1:] {
 				k, err := strconv.Atoi(v)
 				if err != nil || k < 0 || k > 65535 {
-					return Metadata{}, ReasonBadKinds
+					return Metadata{}, RefuseBadKinds
 				}
 				if !slices.Contains(m.Kinds, k) {
 					m.Kinds = append(m.Kinds, k)
@@ -553,5 +553,5 @@ func ParseMetadata(ev *nostr.Event) (Metadata, string) {
 		// "public" and "open" (the older spelling of the defaults) and any
 		// other tag set nothing.
 	}
-	return m, ""
+	return m, protocol.Reason{}
 }

@@ -1,29 +1,203 @@
 package membership
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/relayadmin/nip86"
 )
 
-// BadRequest is an admin call with bad parameters (NIP-86 400, cnctl exit 2).
-type BadRequest string
+// AdminMethods names the membership methods (NIP-86; docs/membership.md
+// describes params and results), in the order Service.Methods declares them.
+var AdminMethods = nip86.Set(new(Service).Methods()).Names()
 
-func (e BadRequest) Error() string    { return string(e) }
-func (e BadRequest) BadRequest() bool { return true }
+// Methods are the membership methods, run by s (relayadmin.Extension; cnctl
+// members runs them through Do). They read the params they need and ignore
+// any others (nip86.AnyParams). Changes are logged in cn_admin.log in their
+// transaction.
+func (s *Service) Methods() []nip86.Method {
+	var out []nip86.Method
+	add := func(do func(context.Context, *nip86.Call) (any, error), names ...string) {
+		for _, n := range names {
+			out = append(out, nip86.Method{Name: n, Max: nip86.AnyParams, Do: do})
+		}
+	}
+	add(func(ctx context.Context, _ *nip86.Call) (any, error) { return s.ListMembers(ctx) }, "listmembers")
+	add(s.changeMember, "addmember", "removemember")
+	add(s.mintInvite, "mintinvite")
+	add(s.revokeInvite, "revokeinvite")
+	add(func(ctx context.Context, _ *nip86.Call) (any, error) { return s.ListInvites(ctx) }, "listinvites")
+	add(func(ctx context.Context, _ *nip86.Call) (any, error) { return s.ListPending(ctx) }, "listpendingmembers")
+	add(s.decidePending, "admitmember", "denymember")
+	add(func(ctx context.Context, _ *nip86.Call) (any, error) { return s.ListRoles(ctx) }, "listroles")
+	add(s.changeRole, "setrole", "removerole")
+	add(s.assignRole, "assignrole", "unassignrole")
+	return out
+}
 
-// AdminMethods are the membership methods (NIP-86; docs/membership.md
-// describes params and results).
-var AdminMethods = []string{"listmembers", "addmember", "removemember", "mintinvite", "revokeinvite", "listinvites",
-	"listpendingmembers", "admitmember", "denymember",
-	"listroles", "setrole", "removerole", "assignrole", "unassignrole"}
+// Do runs one membership method as actor from source ("nip86" or "cnctl").
+// A call refused for what it asks is a *nip86.BadRequest.
+func (s *Service) Do(ctx context.Context, actor, source, method string, params []json.RawMessage) (any, error) {
+	return nip86.Set(s.Methods()).Do(ctx, actor, source, method, params)
+}
 
-// Methods lists AdminMethods (relayadmin.Extension).
-func (s *Service) Methods() []string { return AdminMethods }
+// logOf is the cn_admin.log row of c.
+func logOf(c *nip86.Call) *logRow {
+	log := &logRow{method: c.Method, actor: c.Actor, source: c.Source}
+	for _, p := range c.Raw {
+		log.params = append(log.params, p)
+	}
+	return log
+}
+
+// viaOf is how c makes a member: an operator's (cnctl) or an admin's.
+func viaOf(c *nip86.Call) string {
+	if c.Source == "cnctl" {
+		return ViaOperator
+	}
+	return ViaAdmin
+}
+
+// done answers a change: true, or its error.
+func done(err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return true, nil
+}
+
+// changeMember runs addmember [pubkey, reason, [role ids]] and removemember
+// [pubkey, reason].
+func (s *Service) changeMember(ctx context.Context, c *nip86.Call) (any, error) {
+	pk := c.Pubkey(0)
+	c.Text(1, "a reason", false)
+	var roles []string
+	if c.Method == "addmember" {
+		c.Decode(2, &roles, "addmember: roles must be an array of role ids")
+	}
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	changes := []Change{{Pubkey: pk, Add: c.Method == "addmember", Via: viaOf(c)}}
+	for _, id := range roles {
+		changes = append(changes, Change{Op: OpAssign, Pubkey: pk, Role: id})
+	}
+	_, err := s.change(ctx, logOf(c), deletePending(ctx, pk), changes)
+	return done(err)
+}
+
+// changeRole runs setrole [role id, {label, description, color, order}] and
+// removerole [role id].
+func (s *Service) changeRole(ctx context.Context, c *nip86.Call) (any, error) {
+	id := c.Text(0, "a role id", true)
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	if err := ValidRoleID(id); err != nil {
+		return nil, nip86.Refuse("%s: %v", c.Method, err)
+	}
+	ch := Change{Op: OpRemoveRole, Role: id}
+	if c.Method == "setrole" {
+		ch.Op = OpSetRole
+		c.Decode(1, &ch.Patch, "setrole: the second param is an object with string fields label, description, color, order")
+		if err := c.Err(); err != nil {
+			return nil, err
+		}
+		if err := ch.Patch.Validate(); err != nil {
+			return nil, nip86.Refuse("setrole: %v", err)
+		}
+	}
+	_, err := s.change(ctx, logOf(c), nil, []Change{ch})
+	return done(err)
+}
+
+// assignRole runs assignrole and unassignrole [pubkey, role id].
+func (s *Service) assignRole(ctx context.Context, c *nip86.Call) (any, error) {
+	pk, id := c.Pubkey(0), c.Text(1, "a role id", true)
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	op := OpAssign
+	if c.Method == "unassignrole" {
+		op = OpUnassign
+	}
+	_, err := s.change(ctx, logOf(c), nil, []Change{{Op: op, Pubkey: pk, Role: id}})
+	return done(err)
+}
+
+// decidePending runs admitmember and denymember [pubkey]: the key's pending
+// join request is taken (a key with none is a bad request), and admitmember
+// makes it a member.
+func (s *Service) decidePending(ctx context.Context, c *nip86.Call) (any, error) {
+	pk := c.Pubkey(0)
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	var changes []Change
+	if c.Method == "admitmember" {
+		changes = []Change{{Pubkey: pk, Add: true, Via: viaOf(c)}}
+	}
+	_, err := s.change(ctx, logOf(c), func(tx pgx.Tx) error {
+		taken, err := takePending(ctx, tx, pk)
+		if err == nil && !taken {
+			return nip86.Refuse("%s: %s has no pending join request", c.Method, pk)
+		}
+		return err
+	}, changes)
+	return done(err)
+}
+
+// mintInvite runs mintinvite [ttl_seconds]: a claim issued by the admin (an
+// operator's by the node), valid for ttl_seconds or the relay's InviteTTL.
+func (s *Service) mintInvite(ctx context.Context, c *nip86.Call) (any, error) {
+	ttl := s.ttl()
+	var secs int64
+	if c.Decode(0, &secs, mintTTLProblem) {
+		if c.Err() == nil && (secs <= 0 || time.Duration(secs)*time.Second > MaxInviteTTL) {
+			c.Fail(mintTTLProblem)
+		}
+		ttl = time.Duration(secs) * time.Second
+	}
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	issuer := c.Actor
+	if !protocol.IsHex64(issuer) {
+		issuer = s.Self // an operator's invite is the node's
+	}
+	var m Minted
+	_, err := s.change(ctx, logOf(c), func(tx pgx.Tx) error {
+		claim, id, exp, err := s.mint(ctx, tx, issuer, ttl)
+		m = Minted{Claim: claim, ID: id, ExpiresAt: exp.Unix()}
+		return err
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+const mintTTLProblem = "mintinvite: ttl_seconds must be a positive number of seconds, at most 30 days"
+
+// revokeInvite runs revokeinvite [claim or invite id].
+func (s *Service) revokeInvite(ctx context.Context, c *nip86.Call) (any, error) {
+	arg := c.Text(0, "a claim or an invite id", true)
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	_, err := s.change(ctx, logOf(c), func(tx pgx.Tx) error {
+		revoked, err := revokeClaim(ctx, tx, arg, s.now())
+		if err == nil && !revoked {
+			return nip86.Refuse("revokeinvite: no open invite has that claim or id")
+		}
+		return err
+	}, nil)
+	return done(err)
+}
 
 // Member is one row of listmembers.
 type Member struct {
@@ -57,163 +231,6 @@ type Minted struct {
 	Claim     string `json:"claim"`
 	ID        string `json:"id"`
 	ExpiresAt int64  `json:"expires_at"`
-}
-
-// Do runs one membership method as actor (relayadmin.Extension). Changes are
-// logged in cn_admin.log in their transaction.
-func (s *Service) Do(ctx context.Context, actor, source, method string, params []json.RawMessage) (any, error) {
-	str := func(i int, what string, required bool) (string, error) {
-		if i >= len(params) {
-			if required {
-				return "", BadRequest(fmt.Sprintf("%s needs %s", method, what))
-			}
-			return "", nil
-		}
-		var v string
-		if err := json.Unmarshal(params[i], &v); err != nil {
-			return "", BadRequest(fmt.Sprintf("%s: %s must be a string", method, what))
-		}
-		return v, nil
-	}
-	pubkey := func() (string, error) {
-		pk, err := str(0, "a pubkey", true)
-		if err == nil && !isHex64(pk) {
-			err = BadRequest(fmt.Sprintf("%s: %q is not a 64-character hex pubkey", method, pk))
-		}
-		return pk, err
-	}
-	log := &logRow{method: method, actor: actor, source: source}
-	for _, p := range params {
-		log.params = append(log.params, p)
-	}
-	via := ViaAdmin
-	if source == "cnctl" {
-		via = ViaOperator
-	}
-	switch method {
-	case "listmembers":
-		return s.ListMembers(ctx)
-	case "listinvites":
-		return s.ListInvites(ctx)
-	case "listpendingmembers":
-		return s.ListPending(ctx)
-	case "addmember", "removemember":
-		pk, err := pubkey()
-		if err != nil {
-			return nil, err
-		}
-		if _, err := str(1, "a reason", false); err != nil {
-			return nil, err
-		}
-		changes := []Change{{Pubkey: pk, Add: method == "addmember", Via: via}}
-		if method == "addmember" && len(params) > 2 { // [pubkey, reason, [role ids]]
-			var roles []string
-			if err := json.Unmarshal(params[2], &roles); err != nil {
-				return nil, BadRequest("addmember: roles must be an array of role ids")
-			}
-			for _, id := range roles {
-				changes = append(changes, Change{Op: OpAssign, Pubkey: pk, Role: id})
-			}
-		}
-		_, err = s.change(ctx, log, deletePending(ctx, pk), changes)
-		return err == nil, err
-	case "listroles":
-		return s.ListRoles(ctx)
-	case "setrole", "removerole":
-		id, err := str(0, "a role id", true)
-		if err != nil {
-			return nil, err
-		}
-		if err := ValidRoleID(id); err != nil {
-			return nil, BadRequest(method + ": " + err.Error())
-		}
-		c := Change{Op: OpRemoveRole, Role: id}
-		if method == "setrole" {
-			c.Op = OpSetRole
-			if len(params) > 1 {
-				dec := json.NewDecoder(bytes.NewReader(params[1]))
-				dec.DisallowUnknownFields()
-				if err := dec.Decode(&c.Patch); err != nil {
-					return nil, BadRequest("setrole: the second param is an object with string fields label, description, color, order")
-				}
-			}
-			if err := c.Patch.Validate(); err != nil {
-				return nil, BadRequest("setrole: " + err.Error())
-			}
-		}
-		_, err = s.change(ctx, log, nil, []Change{c})
-		return err == nil, err
-	case "assignrole", "unassignrole":
-		pk, err := pubkey()
-		if err != nil {
-			return nil, err
-		}
-		id, err := str(1, "a role id", true)
-		if err != nil {
-			return nil, err
-		}
-		op := OpAssign
-		if method == "unassignrole" {
-			op = OpUnassign
-		}
-		_, err = s.change(ctx, log, nil, []Change{{Op: op, Pubkey: pk, Role: id}})
-		return err == nil, err
-	case "admitmember", "denymember":
-		pk, err := pubkey()
-		if err != nil {
-			return nil, err
-		}
-		var changes []Change
-		if method == "admitmember" {
-			changes = []Change{{Pubkey: pk, Add: true, Via: via}}
-		}
-		_, err = s.change(ctx, log, func(tx pgx.Tx) error {
-			tag, err := tx.Exec(ctx, "DELETE FROM cn_relay.membership_pending WHERE pubkey = $1", pk)
-			if err == nil && tag.RowsAffected() == 0 {
-				return BadRequest(fmt.Sprintf("%s: %s has no pending join request", method, pk))
-			}
-			return err
-		}, changes)
-		return err == nil, err
-	case "mintinvite":
-		ttl := s.ttl()
-		if len(params) > 0 {
-			var secs int64
-			if err := json.Unmarshal(params[0], &secs); err != nil || secs <= 0 || time.Duration(secs)*time.Second > MaxInviteTTL {
-				return nil, BadRequest("mintinvite: ttl_seconds must be a positive number of seconds, at most 30 days")
-			}
-			ttl = time.Duration(secs) * time.Second
-		}
-		issuer := actor
-		if !isHex64(issuer) {
-			issuer = s.Self // an operator's invite is the node's
-		}
-		var m Minted
-		_, err := s.change(ctx, log, func(tx pgx.Tx) error {
-			claim, id, exp, err := s.mint(ctx, tx, issuer, ttl)
-			m = Minted{Claim: claim, ID: id, ExpiresAt: exp.Unix()}
-			return err
-		}, nil)
-		if err != nil {
-			return nil, err
-		}
-		return m, nil
-	case "revokeinvite":
-		arg, err := str(0, "a claim or an invite id", true)
-		if err != nil {
-			return nil, err
-		}
-		_, err = s.change(ctx, log, func(tx pgx.Tx) error {
-			tag, err := tx.Exec(ctx, `UPDATE cn_relay.membership_claims SET revoked_at = $3
-				WHERE (id = $1 OR hash = $2) AND revoked_at IS NULL AND used_by IS NULL`, arg, HashClaim(arg), s.now())
-			if err == nil && tag.RowsAffected() == 0 {
-				return BadRequest("revokeinvite: no open invite has that claim or id")
-			}
-			return err
-		}, nil)
-		return err == nil, err
-	}
-	return nil, BadRequest(fmt.Sprintf("unsupported method %q", method))
 }
 
 // ListMembers returns the NIP-43 members, sorted by pubkey.
@@ -313,16 +330,4 @@ func (s *Service) ListPending(ctx context.Context) ([]Pending, error) {
 		out = []Pending{}
 	}
 	return out, err
-}
-
-func isHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

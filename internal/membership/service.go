@@ -18,6 +18,8 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/relayadmin/nip86"
 	"github.com/kukuri/communitynode/pkg/outbox"
 	"github.com/kukuri/communitynode/schema"
 )
@@ -194,9 +196,9 @@ func (s *Service) change(ctx context.Context, log *logRow, pre func(pgx.Tx) erro
 		for i, o := range outs { // (a refused change rolls everything back)
 			switch o {
 			case NoRole:
-				return nil, BadRequest(fmt.Sprintf("role %q is not defined (see listroles)", changes[i].Role))
+				return nil, nip86.Refuse("role %q is not defined (see listroles)", changes[i].Role)
 			case NotMember:
-				return nil, BadRequest(fmt.Sprintf("%s is not a NIP-43 member of this relay", changes[i].Pubkey))
+				return nil, nip86.Refuse("%s is not a NIP-43 member of this relay", changes[i].Pubkey)
 			}
 		}
 	}
@@ -260,11 +262,11 @@ func (s *Service) Join(ctx context.Context, ev *nostr.Event) (bool, string) {
 		return true, MsgAlready
 	}
 	if claim := Claim(ev); claim != "" {
-		var why string
+		var why protocol.Reason
 		_, err := s.change(ctx, nil, func(tx pgx.Tx) error {
 			var err error
 			why, err = useClaim(ctx, tx, claim, ev.PubKey, s.now())
-			if err == nil && why != "" {
+			if err == nil && !why.Code.IsZero() {
 				return errRefused
 			}
 			return err
@@ -273,12 +275,12 @@ func (s *Service) Join(ctx context.Context, ev *nostr.Event) (bool, string) {
 		case errors.Is(err, errRefused) && s.Mode != InviteOnly:
 			return s.joinOpen(ctx, ev) // (open: a bad code refuses no one)
 		case errors.Is(err, errRefused):
-			if why == ReasonExpired {
+			if why.Code == RefuseExpired.Code {
 				s.count("expired_claim")
 			} else {
 				s.count("bad_claim")
 			}
-			return false, why
+			return false, why.Text
 		case err != nil:
 			return s.failed("join", err)
 		}
@@ -347,11 +349,28 @@ func (s *Service) failed(what string, err error) (bool, string) {
 	return false, ReasonFailed
 }
 
+// deletePending drops pk's pending join request, if any (a join, a leave or
+// an admin's change settles it).
 func deletePending(ctx context.Context, pk string) func(pgx.Tx) error {
 	return func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, "DELETE FROM cn_relay.membership_pending WHERE pubkey = $1", pk)
+		_, err := takePending(ctx, tx, pk)
 		return err
 	}
+}
+
+// takePending deletes pk's pending join request and reports whether there
+// was one.
+func takePending(ctx context.Context, tx pgx.Tx, pk string) (bool, error) {
+	tag, err := tx.Exec(ctx, "DELETE FROM cn_relay.membership_pending WHERE pubkey = $1", pk)
+	return err == nil && tag.RowsAffected() > 0, err
+}
+
+// revokeClaim revokes the open claim (not used, not revoked) named by its
+// text or its id, at at, and reports whether there was one.
+func revokeClaim(ctx context.Context, tx pgx.Tx, claimOrID string, at time.Time) (bool, error) {
+	tag, err := tx.Exec(ctx, `UPDATE cn_relay.membership_claims SET revoked_at = $3
+		WHERE (id = $1 OR hash = $2) AND revoked_at IS NULL AND used_by IS NULL`, claimOrID, HashClaim(claimOrID), at)
+	return err == nil && tag.RowsAffected() > 0, err
 }
 
 // Leave answers a 28936: the member is removed (8001, a new 13534). It is
@@ -496,15 +515,15 @@ func HashClaim(claim string) string {
 }
 
 // useClaim uses up claim for pk, or returns why it cannot be used.
-func useClaim(ctx context.Context, tx pgx.Tx, claim, pk string, now time.Time) (string, error) {
+func useClaim(ctx context.Context, tx pgx.Tx, claim, pk string, now time.Time) (protocol.Reason, error) {
 	hash := HashClaim(claim)
 	tag, err := tx.Exec(ctx, `UPDATE cn_relay.membership_claims SET used_by = $2, used_at = $3
 		WHERE hash = $1 AND used_by IS NULL AND revoked_at IS NULL AND expires_at > $3`, hash, pk, now)
 	if err != nil {
-		return "", err
+		return protocol.Reason{}, err
 	}
 	if tag.RowsAffected() == 1 {
-		return "", nil
+		return protocol.Reason{}, nil
 	}
 	var used, revoked bool
 	var expires time.Time
@@ -512,15 +531,15 @@ func useClaim(ctx context.Context, tx pgx.Tx, claim, pk string, now time.Time) (
 		Scan(&used, &revoked, &expires)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return ReasonBadClaim, nil
+		return RefuseBadClaim, nil
 	case err != nil:
-		return "", err
+		return protocol.Reason{}, err
 	case revoked:
-		return ReasonRevoked, nil
+		return RefuseRevoked, nil
 	case used:
-		return ReasonUsed, nil
+		return RefuseUsed, nil
 	}
-	return ReasonExpired, nil
+	return RefuseExpired, nil
 }
 
 func protectedTag(ev *nostr.Event) bool {

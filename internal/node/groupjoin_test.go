@@ -69,9 +69,9 @@ func TestGroupJoinsByRank(t *testing.T) {
 
 	require.Equal(t, protocol.Verdict{OK: true, Message: groups.MessageAdmittedRank(rank)}, answer(join(alice, "open", now)))
 	pending := join(mallory, "open", now)
-	require.Equal(t, protocol.Verdict{Message: groups.ReasonPendingRank(rank)}, answer(pending))
-	require.Equal(t, protocol.Verdict{Message: groups.ReasonPendingRank(rank)}, answer(pending), "sent again: still pending")
-	require.Equal(t, protocol.Verdict{Message: groups.ReasonPending}, answer(join(alice, "shut", now)), "a closed group needs an invite code, whatever the rank")
+	require.Equal(t, protocol.Verdict{Message: groups.ReasonPendingRank(rank), Code: groups.CodePendingRank}, answer(pending))
+	require.Equal(t, protocol.Verdict{Message: groups.ReasonPendingRank(rank), Code: groups.CodePendingRank}, answer(pending), "sent again: still pending")
+	require.Equal(t, protocol.Verdict{Message: groups.ReasonPending, Code: groups.RefusePending.Code}, answer(join(alice, "shut", now)), "a closed group needs an invite code, whatever the rank")
 
 	// The admins read the pending request and let mallory in.
 	var pendingIDs []string
@@ -79,5 +79,5 @@ func TestGroupJoinsByRank(t *testing.T) {
 		JOIN cn_relay.event_tags g ON g.event_id = e.id AND g.name = 'h' AND g.value = 'open' WHERE e.kind = 9021 AND e.pubkey = $1`, testkit.Pub(mallory)).Scan(&pendingIDs))
 	require.Equal(t, []string{pending.ID}, pendingIDs)
 	require.True(t, answer(testkit.Sign(t, admin, groups.KindPutUser, now+2, nostr.Tags{{"h", "open"}, {"p", testkit.Pub(mallory)}}, "")).OK)
-	require.Equal(t, protocol.Verdict{Message: groups.ReasonMember}, answer(join(mallory, "open", now+3)))
+	require.Equal(t, protocol.Verdict{Message: groups.ReasonMember, Code: groups.RefuseMember.Code}, answer(join(mallory, "open", now+3)))
 }

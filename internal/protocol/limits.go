@@ -152,6 +152,10 @@ func (l Limits) Limitation() nip11.RelayLimitationDocument {
 type Verdict struct {
 	OK      bool
 	Message string
+	// Code names a refusal for metrics and tests (see Code): set by the
+	// packages that declare their refusals, zero for an acceptance and for
+	// refusals not declared yet.
+	Code Code
 	// Withheld: the event was kept, for the first time, withheld from the
 	// shared read paths (a NIP-29 invite code: groups.Decision.Withhold), so
 	// the relay that took it delivers it live to the subscriptions allowed

@@ -111,7 +111,7 @@ func (c *conn) onEvent(ev *nostr.Event) {
 		return
 	}
 	if reason := c.admit(ev); reason != "" {
-		c.r.m.countGroupEvent(ev, false, reason)
+		c.r.m.countGroupEvent(ev, protocol.Verdict{Message: reason})
 		c.answer(ev.ID, false, reason)
 		return
 	}
@@ -125,7 +125,7 @@ func (c *conn) onEvent(ev *nostr.Event) {
 		return
 	}
 	if !c.r.batcher.submit(ev, func(res IngestResult) {
-		c.r.m.countGroupEvent(ev, res.OK, res.Message)
+		c.r.m.countGroupEvent(ev, res)
 		if res.Withheld {
 			// (before the OK: once its author has the answer, the event is
 			// queued to every live subscriber of this process allowed it)

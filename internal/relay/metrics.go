@@ -1,8 +1,6 @@
 package relay
 
 import (
-	"strings"
-
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -174,8 +172,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-// countGroupEvent counts the answer to ev when it is a group event.
-func (m *metrics) countGroupEvent(ev *nostr.Event, ok bool, reason string) {
+// countGroupEvent counts the answer v to ev when it is a group event, by
+// its code: its own (groups and membership declare theirs), or for a
+// refusal not declared yet (the relay's checks, admission's) its prefix.
+func (m *metrics) countGroupEvent(ev *nostr.Event, v protocol.Verdict) {
 	if !protocol.IsGroupEvent(ev) {
 		return
 	}
@@ -190,20 +190,19 @@ func (m *metrics) countGroupEvent(ev *nostr.Event, ok bool, reason string) {
 	case groups.IsStateKind(ev.Kind):
 		class = "state"
 	}
-	m.groupEvents.WithLabelValues(class, groups.ResultLabel(ok, reason)).Inc()
+	code := v.Code
+	if code.IsZero() && !v.OK {
+		code = protocol.UntypedCode(v.Message)
+	}
+	m.groupEvents.WithLabelValues(class, groups.ResultLabel(v.OK, code)).Inc()
 }
 
-// knownPrefixes are the NIP-01 machine-readable prefixes, used as metric labels.
-var knownPrefixes = map[string]bool{
-	"duplicate": true, "pow": true, "blocked": true, "rate-limited": true, "invalid": true,
-	"restricted": true, "auth-required": true, "mute": true, "error": true,
-}
-
-// resultLabel is the events counter label for an OK answer.
+// resultLabel is the events counter label for an OK answer: its NIP-01
+// prefix (the relay's own refusals are not declared in a table yet), else
+// accepted or error.
 func resultLabel(ok bool, reason string) string {
-	prefix, _, found := strings.Cut(reason, ":")
-	switch {
-	case found && knownPrefixes[prefix]:
+	switch prefix := protocol.UntypedCode(reason).Prefix; {
+	case prefix != "":
 		return prefix
 	case ok:
 		return "accepted"

@@ -1,7 +1,6 @@
 package relayadmin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,16 +12,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/moderation"
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/relayadmin/nip86"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/pkg/outbox"
 	"github.com/kukuri/communitynode/schema"
 )
-
-// ErrBadRequest marks a call with an unknown method or bad parameters (HTTP
-// 400, cnctl exit code 2).
-var ErrBadRequest = errors.New("bad request")
 
 // Actor is who makes a change: an admin pubkey through NIP-86 (source "nip86")
 // or an operator's user@host through cnctl (source "cnctl").
@@ -39,146 +36,161 @@ type Admin struct {
 	// identity events under them. protocol.DefaultTopicRules when unset.
 	TopicRules protocol.TopicRules
 	Now        func() time.Time
-	// Extensions add methods (package membership: the NIP-43 methods).
+	// Extensions add methods (package membership: the NIP-43 methods, when
+	// the node keeps membership).
 	Extensions []Extension
 }
 
-// Extension is a set of NIP-86 methods served by another package. Its Do
-// logs and commits its own changes; an error with a BadRequest() true method
-// is a bad request (HTTP 400, cnctl exit code 2).
+// Extension is a set of NIP-86 methods declared by the package that owns
+// them, served as the relay's own are (nip86.Set). Each commits and logs its
+// own changes.
 type Extension interface {
-	Methods() []string
-	Do(ctx context.Context, actor, source, method string, params []json.RawMessage) (any, error)
+	Methods() []nip86.Method
 }
 
-// Methods are the NIP-86 methods this relay supports, in NIP-86 order.
-var Methods = []string{
-	"supportedmethods",
-	"banpubkey", "unbanpubkey", "listbannedpubkeys",
-	"allowpubkey", "unallowpubkey", "listallowedpubkeys",
-	"listeventsneedingmoderation",
-	"allowevent", "unallowevent", "banevent", "unbanevent", "listbannedevents", "listallowedevents",
-	"changerelayname", "changerelaydescription", "changerelayicon",
-	"allowkind", "disallowkind", "listallowedkinds", "listdisallowedkinds",
-	"blockip", "unblockip", "listblockedips",
-	"listgroups", "listgroupmembers", // NIP-29, this relay's own (groups.go)
-	ReplayMethod, // not in NIP-86: replay.go
+// methods are the methods this relay serves: NIP-86's in NIP-86 order, the
+// groups' (NIP-29, groups.AdminMethods: always served, as the relay may host
+// groups), ReplayMethod, then the Extensions.
+func (a *Admin) methods() nip86.Set {
+	var s nip86.Set
+	add := func(min, max int, do func(context.Context, *nip86.Call) (any, error), names ...string) {
+		for _, n := range names {
+			s = append(s, nip86.Method{Name: n, Min: min, Max: max, Do: do})
+		}
+	}
+	add(0, 0, a.supportedMethods, "supportedmethods")
+	add(1, 2, a.changePubkey, "banpubkey", "unbanpubkey")
+	add(0, 0, a.listPubkeys, "listbannedpubkeys")
+	add(1, 2, a.changePubkey, "allowpubkey", "unallowpubkey")
+	add(0, 0, a.listPubkeys, "listallowedpubkeys")
+	add(0, 0, a.listQueue, "listeventsneedingmoderation")
+	add(1, 2, a.changeEvent, "allowevent", "unallowevent", "banevent", "unbanevent")
+	add(0, 0, a.listEvents, "listbannedevents", "listallowedevents")
+	add(1, 1, a.changeInfo, "changerelayname", "changerelaydescription", "changerelayicon")
+	add(1, 1, a.changeKind, "allowkind", "disallowkind")
+	add(0, 0, a.listKinds, "listallowedkinds", "listdisallowedkinds")
+	add(1, 2, a.changeIP, "blockip", "unblockip")
+	add(0, 0, a.listIPs, "listblockedips")
+	s = append(s, groups.AdminMethods(a.Pool)...)
+	add(3, 3, a.replay, ReplayMethod)
+	for _, x := range a.Extensions {
+		s = append(s, x.Methods()...)
+	}
+	return s
 }
 
 // Do runs one method with its NIP-86 parameters and returns its NIP-86 result.
-// Every change commits in one transaction with its effects and its log row.
+// Every change commits in one transaction with its effects and its log row. A
+// call refused for what it asks is a *nip86.BadRequest.
 func (a *Admin) Do(ctx context.Context, actor Actor, method string, params []json.RawMessage) (any, error) {
-	for _, x := range a.Extensions {
-		if slices.Contains(x.Methods(), method) {
-			res, err := x.Do(ctx, actor.Name, actor.Source, method, params)
-			var bad interface{ BadRequest() bool }
-			if errors.As(err, &bad) && bad.BadRequest() {
-				return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
-			}
-			return res, err
-		}
-	}
-	if !slices.Contains(Methods, method) {
-		return nil, fmt.Errorf("%w: unsupported method %q", ErrBadRequest, method)
-	}
-	if result, ok, err := a.groupRead(ctx, method, params); ok {
-		return result, err
-	}
-	if err := checkArity(method, len(params)); err != nil {
+	return a.methods().Do(ctx, actor.Name, actor.Source, method, params)
+}
+
+func (a *Admin) supportedMethods(context.Context, *nip86.Call) (any, error) {
+	return a.methods().Names(), nil
+}
+
+func (a *Admin) listPubkeys(ctx context.Context, c *nip86.Call) (any, error) {
+	return a.list(ctx, "SELECT pubkey, reason FROM cn_admin.pubkeys WHERE status = $1 ORDER BY pubkey", "pubkey",
+		strings.TrimSuffix(strings.TrimPrefix(c.Method, "list"), "pubkeys"))
+}
+
+func (a *Admin) listEvents(ctx context.Context, c *nip86.Call) (any, error) {
+	return a.list(ctx, "SELECT event_id, reason FROM cn_admin.events WHERE status = $1 ORDER BY event_id", "id",
+		strings.TrimSuffix(strings.TrimPrefix(c.Method, "list"), "events"))
+}
+
+func (a *Admin) listIPs(ctx context.Context, _ *nip86.Call) (any, error) {
+	return a.list(ctx, "SELECT prefix, reason FROM cn_admin.ips WHERE $1 = $1 ORDER BY prefix", "ip", "")
+}
+
+func (a *Admin) listKinds(ctx context.Context, c *nip86.Call) (any, error) {
+	return a.kinds(ctx, c.Method == "listallowedkinds")
+}
+
+func (a *Admin) listQueue(ctx context.Context, _ *nip86.Call) (any, error) {
+	items, err := moderation.Queue(ctx, a.Pool, 500)
+	if err != nil {
 		return nil, err
 	}
-	p := paramReader{params: params}
-	switch method {
-	case "supportedmethods":
-		all := slices.Clone(Methods)
-		for _, x := range a.Extensions {
-			all = append(all, x.Methods()...)
-		}
-		return all, nil
-	case ReplayMethod:
-		return a.replay(ctx, actor, params)
-	case "listbannedpubkeys", "listallowedpubkeys":
-		return a.list(ctx, "SELECT pubkey, reason FROM cn_admin.pubkeys WHERE status = $1 ORDER BY pubkey", "pubkey",
-			strings.TrimSuffix(strings.TrimPrefix(method, "list"), "pubkeys"))
-	case "listbannedevents", "listallowedevents":
-		return a.list(ctx, "SELECT event_id, reason FROM cn_admin.events WHERE status = $1 ORDER BY event_id", "id",
-			strings.TrimSuffix(strings.TrimPrefix(method, "list"), "events"))
-	case "listblockedips":
-		return a.list(ctx, "SELECT prefix, reason FROM cn_admin.ips WHERE $1 = $1 ORDER BY prefix", "ip", "")
-	case "listallowedkinds", "listdisallowedkinds":
-		return a.kinds(ctx, method == "listallowedkinds")
-	case "listeventsneedingmoderation":
-		items, err := moderation.Queue(ctx, a.Pool, 500)
-		if err != nil {
-			return nil, err
-		}
-		out := []map[string]string{}
-		for _, it := range items {
-			out = append(out, map[string]string{"id": it.EventID, "reason": queueReason(it)})
-		}
-		return out, nil
+	out := []map[string]string{}
+	for _, it := range items {
+		out = append(out, map[string]string{"id": it.EventID, "reason": queueReason(it)})
 	}
-	// Changes.
-	var change func(context.Context, pgx.Tx) (outbox.Range, error)
-	switch method {
-	case "banpubkey", "unbanpubkey", "allowpubkey", "unallowpubkey":
-		pk, reason := p.hex64(0, "pubkey"), p.optString(1)
-		change = func(ctx context.Context, tx pgx.Tx) (outbox.Range, error) {
-			return a.pubkey(ctx, tx, method, pk, reason, actor)
-		}
-	case "banevent", "unbanevent", "allowevent", "unallowevent":
-		id, reason := p.hex64(0, "event id"), p.optString(1)
-		change = func(ctx context.Context, tx pgx.Tx) (outbox.Range, error) {
-			return a.event(ctx, tx, method, id, reason, actor)
-		}
-	case "allowkind", "disallowkind":
-		kind := p.kind(0)
-		change = func(ctx context.Context, tx pgx.Tx) (outbox.Range, error) {
-			_, err := tx.Exec(ctx, `INSERT INTO cn_admin.kinds (kind, allowed, actor, at) VALUES ($1, $2, $3, $4)
-				ON CONFLICT (kind) DO UPDATE SET allowed = excluded.allowed, actor = excluded.actor, at = excluded.at`,
-				kind, method == "allowkind", actor.Name, a.now())
-			return outbox.Range{}, err
-		}
-	case "blockip", "unblockip":
-		prefix, err := parsePrefix(p.string(0, "ip address"))
-		if err != nil && p.err == nil {
-			p.err = fmt.Errorf("%w: %v", ErrBadRequest, err)
-		}
-		reason := p.optString(1)
-		change = func(ctx context.Context, tx pgx.Tx) (outbox.Range, error) {
-			var err error
-			if method == "blockip" {
-				_, err = tx.Exec(ctx, `INSERT INTO cn_admin.ips (prefix, reason, actor, at) VALUES ($1, $2, $3, $4)
-					ON CONFLICT (prefix) DO UPDATE SET reason = excluded.reason, actor = excluded.actor, at = excluded.at`,
-					prefix.String(), reason, actor.Name, a.now())
-			} else {
-				_, err = tx.Exec(ctx, "DELETE FROM cn_admin.ips WHERE prefix = $1", prefix.String())
-			}
-			return outbox.Range{}, err
-		}
-	case "changerelayname", "changerelaydescription", "changerelayicon":
-		value := p.string(0, "value")
-		field := strings.TrimPrefix(method, "changerelay")
-		change = func(ctx context.Context, tx pgx.Tx) (outbox.Range, error) {
-			_, err := tx.Exec(ctx, `INSERT INTO cn_admin.info (field, value, actor, at) VALUES ($1, $2, $3, $4)
-				ON CONFLICT (field) DO UPDATE SET value = excluded.value, actor = excluded.actor, at = excluded.at`,
-				field, value, actor.Name, a.now())
-			return outbox.Range{}, err
-		}
+	return out, nil
+}
+
+// change is the method that runs the change its params describe with commit
+// and answers true; the params are read before anything is written.
+type change func(context.Context, pgx.Tx) (outbox.Range, error)
+
+func (a *Admin) run(ctx context.Context, c *nip86.Call, ch change) (any, error) {
+	if err := c.Err(); err != nil {
+		return nil, err
 	}
-	if p.err != nil {
-		return nil, p.err
-	}
-	if err := a.commit(ctx, actor, method, params, change); err != nil {
+	if err := a.commit(ctx, Actor{Name: c.Actor, Source: c.Source}, c.Method, c.Raw, ch); err != nil {
 		return nil, err
 	}
 	return true, nil
 }
 
+func (a *Admin) changePubkey(ctx context.Context, c *nip86.Call) (any, error) {
+	pk, reason := c.Hex64(0, "pubkey"), c.OptString(1, "reason")
+	return a.run(ctx, c, func(ctx context.Context, tx pgx.Tx) (outbox.Range, error) {
+		return a.pubkey(ctx, tx, c.Method, pk, reason, Actor{Name: c.Actor, Source: c.Source})
+	})
+}
+
+func (a *Admin) changeEvent(ctx context.Context, c *nip86.Call) (any, error) {
+	id, reason := c.Hex64(0, "event id"), c.OptString(1, "reason")
+	return a.run(ctx, c, func(ctx context.Context, tx pgx.Tx) (outbox.Range, error) {
+		return a.event(ctx, tx, c.Method, id, reason, Actor{Name: c.Actor, Source: c.Source})
+	})
+}
+
+func (a *Admin) changeKind(ctx context.Context, c *nip86.Call) (any, error) {
+	kind := c.Kind(0)
+	return a.run(ctx, c, func(ctx context.Context, tx pgx.Tx) (outbox.Range, error) {
+		_, err := tx.Exec(ctx, `INSERT INTO cn_admin.kinds (kind, allowed, actor, at) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (kind) DO UPDATE SET allowed = excluded.allowed, actor = excluded.actor, at = excluded.at`,
+			kind, c.Method == "allowkind", c.Actor, a.now())
+		return outbox.Range{}, err
+	})
+}
+
+func (a *Admin) changeIP(ctx context.Context, c *nip86.Call) (any, error) {
+	prefix, err := parsePrefix(c.String(0, "ip address"))
+	if err != nil {
+		c.Fail("%v", err)
+	}
+	reason := c.OptString(1, "reason")
+	return a.run(ctx, c, func(ctx context.Context, tx pgx.Tx) (outbox.Range, error) {
+		var err error
+		if c.Method == "blockip" {
+			_, err = tx.Exec(ctx, `INSERT INTO cn_admin.ips (prefix, reason, actor, at) VALUES ($1, $2, $3, $4)
+				ON CONFLICT (prefix) DO UPDATE SET reason = excluded.reason, actor = excluded.actor, at = excluded.at`,
+				prefix.String(), reason, c.Actor, a.now())
+		} else {
+			_, err = tx.Exec(ctx, "DELETE FROM cn_admin.ips WHERE prefix = $1", prefix.String())
+		}
+		return outbox.Range{}, err
+	})
+}
+
+func (a *Admin) changeInfo(ctx context.Context, c *nip86.Call) (any, error) {
+	value := c.String(0, "value")
+	field := strings.TrimPrefix(c.Method, "changerelay")
+	return a.run(ctx, c, func(ctx context.Context, tx pgx.Tx) (outbox.Range, error) {
+		_, err := tx.Exec(ctx, `INSERT INTO cn_admin.info (field, value, actor, at) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (field) DO UPDATE SET value = excluded.value, actor = excluded.actor, at = excluded.at`,
+			field, value, c.Actor, a.now())
+		return outbox.Range{}, err
+	})
+}
+
 // commit runs change with its log row and the version bump in one transaction,
 // then announces the outbox rows it appended (hides and shows).
-func (a *Admin) commit(ctx context.Context, actor Actor, method string, params []json.RawMessage,
-	change func(context.Context, pgx.Tx) (outbox.Range, error)) error {
+func (a *Admin) commit(ctx context.Context, actor Actor, method string, params []json.RawMessage, change change) error {
 	tx, err := a.Pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: %w", method, err)
@@ -407,82 +419,4 @@ func queueReason(it moderation.QueueItem) string {
 		parts = append(parts, "held by rule "+strings.Join(it.Held, ", "))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// paramReader reads NIP-86 params; the first problem is kept in err.
-type paramReader struct {
-	params []json.RawMessage
-	err    error
-}
-
-func (p *paramReader) fail(format string, args ...any) {
-	if p.err == nil {
-		p.err = fmt.Errorf("%w: "+format, append([]any{ErrBadRequest}, args...)...)
-	}
-}
-
-// checkArity refuses a call whose number of params the method does not take:
-// extra params are an error, not ignored.
-func checkArity(method string, n int) error {
-	lo, hi := 0, 0 // supportedmethods, list*
-	switch method {
-	case "banpubkey", "unbanpubkey", "allowpubkey", "unallowpubkey",
-		"banevent", "unbanevent", "allowevent", "unallowevent",
-		"blockip", "unblockip":
-		lo, hi = 1, 2 // the subject, and an optional reason
-	case "allowkind", "disallowkind", "changerelayname", "changerelaydescription", "changerelayicon":
-		lo, hi = 1, 1
-	case ReplayMethod:
-		lo, hi = 3, 3
-	}
-	if n >= lo && n <= hi {
-		return nil
-	}
-	want := fmt.Sprintf("%d to %d parameters", lo, hi)
-	if lo == hi {
-		want = fmt.Sprintf("%d parameters", lo)
-	}
-	return fmt.Errorf("%w: %s takes %s, got %d", ErrBadRequest, method, want, n)
-}
-
-// string reads a parameter that must be a JSON string (null is not).
-func (p *paramReader) string(i int, what string) string {
-	if i >= len(p.params) {
-		p.fail("missing parameter %d (%s)", i+1, what)
-		return ""
-	}
-	var s string
-	raw := bytes.TrimSpace(p.params[i])
-	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		p.fail("parameter %d (%s) must be a string", i+1, what)
-	}
-	return s
-}
-
-func (p *paramReader) optString(i int) string {
-	if i >= len(p.params) {
-		return ""
-	}
-	return p.string(i, "reason")
-}
-
-func (p *paramReader) hex64(i int, what string) string {
-	s := p.string(i, what)
-	if p.err == nil && !protocol.IsHex64(s) {
-		p.fail("%s must be 64 lowercase hex characters", what)
-	}
-	return s
-}
-
-func (p *paramReader) kind(i int) int {
-	if i >= len(p.params) {
-		p.fail("missing parameter 1 (kind)")
-		return 0
-	}
-	var k int
-	raw := bytes.TrimSpace(p.params[i])
-	if len(raw) == 0 || raw[0] == 'n' || json.Unmarshal(raw, &k) != nil || k < 0 || k > 65535 {
-		p.fail("the kind must be a number from 0 to 65535")
-	}
-	return k
 }

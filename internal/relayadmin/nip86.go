@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kukuri/communitynode/internal/audience"
+	"github.com/kukuri/communitynode/internal/relayadmin/nip86"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -100,7 +101,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	result, err := a.Admin.Do(r.Context(), Actor{Name: pubkey, Source: "nip86"}, req.Method, req.Params)
 	switch {
-	case errors.Is(err, ErrBadRequest):
+	case errors.As(err, new(*nip86.BadRequest)):
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 	case err != nil:
 		if a.Logger != nil {

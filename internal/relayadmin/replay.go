@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kukuri/communitynode/internal/relayadmin/nip86"
 	"github.com/kukuri/communitynode/pkg/consumer"
 )
 
@@ -27,28 +28,28 @@ import (
 const ReplayMethod = "replayconsumer"
 
 // replay runs ReplayMethod.
-func (a *Admin) replay(ctx context.Context, actor Actor, params []json.RawMessage) (any, error) {
-	p := paramReader{params: params}
-	name := p.string(0, "consumer")
-	to, from := p.seq(1, "to_seq"), p.seq(2, "from_seq")
-	if p.err != nil {
-		return nil, p.err
+func (a *Admin) replay(ctx context.Context, c *nip86.Call) (any, error) {
+	actor, params := Actor{Name: c.Actor, Source: c.Source}, c.Raw
+	name := c.String(0, "consumer")
+	to, from := c.Seq(1, "to_seq"), c.Seq(2, "from_seq")
+	if err := c.Err(); err != nil {
+		return nil, err
 	}
 	plan, err := consumer.PlanReset(ctx, a.Pool, name, consumer.ResetTarget{Seq: &to})
 	switch {
 	case errors.Is(err, consumer.ErrUnknownConsumer):
-		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return nil, nip86.Refuse("%v", err)
 	case err != nil:
 		return nil, err
 	case plan.From != from:
-		return nil, fmt.Errorf("%w: the offset of %s is %d now, not %d: preview again", ErrBadRequest, name, plan.From, from)
+		return nil, nip86.Refuse("the offset of %s is %d now, not %d: preview again", name, plan.From, from)
 	case to > plan.From:
-		return nil, fmt.Errorf("%w: %s only replays (to_seq at most the offset %d); skipping rows is `cnctl reset-offset`", ErrBadRequest, ReplayMethod, plan.From)
+		return nil, nip86.Refuse("%s only replays (to_seq at most the offset %d); skipping rows is `cnctl reset-offset`", ReplayMethod, plan.From)
 	case plan.Clamped:
-		return nil, fmt.Errorf("%w: the outbox is pruned through seq %d, so rows after %d are gone; replay from %d at the earliest", ErrBadRequest, plan.Horizon, to, plan.Horizon)
+		return nil, nip86.Refuse("the outbox is pruned through seq %d, so rows after %d are gone; replay from %d at the earliest", plan.Horizon, to, plan.Horizon)
 	}
 	if err := consumer.ExecuteReset(ctx, a.Pool, plan, true, actor.Source+":"+actor.Name); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return nil, nip86.Refuse("%v", err)
 	}
 	logParams, _ := json.Marshal(params)
 	if _, err := a.Pool.Exec(ctx, `INSERT INTO cn_admin.log (method, params, actor, source, at) VALUES ($1, $2, $3, $4, $5)`,
@@ -56,17 +57,4 @@ func (a *Admin) replay(ctx context.Context, actor Actor, params []json.RawMessag
 		return nil, fmt.Errorf("%s: log: %w", ReplayMethod, err)
 	}
 	return map[string]any{"consumer": name, "from": plan.From, "to": plan.To, "replayed": plan.Replay}, nil
-}
-
-// seq reads a parameter that must be a non-negative integer (an outbox seq).
-func (p *paramReader) seq(i int, what string) int64 {
-	if i >= len(p.params) {
-		p.fail("missing parameter %d (%s)", i+1, what)
-		return 0
-	}
-	var n int64
-	if err := json.Unmarshal(p.params[i], &n); err != nil || n < 0 {
-		p.fail("parameter %d (%s) must be an outbox seq (an integer, 0 or more)", i+1, what)
-	}
-	return n
 }

@@ -77,7 +77,7 @@ func TestHostileGroupsPerKeyStored(t *testing.T) {
 		if i < 3 {
 			require.True(t, v.OK, v.Message)
 		} else {
-			require.Equal(t, protocol.Verdict{Message: groups.ReasonCreatedPerDay(3)}, v)
+			require.Equal(t, protocol.Verdict{Message: groups.ReasonCreatedPerDay(3), Code: groups.CodeCreatedPerDay}, v)
 		}
 	}
 	require.Equal(t, 3, created())

@@ -326,11 +326,11 @@ func (p *plan) groupDuplicate(ev *nostr.Event) (protocol.Verdict, bool) {
 	s := p.gstate[id]
 	switch {
 	case s.IsMember(ev.PubKey):
-		return protocol.Verdict{Message: groups.ReasonMember}, true
+		return groups.RefuseMember.Verdict(), true
 	case s != nil && s.Pending(ev.PubKey) && !s.Meta.Closed && p.groups.Policy.AdmitMinRank > 0:
-		return protocol.Verdict{Message: groups.ReasonPendingRank(p.groups.Policy.AdmitMinRank)}, true
+		return groups.CodePendingRank.With(groups.ReasonPendingRank(p.groups.Policy.AdmitMinRank)).Verdict(), true
 	case s != nil && s.Pending(ev.PubKey):
-		return protocol.Verdict{Message: groups.ReasonPending}, true
+		return groups.RefusePending.Verdict(), true
 	}
 	return protocol.Verdict{}, false
 }
@@ -341,7 +341,7 @@ func (p *plan) groupDuplicate(ev *nostr.Event) (protocol.Verdict, bool) {
 // deletion, which need no decision) is applied after the event is stored.
 func (p *plan) decideGroup(ev *nostr.Event) (d *groups.Decision, v protocol.Verdict, stop bool) {
 	if p.groups == nil {
-		return nil, protocol.Verdict{Message: groups.ReasonNoGroups}, true
+		return nil, groups.RefuseNoGroups.Verdict(), true
 	}
 	if _, ok := p.generated[ev.ID]; ok {
 		return nil, protocol.Verdict{OK: true}, false
@@ -353,9 +353,9 @@ func (p *plan) decideGroup(ev *nostr.Event) (d *groups.Decision, v protocol.Verd
 		case ev.Kind == groups.KindCreateInvite:
 			return nil, protocol.Verdict{OK: true, Message: msgDuplicate}, true
 		case s.IsMember(ev.PubKey):
-			return nil, protocol.Verdict{Message: groups.ReasonMember}, true
+			return nil, groups.RefuseMember.Verdict(), true
 		}
-		return nil, protocol.Verdict{Message: groups.ReasonPendingCode}, true
+		return nil, groups.RefusePendingCode.Verdict(), true
 	}
 	dec := p.groups.Policy.Decide(s, ev, groups.Facts{
 		Now:             p.ingestedAt.Unix(),
@@ -386,7 +386,7 @@ func (p *plan) decideGroup(ev *nostr.Event) (d *groups.Decision, v protocol.Verd
 		Created: p.gx.created[ev.PubKey],
 		Height:  func(id string) int { return p.gx.heights[id] },
 	})
-	v = protocol.Verdict{OK: dec.OK, Message: dec.Message}
+	v = protocol.Verdict{OK: dec.OK, Message: dec.Message, Code: dec.Code}
 	if dec.Keep {
 		p.countLimits(ev)
 	}

@@ -168,10 +168,10 @@ func (p *plan) queueMembershipLoad(b *pgx.Batch, people map[string]bool) {
 // pass.
 func (p *plan) membershipRefuses(ev *nostr.Event) (protocol.Verdict, bool) {
 	if membership.IsNodeKind(ev.Kind) && !p.mgenerated[ev.ID] {
-		return protocol.Verdict{Message: membership.ReasonNodeKind}, true
+		return membership.RefuseNodeKind.Verdict(), true
 	}
 	if p.mship != nil && p.mship.Mode == membership.InviteOnly && !p.trusted && !p.mgenerated[ev.ID] && !p.relayMember(ev.PubKey) {
-		return protocol.Verdict{Message: membership.ReasonInviteOnly}, true
+		return membership.RefuseInviteOnly.Verdict(), true
 	}
 	return protocol.Verdict{}, false
 }
