@@ -533,11 +533,11 @@ func (c *conn) writeBatch(msgs []outMsg, deadline time.Time) error {
 	// written with write(2): a vectored write makes the socket keep an iovec
 	// array for good (internal/poll caches it per descriptor).
 	small := framesSize(msgs)
-	if small <= writeCopyBytes {
+	if small <= writeCopyBytes || c.ws.Deflating() {
 		if cap(fb.hdrs) < small {
 			fb.hdrs = make([]byte, 0, small)
 		}
-		_, err := nc.Write(appendFrames(fb.hdrs[:0], msgs))
+		_, err := nc.Write(c.appendFrames(fb.hdrs[:0], msgs))
 		return err
 	}
 	// Each message is two pieces: its frame header with an EVENT's head (and
@@ -588,6 +588,26 @@ func framesSize(msgs []outMsg) int {
 	}
 	return n
 }
+
+// appendFrames is the package's appendFrames, or with permessage-deflate
+// negotiated each message through wsconn's AppendText (compressed when long
+// enough).
+func (c *conn) appendFrames(b []byte, msgs []outMsg) []byte {
+	if !c.ws.Deflating() {
+		return appendFrames(b, msgs)
+	}
+	for _, m := range msgs {
+		var tail []byte
+		if m.head != nil {
+			tail = eventTail
+		}
+		b = c.ws.AppendText(b, m.head, m.body, tail)
+	}
+	return b
+}
+
+// eventTail ends an EVENT message (outMsg).
+var eventTail = []byte("]")
 
 // appendFrames appends msgs to b as unfragmented, unmasked text frames, each
 // EVENT whole (head, body, "]").

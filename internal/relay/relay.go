@@ -210,7 +210,8 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 		connsPerIP:      newConnCounter(cfg.MaxConnsPerIP),
 		conns:           make(map[*conn]struct{}),
 		headTimeout:     defaultHeadTimeout,
-		wsUpgrader:      wsconn.Upgrader{HandshakeTimeout: defaultHeadTimeout},
+		wsUpgrader: wsconn.Upgrader{HandshakeTimeout: defaultHeadTimeout,
+			Deflate: wsconn.DeflateOptions{Enabled: cfg.Deflate}},
 		upgrader: websocket.Upgrader{
 			HandshakeTimeout: defaultHeadTimeout,
 			// A held connection keeps its read buffer (a message longer than

@@ -1,9 +1,12 @@
 package relay
 
 import (
+	"context"
+	"encoding/json"
 	"net"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,4 +95,60 @@ func TestCloseCodes(t *testing.T) {
 	_, err := ws.NetConn().(*net.TCPConn).Write([]byte{0x81, 0x02, '[', ']'})
 	require.NoError(t, err)
 	require.Equal(t, websocket.CloseProtocolError, closeCode(ws), "unmasked frame")
+}
+
+// countingConn counts the bytes read from a socket.
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// TestDeflateEndToEnd: with Config.Deflate, a client that asks for
+// permessage-deflate gets its REQ read and a long EVENT compressed on the
+// wire (fewer bytes than the message), whole once inflated.
+func TestDeflateEndToEnd(t *testing.T) {
+	t.Parallel()
+	tr := startRelay(t, nil, func(c *Config) { c.Deflate = true })
+	var wire atomic.Int64
+	d := websocket.Dialer{EnableCompression: true, NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		return countingConn{Conn: nc, n: &wire}, err
+	}}
+	ws, resp, err := d.Dial(tr.url, nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	require.Contains(t, resp.Header.Get("Sec-Websocket-Extensions"), "permessage-deflate")
+	require.NoError(t, ws.WriteJSON([]any{"REQ", "s", goFilter()}))
+	next := func() []json.RawMessage {
+		t.Helper()
+		for {
+			_ = ws.SetReadDeadline(time.Now().Add(waitTimeout))
+			_, data, err := ws.ReadMessage()
+			require.NoError(t, err)
+			var msg []json.RawMessage
+			require.NoError(t, json.Unmarshal(data, &msg))
+			if string(msg[0]) != `"AUTH"` {
+				return msg
+			}
+		}
+	}
+	require.Equal(t, `"EOSE"`, string(next()[0]))
+	ev := newKey(t).note(t, strings.Repeat("a compressible note ", 200), nil)
+	pub := dial(t, tr.url)
+	ok, reason := pub.publish(ev)
+	require.True(t, ok, reason)
+	before := wire.Load()
+	msg := next()
+	require.Equal(t, `"EVENT"`, string(msg[0]))
+	var got struct{ ID, Content string }
+	require.NoError(t, json.Unmarshal(msg[2], &got))
+	require.Equal(t, ev.ID, got.ID)
+	require.Equal(t, ev.Content, got.Content)
+	require.Less(t, wire.Load()-before, int64(len(ev.Content)/4), "the EVENT came compressed")
 }

@@ -167,8 +167,7 @@ func (c *Conn) WriteMessage(msg []byte, deadline time.Time) error {
 			return err
 		}
 	}
-	b := make([]byte, 0, maxServerFrameHeader+len(msg))
-	b = append(AppendFrameHeader(b, OpText, len(msg)), msg...)
+	b := c.AppendText(make([]byte, 0, maxServerFrameHeader+len(msg)), nil, msg, nil)
 	_, err := c.nc.Write(b)
 	return err
 }
