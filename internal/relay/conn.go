@@ -34,8 +34,9 @@ const (
 	closeWait = time.Second
 )
 
-// conn is one WebSocket client. Its reader reads and handles messages one at a
-// time (a goroutine per message, see readNext); its writer, the only one to
+// conn is one WebSocket client. Its messages are read and handled one at a
+// time, in order, on the transport's reading turns (wsconn.Handler: a
+// goroutine only while the socket has something to read); its writer, the only one to
 // write to the socket, runs while something is due (see kick; the live
 // fan-out writes itself while the socket takes the frames, see kickInline) and
 // sends the data frames in queue order. Everything else (query goroutines, the batcher's
@@ -120,7 +121,7 @@ type conn struct {
 	challenge string              // NIP-42; "" when AUTH is off
 	born      int64               // when the connection was accepted (unix nanoseconds, the relay's clock)
 	holding   *heldReqs           // REQs held for the first AUTH (signin.go), nil until one is; under mu
-	authed    map[string]struct{} // authenticated pubkeys, nil before the first; reader goroutine only
+	authed    map[string]struct{} // authenticated pubkeys, nil before the first; reading turns only
 
 	mu      sync.Mutex
 	subs    subList

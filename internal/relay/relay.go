@@ -619,7 +619,7 @@ func (r *Relay) pinger(ctx context.Context) {
 		case now := <-t.C:
 			r.connsMu.Lock()
 			for c := range r.conns {
-				if rt := r.cfg.ReadTimeout; rt > 0 && now.Sub(c.ws.LastRead()) > rt {
+				if rt := r.cfg.ReadTimeout; rt > 0 && c.ws.Idle(now) > rt {
 					_ = c.ws.Close() // (the read deadline: the connection ends)
 					continue
 				}

@@ -53,9 +53,10 @@ type Conn struct {
 
 // state bits.
 const (
-	stBusy   = 1 << iota // a goroutine reads the connection
-	stClosed             // Close was called or the reading ended
-	stEnded              // OnEnd has run or is running
+	stBusy     = 1 << iota // a goroutine reads the connection
+	stClosed               // Close was called or the reading ended
+	stEnded                // OnEnd has run or is running
+	stHandling             // the handler has frames (see Idle)
 )
 
 // New wraps nc, a connection whose handshake is done (Upgrade) and of which
@@ -107,8 +108,16 @@ func (c *Conn) NetConn() net.Conn { return c.nc }
 // UnderlyingConn is NetConn.
 func (c *Conn) UnderlyingConn() net.Conn { return c.nc }
 
-// LastRead is when a frame was last read whole (or Serve started).
-func (c *Conn) LastRead() time.Time { return time.Unix(0, c.lastRead.Load()) }
+// Idle is how long the connection has been silent at now: since the end of
+// the handler's last call for a frame read whole (or since Serve), zero while
+// the handler has frames (a message that takes long to handle is not
+// silence, as a read deadline set after each message was not).
+func (c *Conn) Idle(now time.Time) time.Duration {
+	if c.state.Load()&stHandling != 0 {
+		return 0
+	}
+	return max(0, now.Sub(time.Unix(0, c.lastRead.Load())))
+}
 
 // Close closes the socket (from any goroutine, any number of times): a write
 // in progress fails, and the reading ends (OnEnd, with net.ErrClosed, unless
@@ -257,7 +266,9 @@ func (c *Conn) turn(read func(*readBuf, []byte) (int, error)) error {
 		n, err = read(rb, buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if n > 0 {
+			c.setState(stHandling, true)
 			k, nd, cerr := c.p.Parse(buf, (*sink)(c))
+			c.setState(stHandling, false)
 			if k > 0 {
 				c.lastRead.Store(time.Now().UnixNano())
 			}
@@ -283,6 +294,15 @@ func (c *Conn) turn(read func(*readBuf, []byte) (int, error)) error {
 	}
 	readPool.Put(rb)
 	return err
+}
+
+// setState sets or clears bit.
+func (c *Conn) setState(bit uint32, on bool) {
+	if on {
+		c.state.Or(bit)
+	} else {
+		c.state.And(^bit)
+	}
 }
 
 // readable is the turn the poller starts when the socket is readable (the

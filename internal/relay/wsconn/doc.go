@@ -39,7 +39,8 @@
 // A socket that is not a *net.TCPConn (or a platform without epoll) is read
 // by a goroutine of its own, with the same promises.
 //
-// Conn.LastRead says when a frame was last read whole: the owner's read
+// Conn.Idle says how long the peer has been silent (since the handler's
+// last call for a frame; zero while it handles one): the owner's read
 // timeout (the relay's pinger closes a connection silent for ReadTimeout)
 // looks at it, so that no connection holds a timer.
 //
