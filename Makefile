@@ -36,6 +36,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzServerReconcile$$' -fuzztime $(FUZZTIME) ./internal/negentropy
 	$(GO) test -run '^$$' -fuzz '^FuzzNegMessages$$' -fuzztime $(FUZZTIME) ./internal/relay
 	$(GO) test -run '^$$' -fuzz '^FuzzHeadEnd$$' -fuzztime $(FUZZTIME) ./internal/relay
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFrames$$' -fuzztime $(FUZZTIME) ./internal/relay/wsconn
 	$(GO) test -run '^$$' -fuzz '^FuzzParseClientMessage$$' -fuzztime $(FUZZTIME) ./internal/protocol
 
 ## test-race: the packages with concurrency under the race detector, against the same real Postgres (a few minutes)
