@@ -24,7 +24,7 @@ test:
 ## test-long: the soak tests in full (chaos with every daemon, the bridge's and the remote indexer's kill rounds, 20,000 concurrent outbox appends, 20,000-item NIP-77 differentials; a failover with every daemon, which make test skips); make test runs the others' short versions
 LONG_TESTS ?= ^(TestChaos|TestRemoteIndexerEqualsLocal|TestSoakConcurrentWriters|TestNegentropyDifferential|TestEveryDaemonHealsAfterFailover)$$
 test-long:
-	$(GO) test -count=1 -timeout 40m -run '$(LONG_TESTS)' ./internal/chaos ./internal/bridge ./internal/indexer ./pkg/outbox ./internal/relay ./internal/durability
+	$(GO) test -count=1 -timeout 40m -run '$(LONG_TESTS)' ./test/chaos ./internal/bridge ./internal/indexer ./pkg/outbox ./internal/relay ./test/durability
 
 ## docs: regenerate docs/configuration.md from the binaries' flags (each command's TestConfigurationDoc fails when it is stale)
 docs:
@@ -57,7 +57,7 @@ test-apps:
 		node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' || \
 		{ echo "test-apps: install Node.js 20 or later and npm first (found node: $$(node --version 2>/dev/null || echo none), npm: $$(npm --version 2>/dev/null || echo none))" >&2; exit 1; }
 	cd test/apps && npm ci --no-audit --no-fund
-	$(GO) test -tags apps -count=1 -timeout 15m -v ./internal/appcheck/...
+	$(GO) test -tags apps -count=1 -timeout 15m -v ./test/apps/...
 
 ## test-community-app: a real NIP-29 web app, Flotilla (built once from a local git repository of its source, FLOTILLA_SRC; cached in test/community-app/.cache), driven in headless Chromium against two cnctl dev nodes (open, invite-only); needs Node.js 20+, npm and Debian's chromium
 test-community-app:
@@ -67,7 +67,7 @@ test-community-app:
 	@test -x "$${CN_CHROMIUM:-/usr/bin/chromium}" || { echo "test-community-app: no Chromium at $${CN_CHROMIUM:-/usr/bin/chromium}: apt install chromium (Debian), or set CN_CHROMIUM to its path" >&2; exit 1; }
 	cd test/community-app && npm ci --no-audit --no-fund
 	build=$$(test/community-app/build-flotilla.sh) && \
-		CN_FLOTILLA_BUILD="$$build" $(GO) test -tags communityapp -count=1 -timeout 20m -v ./internal/communityapp/...
+		CN_FLOTILLA_BUILD="$$build" $(GO) test -tags communityapp -count=1 -timeout 20m -v ./test/community-app/...
 
 ## bench: benchmarks with figures (BENCH=regexp BENCHCOUNT=n BENCHTIME=d), except the indexer's and trust's
 bench:

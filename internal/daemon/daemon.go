@@ -36,7 +36,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kukuri/communitynode/internal/configfile"
-	"github.com/kukuri/communitynode/internal/debugserver"
 	"github.com/kukuri/communitynode/internal/httpserver"
 	"github.com/kukuri/communitynode/internal/oneline"
 )
@@ -103,7 +102,7 @@ func App(name, usage string, stdout, stderr io.Writer, flags []cli.Flag,
 				return fmt.Errorf("--log-level: %w", err)
 			}
 			logger := slog.New(slog.NewJSONHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
-			if err := debugserver.Start(c.Context, c.String("debug-listen"), logger); err != nil {
+			if err := serveProfiles(c.Context, c.String("debug-listen"), logger); err != nil {
 				return fmt.Errorf("debug listener: %w", err)
 			}
 			return action(c, logger)

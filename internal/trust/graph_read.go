@@ -170,7 +170,7 @@ func (g *Graph) resolve(ctx context.Context, tx consumer.Tx, keys []string) (map
 		// default) that a crash or a failover takes back would leave cached ids
 		// that name no row, or another key's row once the id is drawn again,
 		// and the counters written through them would be lost or misplaced
-		// (internal/durability's failover test found it). So a batch that adds
+		// (test/durability's failover test found it). So a batch that adds
 		// keys commits durably, as a batch that appends outbox rows does
 		// (cn_relay.consumer_advance reads the setting).
 		if _, err := tx.Exec(ctx, "SELECT set_config($1, 'on', true)", outbox.AppendedSetting); err != nil {

@@ -8,7 +8,7 @@
 // challenge only with a refusal (--auth-challenge-on-connect=false) fails each
 // of them: the app is never signed in.
 //
-// `make test-apps` runs this file: internal/appcheck starts bin/relay with
+// `make test-apps` runs this file: test/apps starts bin/relay with
 // default flags on a fresh database and sets CN_APPS_RELAY_URL.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'

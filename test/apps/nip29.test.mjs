@@ -11,7 +11,7 @@
 // so the app passes the relay information exactly as the relay serves it.
 // docs/groups.md "Apps" says so.
 //
-// `make test-apps` runs this file: internal/appcheck starts bin/relay with
+// `make test-apps` runs this file: test/apps starts bin/relay with
 // default flags (and a node key, so that it hosts groups) on a fresh database
 // and sets CN_APPS_RELAY_URL.
 import { test } from 'node:test'

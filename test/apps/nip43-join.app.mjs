@@ -6,7 +6,7 @@
 // signed by its NIP-11 `self`, lists the newcomer. An outsider's post is
 // refused `restricted:` first.
 //
-// internal/appcheck (TestNIP43App, `make test-apps`) starts bin/relay with
+// test/apps (TestNIP43App, `make test-apps`) starts bin/relay with
 // --membership invite, a node key and an admin, and sets CN_APPS_NIP43_URL
 // and CN_APPS_NIP43_ADMIN (the admin's secret key, hex). The name does not
 // match node --test's default patterns: it runs only against that relay.

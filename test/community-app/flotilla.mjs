@@ -1,5 +1,5 @@
 // Flotilla, a real NIP-29 community web app, driven in headless Chromium
-// against two dev nodes (internal/communityapp starts them and this script):
+// against two dev nodes (test/community-app starts them and this script):
 // CN_OPEN_RELAY (open membership) and CN_INVITE_RELAY (--membership invite),
 // whose admin's secret key is CN_ADMIN_SECRET. CN_FLOTILLA_BUILD is the built
 // app (test/community-app/build-flotilla.sh), served here over HTTP.
@@ -19,7 +19,7 @@ import {bytesToHex} from 'nostr-tools/utils'
 import {nsecEncode, npubEncode} from 'nostr-tools/nip19'
 import {query, publish} from './relay.mjs'
 
-const env = name => process.env[name] || fail(`${name} is not set (internal/communityapp sets it)`)
+const env = name => process.env[name] || fail(`${name} is not set (test/community-app sets it)`)
 const fail = msg => { console.error(`flotilla.mjs: ${msg}`); process.exit(2) }
 const BUILD = env('CN_FLOTILLA_BUILD')
 const OPEN = env('CN_OPEN_RELAY')

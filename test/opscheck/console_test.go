@@ -261,7 +261,7 @@ func newConsoleSession(t *testing.T, n devNode, first testkit.Key) *consoleSessi
 		shots = repoFile(t, "ops")
 	}
 	t.Logf("console screenshots in %s", shots)
-	axe, err := os.ReadFile(repoFile(t, "internal/opscheck/testdata/axe/axe.min.js"))
+	axe, err := os.ReadFile(repoFile(t, "test/opscheck/testdata/axe/axe.min.js"))
 	require.NoError(t, err)
 
 	ctx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],

@@ -1,7 +1,4 @@
-// Package debugserver serves Go's runtime profiles (net/http/pprof) on an
-// address of its own, so profiling is opt-in and never exposed on the public
-// listener.
-package debugserver
+package daemon
 
 import (
 	"context"
@@ -13,10 +10,12 @@ import (
 	"time"
 )
 
-// Start serves /debug/pprof/ on addr until ctx ends. An empty addr starts
+// serveProfiles serves Go's runtime profiles (net/http/pprof, /debug/pprof/)
+// on addr, an address of its own (--debug-listen), until ctx ends: profiling
+// is opt-in and never exposed on the public listener. An empty addr starts
 // nothing. The listener is opened before Start returns, so a bad address is an
 // error here rather than a log line later.
-func Start(ctx context.Context, addr string, logger *slog.Logger) error {
+func serveProfiles(ctx context.Context, addr string, logger *slog.Logger) error {
 	if addr == "" {
 		return nil
 	}
