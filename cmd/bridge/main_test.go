@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/daemon/daemontest"
-	"github.com/kukuri/communitynode/internal/oneline"
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/platform/oneline"
 	"github.com/kukuri/communitynode/internal/testkit"
 )
 

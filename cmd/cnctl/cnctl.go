@@ -17,8 +17,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
-	"github.com/kukuri/communitynode/internal/configfile"
-	"github.com/kukuri/communitynode/internal/dbpool"
+	"github.com/kukuri/communitynode/internal/platform/configfile"
+	"github.com/kukuri/communitynode/internal/platform/dbpool"
 )
 
 // This file is cnctl's command scaffold and the helpers its commands share.

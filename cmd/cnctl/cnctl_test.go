@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/daemon"
-	"github.com/kukuri/communitynode/internal/oneline"
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/platform/oneline"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
-	"github.com/kukuri/communitynode/internal/configfile"
+	"github.com/kukuri/communitynode/internal/platform/configfile"
 )
 
 // TestEveryUsageErrorExits2 walks every command and subcommand of the app and

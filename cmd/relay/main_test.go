@@ -20,8 +20,8 @@ import (
 	"github.com/kukuri/communitynode/internal/daemon/daemontest"
 	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/nodekey"
-	"github.com/kukuri/communitynode/internal/oneline"
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/platform/oneline"
 	"github.com/kukuri/communitynode/internal/testkit"
 )
 

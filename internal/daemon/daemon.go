@@ -35,9 +35,9 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/kukuri/communitynode/internal/configfile"
-	"github.com/kukuri/communitynode/internal/httpserver"
-	"github.com/kukuri/communitynode/internal/oneline"
+	"github.com/kukuri/communitynode/internal/platform/configfile"
+	"github.com/kukuri/communitynode/internal/platform/httpserver"
+	"github.com/kukuri/communitynode/internal/platform/oneline"
 )
 
 // Main runs the command line newApp describes on os.Args until it returns or

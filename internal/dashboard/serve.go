@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/kukuri/communitynode/internal/httpserver"
+	"github.com/kukuri/communitynode/internal/platform/httpserver"
 )
 
 // CheckExposure refuses to serve on an address other hosts can reach without a

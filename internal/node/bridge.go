@@ -14,8 +14,8 @@ import (
 
 	"github.com/kukuri/communitynode/internal/bridge"
 	"github.com/kukuri/communitynode/internal/daemon"
-	"github.com/kukuri/communitynode/internal/dbpool"
-	"github.com/kukuri/communitynode/internal/httpserver"
+	"github.com/kukuri/communitynode/internal/platform/dbpool"
+	"github.com/kukuri/communitynode/internal/platform/httpserver"
 	"github.com/kukuri/communitynode/pkg/consumer"
 )
 

@@ -8,8 +8,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kukuri/communitynode/internal/daemon"
-	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/indexer"
+	"github.com/kukuri/communitynode/internal/platform/dbpool"
 	"github.com/kukuri/communitynode/pkg/consumer"
 )
 

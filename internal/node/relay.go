@@ -14,11 +14,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kukuri/communitynode/internal/daemon"
-	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/ephemeral"
 	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/nodekey"
+	"github.com/kukuri/communitynode/internal/platform/dbpool"
 	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/relayadmin"
 	"github.com/kukuri/communitynode/internal/replica"

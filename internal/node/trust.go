@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/kukuri/communitynode/internal/daemon"
-	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/nodekey"
+	"github.com/kukuri/communitynode/internal/platform/dbpool"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/internal/trust"

@@ -40,8 +40,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/pgembed"
+	"github.com/kukuri/communitynode/internal/platform/dbpool"
 	"github.com/kukuri/communitynode/schema"
 )
 

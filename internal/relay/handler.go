@@ -9,7 +9,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/kukuri/communitynode/internal/oneline"
+	"github.com/kukuri/communitynode/internal/platform/oneline"
 	"github.com/kukuri/communitynode/internal/relay/wsconn"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )

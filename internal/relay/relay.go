@@ -19,7 +19,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/admission"
 	"github.com/kukuri/communitynode/internal/audience"
-	"github.com/kukuri/communitynode/internal/httpserver"
+	"github.com/kukuri/communitynode/internal/platform/httpserver"
 	"github.com/kukuri/communitynode/internal/relay/wsconn"
 )
 

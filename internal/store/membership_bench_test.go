@@ -8,10 +8,10 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
-	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/platform/dbpool"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )

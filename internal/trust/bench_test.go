@@ -20,8 +20,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/kukuri/communitynode/internal/dbpool"
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/platform/dbpool"
 	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/consumer"
 )
