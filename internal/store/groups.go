@@ -639,3 +639,10 @@ func (g *groupPart) queueGroupWrites(b *pgx.Batch) {
 	groups.QueueListsDue(b, g.gx.listDue, g.gx.listSigned)
 	groups.QueueWithhold(b, g.withheld, g.p.ingestedAt)
 }
+
+// passesOn: only a group event (h tag) enters a group; a reply without one
+// does not inherit the group's scope.
+func (g *groupPart) passesOn(t string) bool {
+	_, group := groups.IDOfScope(t)
+	return !group
+}

@@ -50,6 +50,9 @@ type part interface {
 	// made reports a node event this part made that goes to the person
 	// scope (protocol.NodeTopic) and never waits for membership.
 	made(ev *nostr.Event) bool
+	// passesOn reports whether a referenced event's topic t passes on to
+	// the events that reference it (a part's own scopes may not).
+	passesOn(t string) bool
 	// signer is the key the part signs its state with ("" for none): a
 	// superseded version of that key's state is not kept (plan.ownState).
 	signer() string
@@ -91,4 +94,14 @@ func (p *plan) made(ev *nostr.Event) bool {
 		}
 	}
 	return false
+}
+
+// passesOn reports whether every part lets topic t pass on by reference.
+func (p *plan) passesOn(t string) bool {
+	for _, pt := range p.parts {
+		if !pt.passesOn(t) {
+			return false
+		}
+	}
+	return true
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/pkg/outbox"
 	"github.com/nbd-wtf/go-nostr"
@@ -412,7 +411,7 @@ func (p *plan) inherit(ev *nostr.Event) []string {
 	set := map[string]bool{}
 	add := func(topics []string) {
 		for _, t := range topics {
-			if _, group := groups.IDOfScope(t); !group { // only a group event (h tag) enters a group
+			if p.passesOn(t) {
 				set[t] = true
 			}
 		}
