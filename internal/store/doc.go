@@ -17,8 +17,26 @@
 // Every batch is a plan in three phases, each in its own file: plan_load.go
 // reads what the decisions need (locks first, one pipelined round trip),
 // plan_decide.go decides (pure: topics, inheritance, person scope, effective
-// versions, deletions, moderation, membership, pending identity events),
+// versions, deletions, moderation, pending identity events),
 // plan_write.go queues the writes; the outbox append comes last.
+//
+// The plan holds what every event needs. Two rooms decide inside the same
+// transaction as parts (parts.go: one interface, called at each phase in
+// order), each with what it loads and decides, and each the writer of its
+// own tables, through its package's functions:
+//
+//   - groupPart (groups.go, package groups): NIP-29. Writes cn_relay.groups,
+//     group_users, group_access and group_withheld (groups.QueueSave,
+//     QueueListsDue, QueueWithhold), and stores the node's 39000-39005, 9000,
+//     9001 and kind 5 through the plan like any event.
+//   - membershipPart (membership.go, package membership): NIP-43. Writes
+//     cn_relay.nip43_members (registers and each member's roles) and
+//     nip43_roles, and stores the node's 13534, 8000, 8001 and 33534 through
+//     the plan. (membership.Service writes the claims and the pending join
+//     requests outside the store.)
+//
+// A new NIP's room is a new part: plan.load, decideEvent and queueWrites loop
+// over the parts and need no change.
 //
 // Promises:
 //

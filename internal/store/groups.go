@@ -62,7 +62,7 @@ func (s *Store) RenderDueLists(ctx context.Context, at time.Time, limit int) (in
 		return 0, err
 	}
 	p := s.pub.newPlan(nil, s.rules)
-	p.gx.renderLists = ids
+	partOf[*groupPart](p).gx.renderLists = ids
 	if err := s.write(ctx, p); err != nil {
 		return 0, fmt.Errorf("sign the member lists due: %w", err)
 	}
@@ -100,44 +100,110 @@ func (s *Store) SetGroups(g Groups) error {
 // So the event, the state, the node's events and the outbox rows of all of
 // them commit together, or not at all.
 
+// groupPart is the plan's NIP-29 room (see part): the groups the batch
+// names, their states as loaded and as changed, the tree and timeline
+// references, the node events it makes and the withheld events.
+type groupPart struct {
+	p      *plan
+	groups *Groups // nil: group events are refused
+
+	groupIDs       map[string]bool          // groups the batch names (locked and loaded)
+	gstate         map[string]*groups.State // group id -> its state, as loaded and then changed
+	gbefore        map[string]*groups.State // group id -> its state as loaded
+	withheldLookup []string                 // ids to look up among the withheld
+	withheldSeen   map[string]bool          // ids withheld already, or by this batch
+	gx             groupExtra               // the tree, timeline references, limits, member lists
+	groupsTouched  map[string]bool          // groups whose state this batch changed
+	generated      map[string]string        // id of a state event or its deletion made by this plan -> its group
+	withheld       []*nostr.Event           // group events this batch withholds
+	groupErr       error                    // the group path failed (the batch fails)
+}
+
+func newGroupPart(p *plan) *groupPart {
+	return &groupPart{p: p, groupIDs: map[string]bool{}, gstate: map[string]*groups.State{}, gbefore: map[string]*groups.State{},
+		withheldSeen: map[string]bool{}, groupsTouched: map[string]bool{}, generated: map[string]string{}}
+}
+
+func (g *groupPart) need(ev *nostr.Event, n *needs) { g.groupsLoad(ev, n.ids, n.targetIDs, n.keys) }
+func (g *groupPart) needBatch(n *needs)             { g.listsLoad(n.keys) }
+func (g *groupPart) queueLocks(b *pgx.Batch)        { g.queueGroupLocks(b) }
+func (g *groupPart) queueLoad(b *pgx.Batch, _ *needs) {
+	g.queueGroupsLoad(b)
+}
+func (g *groupPart) loadMore(ctx context.Context, tx outbox.Batcher) error {
+	return g.loadTree(ctx, tx)
+}
+func (g *groupPart) loaded()                                            { g.noteGroups() }
+func (g *groupPart) begin()                                             {}
+func (g *groupPart) duplicate(ev *nostr.Event) (protocol.Verdict, bool) { return g.groupDuplicate(ev) }
+func (g *groupPart) refuse(*nostr.Event) (protocol.Verdict, bool)       { return protocol.Verdict{}, false }
+func (g *groupPart) scope(ev *nostr.Event) string                       { return g.groupScope(ev) }
+func (g *groupPart) made(*nostr.Event) bool                             { return false }
+func (g *groupPart) queueWrites(b *pgx.Batch)                           { g.queueGroupWrites(b) }
+
+func (g *groupPart) decide(ev *nostr.Event) (protocol.Verdict, func(), bool, bool) {
+	if !protocol.IsGroupEvent(ev) {
+		return protocol.Verdict{}, nil, false, false
+	}
+	d, v, stop := g.decideGroup(ev)
+	if stop || d == nil {
+		return v, nil, true, stop
+	}
+	return v, func() { g.applyGroup(ev, d) }, true, false
+}
+
+func (g *groupPart) signer() string {
+	if g.groups == nil {
+		return ""
+	}
+	return g.groups.Policy.Node
+}
+
+func (g *groupPart) finish() error {
+	if g.groups != nil {
+		g.finishGroups()
+	}
+	return g.groupErr
+}
+
 // groupsLoad adds to a load what the batch's group events need: the group
 // ids to lock and read, the state-event keys to lock and read, the 9005
 // targets to read (with their topics), the ids to look up among the withheld.
-func (p *plan) groupsLoad(ev *nostr.Event, ids, targetIDs, keys map[string]bool) {
-	if p.groups == nil || !protocol.IsGroupEvent(ev) {
+func (g *groupPart) groupsLoad(ev *nostr.Event, ids, targetIDs, keys map[string]bool) {
+	if g.groups == nil || !protocol.IsGroupEvent(ev) {
 		return
 	}
 	id, n := protocol.GroupTag(ev)
 	if n != 1 || !groups.ValidID(id) {
 		return
 	}
-	p.groupIDs[id] = true
-	p.gx.lock = max(p.gx.lock, treeShared)
+	g.groupIDs[id] = true
+	g.gx.lock = max(g.gx.lock, treeShared)
 	for _, k := range groups.StateKinds {
-		keys[groups.Address(k, p.groups.Policy.Node, id)] = true
+		keys[groups.Address(k, g.groups.Policy.Node, id)] = true
 	}
 	for _, ref := range groups.Previous(ev) {
-		p.gx.prevScopes = append(p.gx.prevScopes, groups.Scope(id))
-		p.gx.prevRefs = append(p.gx.prevRefs, ref)
+		g.gx.prevScopes = append(g.gx.prevScopes, groups.Scope(id))
+		g.gx.prevRefs = append(g.gx.prevRefs, ref)
 	}
 	switch ev.Kind {
 	case groups.KindCreateGroup:
-		if !slices.Contains(p.gx.creators, ev.PubKey) {
-			p.gx.creators = append(p.gx.creators, ev.PubKey)
+		if !slices.Contains(g.gx.creators, ev.PubKey) {
+			g.gx.creators = append(g.gx.creators, ev.PubKey)
 		}
 	case groups.KindEditMetadata:
-		p.gx.lock = treeExclusive
-		p.gx.edited = append(p.gx.edited, id)
+		g.gx.lock = treeExclusive
+		g.gx.edited = append(g.gx.edited, id)
 		for _, t := range ev.Tags {
 			if len(t) >= 2 && t[0] == "parent" && groups.ValidID(t[1]) {
-				p.groupIDs[t[1]] = true
+				g.groupIDs[t[1]] = true
 				for _, k := range groups.StateKinds {
-					keys[groups.Address(k, p.groups.Policy.Node, t[1])] = true
+					keys[groups.Address(k, g.groups.Policy.Node, t[1])] = true
 				}
 			}
 		}
 	case groups.KindDeleteGroup:
-		p.gx.lock = treeExclusive
+		g.gx.lock = treeExclusive
 	case groups.KindPins:
 		for _, pin := range groups.Pins(ev) {
 			if pin[0] == "e" {
@@ -153,32 +219,32 @@ func (p *plan) groupsLoad(ev *nostr.Event, ids, targetIDs, keys map[string]bool)
 			}
 		}
 	case groups.KindCreateInvite, groups.KindJoinRequest:
-		p.withheldLookup = append(p.withheldLookup, ev.ID)
+		g.withheldLookup = append(g.withheldLookup, ev.ID)
 	}
 }
 
 // queueGroupsLoad queues the group locks (before any effective-key lock) ...
-func (p *plan) queueGroupLocks(b *pgx.Batch) {
-	if len(p.groupIDs) > 0 {
-		groups.QueueTreeLock(b, p.gx.lock == treeExclusive)
-		groups.QueueLocks(b, setSlice(p.groupIDs))
-		groups.QueueCreatorLocks(b, p.gx.creators)
+func (g *groupPart) queueGroupLocks(b *pgx.Batch) {
+	if len(g.groupIDs) > 0 {
+		groups.QueueTreeLock(b, g.gx.lock == treeExclusive)
+		groups.QueueLocks(b, setSlice(g.groupIDs))
+		groups.QueueCreatorLocks(b, g.gx.creators)
 	}
 }
 
 // ... and the reads of the groups' states and of the withheld ids.
-func (p *plan) queueGroupsLoad(b *pgx.Batch) {
-	if len(p.groupIDs) > 0 {
-		groups.QueueLoad(b, setSlice(p.groupIDs), p.gstate)
+func (g *groupPart) queueGroupsLoad(b *pgx.Batch) {
+	if len(g.groupIDs) > 0 {
+		groups.QueueLoad(b, setSlice(g.groupIDs), g.gstate)
 	}
-	if len(p.withheldLookup) > 0 {
-		groups.QueueWithheldIDs(b, p.withheldLookup, p.withheldSeen)
+	if len(g.withheldLookup) > 0 {
+		groups.QueueWithheldIDs(b, g.withheldLookup, g.withheldSeen)
 	}
-	p.gx.known = map[string]bool{}
-	groups.QueueKnown(b, p.gx.prevScopes, p.gx.prevRefs, p.gx.known)
-	p.gx.created = map[string]groups.Created{}
-	if len(p.gx.creators) > 0 {
-		groups.QueueCreated(b, p.gx.creators, p.ingestedAt.UnixMicro()-groups.DayMicros, p.gx.created)
+	g.gx.known = map[string]bool{}
+	groups.QueueKnown(b, g.gx.prevScopes, g.gx.prevRefs, g.gx.known)
+	g.gx.created = map[string]groups.Created{}
+	if len(g.gx.creators) > 0 {
+		groups.QueueCreated(b, g.gx.creators, g.p.ingestedAt.UnixMicro()-groups.DayMicros, g.gx.created)
 	}
 }
 
@@ -218,15 +284,15 @@ type groupExtra struct {
 
 // listsLoad adds to a load the groups whose deferred member list the plan
 // signs (Store.RenderDueLists): locked and read as if the batch named them.
-func (p *plan) listsLoad(keys map[string]bool) {
-	if p.groups == nil {
+func (g *groupPart) listsLoad(keys map[string]bool) {
+	if g.groups == nil {
 		return
 	}
-	for _, id := range p.gx.renderLists {
-		p.groupIDs[id] = true
-		p.gx.lock = max(p.gx.lock, treeShared)
+	for _, id := range g.gx.renderLists {
+		g.groupIDs[id] = true
+		g.gx.lock = max(g.gx.lock, treeShared)
 		for _, k := range groups.StateKinds {
-			keys[groups.Address(k, p.groups.Policy.Node, id)] = true
+			keys[groups.Address(k, g.groups.Policy.Node, id)] = true
 		}
 	}
 }
@@ -240,42 +306,42 @@ func (p *plan) listsLoad(keys map[string]bool) {
 // events of those whose 39000 it may re-sign (parents and subgroups). No
 // other batch holds a group's lock meanwhile (schema.GroupTreeLock), so
 // taking more of them now cannot deadlock.
-func (p *plan) loadTree(ctx context.Context, tx outbox.Batcher) error {
-	if p.groups == nil || p.gx.lock != treeExclusive {
+func (g *groupPart) loadTree(ctx context.Context, tx outbox.Batcher) error {
+	if g.groups == nil || g.gx.lock != treeExclusive {
 		return nil
 	}
 	full := map[string]bool{}
-	for id := range p.groupIDs {
+	for id := range g.groupIDs {
 		full[id] = true
-		if s := p.gstate[id]; s != nil && s.Meta.Parent != "" {
+		if s := g.gstate[id]; s != nil && s.Meta.Parent != "" {
 			full[s.Meta.Parent] = true
 		}
 	}
 	kids := map[string]bool{}
 	var b pgx.Batch
-	groups.QueueAncestors(&b, setSlice(full), p.gstate)
-	groups.QueueChildren(&b, setSlice(full), p.gstate, kids)
-	p.gx.heights = map[string]int{}
-	if len(p.gx.edited) > 0 {
-		groups.QueueHeights(&b, p.gx.edited, p.groups.Policy.Limits.WithDefaults().Depth+1, p.gx.heights)
+	groups.QueueAncestors(&b, setSlice(full), g.gstate)
+	groups.QueueChildren(&b, setSlice(full), g.gstate, kids)
+	g.gx.heights = map[string]int{}
+	if len(g.gx.edited) > 0 {
+		groups.QueueHeights(&b, g.gx.edited, g.groups.Policy.Limits.WithDefaults().Depth+1, g.gx.heights)
 	}
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		return fmt.Errorf("load the group tree: %w", err)
 	}
 	more, keys := map[string]bool{}, map[string]bool{}
 	for id := range full {
-		if !p.groupIDs[id] {
+		if !g.groupIDs[id] {
 			more[id] = true
 		}
 	}
 	for id := range kids {
-		if !p.groupIDs[id] {
+		if !g.groupIDs[id] {
 			more[id] = true
 		}
 	}
 	for id := range more {
 		for _, k := range groups.StateKinds {
-			if addr := groups.Address(k, p.groups.Policy.Node, id); !p.locked[addr] {
+			if addr := groups.Address(k, g.groups.Policy.Node, id); !g.p.locked[addr] {
 				keys[addr] = true
 			}
 		}
@@ -284,24 +350,24 @@ func (p *plan) loadTree(ctx context.Context, tx outbox.Batcher) error {
 		var b pgx.Batch
 		groups.QueueLocks(&b, setSlice(more))
 		queueLocks(&b, keys)
-		maps.Copy(p.locked, keys)
-		p.queueVersions(&b, keys, nil)
+		maps.Copy(g.p.locked, keys)
+		g.p.queueVersions(&b, keys, nil)
 		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 			return fmt.Errorf("load the group tree's state events: %w", err)
 		}
 	}
-	p.gx.full, p.gx.parentOnly = setSlice(full), setSlice(kids)
+	g.gx.full, g.gx.parentOnly = setSlice(full), setSlice(kids)
 	return nil
 }
 
 // knownRef reports whether an event of group id whose id starts with prefix
 // is stored (loaded) or earlier in the batch.
-func (p *plan) knownRef(id, prefix string) bool {
+func (g *groupPart) knownRef(id, prefix string) bool {
 	scope := groups.Scope(id)
-	if p.gx.known[scope+" "+prefix] {
+	if g.gx.known[scope+" "+prefix] {
 		return true
 	}
-	for eid, st := range p.byID {
+	for eid, st := range g.p.byID {
 		if st.isNew && strings.HasPrefix(eid, prefix) && slices.Contains(st.topics, scope) {
 			return true
 		}
@@ -310,25 +376,25 @@ func (p *plan) knownRef(id, prefix string) bool {
 }
 
 // noteGroups remembers the loaded states, to tell later which state events changed.
-func (p *plan) noteGroups() {
-	for id, s := range p.gstate {
-		p.gbefore[id] = s.Clone()
+func (g *groupPart) noteGroups() {
+	for id, s := range g.gstate {
+		g.gbefore[id] = s.Clone()
 	}
 }
 
 // groupDuplicate answers a join request sent again (its id is stored): as a
 // member's, or as still pending.
-func (p *plan) groupDuplicate(ev *nostr.Event) (protocol.Verdict, bool) {
-	if p.groups == nil || ev.Kind != groups.KindJoinRequest {
+func (g *groupPart) groupDuplicate(ev *nostr.Event) (protocol.Verdict, bool) {
+	if g.groups == nil || ev.Kind != groups.KindJoinRequest {
 		return protocol.Verdict{}, false
 	}
 	id, _ := protocol.GroupTag(ev)
-	s := p.gstate[id]
+	s := g.gstate[id]
 	switch {
 	case s.IsMember(ev.PubKey):
 		return groups.RefuseMember.Verdict(), true
-	case s != nil && s.Pending(ev.PubKey) && !s.Meta.Closed && p.groups.Policy.AdmitMinRank > 0:
-		return groups.CodePendingRank.With(groups.ReasonPendingRank(p.groups.Policy.AdmitMinRank)).Verdict(), true
+	case s != nil && s.Pending(ev.PubKey) && !s.Meta.Closed && g.groups.Policy.AdmitMinRank > 0:
+		return groups.CodePendingRank.With(groups.ReasonPendingRank(g.groups.Policy.AdmitMinRank)).Verdict(), true
 	case s != nil && s.Pending(ev.PubKey):
 		return groups.RefusePending.Verdict(), true
 	}
@@ -339,16 +405,16 @@ func (p *plan) groupDuplicate(ev *nostr.Event) (protocol.Verdict, bool) {
 // answer is v and nothing more is done here (refused, or withheld and
 // applied already); otherwise d (nil for the node's state events and their
 // deletion, which need no decision) is applied after the event is stored.
-func (p *plan) decideGroup(ev *nostr.Event) (d *groups.Decision, v protocol.Verdict, stop bool) {
-	if p.groups == nil {
+func (g *groupPart) decideGroup(ev *nostr.Event) (d *groups.Decision, v protocol.Verdict, stop bool) {
+	if g.groups == nil {
 		return nil, groups.RefuseNoGroups.Verdict(), true
 	}
-	if _, ok := p.generated[ev.ID]; ok {
+	if _, ok := g.generated[ev.ID]; ok {
 		return nil, protocol.Verdict{OK: true}, false
 	}
 	id, _ := protocol.GroupTag(ev)
-	s := p.gstate[id]
-	if p.withheldSeen[ev.ID] {
+	s := g.gstate[id]
+	if g.withheldSeen[ev.ID] {
 		switch {
 		case ev.Kind == groups.KindCreateInvite:
 			return nil, protocol.Verdict{OK: true, Message: msgDuplicate}, true
@@ -357,47 +423,47 @@ func (p *plan) decideGroup(ev *nostr.Event) (d *groups.Decision, v protocol.Verd
 		}
 		return nil, groups.RefusePendingCode.Verdict(), true
 	}
-	dec := p.groups.Policy.Decide(s, ev, groups.Facts{
-		Now:             p.ingestedAt.Unix(),
-		Seq:             p.ingestedAt.UnixMicro(),
-		CommunityMember: p.members[ev.PubKey] || (p.gate != nil && p.gate(ev.PubKey)),
+	dec := g.groups.Policy.Decide(s, ev, groups.Facts{
+		Now:             g.p.ingestedAt.Unix(),
+		Seq:             g.p.ingestedAt.UnixMicro(),
+		CommunityMember: g.p.members[ev.PubKey] || (g.p.gate != nil && g.p.gate(ev.PubKey)),
 		Target: func(id string) (groups.Target, bool) {
-			st := p.byID[id]
+			st := g.p.byID[id]
 			if st == nil {
 				return groups.Target{}, false
 			}
 			return groups.Target{Kind: st.kind, Scope: st.topics}, true
 		},
-		Admission: p.groups.Admission,
+		Admission: g.groups.Admission,
 		Address: func(addr string) (groups.Target, bool) {
 			k, _, _, ok := keyOfAddress(addr)
 			if !ok {
 				return groups.Target{}, false
 			}
-			for _, v := range p.versions[k] {
+			for _, v := range g.p.versions[k] {
 				if v.effective && !v.deleted {
 					return groups.Target{Kind: v.kind, Scope: v.topics}, true
 				}
 			}
 			return groups.Target{}, false
 		},
-		Known:   func(prefix string) bool { return p.knownRef(id, prefix) },
-		Forest:  groups.Forest(p.gstate),
-		Created: p.gx.created[ev.PubKey],
-		Height:  func(id string) int { return p.gx.heights[id] },
+		Known:   func(prefix string) bool { return g.knownRef(id, prefix) },
+		Forest:  groups.Forest(g.gstate),
+		Created: g.gx.created[ev.PubKey],
+		Height:  func(id string) int { return g.gx.heights[id] },
 	})
 	v = protocol.Verdict{OK: dec.OK, Message: dec.Message, Code: dec.Code}
 	if dec.Keep {
-		p.countLimits(ev)
+		g.countLimits(ev)
 	}
 	switch {
 	case !dec.Keep:
 		return nil, v, true
 	case dec.Withhold:
 		v.Withheld = true
-		p.withheld = append(p.withheld, ev)
-		p.withheldSeen[ev.ID] = true
-		p.applyGroup(ev, &dec)
+		g.withheld = append(g.withheld, ev)
+		g.withheldSeen[ev.ID] = true
+		g.applyGroup(ev, &dec)
 		return nil, v, true
 	}
 	return &dec, v, false
@@ -406,24 +472,24 @@ func (p *plan) decideGroup(ev *nostr.Event) (d *groups.Decision, v protocol.Verd
 // countLimits counts a kept group event in the limits' counts of the rest
 // of the batch: a 9007 in its author's groups, a 9002's parent and that
 // parent's ancestors as high as the group and its subgroups make them.
-func (p *plan) countLimits(ev *nostr.Event) {
+func (g *groupPart) countLimits(ev *nostr.Event) {
 	id, _ := protocol.GroupTag(ev)
 	switch ev.Kind {
 	case groups.KindCreateGroup:
-		if p.gx.created != nil {
-			c := p.gx.created[ev.PubKey]
+		if g.gx.created != nil {
+			c := g.gx.created[ev.PubKey]
 			c.Day, c.All = c.Day+1, c.All+1
-			p.gx.created[ev.PubKey] = c
+			g.gx.created[ev.PubKey] = c
 		}
 	case groups.KindEditMetadata:
 		m, _ := groups.ParseMetadata(ev)
-		if p.gx.heights == nil || m.Parent == "" {
+		if g.gx.heights == nil || m.Parent == "" {
 			return
 		}
-		f := groups.Forest(p.gstate)
-		h := p.gx.heights[id] + 1
+		f := groups.Forest(g.gstate)
+		h := g.gx.heights[id] + 1
 		for cur, n := m.Parent, 0; cur != "" && n <= len(f); cur, n = f.Parent(cur), n+1 {
-			p.gx.heights[cur] = max(p.gx.heights[cur], h)
+			g.gx.heights[cur] = max(g.gx.heights[cur], h)
 			h++
 		}
 	}
@@ -431,68 +497,68 @@ func (p *plan) countLimits(ev *nostr.Event) {
 
 // applyGroup applies a kept group event to its group's state, then stores
 // and applies the node's events it causes, then queues the hides of a 9005.
-func (p *plan) applyGroup(ev *nostr.Event, d *groups.Decision) {
+func (g *groupPart) applyGroup(ev *nostr.Event, d *groups.Decision) {
 	id, _ := protocol.GroupTag(ev)
-	s := p.gstate[id]
+	s := g.gstate[id]
 	if s == nil {
 		s = groups.New(id)
-		p.gstate[id] = s
+		g.gstate[id] = s
 	}
-	if s.Apply(ev, p.ingestedAt.UnixMicro()) {
-		p.groupsTouched[id] = true
+	if s.Apply(ev, g.p.ingestedAt.UnixMicro()) {
+		g.groupsTouched[id] = true
 	}
 	for _, e := range d.Emit {
-		if err := p.groups.Sign(e); err != nil {
-			p.groupErr = errors.Join(p.groupErr, fmt.Errorf("sign the node's group event: %w", err))
+		if err := g.groups.Sign(e); err != nil {
+			g.groupErr = errors.Join(g.groupErr, fmt.Errorf("sign the node's group event: %w", err))
 			return
 		}
-		if v := p.decideEvent(-1, e); !v.OK {
+		if v := g.p.decideEvent(-1, e); !v.OK {
 			// The node's own events are decided to pass; one that does not
 			// is a bug, and the batch fails rather than leave a state its
 			// events do not explain.
-			p.groupErr = errors.Join(p.groupErr, fmt.Errorf("the node's kind %d for group %s was refused: %s", e.Kind, id, v.Message))
+			g.groupErr = errors.Join(g.groupErr, fmt.Errorf("the node's kind %d for group %s was refused: %s", e.Kind, id, v.Message))
 			return
 		}
 	}
-	p.hideIDs = append(p.hideIDs, d.Hide...)
+	g.p.hideIDs = append(g.p.hideIDs, d.Hide...)
 }
 
 // finishGroups stores the state events of every group the batch changed,
 // signed by the node (see the plan's group part).
-func (p *plan) finishGroups() {
-	now := p.ingestedAt.Unix()
-	if p.gx.lock == treeExclusive {
-		for _, id := range groups.Forest(p.gstate).Settle(p.gx.full, p.gx.parentOnly) {
-			p.groupsTouched[id] = true
+func (g *groupPart) finishGroups() {
+	now := g.p.ingestedAt.Unix()
+	if g.gx.lock == treeExclusive {
+		for _, id := range groups.Forest(g.gstate).Settle(g.gx.full, g.gx.parentOnly) {
+			g.groupsTouched[id] = true
 		}
 	}
-	for _, id := range p.gx.renderLists {
-		if s := p.gstate[id]; s != nil && s.Exists() {
-			p.groupsTouched[id] = true
+	for _, id := range g.gx.renderLists {
+		if s := g.gstate[id]; s != nil && s.Exists() {
+			g.groupsTouched[id] = true
 		} else { // deleted meanwhile: nothing to sign, nothing due
-			p.gx.listSigned = append(p.gx.listSigned, id)
+			g.gx.listSigned = append(g.gx.listSigned, id)
 		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(p.groupsTouched)) {
-		before, after := p.gbefore[id], p.gstate[id]
+	for _, id := range slices.Sorted(maps.Keys(g.groupsTouched)) {
+		before, after := g.gbefore[id], g.gstate[id]
 		var evs []*nostr.Event
 		switch {
 		case !after.Deleted.IsZero() && (before == nil || before.Deleted.IsZero()):
 			del := &nostr.Event{Kind: nostr.KindDeletion, Content: "this group was deleted"}
 			at := now
 			for _, k := range groups.StateKinds {
-				addr := groups.Address(k, p.groups.Policy.Node, id)
+				addr := groups.Address(k, g.groups.Policy.Node, id)
 				del.Tags = append(del.Tags, nostr.Tag{"a", addr})
-				for _, v := range p.versions[addr] {
+				for _, v := range g.p.versions[addr] {
 					at = max(at, v.createdAt)
 				}
 			}
 			del.CreatedAt = nostr.Timestamp(at)
 			evs = append(evs, del)
 		case after.Exists():
-			for _, ev := range p.memberList(id, groups.Changed(before, after)) {
+			for _, ev := range g.memberList(id, groups.Changed(before, after)) {
 				at := now
-				for _, v := range p.versions[groups.Address(ev.Kind, p.groups.Policy.Node, id)] {
+				for _, v := range g.p.versions[groups.Address(ev.Kind, g.groups.Policy.Node, id)] {
 					at = max(at, v.createdAt+1)
 				}
 				ev.CreatedAt = nostr.Timestamp(at)
@@ -500,13 +566,13 @@ func (p *plan) finishGroups() {
 			}
 		}
 		for _, ev := range evs {
-			if err := p.groups.Sign(ev); err != nil {
-				p.groupErr = errors.Join(p.groupErr, fmt.Errorf("sign group %s state: %w", id, err))
+			if err := g.groups.Sign(ev); err != nil {
+				g.groupErr = errors.Join(g.groupErr, fmt.Errorf("sign group %s state: %w", id, err))
 				return
 			}
-			p.generated[ev.ID] = id
-			if v := p.decideEvent(-1, ev); !v.OK {
-				p.groupErr = errors.Join(p.groupErr, fmt.Errorf("the node's kind %d for group %s was refused: %s", ev.Kind, id, v.Message))
+			g.generated[ev.ID] = id
+			if v := g.p.decideEvent(-1, ev); !v.OK {
+				g.groupErr = errors.Join(g.groupErr, fmt.Errorf("the node's kind %d for group %s was refused: %s", ev.Kind, id, v.Message))
 				return
 			}
 		}
@@ -517,11 +583,11 @@ func (p *plan) finishGroups() {
 // that the batch changed: it drops a member list that must wait (noting when
 // it is due), adds the deferred list this plan was asked to sign, and notes
 // the groups whose list it signs.
-func (p *plan) memberList(id string, changed []*nostr.Event) []*nostr.Event {
-	forced := slices.Contains(p.gx.renderLists, id)
+func (g *groupPart) memberList(id string, changed []*nostr.Event) []*nostr.Event {
+	forced := slices.Contains(g.gx.renderLists, id)
 	i := slices.IndexFunc(changed, func(ev *nostr.Event) bool { return ev.Kind == groups.KindMembers })
 	if i < 0 && forced {
-		for _, ev := range groups.Render(p.gstate[id]) {
+		for _, ev := range groups.Render(g.gstate[id]) {
 			if ev.Kind == groups.KindMembers {
 				changed = append(changed, ev)
 				slices.SortStableFunc(changed, func(a, b *nostr.Event) int { return a.Kind - b.Kind })
@@ -533,30 +599,30 @@ func (p *plan) memberList(id string, changed []*nostr.Event) []*nostr.Event {
 		return changed
 	}
 	last := int64(-1)
-	for _, v := range p.versions[groups.Address(groups.KindMembers, p.groups.Policy.Node, id)] {
+	for _, v := range g.p.versions[groups.Address(groups.KindMembers, g.groups.Policy.Node, id)] {
 		last = max(last, v.createdAt)
 	}
 	if !forced && last >= 0 {
-		if due, wait := p.groups.Policy.Lists.Defer(len(p.gstate[id].MemberList()), time.Unix(last, 0), p.ingestedAt); wait {
-			if p.gx.listDue == nil {
-				p.gx.listDue = map[string]time.Time{}
+		if due, wait := g.groups.Policy.Lists.Defer(len(g.gstate[id].MemberList()), time.Unix(last, 0), g.p.ingestedAt); wait {
+			if g.gx.listDue == nil {
+				g.gx.listDue = map[string]time.Time{}
 			}
-			p.gx.listDue[id] = due
+			g.gx.listDue[id] = due
 			return slices.Delete(changed, i, i+1)
 		}
 	}
-	p.gx.listSigned = append(p.gx.listSigned, id)
+	g.gx.listSigned = append(g.gx.listSigned, id)
 	return changed
 }
 
 // groupScope returns the scope of a group event, or "" for any other: the
 // node's state events and their deletion (generated by this plan) and events
 // decided by the group path.
-func (p *plan) groupScope(ev *nostr.Event) string {
-	if id, ok := p.generated[ev.ID]; ok {
+func (g *groupPart) groupScope(ev *nostr.Event) string {
+	if id, ok := g.generated[ev.ID]; ok {
 		return groups.Scope(id)
 	}
-	if p.groups != nil && protocol.IsGroupEvent(ev) {
+	if g.groups != nil && protocol.IsGroupEvent(ev) {
 		id, _ := protocol.GroupTag(ev)
 		return groups.Scope(id)
 	}
@@ -564,12 +630,19 @@ func (p *plan) groupScope(ev *nostr.Event) string {
 }
 
 // queueGroupWrites queues the saves of the changed states and the withheld events.
-func (p *plan) queueGroupWrites(b *pgx.Batch) {
+func (g *groupPart) queueGroupWrites(b *pgx.Batch) {
 	var states []*groups.State
-	for _, id := range slices.Sorted(maps.Keys(p.groupsTouched)) {
-		states = append(states, p.gstate[id])
+	for _, id := range slices.Sorted(maps.Keys(g.groupsTouched)) {
+		states = append(states, g.gstate[id])
 	}
-	groups.QueueSave(b, states, p.gbefore, p.ingestedAt)
-	groups.QueueListsDue(b, p.gx.listDue, p.gx.listSigned)
-	groups.QueueWithhold(b, p.withheld, p.ingestedAt)
+	groups.QueueSave(b, states, g.gbefore, g.p.ingestedAt)
+	groups.QueueListsDue(b, g.gx.listDue, g.gx.listSigned)
+	groups.QueueWithhold(b, g.withheld, g.p.ingestedAt)
+}
+
+// passesOn: only a group event (h tag) enters a group; a reply without one
+// does not inherit the group's scope.
+func (g *groupPart) passesOn(t string) bool {
+	_, group := groups.IDOfScope(t)
+	return !group
 }

@@ -184,8 +184,8 @@ func (pub *Publisher) newPlan(evs []*nostr.Event, rules protocol.TopicRules) *pl
 	p.gate = pub.gate
 	p.limits = pub.pending
 	p.pendingN = pub.pendingRows.Load()
-	p.groups = pub.groups
-	p.mship = pub.membership
+	partOf[*groupPart](p).groups = pub.groups
+	partOf[*membershipPart](p).mship = pub.membership
 	p.own = pub.own
 	return p
 }
@@ -229,6 +229,5 @@ func (p *plan) prepare(ctx context.Context, tx outbox.Batcher) error {
 		}
 		p.promote(due)
 	}
-	p.finish()
-	return p.groupErr
+	return p.finish()
 }

@@ -77,7 +77,8 @@ func (pub *Publisher) MembershipTx(ctx context.Context, tx outbox.Batcher, rules
 		return MembershipResult{}, errors.New("membership: this publisher keeps no NIP-43 membership (no node key)")
 	}
 	p := pub.newPlan(nil, rules)
-	p.mchanges = changes
+	mp := partOf[*membershipPart](p)
+	mp.mchanges = changes
 	for _, c := range changes {
 		if c.Add {
 			p.admitting = append(p.admitting, c.Pubkey)
@@ -87,28 +88,94 @@ func (pub *Publisher) MembershipTx(ctx context.Context, tx outbox.Batcher, rules
 	if err != nil {
 		return MembershipResult{}, fmt.Errorf("membership: %w", err)
 	}
-	return MembershipResult{Outcomes: p.moutcomes, Range: r}, nil
+	return MembershipResult{Outcomes: mp.moutcomes, Range: r}, nil
+}
+
+// membershipPart is the plan's NIP-43 room (see part): the changes to
+// make (MembershipTx), the registers, members, roles and role definitions
+// loaded and changed, and the node events it makes.
+type membershipPart struct {
+	p     *plan
+	mship *Membership // nil: open, no changes (the node kinds are still refused)
+
+	mchanges   []membership.Change            // changes to make (MembershipTx)
+	mregs      map[string]membership.Register // loaded NIP-43 registers, then changed
+	mlist      map[string]bool                // the NIP-43 members (loaded when changing), then changed
+	mgenerated map[string]bool                // ids of the node's NIP-43 events made by this plan
+	mtouched   []string                       // keys whose register changed
+	moutcomes  []membership.Outcome           // one per change
+	mdefs      map[string]membership.Role     // the defined roles (loaded when changing), then changed
+	mroles     map[string][]string            // each NIP-43 member's roles (loaded when changing), then changed
+	mdefsDirty map[string]bool                // role ids whose definition changed (written)
+	mrolesSet  map[string]bool                // keys whose roles changed (written; a new 13534)
+	err        error                          // the membership path failed (the batch fails)
+}
+
+func newMembershipPart(p *plan) *membershipPart {
+	return &membershipPart{p: p, mregs: map[string]membership.Register{}, mlist: map[string]bool{}, mgenerated: map[string]bool{},
+		mdefs: map[string]membership.Role{}, mroles: map[string][]string{}, mdefsDirty: map[string]bool{}, mrolesSet: map[string]bool{}}
+}
+
+func (m *membershipPart) need(*nostr.Event, *needs) {}
+func (m *membershipPart) needBatch(n *needs)        { m.membershipLoad(n.keys, n.addrs, n.people) }
+func (m *membershipPart) queueLocks(*pgx.Batch)     {}
+func (m *membershipPart) queueLoad(b *pgx.Batch, n *needs) {
+	m.queueMembershipLoad(b, n.people)
+}
+func (m *membershipPart) loadMore(context.Context, outbox.Batcher) error { return nil }
+func (m *membershipPart) loaded()                                        {}
+func (m *membershipPart) duplicate(*nostr.Event) (protocol.Verdict, bool) {
+	return protocol.Verdict{}, false
+}
+func (m *membershipPart) refuse(ev *nostr.Event) (protocol.Verdict, bool) {
+	return m.membershipRefuses(ev)
+}
+func (m *membershipPart) decide(*nostr.Event) (protocol.Verdict, func(), bool, bool) {
+	return protocol.Verdict{}, nil, false, false
+}
+func (m *membershipPart) scope(*nostr.Event) string { return "" }
+func (m *membershipPart) made(ev *nostr.Event) bool { return m.membershipScope(ev) }
+func (m *membershipPart) queueWrites(b *pgx.Batch)  { m.queueMembershipWrites(b) }
+
+func (m *membershipPart) begin() {
+	if m.mship != nil {
+		m.decideMembership()
+	}
+}
+
+func (m *membershipPart) signer() string {
+	if m.mship == nil {
+		return ""
+	}
+	return m.mship.Self
+}
+
+func (m *membershipPart) finish() error {
+	if m.mship != nil {
+		m.finishMembership()
+	}
+	return m.err
 }
 
 // membersKey is the effective key of the node's 13534.
-func (p *plan) membersKey() string {
-	return fmt.Sprintf("%d:%s", membership.KindMembers, p.mship.Self)
+func (m *membershipPart) membersKey() string {
+	return fmt.Sprintf("%d:%s", membership.KindMembers, m.mship.Self)
 }
 
 // membershipLoad adds to a load what membership needs: the lock and the
 // versions of the node's 13534 when the plan changes membership, the lock,
 // versions and deletions of the 33534 of each role it sets or removes, and
 // the registers of the keys whose membership the decisions ask.
-func (p *plan) membershipLoad(keys, addrs, people map[string]bool) {
-	if p.mship == nil {
+func (m *membershipPart) membershipLoad(keys, addrs, people map[string]bool) {
+	if m.mship == nil {
 		return
 	}
-	if len(p.mchanges) > 0 {
-		keys[p.membersKey()] = true
-		for _, c := range p.mchanges {
+	if len(m.mchanges) > 0 {
+		keys[m.membersKey()] = true
+		for _, c := range m.mchanges {
 			switch c.Op {
 			case membership.OpSetRole, membership.OpRemoveRole:
-				a := membership.RoleAddress(p.mship.Self, c.Role)
+				a := membership.RoleAddress(m.mship.Self, c.Role)
 				keys[a], addrs[a] = true, true // (an addressable kind's key is its address)
 			default:
 				people[c.Pubkey] = true
@@ -118,8 +185,8 @@ func (p *plan) membershipLoad(keys, addrs, people map[string]bool) {
 }
 
 // queueMembershipLoad queues the reads (after the locks).
-func (p *plan) queueMembershipLoad(b *pgx.Batch, people map[string]bool) {
-	if p.mship == nil || (p.mship.Mode != membership.InviteOnly && len(p.mchanges) == 0) {
+func (m *membershipPart) queueMembershipLoad(b *pgx.Batch, people map[string]bool) {
+	if m.mship == nil || (m.mship.Mode != membership.InviteOnly && len(m.mchanges) == 0) {
 		return
 	}
 	b.Queue(`SELECT pubkey, member, at, event_id, via FROM cn_relay.nip43_members WHERE pubkey = ANY($1)`, setSlice(people)).
@@ -130,11 +197,11 @@ func (p *plan) queueMembershipLoad(b *pgx.Batch, people map[string]bool) {
 				if err := rows.Scan(&pk, &r.Member, &r.At, &r.ID, &r.Via); err != nil {
 					return fmt.Errorf("load membership: %w", err)
 				}
-				p.mregs[pk] = r
+				m.mregs[pk] = r
 			}
 			return rows.Err()
 		})
-	if len(p.mchanges) > 0 {
+	if len(m.mchanges) > 0 {
 		b.Queue(`SELECT pubkey, roles FROM cn_relay.nip43_members WHERE member`).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var pk string
@@ -142,9 +209,9 @@ func (p *plan) queueMembershipLoad(b *pgx.Batch, people map[string]bool) {
 				if err := rows.Scan(&pk, &roles); err != nil {
 					return fmt.Errorf("load members: %w", err)
 				}
-				p.mlist[pk] = true
+				m.mlist[pk] = true
 				if len(roles) > 0 {
-					p.mroles[pk] = roles
+					m.mroles[pk] = roles
 				}
 			}
 			return rows.Err()
@@ -155,7 +222,7 @@ func (p *plan) queueMembershipLoad(b *pgx.Batch, people map[string]bool) {
 				if err := rows.Scan(&r.ID, &r.Label, &r.Description, &r.Color, &r.Order, &r.At, &r.EventID); err != nil {
 					return fmt.Errorf("load roles: %w", err)
 				}
-				p.mdefs[r.ID] = r
+				m.mdefs[r.ID] = r
 			}
 			return rows.Err()
 		})
@@ -166,11 +233,11 @@ func (p *plan) queueMembershipLoad(b *pgx.Batch, people map[string]bool) {
 // node kind this plan did not make, and, in invite mode, any event of a key
 // that is not a relay member (relayMember). The node's own events (trusted)
 // pass.
-func (p *plan) membershipRefuses(ev *nostr.Event) (protocol.Verdict, bool) {
-	if membership.IsNodeKind(ev.Kind) && !p.mgenerated[ev.ID] {
+func (m *membershipPart) membershipRefuses(ev *nostr.Event) (protocol.Verdict, bool) {
+	if membership.IsNodeKind(ev.Kind) && !m.mgenerated[ev.ID] {
 		return membership.RefuseNodeKind.Verdict(), true
 	}
-	if p.mship != nil && p.mship.Mode == membership.InviteOnly && !p.trusted && !p.mgenerated[ev.ID] && !p.relayMember(ev.PubKey) {
+	if m.mship != nil && m.mship.Mode == membership.InviteOnly && !m.p.trusted && !m.mgenerated[ev.ID] && !m.relayMember(ev.PubKey) {
 		return membership.RefuseInviteOnly.Verdict(), true
 	}
 	return protocol.Verdict{}, false
@@ -181,37 +248,37 @@ func (p *plan) membershipRefuses(ev *nostr.Event) (protocol.Verdict, bool) {
 // without a NIP-43 register that is a member by posting or by an operator
 // (cn_relay.members: first post in open mode, allowpubkey, the trust gate).
 // A NIP-43 removal or leave (8001) overrides cn_relay.members.
-func (p *plan) relayMember(pk string) bool {
-	if pk == p.mship.Self || p.mship.Admins[pk] {
+func (m *membershipPart) relayMember(pk string) bool {
+	if pk == m.mship.Self || m.mship.Admins[pk] {
 		return true
 	}
-	if r, ok := p.mregs[pk]; ok && r.Known() {
+	if r, ok := m.mregs[pk]; ok && r.Known() {
 		return r.Member
 	}
-	return p.members[pk]
+	return m.p.members[pk]
 }
 
 // decideMembership applies the plan's changes (MembershipTx), storing the
 // node's 8000/8001 for each that changes something.
-func (p *plan) decideMembership() {
-	now := p.ingestedAt.Unix()
-	for _, c := range p.mchanges {
+func (m *membershipPart) decideMembership() {
+	now := m.p.ingestedAt.Unix()
+	for _, c := range m.mchanges {
 		if c.Op != membership.OpMember {
-			out, err := p.decideRole(c)
+			out, err := m.decideRole(c)
 			if err != nil {
-				p.groupErr = errors.Join(p.groupErr, err)
+				m.err = errors.Join(m.err, err)
 				return
 			}
-			p.moutcomes = append(p.moutcomes, out)
+			m.moutcomes = append(m.moutcomes, out)
 			continue
 		}
-		r := p.mregs[c.Pubkey]
+		r := m.mregs[c.Pubkey]
 		// Add: unless the register says member (a key that is a member by
 		// posting only gets its 8000, so it is listed). Remove: unless the
 		// register says removed, or the key was never a member at all.
-		// (p.members is as loaded: decide runs this before admitting.)
-		if r.Known() && r.Member == c.Add || (!c.Add && !r.Known() && !p.members[c.Pubkey]) {
-			p.moutcomes = append(p.moutcomes, membership.Already)
+		// (m.p.members is as loaded: decide runs this before admitting.)
+		if r.Known() && r.Member == c.Add || (!c.Add && !r.Known() && !m.p.members[c.Pubkey]) {
+			m.moutcomes = append(m.moutcomes, membership.Already)
 			continue
 		}
 		at := max(now, r.At+1) // a key's events are strictly ordered by created_at
@@ -220,31 +287,31 @@ func (p *plan) decideMembership() {
 		if c.Add {
 			ev, out = membership.AddEvent(c.Pubkey, c.Via, at), membership.Added
 		}
-		if err := p.mship.Sign(ev); err != nil {
-			p.groupErr = errors.Join(p.groupErr, fmt.Errorf("sign the node's kind %d: %w", ev.Kind, err))
+		if err := m.mship.Sign(ev); err != nil {
+			m.err = errors.Join(m.err, fmt.Errorf("sign the node's kind %d: %w", ev.Kind, err))
 			return
 		}
-		p.mgenerated[ev.ID] = true
-		if v := p.decideEvent(-1, ev); !v.OK {
-			p.groupErr = errors.Join(p.groupErr, fmt.Errorf("the node's kind %d was refused: %s", ev.Kind, v.Message))
+		m.mgenerated[ev.ID] = true
+		if v := m.p.decideEvent(-1, ev); !v.OK {
+			m.err = errors.Join(m.err, fmt.Errorf("the node's kind %d was refused: %s", ev.Kind, v.Message))
 			return
 		}
-		p.mregs[c.Pubkey] = r.Apply(ev)
-		p.mtouched = append(p.mtouched, c.Pubkey)
-		p.mlist[c.Pubkey] = c.Add
-		if !c.Add && len(p.mroles[c.Pubkey]) > 0 {
-			delete(p.mroles, c.Pubkey)
-			p.mrolesSet[c.Pubkey] = true
+		m.mregs[c.Pubkey] = r.Apply(ev)
+		m.mtouched = append(m.mtouched, c.Pubkey)
+		m.mlist[c.Pubkey] = c.Add
+		if !c.Add && len(m.mroles[c.Pubkey]) > 0 {
+			delete(m.mroles, c.Pubkey)
+			m.mrolesSet[c.Pubkey] = true
 		}
-		p.moutcomes = append(p.moutcomes, out)
+		m.moutcomes = append(m.moutcomes, out)
 	}
 }
 
 // decideRole applies one role change (see MembershipTx).
-func (p *plan) decideRole(c membership.Change) (membership.Outcome, error) {
-	now := p.ingestedAt.Unix()
-	key := membership.RoleAddress(p.mship.Self, c.Role)
-	old, defined := p.mdefs[c.Role]
+func (m *membershipPart) decideRole(c membership.Change) (membership.Outcome, error) {
+	now := m.p.ingestedAt.Unix()
+	key := membership.RoleAddress(m.mship.Self, c.Role)
+	old, defined := m.mdefs[c.Role]
 	if !defined && c.Op != membership.OpSetRole {
 		return membership.NoRole, nil
 	}
@@ -258,70 +325,70 @@ func (p *plan) decideRole(c membership.Change) (membership.Outcome, error) {
 		// Later than every stored version and than the node's deletion of
 		// an earlier definition, which would otherwise cover it.
 		at := now
-		for _, v := range p.versions[key] {
+		for _, v := range m.p.versions[key] {
 			at = max(at, v.createdAt+1)
 		}
-		if del, ok := p.tombAddr[key]; ok {
+		if del, ok := m.p.tombAddr[key]; ok {
 			at = max(at, del+1)
 		}
 		ev := membership.RoleEvent(next, at)
-		if err := p.signNode(ev); err != nil {
+		if err := m.signNode(ev); err != nil {
 			return "", err
 		}
 		next.At, next.EventID = at, ev.ID
-		p.mdefs[c.Role], p.mdefsDirty[c.Role] = next, true
+		m.mdefs[c.Role], m.mdefsDirty[c.Role] = next, true
 		return membership.Defined, nil
 	case membership.OpRemoveRole:
 		at := now // (covering every version: NIP-09 deletes those up to it)
-		for _, v := range p.versions[key] {
+		for _, v := range m.p.versions[key] {
 			at = max(at, v.createdAt)
 		}
-		if err := p.signNode(membership.RoleDeletion(p.mship.Self, c.Role, at)); err != nil {
+		if err := m.signNode(membership.RoleDeletion(m.mship.Self, c.Role, at)); err != nil {
 			return "", err
 		}
-		delete(p.mdefs, c.Role)
-		p.mdefsDirty[c.Role] = true
-		for pk, ids := range p.mroles {
+		delete(m.mdefs, c.Role)
+		m.mdefsDirty[c.Role] = true
+		for pk, ids := range m.mroles {
 			if slices.Contains(ids, c.Role) {
-				p.setRoles(pk, slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == c.Role }))
+				m.setRoles(pk, slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == c.Role }))
 			}
 		}
 		return membership.Removed, nil
 	}
-	if !p.mlist[c.Pubkey] {
+	if !m.mlist[c.Pubkey] {
 		return membership.NotMember, nil
 	}
-	ids := p.mroles[c.Pubkey]
+	ids := m.mroles[c.Pubkey]
 	has := slices.Contains(ids, c.Role)
 	switch {
 	case c.Op == membership.OpAssign && !has:
-		p.setRoles(c.Pubkey, slices.Sorted(slices.Values(append(slices.Clone(ids), c.Role))))
+		m.setRoles(c.Pubkey, slices.Sorted(slices.Values(append(slices.Clone(ids), c.Role))))
 		return membership.Assigned, nil
 	case c.Op == membership.OpUnassign && has:
-		p.setRoles(c.Pubkey, slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == c.Role }))
+		m.setRoles(c.Pubkey, slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == c.Role }))
 		return membership.Unassigned, nil
 	}
 	return membership.Already, nil
 }
 
 // setRoles gives a member its roles (sorted).
-func (p *plan) setRoles(pk string, ids []string) {
+func (m *membershipPart) setRoles(pk string, ids []string) {
 	if len(ids) == 0 {
-		delete(p.mroles, pk)
+		delete(m.mroles, pk)
 	} else {
-		p.mroles[pk] = ids
+		m.mroles[pk] = ids
 	}
-	p.mrolesSet[pk] = true
+	m.mrolesSet[pk] = true
 }
 
 // signNode signs one of the node's NIP-43 events made by this plan and
 // stores it through the plan (decideEvent).
-func (p *plan) signNode(ev *nostr.Event) error {
-	if err := p.mship.Sign(ev); err != nil {
+func (m *membershipPart) signNode(ev *nostr.Event) error {
+	if err := m.mship.Sign(ev); err != nil {
 		return fmt.Errorf("sign the node's kind %d: %w", ev.Kind, err)
 	}
-	p.mgenerated[ev.ID] = true
-	if v := p.decideEvent(-1, ev); !v.OK {
+	m.mgenerated[ev.ID] = true
+	if v := m.p.decideEvent(-1, ev); !v.OK {
 		return fmt.Errorf("the node's kind %d was refused: %s", ev.Kind, v.Message)
 	}
 	return nil
@@ -329,51 +396,51 @@ func (p *plan) signNode(ev *nostr.Event) error {
 
 // finishMembership stores a new 13534 when the plan changed membership or
 // some member's roles, with a created_at above the stored version's.
-func (p *plan) finishMembership() {
-	if len(p.mtouched) == 0 && len(p.mrolesSet) == 0 {
+func (m *membershipPart) finishMembership() {
+	if len(m.mtouched) == 0 && len(m.mrolesSet) == 0 {
 		return
 	}
-	at := p.ingestedAt.Unix()
-	for _, v := range p.versions[p.membersKey()] {
+	at := m.p.ingestedAt.Unix()
+	for _, v := range m.p.versions[m.membersKey()] {
 		at = max(at, v.createdAt+1)
 	}
 	members := map[string][]string{}
-	for pk, in := range p.mlist {
+	for pk, in := range m.mlist {
 		if in {
-			members[pk] = p.mroles[pk]
+			members[pk] = m.mroles[pk]
 		}
 	}
 	ev := membership.ListEvent(members, at)
-	if err := p.mship.Sign(ev); err != nil {
-		p.groupErr = errors.Join(p.groupErr, fmt.Errorf("sign the node's 13534: %w", err))
+	if err := m.mship.Sign(ev); err != nil {
+		m.err = errors.Join(m.err, fmt.Errorf("sign the node's 13534: %w", err))
 		return
 	}
-	p.mgenerated[ev.ID] = true
-	if v := p.decideEvent(-1, ev); !v.OK {
-		p.groupErr = errors.Join(p.groupErr, fmt.Errorf("the node's 13534 was refused: %s", v.Message))
+	m.mgenerated[ev.ID] = true
+	if v := m.p.decideEvent(-1, ev); !v.OK {
+		m.err = errors.Join(m.err, fmt.Errorf("the node's 13534 was refused: %s", v.Message))
 	}
 }
 
 // membershipScope is the scope of the node's NIP-43 events: the person scope
 // (protocol.NodeTopic), as events for the whole node.
-func (p *plan) membershipScope(ev *nostr.Event) bool { return p.mgenerated[ev.ID] }
+func (m *membershipPart) membershipScope(ev *nostr.Event) bool { return m.mgenerated[ev.ID] }
 
 // queueMembershipWrites queues the upsert of the changed registers, then the
 // changed members' roles and role definitions.
-func (p *plan) queueMembershipWrites(b *pgx.Batch) {
-	p.queueRegisterWrites(b)
-	if len(p.mrolesSet) > 0 {
+func (m *membershipPart) queueMembershipWrites(b *pgx.Batch) {
+	m.queueRegisterWrites(b)
+	if len(m.mrolesSet) > 0 {
 		set := map[string][]string{}
-		for pk := range p.mrolesSet {
-			set[pk] = append([]string{}, p.mroles[pk]...) // (never null)
+		for pk := range m.mrolesSet {
+			set[pk] = append([]string{}, m.mroles[pk]...) // (never null)
 		}
 		raw, _ := json.Marshal(set)
 		b.Queue(`UPDATE cn_relay.nip43_members m SET roles = ARRAY(SELECT jsonb_array_elements_text(j.value))
 			FROM jsonb_each($1::jsonb) j WHERE m.pubkey = j.key`, string(raw))
 	}
 	var gone []string
-	for _, id := range slices.Sorted(maps.Keys(p.mdefsDirty)) {
-		r, ok := p.mdefs[id]
+	for _, id := range slices.Sorted(maps.Keys(m.mdefsDirty)) {
+		r, ok := m.mdefs[id]
 		if !ok {
 			gone = append(gone, id)
 			continue
@@ -388,18 +455,18 @@ func (p *plan) queueMembershipWrites(b *pgx.Batch) {
 	}
 }
 
-func (p *plan) queueRegisterWrites(b *pgx.Batch) {
-	if len(p.mtouched) == 0 {
+func (m *membershipPart) queueRegisterWrites(b *pgx.Batch) {
+	if len(m.mtouched) == 0 {
 		return
 	}
 	var pks, ids, vias []string
 	var members []bool
 	var ats []int64
-	for _, pk := range slices.Sorted(slices.Values(p.mtouched)) {
+	for _, pk := range slices.Sorted(slices.Values(m.mtouched)) {
 		if slices.Contains(pks, pk) {
 			continue
 		}
-		r := p.mregs[pk]
+		r := m.mregs[pk]
 		pks, ids, vias, members, ats = append(pks, pk), append(ids, r.ID), append(vias, r.Via), append(members, r.Member), append(ats, r.At)
 	}
 	b.Queue(`INSERT INTO cn_relay.nip43_members (pubkey, member, at, event_id, via)
@@ -407,3 +474,5 @@ func (p *plan) queueRegisterWrites(b *pgx.Batch) {
 		ON CONFLICT (pubkey) DO UPDATE SET member = excluded.member, at = excluded.at, event_id = excluded.event_id, via = excluded.via`,
 		pks, members, ats, ids, vias)
 }
+
+func (m *membershipPart) passesOn(string) bool { return true }

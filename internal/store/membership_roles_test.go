@@ -19,17 +19,17 @@ func TestDecideRoleAfterItsDeletion(t *testing.T) {
 	sk := nostr.GeneratePrivateKey()
 	self, _ := nostr.GetPublicKey(sk)
 	p := newPlan(nil, time.Unix(1000, 0), protocol.DefaultTopicRules())
-	p.mship = &Membership{Self: self, Sign: func(ev *nostr.Event) error { return ev.Sign(sk) }, Mode: membership.Open}
+	mp := partOf[*membershipPart](p)
+	mp.mship = &Membership{Self: self, Sign: func(ev *nostr.Event) error { return ev.Sign(sk) }, Mode: membership.Open}
 	key := membership.RoleAddress(self, "mod")
 	p.versions[key] = []*stored{{id: "v1", pubkey: self, kind: membership.KindRole, createdAt: 990, effectiveKey: key, deleted: true}}
 	p.tombAddr[key] = 1005
-	p.mchanges = []membership.Change{{Op: membership.OpSetRole, Role: "mod", Patch: membership.RolePatch{Label: new(string)}}}
+	mp.mchanges = []membership.Change{{Op: membership.OpSetRole, Role: "mod", Patch: membership.RolePatch{Label: new(string)}}}
 	p.decide()
-	p.finish()
-	require.NoError(t, p.groupErr)
-	require.Equal(t, []membership.Outcome{membership.Defined}, p.moutcomes)
-	require.Equal(t, int64(1006), p.mdefs["mod"].At)
-	st := p.byID[p.mdefs["mod"].EventID]
+	require.NoError(t, p.finish())
+	require.Equal(t, []membership.Outcome{membership.Defined}, mp.moutcomes)
+	require.Equal(t, int64(1006), mp.mdefs["mod"].At)
+	st := p.byID[mp.mdefs["mod"].EventID]
 	require.NotNil(t, st)
 	require.False(t, st.deleted)
 }

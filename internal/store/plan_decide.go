@@ -1,14 +1,13 @@
 package store
 
 import (
+	"errors"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/kukuri/communitynode/internal/groups"
-	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/pkg/outbox"
 	"github.com/nbd-wtf/go-nostr"
@@ -32,8 +31,6 @@ type plan struct {
 	limits     PendingLimits
 	pendingN   int64           // pending rows in all (Publisher.pendingRows) when the plan began
 	cache      *memberCache    // members known before the batch (load skips them); may be nil
-	groups     *Groups         // NIP-29 groups (groups.go); nil: group events are refused
-	mship      *Membership     // NIP-43 membership (membership.go); nil: open, no changes
 	own        map[string]bool // further keys of the node's own state (Publisher.SetOwnState); read only
 
 	// Loaded (plan_load.go), then changed by the decisions.
@@ -50,14 +47,6 @@ type plan struct {
 	locked    map[string]bool            // effective keys whose locks this transaction holds
 	tagCache  map[string][]string        // event id -> its normalised t tags, computed once per batch
 
-	// Groups (groups.go): loaded, then changed by the decisions.
-	groupIDs       map[string]bool          // groups the batch names (locked and loaded)
-	gstate         map[string]*groups.State // group id -> its state, as loaded and then changed
-	gbefore        map[string]*groups.State // group id -> its state as loaded
-	withheldLookup []string                 // ids to look up among the withheld
-	withheldSeen   map[string]bool          // ids withheld already, or by this batch
-	gx             groupExtra               // the tree and timeline references (groups.go)
-
 	// Decided.
 	results          []protocol.Verdict // one per event of evs
 	touched          map[string]bool    // effective keys whose versions changed
@@ -71,22 +60,10 @@ type plan struct {
 	promotedVerdicts []protocol.Verdict // what publishing each promoted event decided
 	unpend           []string           // ids of pending rows to delete (published)
 	records          []outbox.Record    // the outbox rows, in order
-	groupsTouched    map[string]bool    // groups whose state this batch changed
-	generated        map[string]string  // id of a state event or its deletion made by this plan -> its group
 
-	// Membership (membership.go).
-	mchanges   []membership.Change            // changes to make (MembershipTx)
-	mregs      map[string]membership.Register // loaded NIP-43 registers, then changed
-	mlist      map[string]bool                // the NIP-43 members (loaded when changing), then changed
-	mgenerated map[string]bool                // ids of the node's NIP-43 events made by this plan
-	mtouched   []string                       // keys whose register changed
-	moutcomes  []membership.Outcome           // one per change
-	mdefs      map[string]membership.Role     // the defined roles (loaded when changing), then changed
-	mroles     map[string][]string            // each NIP-43 member's roles (loaded when changing), then changed
-	mdefsDirty map[string]bool                // role ids whose definition changed (written)
-	mrolesSet  map[string]bool                // keys whose roles changed (written; a new 13534)
-	withheld   []*nostr.Event                 // group events this batch withholds
-	groupErr   error                          // the group path failed (the batch fails)
+	// The rooms (parts.go): NIP-29 groups and NIP-43 membership, each with
+	// what it loaded and decided.
+	parts []part
 }
 
 // tombstone is one NIP-09 target (an event id or an 'a' address) that a
@@ -108,7 +85,7 @@ type newMember struct {
 type eventTopic struct{ eventID, topic string }
 
 func newPlan(evs []*nostr.Event, now time.Time, rules protocol.TopicRules) *plan {
-	return &plan{
+	p := &plan{
 		evs: evs, ingestedAt: now, results: make([]protocol.Verdict, len(evs)),
 		byID: map[string]*stored{}, versions: map[string][]*stored{},
 		tombIDs: map[string]map[string]bool{}, tombAddr: map[string]int64{},
@@ -116,12 +93,10 @@ func newPlan(evs []*nostr.Event, now time.Time, rules protocol.TopicRules) *plan
 		rules: rules, refTopics: map[string][]string{}, members: map[string]bool{}, outcomes: map[string]Outcome{},
 		tagCache: make(map[string][]string, len(evs)),
 		locked:   map[string]bool{}, waiting: map[string]*waiting{}, waitKeys: map[string]map[string]bool{},
-		limits:   DefaultPendingLimits(),
-		groupIDs: map[string]bool{}, gstate: map[string]*groups.State{}, gbefore: map[string]*groups.State{},
-		withheldSeen: map[string]bool{}, groupsTouched: map[string]bool{}, generated: map[string]string{},
-		mregs: map[string]membership.Register{}, mlist: map[string]bool{}, mgenerated: map[string]bool{},
-		mdefs: map[string]membership.Role{}, mroles: map[string][]string{}, mdefsDirty: map[string]bool{}, mrolesSet: map[string]bool{},
+		limits: DefaultPendingLimits(),
 	}
+	p.parts = []part{newGroupPart(p), newMembershipPart(p)}
+	return p
 }
 
 // stored is what the plan knows about a stored (or newly inserted) event.
@@ -154,8 +129,8 @@ type waiting struct {
 // decide walks the batch in order and settles each event against the stored state
 // and the events before it.
 func (p *plan) decide() {
-	if p.mship != nil {
-		p.decideMembership()
+	for _, pt := range p.parts {
+		pt.begin()
 	}
 	for _, pk := range p.admitting {
 		p.admit(pk, "")
@@ -172,8 +147,10 @@ func (p *plan) decideEvent(i int, ev *nostr.Event) protocol.Verdict {
 		if prev.deleted {
 			return protocol.Verdict{OK: false, Message: msgDeleted}
 		}
-		if v, ok := p.groupDuplicate(ev); ok {
-			return v
+		for _, pt := range p.parts {
+			if v, ok := pt.duplicate(ev); ok {
+				return v
+			}
 		}
 		return protocol.Verdict{OK: true, Message: msgDuplicate}
 	}
@@ -186,20 +163,27 @@ func (p *plan) decideEvent(i int, ev *nostr.Event) protocol.Verdict {
 			return protocol.Verdict{OK: false, Message: msgDeletedByAuth}
 		}
 	}
-	if v, stop := p.membershipRefuses(ev); stop {
-		return v
+	for _, pt := range p.parts {
+		if v, refused := pt.refuse(ev); refused {
+			return v
+		}
 	}
 	verdict := protocol.Verdict{OK: true, Message: ""}
-	var group *groups.Decision
-	if protocol.IsGroupEvent(ev) {
-		d, v, stop := p.decideGroup(ev)
+	var applies []func()
+	for _, pt := range p.parts {
+		v, apply, decided, stop := pt.decide(ev)
 		if stop {
 			return v
 		}
-		group, verdict = d, v
+		if decided {
+			verdict = v
+		}
+		if apply != nil {
+			applies = append(applies, apply)
+		}
 	}
 	identity := protocol.IsIdentityKind(ev.Kind)
-	if identity && !p.mgenerated[ev.ID] && !p.isMember(ev.PubKey, ev.ID) { // (the node's 13534 never waits)
+	if identity && !p.made(ev) && !p.isMember(ev.PubKey, ev.ID) { // (the node's 13534 never waits)
 		return p.keep(i, ev, key)
 	}
 	topics, reason := p.topicsOf(ev)
@@ -210,7 +194,7 @@ func (p *plan) decideEvent(i int, ev *nostr.Event) protocol.Verdict {
 		p.join(ev, topics)
 	}
 	// An identity event's and a group event's t tags are content (#t), not topics.
-	content := identity || p.groupScope(ev) != ""
+	content := identity || p.scope(ev) != ""
 	st := &stored{id: ev.ID, pubkey: ev.PubKey, kind: ev.Kind, createdAt: int64(ev.CreatedAt),
 		effectiveKey: key, effective: key == "", topics: topics, isNew: true, ev: ev,
 		topicsAreTags: !content && len(p.tagTopics(ev)) > 0}
@@ -227,23 +211,23 @@ func (p *plan) decideEvent(i int, ev *nostr.Event) protocol.Verdict {
 	if ev.Kind == nostr.KindDeletion {
 		p.applyDeletion(ev)
 	}
-	if group != nil {
-		p.applyGroup(ev, group)
+	for _, apply := range applies {
+		apply()
 	}
 	return verdict
 }
 
 // finish settles what the events decided: moderation, then the effective
 // version of every touched key.
-func (p *plan) finish() {
-	if p.groups != nil {
-		p.finishGroups()
-	}
-	if p.mship != nil {
-		p.finishMembership()
+// It returns what failed in a part (the batch fails).
+func (p *plan) finish() error {
+	var err error
+	for _, pt := range p.parts {
+		err = errors.Join(err, pt.finish())
 	}
 	p.applyModeration()
 	p.settleKeys()
+	return err
 }
 
 // isMember reports whether pubkey's identity events are published now: the
@@ -357,10 +341,10 @@ func (p *plan) promote(due []*waiting) {
 // topicsOf returns the topics a non-identity event (or a member's identity
 // event) is stored under, or the reason it is refused (see Ingest).
 func (p *plan) topicsOf(ev *nostr.Event) ([]string, string) {
-	if protocol.IsIdentityKind(ev.Kind) || p.membershipScope(ev) {
+	if protocol.IsIdentityKind(ev.Kind) || p.made(ev) {
 		return []string{protocol.NodeTopic}, ""
 	}
-	if g := p.groupScope(ev); g != "" {
+	if g := p.scope(ev); g != "" {
 		return []string{g}, ""
 	}
 	if own := p.tagTopics(ev); len(own) > 0 {
@@ -427,7 +411,7 @@ func (p *plan) inherit(ev *nostr.Event) []string {
 	set := map[string]bool{}
 	add := func(topics []string) {
 		for _, t := range topics {
-			if _, group := groups.IDOfScope(t); !group { // only a group event (h tag) enters a group
+			if p.passesOn(t) {
 				set[t] = true
 			}
 		}

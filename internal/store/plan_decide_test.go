@@ -128,7 +128,9 @@ func (w world) decide(evs ...*nostr.Event) *plan {
 	if due := p.due(); len(due) > 0 {
 		p.promote(due)
 	}
-	p.finish()
+	if err := p.finish(); err != nil {
+		panic(err) // the generic cases make no node events
+	}
 	return p
 }
 

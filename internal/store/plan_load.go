@@ -26,6 +26,7 @@ func (p *plan) load(ctx context.Context, tx outbox.Batcher) error {
 	refIDs, refKeys := map[string]bool{}, map[string]bool{} // topic sources (inheritance)
 	authors := map[string]bool{}
 	people := map[string]bool{} // whose membership the decisions ask: authors, and the p tags of person kinds
+	n := &needs{ids: ids, targetIDs: targetIDs, keys: keys, addrs: addrs, people: people}
 	for _, id := range slices.Concat(p.hideIDs, p.unhideIDs) {
 		ids[id] = true
 		targetIDs[id] = true
@@ -56,7 +57,9 @@ func (p *plan) load(ctx context.Context, tx outbox.Batcher) error {
 			keys[k] = true
 			addrs[eventAddress(ev)] = true
 		}
-		p.groupsLoad(ev, ids, targetIDs, keys)
+		for _, pt := range p.parts {
+			pt.need(ev, n)
+		}
 		if ev.Kind == nostr.KindDeletion {
 			eids, as := deletionTargets(ev)
 			for _, id := range eids {
@@ -69,15 +72,19 @@ func (p *plan) load(ctx context.Context, tx outbox.Batcher) error {
 			}
 		}
 	}
-	p.listsLoad(keys)
-	p.membershipLoad(keys, addrs, people)
+	for _, pt := range p.parts {
+		pt.needBatch(n)
+	}
 	var b pgx.Batch
 	queueGenericPlans(&b)
-	p.queueGroupLocks(&b)
+	for _, pt := range p.parts {
+		pt.queueLocks(&b)
+	}
 	queueLocks(&b, keys)
 	maps.Copy(p.locked, keys)
-	p.queueGroupsLoad(&b)
-	p.queueMembershipLoad(&b, people)
+	for _, pt := range p.parts {
+		pt.queueLoad(&b, n)
+	}
 	b.Queue(`SELECT id, pubkey, kind, created_at, coalesce(effective_key, ''), is_effective, coalesce(deleted_reason, '')
 		FROM cn_relay.events WHERE id = ANY($1)`, setSlice(ids)).
 		Query(func(rows pgx.Rows) error { return p.scanStored(rows, nil) })
@@ -143,11 +150,15 @@ func (p *plan) load(ctx context.Context, tx outbox.Batcher) error {
 			return fmt.Errorf("load more versions: %w", err)
 		}
 	}
-	if err := p.loadTree(ctx, tx); err != nil {
-		return err
+	for _, pt := range p.parts {
+		if err := pt.loadMore(ctx, tx); err != nil {
+			return err
+		}
 	}
 	p.noteWinners()
-	p.noteGroups()
+	for _, pt := range p.parts {
+		pt.loaded()
+	}
 	return nil
 }
 

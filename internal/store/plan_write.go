@@ -85,7 +85,9 @@ func (p *plan) queueWrites(b *pgx.Batch) {
 	if len(ins) > 0 {
 		queueInsert(b, ins, p.ingestedAt)
 	}
-	p.queueMembershipWrites(b)
+	for _, pt := range p.parts {
+		pt.queueWrites(b)
+	}
 	if len(p.newMembers) > 0 {
 		slices.SortFunc(p.newMembers, func(x, y newMember) int { return strings.Compare(x.pubkey, y.pubkey) })
 		pubkeys, firsts := make([]string, len(p.newMembers)), make([]string, len(p.newMembers))
@@ -97,7 +99,6 @@ func (p *plan) queueWrites(b *pgx.Batch) {
 			pubkeys, firsts, p.ingestedAt)
 	}
 	p.queuePending(b)
-	p.queueGroupWrites(b)
 	if len(p.newTombs) > 0 {
 		n := len(p.newTombs)
 		targets, pubkeys, deletions, ats := make([]string, n), make([]string, n), make([]string, n), make([]int64, n)
@@ -161,7 +162,12 @@ func (p *plan) ownState(v *stored) bool {
 	if v.effectiveKey == "" {
 		return false
 	}
-	return (p.groups != nil && v.pubkey == p.groups.Policy.Node) || (p.mship != nil && v.pubkey == p.mship.Self) || p.own[v.pubkey]
+	for _, pt := range p.parts {
+		if s := pt.signer(); s != "" && v.pubkey == s {
+			return true
+		}
+	}
+	return p.own[v.pubkey]
 }
 
 // A replaceable or addressable version has tag rows (cn_relay.event_tags) only
