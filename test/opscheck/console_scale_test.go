@@ -63,7 +63,7 @@ func TestConsoleListsAtScale(t *testing.T) {
 
 	// 10,000 groups (their live state, as the relay stores it), 10 members each.
 	start := time.Now()
-	var rows [][]any
+	states := map[string]*groups.State{}
 	for i := range 10000 {
 		s := groups.New(fmt.Sprintf("g%05d", i))
 		s.Created, s.Creator = groups.Stamp{At: int64(1_700_000_000 + i), ID: fmt.Sprintf("%064x", i)}, admin.PK
@@ -79,10 +79,12 @@ func TestConsoleListsAtScale(t *testing.T) {
 			}
 			s.Members[fmt.Sprintf("%032x%032x", i, j)] = m
 		}
-		rows = append(rows, []any{s.ID, s.Dump(), time.Now()})
+		states[s.ID] = s
 	}
-	_, err = conn.CopyFrom(ctx, pgx.Identifier{"cn_relay", "groups"}, []string{"id", "state", "updated_at"}, pgx.CopyFromRows(rows))
+	tx, err := conn.Begin(ctx) // as the relay stores them: each user's registers in a row of their own
 	require.NoError(t, err)
+	require.NoError(t, groups.Replace(ctx, tx, states))
+	require.NoError(t, tx.Commit(ctx))
 	for _, q := range []string{
 		`INSERT INTO cn_relay.members (pubkey, first_event_id, joined_at)
 		 SELECT 'a' || lpad(to_hex(i), 63, '0'), lpad(to_hex(i), 64, '0'), now() - i * interval '1 s' FROM generate_series(1, 100000) i`,
