@@ -14,8 +14,6 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
-
-	"github.com/kukuri/communitynode/internal/relay/wsconn"
 )
 
 // TestTooSlowGoodbye: a message that would take the send queue past either of its
@@ -111,7 +109,7 @@ func TestWriteBatchFrames(t *testing.T) {
 			written <- err
 			return
 		}
-		c := &conn{ws: wsconn.New(ws.NetConn())}
+		c := &conn{ws: ws}
 		if err := c.writeBatch(msgs, time.Now().Add(10*time.Second)); err != nil {
 			written <- err
 			return

@@ -67,7 +67,7 @@ func (c *conn) writeFramesNow(msgs []outMsg, n int) writeOutcome {
 		b = make([]byte, 0, writeCopyBytes)
 		fb.hdrs = b
 	}
-	b = c.appendFrames(b, msgs)
+	b = appendFrames(b, msgs)
 	wrote, err := c.writeNow(fb, b)
 	if err != nil {
 		c.send.sent(n)
