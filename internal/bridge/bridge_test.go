@@ -337,20 +337,22 @@ func TestResumesAcrossRestarts(t *testing.T) {
 	cfg := testConfig()
 	st := newStore(db)
 	rng := rand.New(rand.NewPCG(22, 1))
-	ingest(t, st, rng, 2000)
-	head, err := outbox.Head(ctx, db.Pool)
-	require.NoError(t, err)
+	ingest(t, st, rng, 1000)
 	ccfg := consumer.Config{BatchSize: 20, LeaseTTL: time.Second}
 
 	a := startBridge(t, db.Pool, ns.url(), cfg, ccfg)
-	require.Eventually(t, func() bool { return offset(t, db.Pool) >= 200 }, 30*time.Second, time.Millisecond)
-	// Hold the bridge's offset row: its next offset commit waits for it, so
-	// the cancel finds it mid-way however fast it drains the backlog (on a
-	// quiet machine it published all 2,000 rows before the cancel).
+	testkit.WaitCaughtUp(t, db.Pool, ConsumerName)
+	// Hold the bridge's offset row before the second half arrives: the bridge
+	// publishes at most one batch of it before its offset commit waits for the
+	// row, so the cancel finds it mid-way however fast it would drain the rows
+	// (on a quiet machine it published all of them before a cancel that raced it).
 	hold, err := db.Pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = hold.Rollback(ctx) }() // a no-op once rolled back below
 	_, err = hold.Exec(ctx, "SELECT 1 FROM cn_relay.consumer_offsets WHERE consumer = $1 FOR UPDATE", ConsumerName)
+	require.NoError(t, err)
+	ingest(t, st, rng, 1000)
+	head, err := outbox.Head(ctx, db.Pool)
 	require.NoError(t, err)
 	a.cancel()
 	require.NoError(t, hold.Rollback(ctx))
