@@ -413,6 +413,21 @@ func TestConsoleInBrowser(t *testing.T) {
 	signIn(admin, "relay admin")
 	loads := reloads()
 
+	// What the admin types into a search box survives the page reading itself
+	// again (the live stream re-reads the list whenever anything changes):
+	// before, a re-read that landed between typing and pressing Search emptied
+	// the box, and the search went out empty.
+	fill(`form[data-form="search"] input[name="q"]`, "ops")
+	_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(e => { e.setAttribute("data-stale", ""); return true })(document.querySelector("#page > *"))`))
+	require.NoError(t, err)
+	ok, reason, _ := c.publish(admin.SK, nostr.Event{Kind: 1, Tags: nostr.Tags{{"t", "ops"}}, Content: "on call tonight"})
+	require.True(t, ok, reason)
+	waitFor("the page read again", func() bool { return !exists("[data-stale]") })
+	typed, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('form[data-form="search"] input[name="q"]').value`))
+	require.NoError(t, err)
+	require.Equal(t, "ops", typed, "the typed search survives a re-render")
+	fill(`form[data-form="search"] input[name="q"]`, "")
+
 	// Create a closed group.
 	fill(`#create-group input[name="id"]`, "ops-crew")
 	fill(`#create-group input[name="name"]`, "Ops crew")
@@ -440,7 +455,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	// with it (a 9002 with closed): an edit of its name keeps closed. The
 	// form rendered first held an unchecked box; a re-render must show the
 	// state read, not keep what the user never touched.
-	ok, reason, _ := c.publish(admin.SK, nostr.Event{Kind: 9007, Tags: nostr.Tags{{"h", "late-meta"}}})
+	ok, reason, _ = c.publish(admin.SK, nostr.Event{Kind: 9007, Tags: nostr.Tags{{"h", "late-meta"}}})
 	require.True(t, ok, reason)
 	waitFor("the group without metadata on the page", func() bool { return exists("#group-late-meta") })
 	ok, reason, _ = c.publish(admin.SK, nostr.Event{Kind: 9002, Tags: nostr.Tags{{"h", "late-meta"}, {"name", "Late"}, {"closed"}}})

@@ -383,7 +383,7 @@
   }
   // searchForm searches a list (the URL's q), from its first page.
   const searchForm = (label, hint, reset) => `<form class="inline search" data-form="search" data-reset="${esc(reset)}" role="search">
-      <label>${esc(label)}<input type="search" name="q" value="${esc(here("q"))}" placeholder="${esc(hint)}" maxlength="128"></label>
+      <label>${esc(label)}<input type="search" name="q" data-keep="search:q" value="${esc(here("q"))}" placeholder="${esc(hint)}" maxlength="128"></label>
       <button type="submit" class="secondary">Search</button></form>`;
   function go(href) {
     history.pushState(null, "", href);
