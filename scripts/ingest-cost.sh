@@ -6,7 +6,9 @@
 # --events EVENTS` and prints one line:
 #
 #   events/s, OK p50/p99, Postgres CPU per event (user+system ticks of the bench
-#   database's backends, from /proc/PID/stat, over the timed run), relay CPU per event
+#   database's backends, from /proc/PID/stat, over the timed run), relay CPU per
+#   event, and the bytes each event added to the WAL (the whole server's, so run
+#   it alone) and to the bench database (pg_database_size), over the timed run
 #
 # Run it with BIN pointing at two builds in turn (old and new, interleaved) for
 # an A/B in one sitting. Needs the Postgres server on this machine (it reads
@@ -62,17 +64,21 @@ while ! grep -q generated "$work/bench.err" 2>/dev/null; do
 	sleep 0.05
 done
 before_pids=$(backends)
+wal0=$(psql -qXAt "$ADMIN_URL" -c "SELECT pg_current_wal_lsn()")
+size0=$(psql -qXAt "$ADMIN_URL" -c "SELECT pg_database_size('$DB')")
 pg0=$(ticks $before_pids)
 relay0=$(ticks "$relay_pid")
 wait "$bench_pid"
 after_pids=$(backends)
 pg1=$(ticks $after_pids)
 relay1=$(ticks "$relay_pid")
+wal=$(psql -qXAt "$ADMIN_URL" -c "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '$wal0')::bigint")
+size=$(( $(psql -qXAt "$ADMIN_URL" -c "SELECT pg_database_size('$DB')") - size0 ))
 # Backends that started during the run started at 0 ticks; ones that ended are lost (the relay's pool keeps its connections).
 new_pids=$(comm -13 <(echo "$before_pids" | sort) <(echo "$after_pids" | sort))
 hz=$(getconf CLK_TCK)
 jq -r --arg name "$LABEL" --argjson pg "$((pg1 - pg0))" --argjson relay "$((relay1 - relay0))" --argjson hz "$hz" \
-	--arg newpids "$(echo $new_pids | wc -w)" '
+	--argjson wal "$wal" --argjson size "$size" --arg newpids "$(echo $new_pids | wc -w)" '
 	def us(t): (t / $hz * 1e6 / .accepted | floor);
-	"\($name) events/s \(.events_per_second | floor) ok_p50_ms \(.ok_latency.p50_ms * 100 | round / 100) ok_p99_ms \(.ok_latency.p99_ms * 100 | round / 100) pg_cpu_us_per_event \(us($pg)) relay_cpu_us_per_event \(us($relay)) accepted \(.accepted) new_backends \($newpids)"' \
+	"\($name) events/s \(.events_per_second | floor) ok_p50_ms \(.ok_latency.p50_ms * 100 | round / 100) ok_p99_ms \(.ok_latency.p99_ms * 100 | round / 100) pg_cpu_us_per_event \(us($pg)) relay_cpu_us_per_event \(us($relay)) wal_bytes_per_event \($wal / .accepted | floor) db_bytes_per_event \($size / .accepted | floor) accepted \(.accepted) new_backends \($newpids)"' \
 	"$work/report.json"
