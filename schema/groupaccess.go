@@ -1,5 +1,23 @@
 package schema
 
+import "strconv"
+
+// GroupScopePrefix starts the scope topic of every NIP-29 group:
+// 'GROUP:' || id (groups.ScopePrefix, groups.Scope).
+const GroupScopePrefix = "GROUP:"
+
+// GroupOfSQL is protocol.GroupOf for the stored event whose id is the SQL
+// expression id: the id of the group in whose scope the store placed it
+// (its scope row, ScopeSQL, that starts with GroupScopePrefix), or the
+// empty string when it is in none. protocol.GroupOf is the rule's one home:
+// the store writes the scope rows from it, and SQL reads those rows instead
+// of repeating the rule over the tags (store's TestGroupOfSQLIsGroupOf walks
+// both over the same events).
+func GroupOfSQL(id string) string {
+	return "coalesce((SELECT substr(t.topic_id, " + strconv.Itoa(len(GroupScopePrefix)+1) + ") FROM cn_relay.event_topics t" +
+		" WHERE t.event_id = " + id + " AND " + ScopeSQL + " AND t.topic_id LIKE '" + GroupScopePrefix + "%' LIMIT 1), '')"
+}
+
 // GroupReadableSQL is protocol.Viewer.MayReadGroup for event e as SQL, for a
 // reader authenticated as the pubkeys of readers (a text[] expression; an
 // empty array for an anonymous reader): false only when e's scope row

@@ -17,6 +17,7 @@ import (
 	"github.com/kukuri/communitynode/internal/moderation"
 	"github.com/kukuri/communitynode/internal/relayadmin"
 	"github.com/kukuri/communitynode/pkg/consumer"
+	"github.com/kukuri/communitynode/schema"
 )
 
 // Group is one group as the groups page shows it.
@@ -421,7 +422,7 @@ func (c *Console) reports(ctx context.Context, items []moderation.QueueItem) ([]
 	}
 	rows, err := c.cfg.Pool.Query(ctx, `SELECT e.id, e.pubkey, e.kind, e.created_at, left(e.content, 500),
 			coalesce(e.deleted_reason = 'moderation', false), e.deleted_at IS NOT NULL,
-			coalesce((SELECT t->>1 FROM jsonb_array_elements(e.tags) t WHERE t->>0 = 'h' LIMIT 1), '')
+			`+schema.GroupOfSQL("e.id")+`
 		FROM cn_relay.events e WHERE e.id = ANY($1)`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read reported events: %w", err)

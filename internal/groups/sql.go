@@ -321,7 +321,7 @@ func QueueWithhold(b *pgx.Batch, evs []*nostr.Event, at time.Time) {
 	kinds, ats := make([]int32, n), make([]int64, n)
 	for i, ev := range evs {
 		raw, _ := json.Marshal(ev) // a verified event always encodes
-		id, _ := groupOf(ev)
+		id, _ := protocol.GroupOf(ev)
 		ids[i], groups[i], pubkeys[i], raws[i] = ev.ID, id, ev.PubKey, string(raw)
 		kinds[i], ats[i] = int32(ev.Kind), int64(ev.CreatedAt)
 	}
@@ -354,7 +354,7 @@ func Project(evs []Accepted) map[string]*State {
 	out := map[string]*State{}
 	for _, a := range sorted {
 		ev := a.Event
-		id, ok := groupOf(ev)
+		id, ok := protocol.GroupOf(ev)
 		if !ok {
 			continue
 		}
@@ -367,20 +367,6 @@ func Project(evs []Accepted) map[string]*State {
 	}
 	Forest(out).SettleAll()
 	return out
-}
-
-// groupOf returns the group of ev's single h tag.
-func groupOf(ev *nostr.Event) (string, bool) {
-	var id string
-	for _, tag := range ev.Tags {
-		if len(tag) >= 2 && tag[0] == "h" {
-			if id != "" && tag[1] != id {
-				return "", false
-			}
-			id = tag[1]
-		}
-	}
-	return id, id != ""
 }
 
 // Stored reads every accepted group event Project needs: the events of

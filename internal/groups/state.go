@@ -9,6 +9,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/schema"
 )
 
 // NIP-29 kinds this package handles.
@@ -45,8 +46,9 @@ func IsStateKind(kind int) bool { return kind >= 39000 && kind <= 39005 }
 // ScopePrefix starts the scope of every group: Scope(id) = ScopePrefix + id.
 // Normalised `t` topics never contain an upper-case ASCII letter
 // (protocol.NormalizeTopic, TestNodeTopicIsUnreachable), so no topic can
-// collide with a group's scope, nor a client ask for it with #t.
-const ScopePrefix = "GROUP:"
+// collide with a group's scope, nor a client ask for it with #t. SQL reads
+// it as schema.GroupScopePrefix (schema.GroupOfSQL).
+const ScopePrefix = schema.GroupScopePrefix
 
 // Scope returns the scope (outbox topic_id, event_topics row) of group id.
 func Scope(id string) string { return ScopePrefix + id }

@@ -104,8 +104,9 @@ func GroupQueue(ctx context.Context, q queryer, limit int, group string) ([]Queu
 
 // QueuePage is one page of Queue for the console: at most limit items after
 // (afterAt, afterID) in the queue's order (the newest report first, then by
-// event id; afterAt nil: from the start), of the events whose h tag names
-// group (""; every event; "node": events without one). The page costs one
+// event id; afterAt nil: from the start), of the events of group
+// (protocol.GroupOf, as the store placed them: schema.GroupOfSQL; "": every
+// event; "node": the events in no group). The page costs one
 // aggregate over the open reports, wherever it is in the queue.
 func QueuePage(ctx context.Context, q queryer, limit int, group string, afterAt *int64, afterID string) ([]QueueItem, error) {
 	return queue(ctx, q, limit, "", group, afterAt, afterID)
@@ -137,9 +138,7 @@ func queue(ctx context.Context, q queryer, limit int, scope, hGroup string, afte
 		                  WHERE a.event_id = queue.event_id AND a.source = 'operator')
 		  AND ($2 = '' OR EXISTS (SELECT 1 FROM cn_relay.event_topics tt
 		                          WHERE tt.event_id = queue.event_id AND tt.topic_id = $2))
-		  AND ($3 = '' OR coalesce((SELECT t ->> 1 FROM cn_relay.events e, jsonb_array_elements(e.tags) t
-		                            WHERE e.id = queue.event_id AND t ->> 0 = 'h' LIMIT 1), '')
-		                  = CASE WHEN $3 = 'node' THEN '' ELSE $3 END)
+		  AND ($3 = '' OR `+schema.GroupOfSQL("queue.event_id")+` = CASE WHEN $3 = 'node' THEN '' ELSE $3 END)
 		  AND ($4::bigint IS NULL OR last_at < $4 OR (last_at = $4 AND event_id > $5))
 		ORDER BY last_at DESC, event_id
 		LIMIT $1`, limit, scope, hGroup, afterAt, afterID)

@@ -161,7 +161,9 @@ func GroupKeepsFrom(private, hidden bool, kind int) bool {
 // as the store places it: an event sent to a group (IsGroupEvent) by its `h`
 // tag; a state event (39000-39005) by its `d` tag; a kind 5 that deletes
 // state events by address (the node's deletion of a deleted group's state)
-// by the group those addresses name.
+// by the group those addresses name. It is the rule's one home: the store
+// writes each event's scope rows from it, and SQL reads them back
+// (schema.GroupOfSQL; internal/store's TestGroupOfSQLIsGroupOf walks both).
 func GroupOf(ev *nostr.Event) (string, bool) {
 	if ev == nil {
 		return "", false
