@@ -24,7 +24,8 @@ func GroupOfSQL(id string) string {
 // (ScopeSQL) is a group of cn_relay.group_access (migrations 0026, 0032: a
 // private, hidden or deleted group; a deleted one has no reader) that does
 // not list one of them as a reader and keeps e's kind from non-members
-// (protocol.GroupKeepsFrom; cn_relay.group_keeps).
+// (protocol.GroupKeepsFrom; cn_relay.group_keeps). The Go rule is the home;
+// internal/store's TestReadRuleSQLIsGo walks both.
 //
 // Cost: the first part is uncorrelated (Postgres evaluates it once per
 // statement, an InitPlan) and the OR stops there while no group is private
