@@ -474,6 +474,32 @@ func LiveOne(ctx context.Context, q Querier, id string) (*State, error) {
 	return s, nil
 }
 
+// LivePage reads at most limit groups as the relay keeps them live
+// (cn_relay.groups), in the order of their ids (the table's primary key: a
+// page is an index range scan whatever the number of groups), after the id
+// after ("" from the first). like, when not empty, is a LIKE pattern
+// (escaped by the caller) that keeps the groups whose id starts with it or
+// whose name holds it, in either case.
+func LivePage(ctx context.Context, q Querier, after, like string, limit int) ([]*State, error) {
+	rows, err := q.Query(ctx, `SELECT cn_relay.group_state(g) FROM cn_relay.groups g
+		WHERE id > $1 AND ($2 = '' OR id ILIKE $2 || '%' OR state -> 'meta' ->> 'name' ILIKE '%' || $2 || '%')
+		ORDER BY id LIMIT $3`, after, like, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read groups: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*State, error) {
+		var raw []byte
+		if err := row.Scan(&raw); err != nil {
+			return nil, err
+		}
+		return Load(raw)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read groups: %w", err)
+	}
+	return out, nil
+}
+
 // Diff returns the ids of the groups whose states differ between a and b
 // (canonical dumps compared; a group missing on one side differs), sorted.
 func Diff(a, b map[string]*State) []string {

@@ -112,6 +112,66 @@ func QueuePage(ctx context.Context, q queryer, limit int, group string, afterAt 
 	return queue(ctx, q, limit, "", group, afterAt, afterID)
 }
 
+// OpenReport is one open report (not withdrawn) about an event.
+type OpenReport struct {
+	Target   string // the reported event
+	Reporter string
+	Type     string // its NIP-56 type
+	At       int64  // the report's created_at
+	RankThen int    // the reporter's trust rank when the report arrived (0: unranked)
+	ReportID string
+}
+
+// OpenReports reads the open reports about the events targets, newest
+// first, then by reporter.
+func OpenReports(ctx context.Context, q queryer, targets []string) ([]OpenReport, error) {
+	rows, err := q.Query(ctx, `SELECT target, reporter, report_type, created_at, reporter_rank, report_id
+		FROM cn_moderation.reports WHERE target = ANY($1) AND target_kind = 'event' AND withdrawn_seq IS NULL
+		ORDER BY created_at DESC, reporter`, targets)
+	if err != nil {
+		return nil, fmt.Errorf("read reports: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (OpenReport, error) {
+		var r OpenReport
+		var rank int16
+		err := row.Scan(&r.Target, &r.Reporter, &r.Type, &r.At, &rank, &r.ReportID)
+		r.RankThen = int(rank)
+		return r, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read reports: %w", err)
+	}
+	return out, nil
+}
+
+// PublishedLabel is a NIP-32 label the node published about an event.
+type PublishedLabel struct {
+	Target    string // the labelled event
+	Label     string
+	Rule      string // the rule that fired, as name@version
+	ID        string // the label event's id
+	Retracted bool
+}
+
+// LabelsOf reads the labels the node published about the events targets,
+// in the order it published them (retracted ones included).
+func LabelsOf(ctx context.Context, q queryer, targets []string) ([]PublishedLabel, error) {
+	rows, err := q.Query(ctx, `SELECT target_id, label, rule || '@' || rule_version, label_id, retracted_by IS NOT NULL
+		FROM cn_moderation.labels WHERE target_id = ANY($1) ORDER BY seq`, targets)
+	if err != nil {
+		return nil, fmt.Errorf("read labels: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (PublishedLabel, error) {
+		var l PublishedLabel
+		err := row.Scan(&l.Target, &l.Label, &l.Rule, &l.ID, &l.Retracted)
+		return l, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read labels: %w", err)
+	}
+	return out, nil
+}
+
 func queue(ctx context.Context, q queryer, limit int, scope, hGroup string, afterAt *int64, afterID string) ([]QueueItem, error) {
 	rows, err := q.Query(ctx, `
 		WITH open AS (
