@@ -162,8 +162,8 @@ type Tree struct {
 	Children []string `json:"children,omitempty"`
 }
 
-// Membership is one user's register: the newest 9000 (In, with its roles) or
-// 9001 (not In) naming them.
+// Membership is one user's group membership register: the newest 9000 (In,
+// with its roles) or 9001 (not In) naming them.
 type Membership struct {
 	In    bool     `json:"in"`
 	Roles []string `json:"roles,omitempty"`
@@ -189,7 +189,10 @@ type State struct {
 	Deleted Stamp    `json:"deleted"`
 	Meta    Metadata `json:"meta"`
 	MetaAt  Stamp    `json:"meta_at"`
-	// Members holds every user a 9000 or 9001 named, members (In) or not.
+	// Members holds every user a 9000 or 9001 named, group members (In) or
+	// not: NIP-29 group membership, neither a community member
+	// (cn_relay.members) nor a NIP-43 relay member (docs/architecture.md
+	// "Words").
 	Members map[string]Membership `json:"members"`
 	// Requests holds each user's newest join request (9021).
 	Requests map[string]Stamp `json:"requests"`

@@ -9,7 +9,9 @@ import (
 )
 
 // CommunityMember is one row of cn_relay.members: a key whose first event
-// was stored (or that an operator allowed), when, and that event's id.
+// was stored (or that an operator allowed), when, and that event's id. A
+// community member is neither a NIP-43 relay member nor a NIP-29 group
+// member (docs/architecture.md "Words").
 type CommunityMember struct {
 	Pubkey     string
 	JoinedAt   time.Time
