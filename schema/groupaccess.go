@@ -1,12 +1,31 @@
 package schema
 
+import "strconv"
+
+// GroupScopePrefix starts the scope topic of every NIP-29 group:
+// 'GROUP:' || id (groups.ScopePrefix, groups.Scope).
+const GroupScopePrefix = "GROUP:"
+
+// GroupOfSQL is protocol.GroupOf for the stored event whose id is the SQL
+// expression id: the id of the group in whose scope the store placed it
+// (its scope row, ScopeSQL, that starts with GroupScopePrefix), or the
+// empty string when it is in none. protocol.GroupOf is the rule's one home:
+// the store writes the scope rows from it, and SQL reads those rows instead
+// of repeating the rule over the tags (store's TestGroupOfSQLIsGroupOf walks
+// both over the same events).
+func GroupOfSQL(id string) string {
+	return "coalesce((SELECT substr(t.topic_id, " + strconv.Itoa(len(GroupScopePrefix)+1) + ") FROM cn_relay.event_topics t" +
+		" WHERE t.event_id = " + id + " AND " + ScopeSQL + " AND t.topic_id LIKE '" + GroupScopePrefix + "%' LIMIT 1), '')"
+}
+
 // GroupReadableSQL is protocol.Viewer.MayReadGroup for event e as SQL, for a
 // reader authenticated as the pubkeys of readers (a text[] expression; an
 // empty array for an anonymous reader): false only when e's scope row
 // (ScopeSQL) is a group of cn_relay.group_access (migrations 0026, 0032: a
 // private, hidden or deleted group; a deleted one has no reader) that does
 // not list one of them as a reader and keeps e's kind from non-members
-// (protocol.GroupKeepsFrom; cn_relay.group_keeps).
+// (protocol.GroupKeepsFrom; cn_relay.group_keeps). The Go rule is the home;
+// internal/store's TestReadRuleSQLIsGo walks both.
 //
 // Cost: the first part is uncorrelated (Postgres evaluates it once per
 // statement, an InitPlan) and the OR stops there while no group is private

@@ -102,10 +102,14 @@ func TestConsoleReadViews(t *testing.T) {
 	raw.Body.Close()
 	require.NotContains(t, string(body), "secretcode", "an invite code never leaves the server whole")
 
-	// A reported event in the group and one outside groups.
-	for _, e := range []struct{ id, tags string }{{hex64('e'), `[["h","crew"]]`}, {hex64('f'), `[["t","x"]]`}} {
+	// A reported event in the group and one outside groups, each with the
+	// scope row the store gives it (its group's, or its topic's).
+	for _, e := range []struct{ id, tags, scope string }{{hex64('e'), `[["h","crew"]]`, groups.Scope("crew")}, {hex64('f'), `[["t","x"]]`, "x"}} {
 		_, err = db.Pool.Exec(ctx, `INSERT INTO cn_relay.events (id, pubkey, kind, created_at, tags, content, sig)
 			VALUES ($1, $2, 1, 200, $3, 'bad words', $4)`, e.id, member, e.tags, strings.Repeat("0", 128))
+		require.NoError(t, err)
+		_, err = db.Pool.Exec(ctx, `INSERT INTO cn_relay.event_topics (event_id, topic_id, created_at, pubkey, kind)
+			VALUES ($1, $2, 200, $3, 1)`, e.id, e.scope, member)
 		require.NoError(t, err)
 		_, err = db.Pool.Exec(ctx, `INSERT INTO cn_moderation.reports (report_id, target, target_kind, target_pubkey, reporter, report_type, created_at, seq, reporter_rank)
 			VALUES ($1, $2, 'event', $3, $4, 'spam', 210, 1, 7)`, hex64('9')[:63]+string(e.id[0]), e.id, member, asking)

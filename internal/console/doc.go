@@ -13,6 +13,12 @@
 //     moderation events published to the relay over WebSocket, which the
 //     relay's group rules decide (internal/groups) as for any app. There is no
 //     second permission system to drift.
+//   - The console owns no table and writes no SQL: each list is read through
+//     the functions of the package that owns its table (groups.LivePage,
+//     store.CommunityMembersPage and EventSummaries, relayadmin.Load and
+//     PubkeyStatuses, trust.Ranks, moderation.QueuePage, OpenReports and
+//     LabelsOf, membership's pages, consumer.ReadStatus), so a change of
+//     schema has one place to follow (TestConsoleWritesNoSQL).
 //   - Secrets stay secret: group invite codes are shown masked in the read
 //     views, NIP-43 invites by their id only (a claim's SHA-256 prefix: the
 //     claim is not stored); the whole code or claim is shown once, to the

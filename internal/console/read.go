@@ -10,12 +10,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/moderation"
 	"github.com/kukuri/communitynode/internal/relayadmin"
+	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/internal/trust"
 	"github.com/kukuri/communitynode/pkg/consumer"
 )
 
@@ -74,22 +74,9 @@ func (c *Console) Groups(ctx context.Context, p PageQuery) (Page[Group], error) 
 	if p.After != "" && !groups.ValidID(p.After) {
 		return Page[Group]{}, badRequest("after must be a group id (the next cursor of the page before)")
 	}
-	like := likePattern(p.Q)
-	rows, err := c.cfg.Pool.Query(ctx, `SELECT cn_relay.group_state(g) FROM cn_relay.groups g
-		WHERE id > $1 AND ($2 = '' OR id ILIKE $2 || '%' OR state -> 'meta' ->> 'name' ILIKE '%' || $2 || '%')
-		ORDER BY id LIMIT $3`, p.After, like, p.Limit+1)
+	states, err := groups.LivePage(ctx, c.cfg.Pool, p.After, likePattern(p.Q), p.Limit+1)
 	if err != nil {
-		return Page[Group]{}, fmt.Errorf("read groups: %w", err)
-	}
-	states, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*groups.State, error) {
-		var raw []byte
-		if err := row.Scan(&raw); err != nil {
-			return nil, err
-		}
-		return groups.Load(raw)
-	})
-	if err != nil {
-		return Page[Group]{}, fmt.Errorf("read groups: %w", err)
+		return Page[Group]{}, err
 	}
 	out := Page[Group]{Items: []Group{}}
 	if len(states) > p.Limit {
@@ -236,28 +223,15 @@ func mask(code string) string {
 	return code[:4] + "…"
 }
 
-// ranks returns the trust-v1 ranks of pks that have one.
+// ranks returns the trust-v1 ranks of pks that have one (trust.Ranks).
 func (c *Console) ranks(ctx context.Context, pks []string) (map[string]*int, error) {
-	out := map[string]*int{}
-	if len(pks) == 0 {
-		return out, nil
-	}
-	rows, err := c.cfg.Pool.Query(ctx, "SELECT pubkey, rank FROM cn_trust.scores WHERE pubkey = ANY($1)", pks)
+	rs, err := trust.Ranks(ctx, c.cfg.Pool, pks)
 	if err != nil {
-		return nil, fmt.Errorf("read trust ranks: %w", err)
+		return nil, err
 	}
-	_, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (struct{}, error) {
-		var pk string
-		var rank int16
-		if err := row.Scan(&pk, &rank); err != nil {
-			return struct{}{}, err
-		}
-		r := int(rank)
+	out := make(map[string]*int, len(rs))
+	for pk, r := range rs {
 		out[pk] = &r
-		return struct{}{}, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read trust ranks: %w", err)
 	}
 	return out, nil
 }
@@ -269,10 +243,12 @@ type Member struct {
 	Status     string `json:"status,omitempty"` // "banned" or "allowed" (NIP-86 lists), else ""
 }
 
-// Members reads one page of the community's members (cn_relay.members: the
-// keys whose first event was stored, and the allowed ones), newest first
-// (joined_at, then pubkey, both descending). p.After is the page before's
-// next cursor; p.Q, when given, keeps the pubkeys that start with it (hex).
+// Members reads one page of the community's members
+// (store.CommunityMembersPage: the keys whose first event was stored, and
+// the allowed ones), newest first (joined_at, then pubkey, both
+// descending), each with the NIP-86 list it is on (relayadmin.PubkeyStatuses)
+// and its rank. p.After is the page before's next cursor; p.Q, when given,
+// keeps the pubkeys that start with it (hex).
 func (c *Console) Members(ctx context.Context, p PageQuery) (Page[Member], error) {
 	var after *time.Time
 	var afterPK string
@@ -286,47 +262,30 @@ func (c *Console) Members(ctx context.Context, p PageQuery) (Page[Member], error
 	if p.Q != "" && !isHex(p.Q, 64) {
 		return Page[Member]{}, badRequest("q must be the start of a pubkey in lower-case hex")
 	}
-	// The cursor's condition is in the statement only when there is a
-	// cursor: behind an OR, a cached generic plan would filter the index
-	// scan from the list's start instead of starting at the cursor.
-	cursor := ""
-	if after != nil {
-		cursor = "AND (m.joined_at, m.pubkey) < ($3, $4)"
-	}
-	rows, err := c.cfg.Pool.Query(ctx, `SELECT m.pubkey, m.joined_at, m.first_event_id, coalesce(p.status, '')
-		FROM cn_relay.members m LEFT JOIN cn_admin.pubkeys p ON p.pubkey = m.pubkey
-		WHERE ($2 = '' OR starts_with(m.pubkey, $2)) `+cursor+`
-		ORDER BY m.joined_at DESC, m.pubkey DESC LIMIT $1`, keysetArgs(p.Limit+1, []any{p.Q}, after, afterPK)...)
+	rows, err := store.CommunityMembersPage(ctx, c.cfg.Pool, p.Limit+1, p.Q, after, afterPK)
 	if err != nil {
-		return Page[Member]{}, fmt.Errorf("read members: %w", err)
+		return Page[Member]{}, err
 	}
-	var joined []time.Time
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Member, error) {
-		var m Member
-		var at time.Time
-		err := row.Scan(&m.Pubkey, &at, &m.FirstEvent, &m.Status)
-		m.At = at.Unix()
-		joined = append(joined, at)
-		return m, err
-	})
-	if err != nil {
-		return Page[Member]{}, fmt.Errorf("read members: %w", err)
+	page := Page[Member]{}
+	if len(rows) > p.Limit {
+		rows = rows[:p.Limit]
+		page.Next = timeCursor(rows[p.Limit-1].JoinedAt, rows[p.Limit-1].Pubkey)
 	}
-	page := Page[Member]{Items: out}
-	if len(out) > p.Limit {
-		page.Items = out[:p.Limit]
-		page.Next = timeCursor(joined[p.Limit-1], out[p.Limit-1].Pubkey)
-	}
-	pks := make([]string, len(page.Items))
-	for i, m := range page.Items {
+	pks := make([]string, len(rows))
+	for i, m := range rows {
 		pks[i] = m.Pubkey
+	}
+	statuses, err := relayadmin.PubkeyStatuses(ctx, c.cfg.Pool, pks)
+	if err != nil {
+		return Page[Member]{}, err
 	}
 	ranks, err := c.ranks(ctx, pks)
 	if err != nil {
 		return Page[Member]{}, err
 	}
-	for i := range page.Items {
-		page.Items[i].Rank = ranks[page.Items[i].Pubkey]
+	for _, m := range rows {
+		page.Items = append(page.Items, Member{Person: Person{Pubkey: m.Pubkey, At: m.JoinedAt.Unix(), Rank: ranks[m.Pubkey]},
+			FirstEvent: m.FirstEvent, Status: statuses[m.Pubkey]})
 	}
 	if page.Items == nil {
 		page.Items = []Member{}
@@ -419,46 +378,24 @@ func (c *Console) reports(ctx context.Context, items []moderation.QueueItem) ([]
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := c.cfg.Pool.Query(ctx, `SELECT e.id, e.pubkey, e.kind, e.created_at, left(e.content, 500),
-			coalesce(e.deleted_reason = 'moderation', false), e.deleted_at IS NOT NULL,
-			coalesce((SELECT t->>1 FROM jsonb_array_elements(e.tags) t WHERE t->>0 = 'h' LIMIT 1), '')
-		FROM cn_relay.events e WHERE e.id = ANY($1)`, ids)
+	evs, err := store.EventSummaries(ctx, c.cfg.Pool, ids, 500)
 	if err != nil {
-		return nil, fmt.Errorf("read reported events: %w", err)
+		return nil, err
 	}
-	if _, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (struct{}, error) {
-		var ev ReportedEvent
-		var g string
-		if err := row.Scan(&ev.ID, &ev.Pubkey, &ev.Kind, &ev.CreatedAt, &ev.Content, &ev.Hidden, &ev.Deleted, &g); err != nil {
-			return struct{}{}, err
-		}
-		r := &out[byID[ev.ID]]
-		r.Event, r.Group = &ev, g
-		return struct{}{}, nil
-	}); err != nil {
-		return nil, fmt.Errorf("read reported events: %w", err)
+	for _, e := range evs {
+		r := &out[byID[e.ID]]
+		r.Event = &ReportedEvent{ID: e.ID, Pubkey: e.Pubkey, Kind: e.Kind, CreatedAt: e.CreatedAt, Content: e.Content, Hidden: e.Hidden, Deleted: e.Deleted}
+		r.Group = e.Group
 	}
-	rows, err = c.cfg.Pool.Query(ctx, `SELECT target, reporter, report_type, created_at, reporter_rank, report_id
-		FROM cn_moderation.reports WHERE target = ANY($1) AND target_kind = 'event' AND withdrawn_seq IS NULL
-		ORDER BY created_at DESC, reporter`, ids)
+	reports, err := moderation.OpenReports(ctx, c.cfg.Pool, ids)
 	if err != nil {
-		return nil, fmt.Errorf("read reports: %w", err)
+		return nil, err
 	}
 	var reporters []string
-	if _, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (struct{}, error) {
-		var target string
-		var rp Reporter
-		var rank int16
-		if err := row.Scan(&target, &rp.Pubkey, &rp.Type, &rp.At, &rank, &rp.ReportID); err != nil {
-			return struct{}{}, err
-		}
-		rp.RankThen = int(rank)
-		r := &out[byID[target]]
-		r.Reporters = append(r.Reporters, rp)
-		reporters = append(reporters, rp.Pubkey)
-		return struct{}{}, nil
-	}); err != nil {
-		return nil, fmt.Errorf("read reports: %w", err)
+	for _, rp := range reports {
+		r := &out[byID[rp.Target]]
+		r.Reporters = append(r.Reporters, Reporter{Pubkey: rp.Reporter, Type: rp.Type, At: rp.At, RankThen: rp.RankThen, ReportID: rp.ReportID})
+		reporters = append(reporters, rp.Reporter)
 	}
 	ranks, err := c.ranks(ctx, reporters)
 	if err != nil {
@@ -469,22 +406,13 @@ func (c *Console) reports(ctx context.Context, items []moderation.QueueItem) ([]
 			out[i].Reporters[j].RankNow = ranks[out[i].Reporters[j].Pubkey]
 		}
 	}
-	rows, err = c.cfg.Pool.Query(ctx, `SELECT target_id, label, rule || '@' || rule_version, label_id, retracted_by IS NOT NULL
-		FROM cn_moderation.labels WHERE target_id = ANY($1) ORDER BY seq`, ids)
+	labels, err := moderation.LabelsOf(ctx, c.cfg.Pool, ids)
 	if err != nil {
-		return nil, fmt.Errorf("read labels: %w", err)
+		return nil, err
 	}
-	if _, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (struct{}, error) {
-		var target string
-		var l Label
-		if err := row.Scan(&target, &l.Label, &l.Rule, &l.ID, &l.Retracted); err != nil {
-			return struct{}{}, err
-		}
-		r := &out[byID[target]]
-		r.Labels = append(r.Labels, l)
-		return struct{}{}, nil
-	}); err != nil {
-		return nil, fmt.Errorf("read labels: %w", err)
+	for _, l := range labels {
+		r := &out[byID[l.Target]]
+		r.Labels = append(r.Labels, Label{Label: l.Label, Rule: l.Rule, ID: l.ID, Retracted: l.Retracted})
 	}
 	return out, nil
 }
@@ -587,37 +515,24 @@ func (c *Console) NIP43(ctx context.Context) (NIP43View, error) {
 	if v.Roles, err = s.ListRoles(ctx); err != nil {
 		return v, fmt.Errorf("read NIP-43 roles: %w", err)
 	}
-	err = c.cfg.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM cn_relay.nip43_members WHERE member),
-		(SELECT count(*) FROM cn_relay.membership_pending),
-		(SELECT count(*) FROM cn_relay.membership_claims WHERE used_by IS NULL AND revoked_at IS NULL AND expires_at > now())`).
-		Scan(&v.MemberCount, &v.PendingCount, &v.OpenInvites)
+	n, err := membership.ReadCounts(ctx, c.cfg.Pool)
 	if err != nil {
-		return v, fmt.Errorf("count NIP-43 lists: %w", err)
+		return v, err
 	}
+	v.MemberCount, v.PendingCount, v.OpenInvites = n.Members, n.Pending, n.OpenInvites
 	return v, nil
 }
 
-// NIP43Members reads one page of the NIP-43 members (as listmembers returns
-// them), by pubkey; p.After is the last pubkey of the page before.
+// NIP43Members reads one page of the NIP-43 members (membership.MembersPage:
+// as listmembers returns them), by pubkey; p.After is the last pubkey of the
+// page before.
 func (c *Console) NIP43Members(ctx context.Context, p PageQuery) (Page[membership.Member], error) {
 	if p.After != "" && !isPubkey(p.After) {
 		return Page[membership.Member]{}, badRequest("after must be the next cursor of the page before (a pubkey)")
 	}
-	rows, err := c.cfg.Pool.Query(ctx, `SELECT pubkey, via, at, roles FROM cn_relay.nip43_members
-		WHERE member AND pubkey > $1 ORDER BY pubkey LIMIT $2`, p.After, p.Limit+1)
+	out, err := membership.MembersPage(ctx, c.cfg.Pool, p.After, p.Limit+1)
 	if err != nil {
-		return Page[membership.Member]{}, fmt.Errorf("read NIP-43 members: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (membership.Member, error) {
-		var m membership.Member
-		err := r.Scan(&m.Pubkey, &m.Via, &m.Since, &m.Roles)
-		if m.Roles == nil {
-			m.Roles = []string{}
-		}
-		return m, err
-	})
-	if err != nil {
-		return Page[membership.Member]{}, fmt.Errorf("read NIP-43 members: %w", err)
+		return Page[membership.Member]{}, err
 	}
 	page := Page[membership.Member]{Items: out}
 	if len(out) > p.Limit {
@@ -630,8 +545,8 @@ func (c *Console) NIP43Members(ctx context.Context, p PageQuery) (Page[membershi
 }
 
 // NIP43Pending reads one page of the NIP-43 join requests waiting for an
-// admin (as listpendingmembers returns them), oldest first, with each key's
-// trust-v1 rank.
+// admin (membership.PendingPage: as listpendingmembers returns them),
+// oldest first, with each key's trust-v1 rank.
 func (c *Console) NIP43Pending(ctx context.Context, p PageQuery) (Page[membership.Pending], error) {
 	var after *time.Time
 	var afterPK string
@@ -642,31 +557,24 @@ func (c *Console) NIP43Pending(ctx context.Context, p PageQuery) (Page[membershi
 		}
 		after, afterPK = &t, pk
 	}
-	cursor := ""
-	if after != nil {
-		cursor = "WHERE (p.requested_at, p.pubkey) > ($2, $3)"
-	}
-	rows, err := c.cfg.Pool.Query(ctx, `SELECT p.pubkey, p.requested_at, sc.rank::int, p.event_id FROM cn_relay.membership_pending p
-		LEFT JOIN cn_trust.scores sc ON sc.pubkey = p.pubkey `+cursor+`
-		ORDER BY p.requested_at, p.pubkey LIMIT $1`, keysetArgs(p.Limit+1, nil, after, afterPK)...)
+	out, times, err := membership.PendingPage(ctx, c.cfg.Pool, after, afterPK, p.Limit+1)
 	if err != nil {
-		return Page[membership.Pending]{}, fmt.Errorf("read NIP-43 join requests: %w", err)
-	}
-	var times []time.Time
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (membership.Pending, error) {
-		var x membership.Pending
-		var at time.Time
-		err := r.Scan(&x.Pubkey, &at, &x.Rank, &x.EventID)
-		x.RequestedAt = at.Unix()
-		times = append(times, at)
-		return x, err
-	})
-	if err != nil {
-		return Page[membership.Pending]{}, fmt.Errorf("read NIP-43 join requests: %w", err)
+		return Page[membership.Pending]{}, err
 	}
 	page := Page[membership.Pending]{Items: out}
 	if len(out) > p.Limit {
 		page.Items, page.Next = out[:p.Limit], timeCursor(times[p.Limit-1], out[p.Limit-1].Pubkey)
+	}
+	pks := make([]string, len(page.Items))
+	for i, x := range page.Items {
+		pks[i] = x.Pubkey
+	}
+	ranks, err := c.ranks(ctx, pks)
+	if err != nil {
+		return Page[membership.Pending]{}, err
+	}
+	for i := range page.Items {
+		page.Items[i].Rank = ranks[page.Items[i].Pubkey]
 	}
 	if page.Items == nil {
 		page.Items = []membership.Pending{}
@@ -674,8 +582,9 @@ func (c *Console) NIP43Pending(ctx context.Context, p PageQuery) (Page[membershi
 	return page, nil
 }
 
-// NIP43Invites reads one page of the NIP-43 invites (as listinvites returns
-// them, never a claim), newest first (issued_at, then id, both descending).
+// NIP43Invites reads one page of the NIP-43 invites (membership.InvitesPage:
+// as listinvites returns them, never a claim), newest first (issued_at, then
+// id, both descending).
 func (c *Console) NIP43Invites(ctx context.Context, p PageQuery) (Page[membership.Invite], error) {
 	var after *time.Time
 	var afterID string
@@ -686,31 +595,9 @@ func (c *Console) NIP43Invites(ctx context.Context, p PageQuery) (Page[membershi
 		}
 		after, afterID = &t, id
 	}
-	cursor := ""
-	if after != nil {
-		cursor = "WHERE (issued_at, id) < ($2, $3)"
-	}
-	rows, err := c.cfg.Pool.Query(ctx, `SELECT id, issuer, issued_at, expires_at, coalesce(used_by, ''), used_at, revoked_at
-		FROM cn_relay.membership_claims `+cursor+`
-		ORDER BY issued_at DESC, id DESC LIMIT $1`, keysetArgs(p.Limit+1, nil, after, afterID)...)
+	out, times, err := membership.InvitesPage(ctx, c.cfg.Pool, after, afterID, p.Limit+1, time.Now())
 	if err != nil {
-		return Page[membership.Invite]{}, fmt.Errorf("read NIP-43 invites: %w", err)
-	}
-	now := time.Now()
-	var times []time.Time
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (membership.Invite, error) {
-		var iv membership.Invite
-		var issued, expires time.Time
-		var used, revoked *time.Time
-		if err := r.Scan(&iv.ID, &iv.Issuer, &issued, &expires, &iv.UsedBy, &used, &revoked); err != nil {
-			return iv, err
-		}
-		times = append(times, issued)
-		iv.SetTimes(issued, expires, used, revoked, now)
-		return iv, nil
-	})
-	if err != nil {
-		return Page[membership.Invite]{}, fmt.Errorf("read NIP-43 invites: %w", err)
+		return Page[membership.Invite]{}, err
 	}
 	page := Page[membership.Invite]{Items: out}
 	if len(out) > p.Limit {
@@ -720,14 +607,4 @@ func (c *Console) NIP43Invites(ctx context.Context, p PageQuery) (Page[membershi
 		page.Items = []membership.Invite{}
 	}
 	return page, nil
-}
-
-// keysetArgs are a keyset query's arguments: $1 the limit, then args, then
-// the cursor's time and key when there is a cursor (after non-nil).
-func keysetArgs(limit int, args []any, after *time.Time, key string) []any {
-	out := append([]any{limit}, args...)
-	if after != nil {
-		out = append(out, *after, key)
-	}
-	return out
 }

@@ -321,7 +321,7 @@ func QueueWithhold(b *pgx.Batch, evs []*nostr.Event, at time.Time) {
 	kinds, ats := make([]int32, n), make([]int64, n)
 	for i, ev := range evs {
 		raw, _ := json.Marshal(ev) // a verified event always encodes
-		id, _ := groupOf(ev)
+		id, _ := protocol.GroupOf(ev)
 		ids[i], groups[i], pubkeys[i], raws[i] = ev.ID, id, ev.PubKey, string(raw)
 		kinds[i], ats[i] = int32(ev.Kind), int64(ev.CreatedAt)
 	}
@@ -354,7 +354,7 @@ func Project(evs []Accepted) map[string]*State {
 	out := map[string]*State{}
 	for _, a := range sorted {
 		ev := a.Event
-		id, ok := groupOf(ev)
+		id, ok := protocol.GroupOf(ev)
 		if !ok {
 			continue
 		}
@@ -367,20 +367,6 @@ func Project(evs []Accepted) map[string]*State {
 	}
 	Forest(out).SettleAll()
 	return out
-}
-
-// groupOf returns the group of ev's single h tag.
-func groupOf(ev *nostr.Event) (string, bool) {
-	var id string
-	for _, tag := range ev.Tags {
-		if len(tag) >= 2 && tag[0] == "h" {
-			if id != "" && tag[1] != id {
-				return "", false
-			}
-			id = tag[1]
-		}
-	}
-	return id, id != ""
 }
 
 // Stored reads every accepted group event Project needs: the events of
@@ -486,6 +472,32 @@ func LiveOne(ctx context.Context, q Querier, id string) (*State, error) {
 		return nil, fmt.Errorf("read group %s: %w", id, err)
 	}
 	return s, nil
+}
+
+// LivePage reads at most limit groups as the relay keeps them live
+// (cn_relay.groups), in the order of their ids (the table's primary key: a
+// page is an index range scan whatever the number of groups), after the id
+// after ("" from the first). like, when not empty, is a LIKE pattern
+// (escaped by the caller) that keeps the groups whose id starts with it or
+// whose name holds it, in either case.
+func LivePage(ctx context.Context, q Querier, after, like string, limit int) ([]*State, error) {
+	rows, err := q.Query(ctx, `SELECT cn_relay.group_state(g) FROM cn_relay.groups g
+		WHERE id > $1 AND ($2 = '' OR id ILIKE $2 || '%' OR state -> 'meta' ->> 'name' ILIKE '%' || $2 || '%')
+		ORDER BY id LIMIT $3`, after, like, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read groups: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*State, error) {
+		var raw []byte
+		if err := row.Scan(&raw); err != nil {
+			return nil, err
+		}
+		return Load(raw)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read groups: %w", err)
+	}
+	return out, nil
 }
 
 // Diff returns the ids of the groups whose states differ between a and b

@@ -9,6 +9,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/schema"
 )
 
 // NIP-29 kinds this package handles.
@@ -45,8 +46,9 @@ func IsStateKind(kind int) bool { return kind >= 39000 && kind <= 39005 }
 // ScopePrefix starts the scope of every group: Scope(id) = ScopePrefix + id.
 // Normalised `t` topics never contain an upper-case ASCII letter
 // (protocol.NormalizeTopic, TestNodeTopicIsUnreachable), so no topic can
-// collide with a group's scope, nor a client ask for it with #t.
-const ScopePrefix = "GROUP:"
+// collide with a group's scope, nor a client ask for it with #t. SQL reads
+// it as schema.GroupScopePrefix (schema.GroupOfSQL).
+const ScopePrefix = schema.GroupScopePrefix
 
 // Scope returns the scope (outbox topic_id, event_topics row) of group id.
 func Scope(id string) string { return ScopePrefix + id }
@@ -160,8 +162,8 @@ type Tree struct {
 	Children []string `json:"children,omitempty"`
 }
 
-// Membership is one user's register: the newest 9000 (In, with its roles) or
-// 9001 (not In) naming them.
+// Membership is one user's group membership register: the newest 9000 (In,
+// with its roles) or 9001 (not In) naming them.
 type Membership struct {
 	In    bool     `json:"in"`
 	Roles []string `json:"roles,omitempty"`
@@ -187,7 +189,10 @@ type State struct {
 	Deleted Stamp    `json:"deleted"`
 	Meta    Metadata `json:"meta"`
 	MetaAt  Stamp    `json:"meta_at"`
-	// Members holds every user a 9000 or 9001 named, members (In) or not.
+	// Members holds every user a 9000 or 9001 named, group members (In) or
+	// not: NIP-29 group membership, neither a community member
+	// (cn_relay.members) nor a NIP-43 relay member (docs/architecture.md
+	// "Words").
 	Members map[string]Membership `json:"members"`
 	// Requests holds each user's newest join request (9021).
 	Requests map[string]Stamp `json:"requests"`

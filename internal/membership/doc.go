@@ -1,4 +1,6 @@
-// Package membership is the node's NIP-43 relay membership: who is a member
+// Package membership is the node's NIP-43 relay membership (a relay member,
+// not a community member of cn_relay.members nor a NIP-29 group member:
+// docs/architecture.md "Words"): who is a member
 // (Register, one per key: the newest of the node's 8000/8001 naming it), the
 // roles operators define (Role: the node's newest 33534 per id, unless its
 // NIP-09 deletion covers it) and assign to members (the role ids after each

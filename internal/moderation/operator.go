@@ -104,11 +104,72 @@ func GroupQueue(ctx context.Context, q queryer, limit int, group string) ([]Queu
 
 // QueuePage is one page of Queue for the console: at most limit items after
 // (afterAt, afterID) in the queue's order (the newest report first, then by
-// event id; afterAt nil: from the start), of the events whose h tag names
-// group (""; every event; "node": events without one). The page costs one
+// event id; afterAt nil: from the start), of the events of group
+// (protocol.GroupOf, as the store placed them: schema.GroupOfSQL; "": every
+// event; "node": the events in no group). The page costs one
 // aggregate over the open reports, wherever it is in the queue.
 func QueuePage(ctx context.Context, q queryer, limit int, group string, afterAt *int64, afterID string) ([]QueueItem, error) {
 	return queue(ctx, q, limit, "", group, afterAt, afterID)
+}
+
+// OpenReport is one open report (not withdrawn) about an event.
+type OpenReport struct {
+	Target   string // the reported event
+	Reporter string
+	Type     string // its NIP-56 type
+	At       int64  // the report's created_at
+	RankThen int    // the reporter's trust rank when the report arrived (0: unranked)
+	ReportID string
+}
+
+// OpenReports reads the open reports about the events targets, newest
+// first, then by reporter.
+func OpenReports(ctx context.Context, q queryer, targets []string) ([]OpenReport, error) {
+	rows, err := q.Query(ctx, `SELECT target, reporter, report_type, created_at, reporter_rank, report_id
+		FROM cn_moderation.reports WHERE target = ANY($1) AND target_kind = 'event' AND withdrawn_seq IS NULL
+		ORDER BY created_at DESC, reporter`, targets)
+	if err != nil {
+		return nil, fmt.Errorf("read reports: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (OpenReport, error) {
+		var r OpenReport
+		var rank int16
+		err := row.Scan(&r.Target, &r.Reporter, &r.Type, &r.At, &rank, &r.ReportID)
+		r.RankThen = int(rank)
+		return r, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read reports: %w", err)
+	}
+	return out, nil
+}
+
+// PublishedLabel is a NIP-32 label the node published about an event.
+type PublishedLabel struct {
+	Target    string // the labelled event
+	Label     string
+	Rule      string // the rule that fired, as name@version
+	ID        string // the label event's id
+	Retracted bool
+}
+
+// LabelsOf reads the labels the node published about the events targets,
+// in the order it published them (retracted ones included).
+func LabelsOf(ctx context.Context, q queryer, targets []string) ([]PublishedLabel, error) {
+	rows, err := q.Query(ctx, `SELECT target_id, label, rule || '@' || rule_version, label_id, retracted_by IS NOT NULL
+		FROM cn_moderation.labels WHERE target_id = ANY($1) ORDER BY seq`, targets)
+	if err != nil {
+		return nil, fmt.Errorf("read labels: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (PublishedLabel, error) {
+		var l PublishedLabel
+		err := row.Scan(&l.Target, &l.Label, &l.Rule, &l.ID, &l.Retracted)
+		return l, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read labels: %w", err)
+	}
+	return out, nil
 }
 
 func queue(ctx context.Context, q queryer, limit int, scope, hGroup string, afterAt *int64, afterID string) ([]QueueItem, error) {
@@ -137,9 +198,7 @@ func queue(ctx context.Context, q queryer, limit int, scope, hGroup string, afte
 		                  WHERE a.event_id = queue.event_id AND a.source = 'operator')
 		  AND ($2 = '' OR EXISTS (SELECT 1 FROM cn_relay.event_topics tt
 		                          WHERE tt.event_id = queue.event_id AND tt.topic_id = $2))
-		  AND ($3 = '' OR coalesce((SELECT t ->> 1 FROM cn_relay.events e, jsonb_array_elements(e.tags) t
-		                            WHERE e.id = queue.event_id AND t ->> 0 = 'h' LIMIT 1), '')
-		                  = CASE WHEN $3 = 'node' THEN '' ELSE $3 END)
+		  AND ($3 = '' OR `+schema.GroupOfSQL("queue.event_id")+` = CASE WHEN $3 = 'node' THEN '' ELSE $3 END)
 		  AND ($4::bigint IS NULL OR last_at < $4 OR (last_at = $4 AND event_id > $5))
 		ORDER BY last_at DESC, event_id
 		LIMIT $1`, limit, scope, hGroup, afterAt, afterID)

@@ -141,6 +141,30 @@ type GroupRule struct {
 	Readers []string
 }
 
+// ReadBy reports whether one of pubkeys reads what the group keeps from
+// non-members (GroupKeepsFrom): one of them is among its Readers.
+func (r GroupRule) ReadBy(pubkeys []string) bool {
+	return slices.ContainsFunc(pubkeys, func(pk string) bool { return slices.Contains(r.Readers, pk) })
+}
+
+// GroupRules is a GroupGate over rules by group id, holding only the
+// private, hidden and deleted groups, as cn_relay.group_access does
+// (store.Reader.GroupAccess returns one).
+type GroupRules map[string]GroupRule
+
+// Any implements GroupGate.
+func (g GroupRules) Any() bool { return len(g) > 0 }
+
+// Rule implements GroupGate: a group without a rule is neither private nor
+// hidden.
+func (g GroupRules) Rule(id string, pubkeys []string) (private, hidden, member bool) {
+	r, ok := g[id]
+	if !ok {
+		return false, false, false
+	}
+	return r.Private, r.Hidden, r.ReadBy(pubkeys)
+}
+
 // IsGroupStateKind reports whether a kind is a group's state, signed by the
 // node: 39000-39005.
 func IsGroupStateKind(kind int) bool { return kind >= 39000 && kind <= 39005 }
@@ -161,7 +185,9 @@ func GroupKeepsFrom(private, hidden bool, kind int) bool {
 // as the store places it: an event sent to a group (IsGroupEvent) by its `h`
 // tag; a state event (39000-39005) by its `d` tag; a kind 5 that deletes
 // state events by address (the node's deletion of a deleted group's state)
-// by the group those addresses name.
+// by the group those addresses name. It is the rule's one home: the store
+// writes each event's scope rows from it, and SQL reads them back
+// (schema.GroupOfSQL; internal/store's TestGroupOfSQLIsGroupOf walks both).
 func GroupOf(ev *nostr.Event) (string, bool) {
 	if ev == nil {
 		return "", false
@@ -199,8 +225,10 @@ func GroupOf(ev *nostr.Event) (string, bool) {
 // private kind; a gift wrap (1059) or NIP-04 DM (4) only when v authenticated as
 // a recipient (a `p` tag) or, for kind 4, as its author; and an event of a
 // private group, or a hidden group's state (MayReadGroup), only when v
-// authenticated as a member. The SQL query engine applies the same rule (and
-// is tested against this one).
+// authenticated as a member. It is the read rule's one home; the SQL query
+// engine repeats it (internal/store's filterSQLWith for the private kinds,
+// schema.GroupReadableSQL and cn_relay.group_keeps for groups), and
+// internal/store's TestReadRuleSQLIsGo walks both over every kind of reader.
 func (v Viewer) MayRead(ev *nostr.Event) bool {
 	if v.Operator {
 		return true

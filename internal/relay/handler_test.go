@@ -143,7 +143,7 @@ func TestConnectionsPerIP(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 	// A closed connection frees its slot.
-	require.NoError(t, a.ws.Close())
+	require.NoError(t, a.tk.Close())
 	require.Eventually(t, func() bool {
 		ws, _, err := websocket.DefaultDialer.Dial(tr.url, nil)
 		if err != nil {

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/eventcache"
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -183,19 +183,21 @@ func serveRelayWait(t testing.TB, r *Relay, wait bool) *testRelay {
 	return tr
 }
 
-// client is a raw WebSocket client that reads every message into a channel,
-// except AUTH challenges (NIP-42), which it keeps apart as clients do: a client
-// takes the challenge whenever it comes (on connect, by default), and a test
-// that is not about AUTH never reads it. Tests about AUTH read challenges with
-// challenge or challengeAt, and check there was none with noChallenge.
+// client is the relay tests' strict-order view of a testkit.Client (which
+// owns the WebSocket and reads every message as it arrives): it hands every
+// message, in order, to a channel, except AUTH challenges (NIP-42), which it
+// keeps apart as clients do: a client takes the challenge whenever it comes
+// (on connect, by default), and a test that is not about AUTH never reads
+// it. Tests about AUTH read challenges with challenge or challengeAt, and
+// check there was none with noChallenge.
 type client struct {
 	t    *testing.T
-	ws   *websocket.Conn
+	tk   *testkit.Client
 	msgs chan []json.RawMessage
 	// challenges are the AUTH messages received, each with the number of
 	// other messages received before it.
 	challenges chan challengeMsg
-	gone       chan struct{} // closed when the read loop ends
+	gone       chan struct{} // closed when the connection has ended and every message was handed on
 	err        error         // the read error, once gone is closed
 	// closedSubs are the subscriptions ids has closed: the relay may still
 	// send their live events until it reads the CLOSE (NIP-01 has no answer
@@ -212,26 +214,25 @@ func dial(t *testing.T, url string) *client {
 // names the host the request claims to be sent to).
 func dialHeader(t *testing.T, url string, header http.Header) *client {
 	t.Helper()
-	ws, _, err := websocket.DefaultDialer.Dial(url, header)
+	tk, _, err := testkit.ConnectHeader(t, url, header)
 	require.NoError(t, err)
-	c := &client{t: t, ws: ws, msgs: make(chan []json.RawMessage, 10000), challenges: make(chan challengeMsg, 16),
+	c := &client{t: t, tk: tk, msgs: make(chan []json.RawMessage, 10000), challenges: make(chan challengeMsg, 16),
 		gone: make(chan struct{}), closedSubs: map[string]bool{}}
 	go func() {
 		defer close(c.gone)
 		received := 0
 		for {
-			_, data, err := ws.ReadMessage()
+			msg, err := tk.NextCtx(context.Background())
 			if err != nil {
-				c.err = err
+				c.err = tk.Err()
 				return
 			}
-			var msg []json.RawMessage
-			if err := json.Unmarshal(data, &msg); err != nil || len(msg) == 0 {
-				c.err = err
+			if msg.Label() == "testkit: not a JSON array" {
+				c.err = fmt.Errorf("not a JSON array: %s", msg.Str(1))
 				return
 			}
-			var label, challenge string
-			if json.Unmarshal(msg[0], &label) == nil && label == "AUTH" && len(msg) == 2 && json.Unmarshal(msg[1], &challenge) == nil {
+			var challenge string
+			if msg.Label() == "AUTH" && len(msg) == 2 && json.Unmarshal(msg[1], &challenge) == nil {
 				c.challenges <- challengeMsg{challenge: challenge, after: received}
 				continue
 			}
@@ -239,20 +240,17 @@ func dialHeader(t *testing.T, url string, header http.Header) *client {
 			c.msgs <- msg
 		}
 	}()
-	t.Cleanup(func() { _ = ws.Close() })
 	return c
 }
 
 func (c *client) send(parts ...any) {
 	c.t.Helper()
-	data, err := json.Marshal(parts)
-	require.NoError(c.t, err)
-	require.NoError(c.t, c.ws.WriteMessage(websocket.TextMessage, data))
+	require.NoError(c.t, c.tk.Send(parts...))
 }
 
 func (c *client) sendRaw(data string) {
 	c.t.Helper()
-	require.NoError(c.t, c.ws.WriteMessage(websocket.TextMessage, []byte(data)))
+	require.NoError(c.t, c.tk.SendRaw([]byte(data)))
 }
 
 // next returns the next message; the test fails if none comes in time.

@@ -151,7 +151,7 @@ func TestNegentropyQueueBounds(t *testing.T) {
 	other := dial(t, e.relay.url)
 	other.send("NEG-OPEN", "o", filter, "61") // a fourth on the relay
 	require.Equal(t, reasonNegBusy, str(t, negErr(t, other, "o")[2]))
-	_ = gone.ws.Close()
+	_ = gone.tk.Close()
 	waitQueued(t, e.relay.Relay, 2) // the connection's end freed its place
 	other.send("NEG-OPEN", "o", filter, "61")
 	waitQueued(t, e.relay.Relay, 3)

@@ -649,7 +649,7 @@ func TestNegentropyMemoryBudget(t *testing.T) {
 	c.send("NEG-OPEN", "b", filter, "61")
 	c.expect("NEG-MSG")
 	require.EqualValues(t, 30*negItemBytes, negHeld(e.relay.Relay))
-	_ = c.ws.Close()
+	_ = c.tk.Close()
 	waitFor(t, "the closed connection's bytes back", func() bool { return e.relay.mem.held() == 0 })
 
 	// A relay whose budget cannot hold the items (others hold all but ten

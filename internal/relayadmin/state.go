@@ -204,3 +204,30 @@ func unmapBits(a netip.Addr) int {
 	}
 	return 0
 }
+
+// PubkeyStatuses returns the NIP-86 list each key of pks is on
+// (cn_admin.pubkeys): "banned" or "allowed"; a key on neither is absent.
+// It reads the table now, not a loaded State: the console's pages show the
+// lists as they are.
+func PubkeyStatuses(ctx context.Context, q Querier, pks []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(pks) == 0 {
+		return out, nil
+	}
+	rows, err := q.Query(ctx, "SELECT pubkey, status FROM cn_admin.pubkeys WHERE pubkey = ANY($1)", pks)
+	if err != nil {
+		return nil, fmt.Errorf("read pubkey statuses: %w", err)
+	}
+	_, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (struct{}, error) {
+		var pk, status string
+		if err := row.Scan(&pk, &status); err != nil {
+			return struct{}{}, err
+		}
+		out[pk] = status
+		return struct{}{}, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read pubkey statuses: %w", err)
+	}
+	return out, nil
+}

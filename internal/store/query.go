@@ -492,7 +492,7 @@ func (s *Reader) filterSQLWith(f nostr.Filter, offset int, viewer protocol.Viewe
 		conds = append(conds, privateHiddenSQL)
 	default:
 		// protocol.Viewer.MayRead: a recipient (p tag, through the tag key) or,
-		// for kind 4, the author.
+		// for kind 4, the author (TestReadRuleSQLIsGo walks both).
 		a := ph(viewer.Authed)
 		conds = append(conds, "("+privateHiddenSQL+" OR (e.kind = "+strconv.Itoa(protocol.KindEncryptedDM)+" AND e.pubkey = ANY("+a+
 			")) OR EXISTS (SELECT 1 FROM cn_relay.event_tags g WHERE g.name = 'p' AND g.value = ANY("+a+

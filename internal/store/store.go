@@ -139,11 +139,14 @@ func (l PendingLimits) Validate() error {
 // SetPendingLimits replaces DefaultPendingLimits; call it before the store is used.
 func (s *Store) SetPendingLimits(l PendingLimits) { s.pub.pending = l }
 
-// SetMemberGate makes every key that admit accepts a member (the relay's trust
-// gate: a rank at or above --min-rank); call it before the store is used.
+// SetMemberGate makes every key that admit accepts a community member
+// (cn_relay.members; not a NIP-43 relay member nor a NIP-29 group member:
+// docs/architecture.md "Words"): the relay's trust gate, a rank at or above
+// --min-rank. Call it before the store is used.
 func (s *Store) SetMemberGate(admit func(pubkey string) bool) { s.pub.gate = admit }
 
-// memberCache remembers authors known to be members, so that a batch of
+// memberCache remembers authors known to be community members
+// (cn_relay.members), so that a batch of
 // regulars does not look them up again. Membership is never revoked, so a
 // cached entry never goes stale; the cache is cleared when it reaches
 // maxCachedMembers entries (about 15 MB).

@@ -10,7 +10,9 @@ import (
 	"github.com/kukuri/communitynode/schema"
 )
 
-// Sweep marks up to `limit` expired, not yet deleted events as deleted (reason
+// Sweep is the expiry sweep (NIP-40; docs/architecture.md "Words": not the
+// pending sweep, SweepPending, nor the relay's forgetting of idle rate-limit
+// buckets). It marks up to `limit` expired, not yet deleted events as deleted (reason
 // expiration) and appends a `delete` outbox row per topic of each that was visible,
 // in one transaction. It returns how many it marked; 0 also when another relay's
 // sweep holds the lock. Queries hide expired events even before they are swept.

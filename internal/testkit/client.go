@@ -110,7 +110,13 @@ func Dial(t testing.TB, url string) *Client {
 // Connect is Dial that returns the error and the HTTP response of a refused
 // upgrade (a 403 for a blocked address) instead of failing t.
 func Connect(t testing.TB, url string) (*Client, *http.Response, error) {
-	ws, resp, err := websocket.DefaultDialer.Dial(url, nil)
+	return ConnectHeader(t, url, nil)
+}
+
+// ConnectHeader is Connect with the upgrade request's headers (a Host
+// header names the host the request claims to be sent to).
+func ConnectHeader(t testing.TB, url string, header http.Header) (*Client, *http.Response, error) {
+	ws, resp, err := websocket.DefaultDialer.Dial(url, header)
 	if err != nil {
 		return nil, resp, err
 	}
@@ -197,6 +203,13 @@ func (c *Client) Send(parts ...any) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	return c.ws.WriteMessage(websocket.TextMessage, b)
+}
+
+// SendRaw writes one text message as it is, well-formed or not.
+func (c *Client) SendRaw(data []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.ws.WriteMessage(websocket.TextMessage, data)
 }
 
 // mark is the log position a request's answer comes after.
