@@ -391,6 +391,7 @@ func grant(ctx context.Context, tx pgx.Tx, cfg Config) error {
 	on("DELETE", "cn_relay.event_tags", Publisher)         // a version no longer effective keeps no tag rows (issue 47)
 	on("DELETE", "cn_relay.events", Publisher)             // a superseded version of the node's state is not kept (issue 47)
 	on("DELETE", "cn_relay.group_users", Publisher)        // groups.Replace rewrites a group's users (schema 0036)
+	on("DELETE", "cn_relay.writer_lease", Publisher)       // a relay removes its row at stop, and rows long expired (schema 0037)
 	on("USAGE", "SEQUENCE cn_relay.events_outbox_seq_seq", Publisher)
 	on("EXECUTE", "FUNCTION "+ensure, Relay)
 	on("EXECUTE", "FUNCTION cn_relay.analyze_query_table(text)", Relay) // statistics when autovacuum is off (schema 0014)
