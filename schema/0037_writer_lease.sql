@@ -8,7 +8,7 @@
 CREATE TABLE cn_relay.writer_lease (
     holder     text        NOT NULL PRIMARY KEY, -- one relay process's run (random)
     expires_at timestamptz NOT NULL,             -- it acknowledges no write after it
-    -- while set: it may answer REQs from memory until then (it found no other
-    -- live row); a newcomer acknowledges no write before it has passed
+    -- set: it found no other live row and may answer REQs from memory for a
+    -- TTL; a newcomer that reads it set acknowledges no write for a TTL
     sole_until timestamptz
 );

@@ -20,10 +20,16 @@
 //   - When no other row is live, the relay is sole: sole_until = now() + TTL,
 //     and it trusts its memory until send + TTL (Sole), from the outbox head
 //     read in the same transaction on (Sole's floor).
-//   - Otherwise sole_until = NULL, and while another row's sole_until lies
-//     ahead (read with clock_timestamp()) the relay acknowledges nothing: it
-//     waits until that time has passed, by its own clock, from when the
-//     answer arrived (Register waits for it before the relay serves).
+//   - Otherwise sole_until = NULL, and if another live row has a
+//     sole_until, that relay may trust its memory until at most TTL after it
+//     sent that renewal, which was before this renewal read it: this relay
+//     acknowledges nothing for a TTL from when the answer arrived, by its own
+//     clock (Register waits for it before the relay serves).
+//
+// A row counts as live until TTL past its expires_at: the database's clock
+// (now()) decides liveness, and the margin keeps the protocol safe if it
+// steps forward by up to a TTL. The waits themselves use only each
+// process's monotonic clock.
 //
 // Why a REQ answered from memory by a sole relay S at time t, within the
 // trust of S's renewal R (no other row live at R), sees every write
@@ -37,11 +43,12 @@
 //     head.
 //   - A write W acknowledged after R and before t: W's row was not live at R,
 //     so W renewed after R, ordered after it by the lock; that renewal read
-//     S's sole_until, after t, and W acknowledges nothing before it has
-//     passed. So there is none.
+//     S's sole_until, and W acknowledged nothing for a TTL after its answer
+//     arrived, by when S's trust (TTL from R's sending) had ended, before t.
+//     So there is none.
 //
-// Local clocks are trusted to run at the database's rate (a relay's 1%
-// margin aside); they need not agree on the time of day.
+// Clocks are trusted to run at the same rate (a 1% margin); they need not
+// agree on the time of day.
 //
 // Writes of processes that acknowledge no client (consumers, the moderator,
 // cnctl) do not take part: a sole relay sees them when their notifications
@@ -199,25 +206,25 @@ func (l *Lease) Note(seq int64) {
 }
 
 // renewSQL writes the holder's row ($1) for $2 seconds and returns whether
-// it is sole, how many seconds the latest other sole_until lies ahead, and
-// the outbox head. Run under schema.WriterLeaseLock.
+// it is sole and whether another relay may trust its memory, and the outbox
+// head. A row counts as live until TTL past its expires_at (a margin against
+// the database's clock stepping forward). Run under schema.WriterLeaseLock.
 const renewSQL = `
 WITH others AS (
-    SELECT count(*) FILTER (WHERE expires_at > now()) AS live,
-           extract(epoch FROM max(sole_until) - clock_timestamp())::float8 AS ahead
+    SELECT count(*) FILTER (WHERE expires_at + make_interval(secs => $2) > now()) AS live,
+           coalesce(bool_or(sole_until IS NOT NULL AND expires_at + make_interval(secs => $2) > now()), false) AS trusting
       FROM cn_relay.writer_lease WHERE holder <> $1),
 mine AS (
     INSERT INTO cn_relay.writer_lease (holder, expires_at, sole_until)
     SELECT $1, now() + make_interval(secs => $2), CASE WHEN live = 0 THEN now() + make_interval(secs => $2) END FROM others
     ON CONFLICT (holder) DO UPDATE SET expires_at = excluded.expires_at, sole_until = excluded.sole_until
     RETURNING sole_until IS NOT NULL AS sole)
-SELECT mine.sole, coalesce(others.ahead, 0), (SELECT seq FROM cn_relay.outbox_head) FROM mine, others`
+SELECT mine.sole, others.trusting, (SELECT seq FROM cn_relay.outbox_head) FROM mine, others`
 
 // renew runs one renewal (see the package doc).
 func (l *Lease) renew(ctx context.Context) error {
 	send := l.now()
-	var sole bool
-	var ahead float64
+	var sole, trusting bool
 	var head int64
 	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", schema.WriterLeaseLock); err != nil {
@@ -228,7 +235,7 @@ func (l *Lease) renew(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, "DELETE FROM cn_relay.writer_lease WHERE expires_at < now() - interval '1 minute'"); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, renewSQL, l.holder, l.ttl.Seconds()).Scan(&sole, &ahead, &head)
+		return tx.QueryRow(ctx, renewSQL, l.holder, l.ttl.Seconds()).Scan(&sole, &trusting, &head)
 	})
 	if err != nil {
 		return fmt.Errorf("writer lease: renew: %w", err)
@@ -239,12 +246,12 @@ func (l *Lease) renew(ctx context.Context) error {
 	if l.released {
 		return nil
 	}
-	if ahead > 0 {
-		// Another relay may trust its memory until then: wait it out, by
-		// this clock, from now (after the database read it), with a margin
-		// for the clocks' rates.
-		wait := time.Duration(ahead * float64(time.Second))
-		l.blocked = later(l.blocked, got.Add(wait+wait/100+time.Millisecond))
+	if trusting {
+		// Another relay may trust its memory, until at most TTL after it
+		// sent the renewal that said so, which was before this one read
+		// it: wait a TTL from now, by this clock, with a margin for the
+		// clocks' rates.
+		l.blocked = later(l.blocked, got.Add(l.ttl+l.ttl/100+time.Millisecond))
 	}
 	l.deadline = later(l.deadline, send.Add(l.ttl))
 	if sole {
