@@ -2,7 +2,7 @@
 -- acknowledges clients' writes, holds a row here while it runs, renewed every
 -- second or so; a relay that finds no other live row is the only one
 -- acknowledging writes, and answers REQs from its event cache without reading
--- the outbox head (docs/decisions/0006-sole-writer.md). Rows are read and
+-- the outbox head (docs/decisions/0007-sole-writer.md). Rows are read and
 -- written only under schema.WriterLeaseLock (transaction level), so that a
 -- renewal and a newcomer's registration are ordered.
 CREATE TABLE cn_relay.writer_lease (

@@ -1,7 +1,7 @@
 // Package writerlease tells a relay process whether it is the only process
 // acknowledging clients' writes, so that its event cache may answer a REQ
 // without reading the outbox head (package eventcache, Reader.Sole; see
-// docs/decisions/0006-sole-writer.md).
+// docs/decisions/0007-sole-writer.md).
 //
 // # The protocol
 //
