@@ -55,7 +55,9 @@ const (
 //   - enqueueBulk (query results) waits for room while the message would take the
 //     connection past three quarters of either limit, leaving the rest for live
 //     traffic, and gives the client WriteTimeout to make room before it is
-//     declared too slow.
+//     declared too slow. At the relay's limit it waits too (room given back by
+//     any connection wakes it), and sheds only when none came within
+//     WriteTimeout.
 //
 // A message is always accepted into an empty queue, whatever its size (not
 // beyond the relay's budget).
@@ -816,8 +818,20 @@ func (c *conn) push(msg outMsg) bool {
 }
 
 // enqueueBulk queues msg, waiting while msg would take the queue past three
-// quarters of either limit; see conn. It gives up (false) when ctx or the connection ends, or when the
-// client has not made room within WriteTimeout (it is then too slow).
+// quarters of either limit; see conn. It gives up (false) when ctx or the
+// connection ends, or when no room has come within WriteTimeout.
+//
+// A query result waits for room at the relay's limit as at its connection's:
+// the relay's budget fills with the rows the queries of every connection are
+// reading, which are given back as they are queued and written, so a full
+// relay budget is no sign that anyone is slow yet, and shedding a client for it
+// at once disconnected clients whose queries had not run (and, since a shed
+// client's rows come back only once its queries notice, shed one client after
+// another for the same message). Bytes given back by any connection wake the
+// wait (budget.whenGiven). Only when no room has come within WriteTimeout does
+// a full relay budget shed the connection holding the most (then the wait
+// begins again, for the shed client's bytes to come back); a full connection
+// budget makes this client too slow.
 func (c *conn) enqueueBulk(ctx context.Context, msg outMsg) bool {
 	var timer *time.Timer
 	defer func() {
@@ -834,23 +848,31 @@ func (c *conn) enqueueBulk(ctx context.Context, msg outMsg) bool {
 		default:
 		}
 		res, room := c.send.tryPushBulk(msg)
+		var relayRoom <-chan struct{}
+		if res == relayFull {
+			// (asked for before trying again: a give in between closes it)
+			relayRoom = c.r.mem.whenGiven()
+			res, room = c.send.tryPushBulk(msg)
+		}
 		if res == taken {
 			c.kick()
 			return true
-		}
-		if res == relayFull && c.r.shed(c) {
-			continue
 		}
 		if timer == nil {
 			timer = time.NewTimer(c.r.cfg.WriteTimeout)
 		}
 		select {
 		case <-room:
+		case <-relayRoom:
 		case <-c.quit:
 			return false
 		case <-ctx.Done():
 			return false
 		case <-timer.C:
+			timer = nil
+			if res == relayFull && c.r.shed(c) {
+				continue
+			}
 			c.tooSlow("no room for query results within the write timeout")
 			return false
 		}
