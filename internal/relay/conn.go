@@ -773,9 +773,9 @@ func (c *conn) tooSlow(why string) {
 	c.slowDisconnected(why)
 	c.send.clear()
 	// The writer may be blocked on the stuck socket for up to WriteTimeout (a
-	// deadline nudge would not stick: the websocket library sets its own deadline
-	// for every frame). Closing the socket is safe from any goroutine and ends
-	// that write; the goodbye gets slowGrace.
+	// deadline nudge would not stick: the writer sets its own, batchDeadline).
+	// Closing the socket is safe from any goroutine and ends that write; the
+	// goodbye gets slowGrace.
 	time.AfterFunc(slowGrace, func() { _ = c.ws.Close() })
 }
 
