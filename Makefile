@@ -36,10 +36,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzServerReconcile$$' -fuzztime $(FUZZTIME) ./internal/negentropy
 	$(GO) test -run '^$$' -fuzz '^FuzzNegMessages$$' -fuzztime $(FUZZTIME) ./internal/relay
 	$(GO) test -run '^$$' -fuzz '^FuzzHeadEnd$$' -fuzztime $(FUZZTIME) ./internal/relay
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFrames$$' -fuzztime $(FUZZTIME) ./internal/relay/wsconn
 	$(GO) test -run '^$$' -fuzz '^FuzzParseClientMessage$$' -fuzztime $(FUZZTIME) ./internal/protocol
 
 ## test-race: the packages with concurrency under the race detector, against the same real Postgres (a few minutes)
-RACE_PKGS ?= ./internal/relay ./internal/eventcache ./internal/store ./internal/ephemeral ./internal/node ./internal/devnode ./pkg/backoff ./internal/admission ./pkg/consumer ./pkg/outbox
+RACE_PKGS ?= ./internal/relay ./internal/relay/wsconn ./internal/eventcache ./internal/store ./internal/ephemeral ./internal/node ./internal/devnode ./pkg/backoff ./internal/admission ./pkg/consumer ./pkg/outbox
 # These bound the process's heap, RSS or delivery latency, which the race detector's
 # instrumentation slows and inflates; make test runs them.
 RACE_SKIP ?= ^(TestNeverReadingClient|TestRelayWideBudget|TestSlowSubscriberDoesNotDelayOthers|TestHeldConnectionMemory)$$

@@ -30,6 +30,7 @@ var notStoreRules = map[string]string{
 	"group-max-open-codes":      "NIP-29 groups (see groups)",
 	"group-member-list-every":   "NIP-29 groups (see groups)",
 	"group-member-list-above":   "NIP-29 groups (see groups)",
+	"ws-deflate":                "the WebSocket transport's compression, not what is stored",
 	"max-claims-per-member":     "NIP-43 invite codes are made for live requests only",
 	"max-open-claims":           "NIP-43 invite codes are made for live requests only",
 	"membership":                "NIP-43 invite mode is a rule on live writers (who may post now); an import or a sync stores what the operator chose to move, and membership events are the node's own (docs/membership.md)",

@@ -41,6 +41,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.IntFlag{Name: "total-queue-bytes", Value: d.TotalQueueBytes, EnvVars: []string{"CN_RELAY_TOTAL_QUEUE_BYTES"}, Usage: "memory budget of all connections together; when full, the connection holding the most is disconnected (at least --send-queue-bytes)"},
 			&cli.IntFlag{Name: "max-subscriptions", Value: d.MaxSubscriptions, EnvVars: []string{"CN_RELAY_MAX_SUBSCRIPTIONS"}, Usage: "open subscriptions per connection"},
 			&cli.IntFlag{Name: "max-conns-per-ip", Value: d.MaxConnsPerIP, EnvVars: []string{"CN_RELAY_MAX_CONNS_PER_IP"}, Usage: "simultaneous connections per client address (an IPv6 /64 counts as one address, here and in the per-address rates)"},
+			&cli.BoolFlag{Name: "ws-deflate", Value: d.Deflate, EnvVars: []string{"CN_RELAY_WS_DEFLATE"}, Usage: "offer WebSocket permessage-deflate (RFC 7692) without context takeover: messages of 256 bytes or more are compressed; nothing is kept per idle connection, a compressor (about 1.2 MB) is pooled per message being written"},
 			&cli.Float64Flag{Name: "event-rate-ip", Value: d.EventRatePerIP.PerSecond, EnvVars: []string{"CN_RELAY_EVENT_RATE_IP"}, Usage: "EVENT and AUTH messages per second per client address (0: no limit)"},
 			&cli.IntFlag{Name: "event-burst-ip", Value: d.EventRatePerIP.Burst, EnvVars: []string{"CN_RELAY_EVENT_BURST_IP"}, Usage: "burst for --event-rate-ip"},
 			&cli.Float64Flag{Name: "event-rate-pubkey", Value: d.EventRatePerPubkey.PerSecond, EnvVars: []string{"CN_RELAY_EVENT_RATE_PUBKEY"}, Usage: "EVENT messages per second per author (0: no limit)"},
@@ -151,6 +152,7 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 	cfg.TotalQueueBytes = c.Int("total-queue-bytes")
 	cfg.MaxSubscriptions = c.Int("max-subscriptions")
 	cfg.MaxConnsPerIP = c.Int("max-conns-per-ip")
+	cfg.Deflate = c.Bool("ws-deflate")
 	cfg.EventRatePerIP = relay.Rate{PerSecond: c.Float64("event-rate-ip"), Burst: c.Int("event-burst-ip")}
 	cfg.EventRatePerPubkey = relay.Rate{PerSecond: c.Float64("event-rate-pubkey"), Burst: c.Int("event-burst-pubkey")}
 	cfg.ReqRatePerIP = relay.Rate{PerSecond: c.Float64("req-rate-ip"), Burst: c.Int("req-burst-ip")}

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gorilla/websocket"
+	"github.com/kukuri/communitynode/internal/relay/wsconn"
 )
 
 // defaultHeadTimeout bounds the reading of a request head (Relay.headTimeout,
@@ -248,7 +248,7 @@ func plainUpgrade(req *http.Request) bool {
 	return req.Method == http.MethodGet && req.URL.Path == "/" && req.ProtoAtLeast(1, 1) &&
 		req.Host != "" && validHost(req.Host) &&
 		req.ContentLength == 0 && len(req.TransferEncoding) == 0 &&
-		websocket.IsWebSocketUpgrade(req)
+		wsconn.IsUpgrade(req)
 }
 
 // validHost reports whether h holds only the bytes net/http accepts in a Host

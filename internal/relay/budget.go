@@ -15,10 +15,17 @@ import "sync/atomic"
 // exception is force, which sendQueue uses for a message into an empty queue
 // (every message must be deliverable): it may exceed the connection's limit by
 // that message, never the relay's.
+//
+// Whoever waits for room (a query result: enqueueBulk) asks for a channel
+// (whenGiven) that the next give closes, so that bytes given back by any
+// connection wake it.
 type budget struct {
 	limit  int64
 	used   atomic.Int64
 	parent *budget
+	// given is the channel whenGiven handed out, nil when none is waited on;
+	// the next give closes it.
+	given atomic.Pointer[chan struct{}]
 }
 
 func newBudget(limit int, parent *budget) *budget {
@@ -69,8 +76,26 @@ func (b *budget) give(n int) {
 		return
 	}
 	b.used.Add(-int64(n))
+	if p := b.given.Load(); p != nil && b.given.CompareAndSwap(p, nil) {
+		close(*p)
+	}
 	if b.parent != nil {
 		b.parent.give(n)
+	}
+}
+
+// whenGiven returns a channel closed by the next give (of any bytes) after
+// this call. A waiter asks for it before it tries to take again, so that no
+// give between its try and its wait goes unseen.
+func (b *budget) whenGiven() <-chan struct{} {
+	for {
+		if p := b.given.Load(); p != nil {
+			return *p
+		}
+		ch := make(chan struct{})
+		if b.given.CompareAndSwap(nil, &ch) {
+			return ch
+		}
 	}
 }
 

@@ -169,6 +169,11 @@ type Config struct {
 	// MaxConnsPerIP is the number of simultaneous connections per client address.
 	// This and the per-IP rates count an IPv6 client by its /64 (see ipKey).
 	MaxConnsPerIP int
+	// Deflate offers permessage-deflate (RFC 7692) to clients that ask for it,
+	// in its no-context-takeover form only: nothing is kept per connection,
+	// a compressor (about 1.2 MB) or decompressor (about 45 KB) is taken from
+	// a pool per message written or read (see wsconn.DeflateOptions).
+	Deflate bool
 
 	EventRatePerIP     Rate // EVENT and AUTH messages per client address
 	EventRatePerPubkey Rate // EVENT messages per event author

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/kukuri/communitynode/internal/relay/wsconn"
 )
 
 // closeMode says why a connection is closing; it decides what the writer still sends.
@@ -32,8 +34,9 @@ const (
 	closeWait = time.Second
 )
 
-// conn is one WebSocket client. Its reader reads and handles messages one at a
-// time (a goroutine per message, see readNext); its writer, the only one to
+// conn is one WebSocket client. Its messages are read and handled one at a
+// time, in order, on the transport's reading turns (wsconn.Handler: a
+// goroutine only while the socket has something to read); its writer, the only one to
 // write to the socket, runs while something is due (see kick; the live
 // fan-out writes itself while the socket takes the frames, see kickInline) and
 // sends the data frames in queue order. Everything else (query goroutines, the batcher's
@@ -52,7 +55,9 @@ const (
 //   - enqueueBulk (query results) waits for room while the message would take the
 //     connection past three quarters of either limit, leaving the rest for live
 //     traffic, and gives the client WriteTimeout to make room before it is
-//     declared too slow.
+//     declared too slow. At the relay's limit it waits too (room given back by
+//     any connection wakes it), and sheds only when none came within
+//     WriteTimeout.
 //
 // A message is always accepted into an empty queue, whatever its size (not
 // beyond the relay's budget).
@@ -61,7 +66,7 @@ const (
 // blocked address) is counted and logged at info.
 type conn struct {
 	r   *Relay
-	ws  *websocket.Conn
+	ws  *wsconn.Conn
 	ip  string // the client's address, for logs
 	key string // what the per-IP limits count: ipKey(ip)
 
@@ -92,6 +97,9 @@ type conn struct {
 	challenges uint8
 	authTried  bool
 	pongData   atomic.Pointer[string] // the payload of the latest ping to answer
+	// closeReply is the close frame the reading ended with (the peer's, or
+	// the transport's refusal of a frame): the writer's goodbye answers it.
+	closeReply atomic.Pointer[wsconn.CloseError]
 	// writerDone and readerDone are made by closeWith, before it closes quit:
 	// an open connection holds neither. Both close only once the connection
 	// is closing (the writer ends for good and the reader closes readerDone
@@ -115,7 +123,7 @@ type conn struct {
 	challenge string              // NIP-42; "" when AUTH is off
 	born      int64               // when the connection was accepted (unix nanoseconds, the relay's clock)
 	holding   *heldReqs           // REQs held for the first AUTH (signin.go), nil until one is; under mu
-	authed    map[string]struct{} // authenticated pubkeys, nil before the first; reader goroutine only
+	authed    map[string]struct{} // authenticated pubkeys, nil before the first; reading turns only
 
 	mu      sync.Mutex
 	subs    subList
@@ -250,7 +258,13 @@ func (c *conn) runAfters() {
 // from there, so no writer starts again.
 const writerEnded = math.MinInt64 / 2
 
+// newConn is newConnOn for a connection gorilla's upgrader (Relay.upgrader)
+// answered: its socket, of which nothing has been read since.
 func newConn(r *Relay, ws *websocket.Conn, ip, key string) *conn {
+	return newConnOn(r, wsconn.New(ws.NetConn()), ip, key)
+}
+
+func newConnOn(r *Relay, ws *wsconn.Conn, ip, key string) *conn {
 	c := &conn{
 		r:      r,
 		ws:     ws,
@@ -283,76 +297,70 @@ func (c *conn) serve() {
 	<-done
 }
 
-// start runs the connection on goroutines of its own and returns at once;
-// onEnd runs once the connection has ended and every goroutine of it has
-// stopped. An idle connection keeps one goroutine, its reader, blocked in a
-// read; the writer runs only while something is to be written (see kick).
+// start runs the connection and returns at once; onEnd runs once the
+// connection has ended and every goroutine of it has stopped. An idle
+// connection has no goroutine: the transport reads it when the socket is
+// readable (wsconn), and the writer runs only while something is to be
+// written (see kick).
 func (c *conn) start(onEnd func(*conn)) {
 	c.onEnd = onEnd
 	cfg := c.r.cfg
-	// Messages up to twice the limit are read so that the client gets a NOTICE
-	// (protocol.ParseClientMessage refuses them); larger ones close the socket
-	// with 1009 (message too big).
-	c.ws.SetReadLimit(2 * int64(cfg.Limits.MaxMessageBytes))
-	_ = c.extendRead()
-	c.ws.SetPongHandler(func(string) error { return c.extendRead() })
-	// The writer answers pings (the latest one, RFC 6455 5.5.3): it alone
-	// writes to the socket.
-	c.ws.SetPingHandler(func(data string) error {
-		c.pongData.Store(&data)
-		c.kick()
-		return c.extendRead()
-	})
 	// The challenge on connect is queued before any message is read, so it is
 	// the first message the client gets.
 	if a := cfg.Auth; a.ChallengeOnConnect || a.RequiredForReads || a.RequiredForWrites {
 		c.sendChallenge()
 	}
 	go c.writeLoop() // (answers the kick newConn holds)
-	go c.readNext()
+	// Messages up to twice the limit are read so that the client gets a NOTICE
+	// (protocol.ParseClientMessage refuses them); larger ones close the socket
+	// with 1009 (message too big). A client silent for ReadTimeout is closed
+	// by the pinger (Relay.pinger).
+	c.ws.Serve(c, wsconn.Options{MaxMessage: 2 * int64(cfg.Limits.MaxMessageBytes)})
 }
 
-// extendRead moves the read deadline to ReadTimeout from now.
-func (c *conn) extendRead() error {
-	return c.ws.SetReadDeadline(time.Now().Add(c.r.cfg.ReadTimeout))
+// OnMessage handles one message (wsconn.Handler): the transport hands them
+// over one at a time, in order; data is the transport's, so the relay's copy
+// is what handle may keep.
+func (c *conn) OnMessage(data []byte) {
+	c.handle(bytes.Clone(data))
 }
 
-// readNext reads one message and handles it (readRest), then reads the next
-// one on a fresh goroutine: the stack that handling a message grew is freed,
-// and an idle connection's reader waits on the smallest one (readNext's own
-// frame is kept small for that: the wait for a message is its deepest call).
-// Messages are still read and handled one at a time, in order. When the read
-// fails the connection ends (teardown) and onEnd runs.
-func (c *conn) readNext() {
-	_, r, err := c.ws.NextReader()
-	c.readRest(r, err)
+// OnPing has the writer answer the ping (the latest one, RFC 6455 5.5.3): it
+// alone writes to the socket.
+func (c *conn) OnPing(payload []byte) {
+	data := string(payload)
+	c.pongData.Store(&data)
+	c.kick()
 }
 
-//go:noinline
-func (c *conn) readRest(r io.Reader, err error) {
-	var data []byte
-	if err == nil {
-		data, err = io.ReadAll(r) // (as gorilla's ReadMessage)
-	}
-	if err != nil {
-		switch {
-		case errors.Is(err, websocket.ErrReadLimit):
+// OnPong: a pong only shows the client is there (the transport notes when
+// it last read a frame, which the pinger's read timeout looks at).
+func (c *conn) OnPong() {}
+
+// OnEnd ends the connection once its reading has ended (teardown) and runs
+// onEnd. A close frame the reading ended with (the client's, or the
+// transport's refusal of a frame: 1002, 1007, 1009) is answered by the
+// writer's goodbye.
+func (c *conn) OnEnd(err error) {
+	var ce *wsconn.CloseError
+	switch {
+	case errors.As(err, &ce):
+		if ce.Code == wsconn.CloseMessageTooBig && !ce.Remote {
 			c.logger().Debug("message far too big; closing", "limit", c.r.cfg.Limits.MaxMessageBytes)
-		case websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived):
-		default:
-			c.logger().Debug("read ended", "err", err)
+		} else if !ce.Remote {
+			c.logger().Debug("frame refused; closing", "code", ce.Code, "reason", ce.Text)
 		}
-		c.closeWith(closePeerGone) // (makes readerDone, if no close came first)
-		close(c.readerDone)
-		c.teardown()
-		if c.onEnd != nil {
-			c.onEnd(c)
-		}
-		return
+		c.closeReply.Store(ce)
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+	default:
+		c.logger().Debug("read ended", "err", err)
 	}
-	_ = c.extendRead()
-	c.handle(data)
-	go c.readNext()
+	c.closeWith(closePeerGone) // (makes readerDone, if no close came first)
+	close(c.readerDone)
+	c.teardown()
+	if c.onEnd != nil {
+		c.onEnd(c)
+	}
 }
 
 // kick makes sure a writer runs to write what is due (queued messages, a ping,
@@ -528,11 +536,11 @@ func (c *conn) writeBatch(msgs []outMsg, deadline time.Time) error {
 	// written with write(2): a vectored write makes the socket keep an iovec
 	// array for good (internal/poll caches it per descriptor).
 	small := framesSize(msgs)
-	if small <= writeCopyBytes {
+	if small <= writeCopyBytes || c.ws.Deflating() {
 		if cap(fb.hdrs) < small {
 			fb.hdrs = make([]byte, 0, small)
 		}
-		_, err := nc.Write(appendFrames(fb.hdrs[:0], msgs))
+		_, err := nc.Write(c.appendFrames(fb.hdrs[:0], msgs))
 		return err
 	}
 	// Each message is two pieces: its frame header with an EVENT's head (and
@@ -584,6 +592,26 @@ func framesSize(msgs []outMsg) int {
 	return n
 }
 
+// appendFrames is the package's appendFrames, or with permessage-deflate
+// negotiated each message through wsconn's AppendText (compressed when long
+// enough).
+func (c *conn) appendFrames(b []byte, msgs []outMsg) []byte {
+	if !c.ws.Deflating() {
+		return appendFrames(b, msgs)
+	}
+	for _, m := range msgs {
+		var tail []byte
+		if m.head != nil {
+			tail = eventTail
+		}
+		b = c.ws.AppendText(b, m.head, m.body, tail)
+	}
+	return b
+}
+
+// eventTail ends an EVENT message (outMsg).
+var eventTail = []byte("]")
+
 // appendFrames appends msgs to b as unfragmented, unmasked text frames, each
 // EVENT whole (head, body, "]").
 func appendFrames(b []byte, msgs []outMsg) []byte {
@@ -601,20 +629,13 @@ func appendFrames(b []byte, msgs []outMsg) []byte {
 // appendFrameHeader appends the header of a final, unmasked text frame of n
 // payload bytes.
 func appendFrameHeader(b []byte, n int) []byte {
-	b = append(b, 0x80|websocket.TextMessage) // FIN, opcode text
-	switch {
-	case n < 126:
-		return append(b, byte(n))
-	case n <= 0xffff:
-		return append(b, 126, byte(n>>8), byte(n))
-	}
-	return append(b, 127, byte(n>>56), byte(n>>48), byte(n>>40), byte(n>>32), byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	return wsconn.AppendFrameHeader(b, wsconn.OpText, n)
 }
 
 // pong answers a ping; when that fails it closes the connection and reports false.
 func (c *conn) pong(data string) bool {
-	c.wdl = 0 // gorilla sets the socket's deadline
-	if err := c.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(c.r.cfg.WriteTimeout)); err != nil {
+	c.wdl = 0 // WriteControl sets the socket's deadline
+	if err := c.ws.WriteControl(wsconn.OpPong, []byte(data), time.Now().Add(c.r.cfg.WriteTimeout)); err != nil {
 		c.writeFailed(err)
 		return false
 	}
@@ -623,8 +644,8 @@ func (c *conn) pong(data string) bool {
 
 // ping sends a ping; when that fails it closes the connection and reports false.
 func (c *conn) ping() bool {
-	c.wdl = 0 // gorilla sets the socket's deadline
-	if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.r.cfg.WriteTimeout)); err != nil {
+	c.wdl = 0 // WriteControl sets the socket's deadline
+	if err := c.ws.WriteControl(wsconn.OpPing, nil, time.Now().Add(c.r.cfg.WriteTimeout)); err != nil {
 		c.writeFailed(err)
 		return false
 	}
@@ -649,10 +670,7 @@ func (c *conn) writeFailed(err error) {
 
 func (c *conn) write(msg []byte, deadline time.Time) error {
 	c.wdl = 0
-	if err := c.ws.SetWriteDeadline(deadline); err != nil {
-		return err
-	}
-	return c.ws.WriteMessage(websocket.TextMessage, msg)
+	return c.ws.WriteMessage(msg, deadline)
 }
 
 // goodbye ends a closing connection: it sends what the close mode asks for, a
@@ -680,10 +698,10 @@ func (c *conn) goodbye() {
 	switch mode {
 	case closeSlow:
 		_ = c.write(noticeMsg("error: too slow, disconnecting"), deadline)
-		code, text = websocket.ClosePolicyViolation, "too slow"
+		code, text = wsconn.ClosePolicyViolation, "too slow"
 	case closeBlocked:
 		_ = c.write(noticeMsg("blocked: your address is blocked from this relay"), deadline)
-		code, text = websocket.ClosePolicyViolation, "address blocked"
+		code, text = wsconn.ClosePolicyViolation, "address blocked"
 	case closeShutdown:
 		for {
 			msg, ok := c.send.pop()
@@ -694,11 +712,21 @@ func (c *conn) goodbye() {
 				return
 			}
 		}
-		code, text = websocket.CloseGoingAway, "relay shutting down"
-	default: // the reader is gone: the peer left or the socket failed
+		code, text = wsconn.CloseGoingAway, "relay shutting down"
+	default: // the reading ended: the peer left, the socket failed, or a close frame came
+		if ce := c.closeReply.Load(); ce != nil {
+			// The client's close is echoed (its code, RFC 6455 5.5.1), a
+			// refused frame answered with the refusal's code.
+			if ce.Remote {
+				code, text = ce.Code, ""
+			} else {
+				code, text = ce.Code, ce.Text
+			}
+			_ = c.ws.WriteControl(wsconn.OpClose, wsconn.ClosePayload(code, text), time.Now().Add(slowGrace))
+		}
 		return
 	}
-	if err := c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), deadline); err != nil {
+	if err := c.ws.WriteControl(wsconn.OpClose, wsconn.ClosePayload(code, text), deadline); err != nil {
 		return
 	}
 	t := time.NewTimer(min(time.Until(deadline), closeWait))
@@ -745,9 +773,9 @@ func (c *conn) tooSlow(why string) {
 	c.slowDisconnected(why)
 	c.send.clear()
 	// The writer may be blocked on the stuck socket for up to WriteTimeout (a
-	// deadline nudge would not stick: the websocket library sets its own deadline
-	// for every frame). Closing the socket is safe from any goroutine and ends
-	// that write; the goodbye gets slowGrace.
+	// deadline nudge would not stick: the writer sets its own, batchDeadline).
+	// Closing the socket is safe from any goroutine and ends that write; the
+	// goodbye gets slowGrace.
 	time.AfterFunc(slowGrace, func() { _ = c.ws.Close() })
 }
 
@@ -790,8 +818,20 @@ func (c *conn) push(msg outMsg) bool {
 }
 
 // enqueueBulk queues msg, waiting while msg would take the queue past three
-// quarters of either limit; see conn. It gives up (false) when ctx or the connection ends, or when the
-// client has not made room within WriteTimeout (it is then too slow).
+// quarters of either limit; see conn. It gives up (false) when ctx or the
+// connection ends, or when no room has come within WriteTimeout.
+//
+// A query result waits for room at the relay's limit as at its connection's:
+// the relay's budget fills with the rows the queries of every connection are
+// reading, which are given back as they are queued and written, so a full
+// relay budget is no sign that anyone is slow yet, and shedding a client for it
+// at once disconnected clients whose queries had not run (and, since a shed
+// client's rows come back only once its queries notice, shed one client after
+// another for the same message). Bytes given back by any connection wake the
+// wait (budget.whenGiven). Only when no room has come within WriteTimeout does
+// a full relay budget shed the connection holding the most (then the wait
+// begins again, for the shed client's bytes to come back); a full connection
+// budget makes this client too slow.
 func (c *conn) enqueueBulk(ctx context.Context, msg outMsg) bool {
 	var timer *time.Timer
 	defer func() {
@@ -808,23 +848,31 @@ func (c *conn) enqueueBulk(ctx context.Context, msg outMsg) bool {
 		default:
 		}
 		res, room := c.send.tryPushBulk(msg)
+		var relayRoom <-chan struct{}
+		if res == relayFull {
+			// (asked for before trying again: a give in between closes it)
+			relayRoom = c.r.mem.whenGiven()
+			res, room = c.send.tryPushBulk(msg)
+		}
 		if res == taken {
 			c.kick()
 			return true
-		}
-		if res == relayFull && c.r.shed(c) {
-			continue
 		}
 		if timer == nil {
 			timer = time.NewTimer(c.r.cfg.WriteTimeout)
 		}
 		select {
 		case <-room:
+		case <-relayRoom:
 		case <-c.quit:
 			return false
 		case <-ctx.Done():
 			return false
 		case <-timer.C:
+			timer = nil
+			if res == relayFull && c.r.shed(c) {
+				continue
+			}
 			c.tooSlow("no room for query results within the write timeout")
 			return false
 		}
@@ -859,6 +907,15 @@ func (c *conn) teardown() {
 	}
 	c.queries.Wait()
 	if closeMode(c.mode.Load()) == closePeerGone {
+		if c.closeReply.Load() != nil {
+			// The writer answers the close frame first (within slowGrace).
+			t := time.NewTimer(slowGrace)
+			select {
+			case <-c.writerDone:
+			case <-t.C:
+			}
+			t.Stop()
+		}
 		_ = c.ws.Close() // unblocks a writer stuck on a dead socket
 	}
 	<-c.writerDone

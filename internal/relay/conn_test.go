@@ -14,6 +14,8 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/relay/wsconn"
 )
 
 // TestTooSlowGoodbye: a message that would take the send queue past either of its
@@ -109,7 +111,7 @@ func TestWriteBatchFrames(t *testing.T) {
 			written <- err
 			return
 		}
-		c := &conn{ws: ws}
+		c := &conn{ws: wsconn.New(ws.NetConn())}
 		if err := c.writeBatch(msgs, time.Now().Add(10*time.Second)); err != nil {
 			written <- err
 			return

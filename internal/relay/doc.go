@@ -3,7 +3,7 @@
 //
 // # Writes: group commit, then OK
 //
-// Every EVENT is admitted on its connection's reader goroutine (rate limits, auth
+// Every EVENT is admitted on its connection's reading turn (rate limits, auth
 // rules, protocol.ValidateEvent including the signature, NIP-70). An ephemeral event
 // (kinds 20000-29999) is fanned out to this process's matching subscriptions and
 // answered OK at once; it is never stored and never reaches the outbox. Any other

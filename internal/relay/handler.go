@@ -9,8 +9,8 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/gorilla/websocket"
 	"github.com/kukuri/communitynode/internal/platform/oneline"
+	"github.com/kukuri/communitynode/internal/relay/wsconn"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -65,7 +65,7 @@ func (r *Relay) serveRoot(w http.ResponseWriter, req *http.Request) {
 		http.NotFound(w, req)
 		return
 	}
-	if websocket.IsWebSocketUpgrade(req) {
+	if wsconn.IsUpgrade(req) {
 		r.serveWebSocket(w, req)
 		return
 	}
@@ -141,24 +141,25 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "too many connections from your address", http.StatusTooManyRequests)
 		return
 	}
-	ws, err := r.upgrader.Upgrade(w, req, nil)
+	ws, err := r.wsUpgrader.Upgrade(w, req)
 	if err != nil {
 		r.connsPerIP.release(key)
 		return // the upgrader has answered the request
 	}
-	c := newConn(r, ws, ip, key)
+	c := newConnOn(r, ws, ip, key)
 	if !r.track(c) {
 		r.m.refusedConns.WithLabelValues("shutting_down").Inc()
-		_ = ws.WriteControl(websocket.CloseMessage,
-			websocket.FormatCloseMessage(websocket.CloseGoingAway, "relay shutting down"), r.now().Add(r.cfg.WriteTimeout))
+		_ = ws.WriteControl(wsconn.OpClose,
+			wsconn.ClosePayload(wsconn.CloseGoingAway, "relay shutting down"), r.now().Add(r.cfg.WriteTimeout))
 		_ = ws.Close()
 		r.connsPerIP.release(key)
 		return
 	}
 	r.m.connections.Inc()
 	// The handler returns now, and net/http's goroutine with it (its stack,
-	// grown by the request, and the request are freed): the connection runs
-	// on goroutines of its own (conn.start).
+	// grown by the request, and the request are freed): the connection is
+	// read when its socket is readable and written while something is due
+	// (conn.start).
 	c.start(connEnded)
 }
 

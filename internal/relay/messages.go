@@ -40,7 +40,7 @@ const (
 	reasonQueryFailed      = "error: could not run the query"
 )
 
-// handle answers one client message. It runs on the reader goroutine, so messages
+// handle answers one client message. It runs on the connection's reading turn, so messages
 // of one connection are handled in order; queries run in goroutines of their own.
 func (c *conn) handle(data []byte) {
 	msg, err := protocol.ParseClientMessage(data, c.r.cfg.Limits)
@@ -139,7 +139,7 @@ func (c *conn) onEvent(ev *nostr.Event) {
 
 // publishEphemeral delivers an ephemeral event live (never stored): through the
 // bus to every relay process sharing the database, or to this process's
-// subscribers when there is no bus. It runs on the reader goroutine, so a client
+// subscribers when there is no bus. It runs on the connection's reading turn, so a client
 // that floods ephemeral events waits for each (and the per-IP and per-author
 // rates bound them). It returns the OK flag and message.
 func (c *conn) publishEphemeral(ev *nostr.Event) (bool, string) {
@@ -269,7 +269,7 @@ func (c *conn) checkRead(filters []nostr.Filter) ([]nostr.Filter, string) {
 }
 
 // viewer is who this connection reads as: its authenticated pubkeys (sorted). It
-// is taken when a REQ or COUNT arrives (reader goroutine); a later AUTH does not
+// is taken when a REQ or COUNT arrives (reading turn); a later AUTH does not
 // widen a running subscription (clients send the REQ again after AUTH).
 func (c *conn) viewer() protocol.Viewer {
 	if len(c.authed) == 0 {

@@ -47,7 +47,7 @@ const negItemBytes = 160
 
 // negSession is one NIP-77 session of a connection. Its items are read by a
 // query goroutine (ready is closed when that ends, whatever the outcome); then
-// the reader goroutine answers each NEG-MSG in order. Exactly one NEG-ERR or
+// the connection's reading turn answers each NEG-MSG in order. Exactly one NEG-ERR or
 // nothing ends it: whoever marks it closed (endNeg) first sends the final
 // message, and every NEG-MSG answer is queued under mu before that, so nothing
 // of the session follows its NEG-ERR.

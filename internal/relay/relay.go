@@ -20,6 +20,7 @@ import (
 	"github.com/kukuri/communitynode/internal/admission"
 	"github.com/kukuri/communitynode/internal/audience"
 	"github.com/kukuri/communitynode/internal/platform/httpserver"
+	"github.com/kukuri/communitynode/internal/relay/wsconn"
 )
 
 // Deps are the relay's collaborators.
@@ -159,7 +160,8 @@ type Relay struct {
 	reqsPerIP       *limiter
 	connsPerIP      *connCounter
 
-	upgrader    websocket.Upgrader
+	wsUpgrader  wsconn.Upgrader              // the handshake of every client connection
+	upgrader    websocket.Upgrader           // gorilla's, for tests that upgrade a connection themselves (newConn)
 	headTimeout time.Duration                // see acceptor
 	acc         atomic.Pointer[acceptor]     // set by Serve
 	aud         atomic.Pointer[audience.Set] // set by Serve (bindAudience)
@@ -208,6 +210,8 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 		connsPerIP:      newConnCounter(cfg.MaxConnsPerIP),
 		conns:           make(map[*conn]struct{}),
 		headTimeout:     defaultHeadTimeout,
+		wsUpgrader: wsconn.Upgrader{HandshakeTimeout: defaultHeadTimeout,
+			Deflate: wsconn.DeflateOptions{Enabled: cfg.Deflate}},
 		upgrader: websocket.Upgrader{
 			HandshakeTimeout: defaultHeadTimeout,
 			// A held connection keeps its read buffer (a message longer than
@@ -615,6 +619,10 @@ func (r *Relay) pinger(ctx context.Context) {
 		case now := <-t.C:
 			r.connsMu.Lock()
 			for c := range r.conns {
+				if rt := r.cfg.ReadTimeout; rt > 0 && c.ws.Idle(now) > rt {
+					_ = c.ws.Close() // (the read deadline: the connection ends)
+					continue
+				}
 				if now.Sub(c.lastPing) >= every && !c.closing() {
 					c.lastPing = now
 					c.pingSoon()

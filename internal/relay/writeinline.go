@@ -67,7 +67,7 @@ func (c *conn) writeFramesNow(msgs []outMsg, n int) writeOutcome {
 		b = make([]byte, 0, writeCopyBytes)
 		fb.hdrs = b
 	}
-	b = appendFrames(b, msgs)
+	b = c.appendFrames(b, msgs)
 	wrote, err := c.writeNow(fb, b)
 	if err != nil {
 		c.send.sent(n)
