@@ -91,8 +91,8 @@ func TestImportWritesWhatIngestWrites(t *testing.T) {
 	require.Equal(t, want, dumpTables(t, imported))
 	// The batches reach what they are meant to (else the comparison proves less).
 	for _, s := range []string{
-		`"scope": false`,     // a hashtag of an identity event
-		`"name": "r"`,        // a tag row
+		`"scope": false`, // a hashtag of an identity event
+		`"name": "r"`,    // a tag row
 		`"deleted_reason": "nip09"`,
 		`"expires_at": ` + fmt.Sprint(now+3600),
 		`"is_effective": false`,
