@@ -12,7 +12,8 @@
 # before (ADMIN_URL's server, database DB); strfry, when set, imports into an
 # emptied copy of the db directory its config names (STRFRY_DB, which must be
 # that directory) after the builds. Prints one line per run (events/s = lines
-# / wall seconds of the import alone, not migrate) and the median per build.
+# / wall seconds of the import alone, not migrate; the CPU per event of cnctl
+# and of the database's backends) and the median per build.
 # The load average before and after each run is printed: the machine is often
 # shared.
 set -euo pipefail
@@ -31,8 +32,23 @@ for spec in "$@"; do order+=("${spec%%=*}"); done
 
 DB_URL=$(printf '%s' "$ADMIN_URL" | sed -E "s#^(postgres(ql)?://[^/]*/)[^?]*#\1$DB#")
 load() { cut -d' ' -f1 /proc/loadavg; }
-# children_cpu: user + system seconds of this shell's waited-for children.
-children_cpu() { times | tail -1 | awk '{ split($1, u, "m"); split($2, s, "m"); print u[1] * 60 + u[2] + s[1] * 60 + s[2] }'; }
+# backend_ticks: while the file $1 exists, samples every 0.2 s the CPU ticks
+# (user + system) of each Postgres backend serving $DB (found by its process
+# title) and prints the sum of the last sample of each when it ends. A backend
+# that ends loses its last 0.2 s at most.
+backend_ticks() {
+	declare -A last
+	local p t
+	while [ -e "$1" ]; do
+		for p in $(pgrep -f "postgres: .* $DB " || true); do
+			t=$(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$p/stat" 2>/dev/null) && last[$p]=$t
+		done
+		sleep 0.2
+	done
+	local sum=0
+	for p in "${!last[@]}"; do sum=$((sum + ${last[$p]})); done
+	echo "$sum"
+}
 
 run_cnctl() { # label binary
 	psql -qX -v ON_ERROR_STOP=1 "$ADMIN_URL" -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" 2>/dev/null
@@ -40,13 +56,19 @@ run_cnctl() { # label binary
 	local l0 t0 t1 eps
 	l0=$(load)
 	t0=$(date +%s.%N)
-	local cpu0 cpu1
-	cpu0=$(children_cpu)
-	"$2" import --database-url "$DB_URL" --progress 0 --json "$FILE" >"/tmp/bench-import-$1.json" 2>/dev/null
+	local flag=/tmp/bench-import-running
+	touch $flag
+	backend_ticks $flag >/tmp/bench-import-pg &
+	local poller=$!
+	/usr/bin/time -f '%U %S' -o /tmp/bench-import-time "$2" import --database-url "$DB_URL" --progress 0 --json "$FILE" >"/tmp/bench-import-$1.json" 2>/dev/null
 	t1=$(date +%s.%N)
-	cpu1=$(children_cpu)
+	rm -f $flag
+	wait $poller
 	eps=$(awk -v n="$lines" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", n / (b - a) }')
-	echo "$1 round $round: $eps events/s ($(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s; cnctl CPU $(awk -v n="$lines" -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.0f", (b - a) * 1e6 / n }') µs/event; load $l0 -> $(load)); $(tr -d ' \n' <"/tmp/bench-import-$1.json" | grep -o '"accepted":[0-9]*,"pending":[0-9]*,"duplicates":[0-9]*,"refused":[0-9]*')"
+	local go_us pg_us
+	go_us=$(awk -v n="$lines" '{ printf "%.0f", ($1 + $2) * 1e6 / n }' /tmp/bench-import-time)
+	pg_us=$(awk -v n="$lines" '{ printf "%.0f", $1 * 1e4 / n }' /tmp/bench-import-pg) # USER_HZ 100
+	echo "$1 round $round: $eps events/s ($(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s; CPU per event: cnctl $go_us µs, Postgres backends $pg_us µs; load $l0 -> $(load)); $(tr -d ' \n' <"/tmp/bench-import-$1.json" | grep -o '"accepted":[0-9]*,"pending":[0-9]*,"duplicates":[0-9]*,"refused":[0-9]*')"
 	figures[$1]+="$eps "
 }
 
