@@ -81,7 +81,7 @@ run_strfry() {
 	"$STRFRY" --config "$STRFRY_CONF" import <"$FILE" >/tmp/bench-import-strfry.log 2>&1
 	t1=$(date +%s.%N)
 	eps=$(awk -v n="$lines" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", n / (b - a) }')
-	echo "strfry round $round: $eps events/s ($(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s; load $l0 -> $(load)); $(grep -o 'Committed.*\|added.*' /tmp/bench-import-strfry.log | tail -1)"
+	echo "strfry round $round: $eps events/s ($(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s; load $l0 -> $(load)); $(grep -o 'Processed.*' /tmp/bench-import-strfry.log | tail -1)"
 	figures[strfry]+="$eps "
 }
 
