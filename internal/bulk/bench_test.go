@@ -230,7 +230,7 @@ func filler(rng *rand.Rand, size int) string {
 }
 
 // BenchmarkImport imports the corpus into a fresh database, as `cnctl import`
-// does: parsing and signature checks on every CPU, store.Ingest batches on one
+// does: parsing and signature checks on every CPU, store.Import batches on one
 // connection, the outbox writer running. Run it with -benchtime 1x.
 func BenchmarkImport(b *testing.B) {
 	path, _ := corpusFile(b)
@@ -337,35 +337,45 @@ func corpusEvents(b *testing.B) []*nostr.Event {
 }
 
 // BenchmarkImportStore is the import's database side alone: the corpus,
-// parsed and checked beforehand, stored with store.Ingest in batches on one
-// connection, as the importer does.
+// parsed and checked beforehand, stored in batches on one connection, as the
+// importer does: "copy" with store.Import (the new rows by COPY, what the
+// importer uses), "insert" with store.Ingest (the relay's INSERT ... unnest),
+// each on a fresh database, in turn.
 func BenchmarkImportStore(b *testing.B) {
 	batch := testkit.EnvInt(b, "CN_BENCH_IMPORT_BATCH", DefaultBatchSize)
 	evs := corpusEvents(b)
-	for b.Loop() {
-		b.StopTimer()
-		db := pgtest.New(b)
-		l := protocol.DefaultLimits()
-		writer := outbox.NewWriter(db.Pool, outbox.WriterConfig{})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { _ = writer.Run(ctx); close(done) }()
-		st := store.New(db.Pool, writer, l.TopicRules)
-		self0, pg0 := cpu(b, db.Pool)
-		b.StartTimer()
-		start := time.Now()
-		for from := 0; from < len(evs); from += batch {
-			_, err := st.Ingest(context.Background(), evs[from:min(from+batch, len(evs))])
-			require.NoError(b, err)
-		}
-		elapsed := time.Since(start)
-		b.StopTimer()
-		self1, pg1 := cpu(b, db.Pool)
-		reportCPU(b, self0, pg0, self1, pg1, int64(len(evs)))
-		cancel()
-		<-done
-		b.ReportMetric(float64(len(evs))/elapsed.Seconds(), "events/s")
-		b.StartTimer()
+	for _, mode := range []string{"insert", "copy"} {
+		b.Run(mode, func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				db := pgtest.New(b)
+				l := protocol.DefaultLimits()
+				writer := outbox.NewWriter(db.Pool, outbox.WriterConfig{})
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				go func() { _ = writer.Run(ctx); close(done) }()
+				st := store.New(db.Pool, writer, l.TopicRules)
+				ingest := st.Ingest
+				if mode == "copy" {
+					ingest = st.Import
+				}
+				self0, pg0 := cpu(b, db.Pool)
+				b.StartTimer()
+				start := time.Now()
+				for from := 0; from < len(evs); from += batch {
+					_, err := ingest(context.Background(), evs[from:min(from+batch, len(evs))])
+					require.NoError(b, err)
+				}
+				elapsed := time.Since(start)
+				b.StopTimer()
+				self1, pg1 := cpu(b, db.Pool)
+				reportCPU(b, self0, pg0, self1, pg1, int64(len(evs)))
+				cancel()
+				<-done
+				b.ReportMetric(float64(len(evs))/elapsed.Seconds(), "events/s")
+				b.StartTimer()
+			}
+		})
 	}
 }
 

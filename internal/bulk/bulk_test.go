@@ -60,7 +60,10 @@ type mixedFile struct {
 	text string
 	// stored are the events the importer stores, in the order a relay must
 	// receive them (one at a time) to end in the same state.
-	stored  []*nostr.Event
+	stored []*nostr.Event
+	// pending are the identity events the importer keeps waiting for their
+	// author's first post, which the file does not hold.
+	pending []*nostr.Event
 	refused []Refusal
 	stats   Stats
 }
@@ -102,8 +105,11 @@ func newMixedFile(t *testing.T) mixedFile {
 		jsonLine(t, daveProfile),  // 17 pending: waits for a first post the file does not hold
 	}
 	return mixedFile{
-		text:   strings.Join(lines, "\n") + "\n",
-		stored: []*nostr.Event{note, profileNew, profileOld, reply, doomed, deletion, later, early, carolProfile},
+		text: strings.Join(lines, "\n") + "\n",
+		// (carolProfile is published in the batch that stores later, her first
+		// post, after it; early is stored by the retry after the file.)
+		stored:  []*nostr.Event{note, profileNew, profileOld, reply, doomed, deletion, later, carolProfile, early},
+		pending: []*nostr.Event{daveProfile},
 		refused: []Refusal{
 			{Line: 2, Reason: "invalid: message is not valid JSON"},
 			{Line: 3, ID: badSig.ID, Reason: protocol.ReasonBadSignature},
@@ -152,6 +158,33 @@ func dump(t *testing.T, db *pgtest.DB) string {
 	return strings.Join(out, "\n")
 }
 
+// rows describes every row of the tables the store writes, every column but
+// the clock's (ingested_at, deleted_at, joined_at, received_at, and
+// is_effective of a deleted event, see dump), each table in its key's order,
+// and the outbox rows in seq order (without the seq values): what an import
+// must write exactly as the relay does, COPY or not.
+func rows(t *testing.T, db *pgtest.DB) []string {
+	t.Helper()
+	var out []string
+	for _, q := range []string{
+		`SELECT (to_jsonb(e) - 'ingested_at' - 'deleted_at' - CASE WHEN deleted_reason IS NULL THEN '' ELSE 'is_effective' END)::text
+			FROM cn_relay.events e ORDER BY id`,
+		`SELECT to_jsonb(x)::text FROM cn_relay.event_topics x ORDER BY event_id, topic_id, scope`,
+		`SELECT to_jsonb(x)::text FROM cn_relay.event_tags x ORDER BY event_id, name, value`,
+		`SELECT to_jsonb(x)::text FROM cn_relay.deletion_targets x ORDER BY target, pubkey, deletion_id`,
+		`SELECT (to_jsonb(x) - 'joined_at')::text FROM cn_relay.members x ORDER BY pubkey`,
+		`SELECT (to_jsonb(x) - 'received_at')::text FROM cn_relay.pending_events x ORDER BY id`,
+		`SELECT (to_jsonb(x) - 'seq' - 'ingested_at')::text FROM cn_relay.events_outbox x ORDER BY seq`,
+	} {
+		r, err := db.Pool.Query(context.Background(), q)
+		require.NoError(t, err)
+		lines, err := pgx.CollectRows(r, pgx.RowTo[string])
+		require.NoError(t, err, q)
+		out = append(append(out, q), lines...)
+	}
+	return out
+}
+
 func TestImportMixedFile(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -172,8 +205,16 @@ func TestImportMixedFile(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, protocol.Verdict{OK: true}, v[0], ev.Content)
 	}
+	for _, ev := range file.pending {
+		v, err := relayed.store.Ingest(ctx, []*nostr.Event{ev})
+		require.NoError(t, err)
+		require.True(t, v[0].OK && strings.HasPrefix(v[0].Message, "pending:"), "%+v", v[0])
+	}
 	got := dump(t, imported.db)
 	require.Equal(t, dump(t, relayed.db), got)
+	// Row for row, column for column, and the outbox in the same seq order:
+	// the import's COPY writes what the relay's INSERTs write.
+	require.Equal(t, rows(t, relayed.db), rows(t, imported.db))
 	require.Contains(t, got, "outbox upsert "+file.stored[3].ID+" go", "the reply inherited its topic")
 	require.Contains(t, got, "outbox delete "+file.stored[4].ID+" rust - nip09", "the deletion wrote its delete row")
 }

@@ -14,10 +14,13 @@
 //     signature included), the management policy (banned pubkeys and events,
 //     accepted kinds) and NIP-70 (a protected event is refused: no author
 //     authenticated for it). Ephemeral events are never
-//     stored. Events that pass are stored with store.Ingest, the relay's own
-//     ingest path: topics (own, inherited, node-wide identity events),
-//     replaceable and addressable versions, NIP-09 deletions and tombstones,
-//     NIP-40 expiration and the outbox rows are decided and written there.
+//     stored. Events that pass are stored with store.Import, the relay's own
+//     ingest path (store.Ingest's plan, decisions and transaction, under the
+//     same store rules) that writes the new event, topic and tag rows with
+//     COPY: topics (own, inherited, node-wide identity events), replaceable
+//     and addressable versions, NIP-09 deletions and tombstones, NIP-40
+//     expiration and the outbox rows (appended last, in the batch's
+//     transaction, in seq order) are decided and written there.
 //   - Parsing and signature checks run on every CPU (one worker of several
 //     pauses while a batch is being stored if a whole batch is already checked,
 //     so the one serial stage does not wait for a CPU); storing runs on one

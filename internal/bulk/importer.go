@@ -41,7 +41,7 @@ const chunkLines = 256
 // Importer stores JSON Lines events through the relay's rules. Set the fields,
 // then call Run once.
 type Importer struct {
-	// Store stores the events (store.Ingest; store.DryRunTx for a dry run). Its
+	// Store stores the events (store.Import; store.DryRunTx for a dry run). Its
 	// outbox writer should be running, so that partitions are kept ahead.
 	Store *store.Store
 	// Pool runs the dry run's transaction and the final NOTIFY.

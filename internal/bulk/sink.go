@@ -65,7 +65,7 @@ type storeSink struct {
 }
 
 func (s *storeSink) ingest(ctx context.Context, evs []*nostr.Event, _ *Stats) ([]protocol.Verdict, error) {
-	verdicts, err := s.im.Store.Ingest(ctx, evs)
+	verdicts, err := s.im.Store.Import(ctx, evs)
 	if err != nil {
 		return nil, err
 	}

@@ -40,12 +40,16 @@
 //
 // Promises:
 //
-//   - One transaction per Ingest batch: events, topics, tags, effective-version
+//   - One transaction per Ingest (or Import) batch: events, topics, tags, effective-version
 //     markers, NIP-09 deletions and their tombstones are written together, and the
 //     outbox append (pkg/outbox) is the transaction's last statement. Results are
 //     returned only after the commit. The topic and tag rows of an event exist
 //     only together with the event (no foreign keys enforce it since migration
 //     0004: this store is their only writer).
+//   - Import (cnctl import's batches) decides and writes exactly what Ingest
+//     does, in the same order within the transaction; only the new rows of
+//     events, event_topics and event_tags go in with COPY instead of INSERT
+//     ... unnest (plan.copyWrites), and fail the same way on a duplicate.
 //   - Replaceable (0, 3, 10000-19999) and addressable (30000-39999) events: the
 //     effective version of a key is the newest created_at, ties broken by the lowest
 //     id. Older versions are stored but never effective; an `upsert` outbox row (with

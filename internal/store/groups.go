@@ -63,7 +63,7 @@ func (s *Store) RenderDueLists(ctx context.Context, at time.Time, limit int) (in
 	}
 	p := s.pub.newPlan(nil, s.rules)
 	partOf[*groupPart](p).gx.renderLists = ids
-	if err := s.write(ctx, p); err != nil {
+	if err := s.write(ctx, p, false); err != nil {
 		return 0, fmt.Errorf("sign the member lists due: %w", err)
 	}
 	return len(ids), nil

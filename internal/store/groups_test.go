@@ -371,7 +371,7 @@ func TestGroupTreeConcurrent(t *testing.T) {
 				if rng.IntN(40) == 0 {
 					batch = append(batch, sign(groups.KindDeleteGroup, nostr.Tag{"h", ids[rng.IntN(len(ids))]}))
 				}
-				res, err := st.ingestOnce(ctx, batch) // not Ingest: it would retry a deadlock
+				res, err := st.ingestOnce(ctx, batch, false) // not Ingest: it would retry a deadlock
 				if !assert(t, err == nil, "ingest: %v", err) {
 					return
 				}

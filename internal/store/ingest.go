@@ -42,18 +42,7 @@ import (
 // outbox rows, so live delivery and the index follow), and deletes the pending
 // rows; a key admitted in another way is published by AdmitTx or SweepPending.
 func (s *Store) Ingest(ctx context.Context, evs []*nostr.Event) ([]protocol.Verdict, error) {
-	var results []protocol.Verdict
-	var err error
-	for attempt := 0; attempt < 4; attempt++ {
-		results, err = s.ingestOnce(ctx, evs)
-		if err == nil || !retryable(err) {
-			break
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("ingest %d events: %w", len(evs), err)
-	}
-	return results, nil
+	return s.ingest(ctx, evs, false)
 }
 
 // retryable reports the errors of a batch that lost a race with another
@@ -64,20 +53,52 @@ func retryable(err error) bool {
 	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001" || pgErr.Code == "23505")
 }
 
-func (s *Store) ingestOnce(ctx context.Context, evs []*nostr.Event) ([]protocol.Verdict, error) {
+// Import stores a large batch exactly as Ingest does (the same plan under the
+// store's rules, the same decisions, results, retries and one transaction
+// ending with the outbox append), but writes the new rows of events,
+// event_topics and event_tags with COPY (plan.copyWrites). It is for imports,
+// whose batches are thousands of events; the relay's small batches are
+// cheaper as one pipelined round trip (Ingest).
+func (s *Store) Import(ctx context.Context, evs []*nostr.Event) ([]protocol.Verdict, error) {
+	return s.ingest(ctx, evs, true)
+}
+
+func (s *Store) ingest(ctx context.Context, evs []*nostr.Event, copyRows bool) ([]protocol.Verdict, error) {
+	var results []protocol.Verdict
+	var err error
+	for attempt := 0; attempt < 4; attempt++ {
+		results, err = s.ingestOnce(ctx, evs, copyRows)
+		if err == nil || !retryable(err) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ingest %d events: %w", len(evs), err)
+	}
+	return results, nil
+}
+
+func (s *Store) ingestOnce(ctx context.Context, evs []*nostr.Event, copyRows bool) ([]protocol.Verdict, error) {
 	p := s.pub.newPlan(evs, s.rules)
-	if err := s.write(ctx, p); err != nil {
+	if err := s.write(ctx, p, copyRows); err != nil {
 		return nil, err
 	}
 	return p.results, nil
 }
 
 // write runs p in a transaction of the outbox writer (group commit) and
-// remembers what it committed.
-func (s *Store) write(ctx context.Context, p *plan) error {
+// remembers what it committed. copyRows writes the new rows with COPY
+// (Import).
+func (s *Store) write(ctx context.Context, p *plan, copyRows bool) error {
 	_, err := s.writer.WriteBatch(ctx, func(ctx context.Context, tx pgx.Tx, b *pgx.Batch) ([]outbox.Record, error) {
 		if err := p.prepare(ctx, tx); err != nil {
 			return nil, err
+		}
+		if copyRows {
+			if err := p.copyWrites(ctx, tx, b); err != nil {
+				return nil, err
+			}
+			return p.records, nil
 		}
 		p.queueWrites(b) // they travel with the outbox append and the commit
 		return p.records, nil

@@ -58,7 +58,7 @@ func (s *Store) SweepPending(ctx context.Context) (PendingStats, error) {
 	for chunk := range slices.Chunk(due, admitChunk) {
 		p := s.pub.newPlan(nil, s.rules)
 		p.admitting = chunk
-		if err := s.write(ctx, p); err != nil {
+		if err := s.write(ctx, p, false); err != nil {
 			return st, fmt.Errorf("publish pending events: %w", err)
 		}
 		st.Published += len(p.promoted)

@@ -1,13 +1,17 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/nbd-wtf/go-nostr"
+
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/pkg/outbox"
 	"github.com/kukuri/communitynode/schema"
@@ -17,13 +21,55 @@ import (
 // flags off before flags on and before the new rows: the unique effective-key
 // index), then the new rows, members and tombstones.
 func (p *plan) queueWrites(b *pgx.Batch) {
-	var off, on, prune []string
+	p.queueUpdates(b)
+	if ins := p.newRows(); len(ins) > 0 {
+		queueInsert(b, insertRows(ins, p.ingestedAt))
+	}
+	p.queueAfterInsert(b)
+}
+
+// copyWrites writes the same decisions as queueWrites, in the same order, but
+// the new rows of events, event_topics and event_tags go in with COPY: the
+// updates are sent first (their own round trip), then one COPY per table, and
+// what follows the new rows is queued in b, to travel with the outbox append
+// and the commit. COPY inserts exactly the rows queueInsert would (insertRows
+// builds both) and, like it, has no ON CONFLICT: an event another transaction
+// stored meanwhile fails the batch with a unique violation, which Ingest and
+// Import retry. It costs three more round trips per batch and saves the
+// server the arrays and their unnest: for large batches (an import).
+func (p *plan) copyWrites(ctx context.Context, tx pgx.Tx, b *pgx.Batch) error {
+	var pre pgx.Batch
+	p.queueUpdates(&pre)
+	if pre.Len() > 0 {
+		if err := tx.SendBatch(ctx, &pre).Close(); err != nil {
+			return fmt.Errorf("update stored events: %w", err)
+		}
+	}
+	if ins := p.newRows(); len(ins) > 0 {
+		if err := copyInsert(ctx, tx, insertRows(ins, p.ingestedAt)); err != nil {
+			return err
+		}
+	}
+	p.queueAfterInsert(b)
+	return nil
+}
+
+// newRows returns the events whose rows the plan inserts, by id.
+func (p *plan) newRows() []*stored {
 	var ins []*stored
 	for _, st := range p.byID {
 		if st.isNew && !(st.effectiveKey != "" && !st.effective && !st.deleted && p.ownState(st)) {
 			ins = append(ins, st) // (a new version of the node's state superseded already is not kept)
 		}
 	}
+	slices.SortFunc(ins, func(x, y *stored) int { return strings.Compare(x.id, y.id) })
+	return ins
+}
+
+// queueUpdates queues the updates of stored rows that must come before the
+// new rows (see queueWrites).
+func (p *plan) queueUpdates(b *pgx.Batch) {
+	var off, on, prune []string
 	for _, vs := range p.versions {
 		for _, v := range vs {
 			if v.isNew {
@@ -40,8 +86,6 @@ func (p *plan) queueWrites(b *pgx.Batch) {
 			}
 		}
 	}
-	slices.SortFunc(ins, func(x, y *stored) int { return strings.Compare(x.id, y.id) })
-
 	if len(off) > 0 {
 		b.Queue("UPDATE cn_relay.events SET is_effective = false WHERE id = ANY($1)", off)
 		b.Queue(dropTagsSQL, off)
@@ -82,9 +126,11 @@ func (p *plan) queueWrites(b *pgx.Batch) {
 		b.Queue(`UPDATE cn_relay.events e SET deleted_at = NULL, deleted_reason = NULL
 			WHERE id = ANY($1) AND `+schema.HiddenSQL, p.unhidden)
 	}
-	if len(ins) > 0 {
-		queueInsert(b, ins, p.ingestedAt)
-	}
+}
+
+// queueAfterInsert queues what follows the new rows: the parts' writes,
+// members, pending identity events and tombstones.
+func (p *plan) queueAfterInsert(b *pgx.Batch) {
 	for _, pt := range p.parts {
 		pt.queueWrites(b)
 	}
@@ -201,48 +247,58 @@ const (
 		ON CONFLICT DO NOTHING`
 )
 
-// queueInsert queues the rows, topics and single-letter tags of new events.
-// Plain INSERTs, no ON CONFLICT: the events are new as the plan's load saw them
-// (ids are unique within a batch, topics and tags deduplicated), and an event
-// that another transaction stored meanwhile makes the insert fail with a unique
-// violation, which Ingest retries (the retry's load then answers "duplicate:").
-// DO NOTHING would instead report the event as stored by this batch and append
-// its outbox rows a second time; and it probes every unique index once more
-// before inserting (perf: ~5% of the server's CPU per event).
-func queueInsert(b *pgx.Batch, ins []*stored, ingestedAt time.Time) {
+// insertedRows are the new rows of a batch's new events, by column: what
+// queueInsert and copyInsert write, so that both write the same rows.
+type insertedRows struct {
+	ingestedAt time.Time
+
+	// cn_relay.events, one per new event (ids sorted).
+	ids, pubkeys, contents, sigs, keys, tags []string
+	kinds                                    []int32
+	createdAts                               []int64
+	expires                                  []*int64
+	effective, deleted                       []bool
+
+	// cn_relay.event_topics.
+	tIDs, tTopics, tPubkeys []string
+	tAts                    []int64
+	tKinds                  []int32
+	tOwn, tScope            []bool
+
+	// cn_relay.event_tags.
+	gIDs, gNames, gValues []string
+	gAts                  []int64
+}
+
+// insertRows builds the rows, topics and single-letter tags of the new events
+// ins.
+func insertRows(ins []*stored, ingestedAt time.Time) *insertedRows {
 	n := len(ins)
-	ids, pubkeys, contents, sigs, keys, tags := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	kinds, createdAts, expires := make([]int32, n), make([]int64, n), make([]*int64, n)
-	effective, deleted := make([]bool, n), make([]bool, n)
-	var tIDs, tTopics, tPubkeys []string
-	var tAts []int64
-	var tKinds []int32
-	var tOwn, tScope []bool
-	var gIDs, gNames, gValues []string
-	var gAts []int64
+	r := &insertedRows{ingestedAt: ingestedAt,
+		ids: make([]string, n), pubkeys: make([]string, n), contents: make([]string, n), sigs: make([]string, n),
+		keys: make([]string, n), tags: make([]string, n), kinds: make([]int32, n), createdAts: make([]int64, n),
+		expires: make([]*int64, n), effective: make([]bool, n), deleted: make([]bool, n)}
 	for i, st := range ins {
 		ev := st.ev
-		ids[i], pubkeys[i], contents[i], sigs[i], keys[i] = ev.ID, ev.PubKey, ev.Content, ev.Sig, st.effectiveKey
-		kinds[i], createdAts[i] = int32(ev.Kind), int64(ev.CreatedAt)
-		effective[i], deleted[i] = st.effective && !st.deleted, st.deleted
+		r.ids[i], r.pubkeys[i], r.contents[i], r.sigs[i], r.keys[i] = ev.ID, ev.PubKey, ev.Content, ev.Sig, st.effectiveKey
+		r.kinds[i], r.createdAts[i] = int32(ev.Kind), int64(ev.CreatedAt)
+		r.effective[i], r.deleted[i] = st.effective && !st.deleted, st.deleted
 		if exp, ok := protocol.Expiration(ev); ok {
-			expires[i] = &exp
+			r.expires[i] = &exp
 		}
 		tagsJSON, _ := json.Marshal(ev.Tags)
 		if ev.Tags == nil {
 			tagsJSON = []byte("[]")
 		}
-		tags[i] = string(tagsJSON)
+		r.tags[i] = string(tagsJSON)
 		own := st.topicsAreTags
 		for _, t := range st.topics {
-			tIDs, tTopics, tAts = append(tIDs, ev.ID), append(tTopics, t), append(tAts, int64(ev.CreatedAt))
-			tPubkeys, tKinds, tOwn, tScope = append(tPubkeys, ev.PubKey), append(tKinds, int32(ev.Kind)), append(tOwn, own), append(tScope, true)
+			r.topic(ev, t, own, true)
 		}
 		for _, t := range st.hashtags { // (never NodeTopic: normalised values are lower case)
-			tIDs, tTopics, tAts = append(tIDs, ev.ID), append(tTopics, t), append(tAts, int64(ev.CreatedAt))
-			tPubkeys, tKinds, tOwn, tScope = append(tPubkeys, ev.PubKey), append(tKinds, int32(ev.Kind)), append(tOwn, true), append(tScope, false)
+			r.topic(ev, t, true, false)
 		}
-		if keys[i] != "" && !effective[i] {
+		if r.keys[i] != "" && !r.effective[i] {
 			continue // a version that is not effective has no tag rows (dropTagsSQL)
 		}
 		seen := map[[2]string]bool{}
@@ -255,9 +311,27 @@ func queueInsert(b *pgx.Batch, ins []*stored, ingestedAt time.Time) {
 				continue
 			}
 			seen[k] = true
-			gIDs, gNames, gValues, gAts = append(gIDs, ev.ID), append(gNames, t[0]), append(gValues, t[1]), append(gAts, int64(ev.CreatedAt))
+			r.gIDs, r.gNames, r.gValues, r.gAts = append(r.gIDs, ev.ID), append(r.gNames, t[0]), append(r.gValues, t[1]), append(r.gAts, int64(ev.CreatedAt))
 		}
 	}
+	return r
+}
+
+func (r *insertedRows) topic(ev *nostr.Event, topic string, own, scope bool) {
+	r.tIDs, r.tTopics, r.tAts = append(r.tIDs, ev.ID), append(r.tTopics, topic), append(r.tAts, int64(ev.CreatedAt))
+	r.tPubkeys, r.tKinds = append(r.tPubkeys, ev.PubKey), append(r.tKinds, int32(ev.Kind))
+	r.tOwn, r.tScope = append(r.tOwn, own), append(r.tScope, scope)
+}
+
+// queueInsert queues the rows, topics and single-letter tags of new events.
+// Plain INSERTs, no ON CONFLICT: the events are new as the plan's load saw them
+// (ids are unique within a batch, topics and tags deduplicated), and an event
+// that another transaction stored meanwhile makes the insert fail with a unique
+// violation, which Ingest retries (the retry's load then answers "duplicate:").
+// DO NOTHING would instead report the event as stored by this batch and append
+// its outbox rows a second time; and it probes every unique index once more
+// before inserting (perf: ~5% of the server's CPU per event).
+func queueInsert(b *pgx.Batch, r *insertedRows) {
 	b.Queue(`
 		INSERT INTO cn_relay.events (id, pubkey, kind, created_at, tags, content, sig, ingested_at,
 		                             effective_key, is_effective, deleted_at, deleted_reason, expires_at)
@@ -267,14 +341,87 @@ func queueInsert(b *pgx.Batch, ins []*stored, ingestedAt time.Time) {
 		FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $5::text[], $6::text[], $7::text[],
 		            $8::text[], $9::bool[], $10::bool[], $11::bigint[])
 		     AS u(id, pubkey, kind, created_at, tags, content, sig, key, effective, deleted, expires)`,
-		ids, pubkeys, kinds, createdAts, tags, contents, sigs, keys, effective, deleted, expires, ingestedAt)
-	if len(tIDs) > 0 {
+		r.ids, r.pubkeys, r.kinds, r.createdAts, r.tags, r.contents, r.sigs, r.keys, r.effective, r.deleted, r.expires, r.ingestedAt)
+	if len(r.tIDs) > 0 {
 		b.Queue(`INSERT INTO cn_relay.event_topics (event_id, topic_id, created_at, pubkey, kind, own, scope)
 			SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::int[], $6::bool[], $7::bool[])`,
-			tIDs, tTopics, tAts, tPubkeys, tKinds, tOwn, tScope)
+			r.tIDs, r.tTopics, r.tAts, r.tPubkeys, r.tKinds, r.tOwn, r.tScope)
 	}
-	if len(gIDs) > 0 {
+	if len(r.gIDs) > 0 {
 		b.Queue(`INSERT INTO cn_relay.event_tags (event_id, name, value, created_at)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])`, gIDs, gNames, gValues, gAts)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])`, r.gIDs, r.gNames, r.gValues, r.gAts)
 	}
 }
+
+// copyInsert writes the rows queueInsert would queue, with one COPY per table
+// (copyWrites).
+func copyInsert(ctx context.Context, tx pgx.Tx, r *insertedRows) error {
+	reason := string(outbox.ReasonNIP09)
+	deletedAt := r.ingestedAt
+	events := &columnSource{n: len(r.ids), row: make([]any, 13)}
+	events.fill = func(i int, row []any) {
+		var key, at, why any
+		if r.keys[i] != "" {
+			key = r.keys[i]
+		}
+		if r.deleted[i] {
+			at, why = deletedAt, reason
+		}
+		var exp any
+		if r.expires[i] != nil {
+			exp = *r.expires[i]
+		}
+		row[0], row[1], row[2], row[3], row[4], row[5], row[6] = r.ids[i], r.pubkeys[i], r.kinds[i], r.createdAts[i], r.tags[i], r.contents[i], r.sigs[i]
+		row[7], row[8], row[9], row[10], row[11], row[12] = r.ingestedAt, key, r.effective[i], at, why, exp
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"cn_relay", "events"},
+		[]string{"id", "pubkey", "kind", "created_at", "tags", "content", "sig", "ingested_at",
+			"effective_key", "is_effective", "deleted_at", "deleted_reason", "expires_at"}, events); err != nil {
+		return fmt.Errorf("copy events: %w", err)
+	}
+	if len(r.tIDs) > 0 {
+		topics := &columnSource{n: len(r.tIDs), row: make([]any, 7)}
+		topics.fill = func(i int, row []any) {
+			row[0], row[1], row[2], row[3], row[4], row[5], row[6] = r.tIDs[i], r.tTopics[i], r.tAts[i], r.tPubkeys[i], r.tKinds[i], r.tOwn[i], r.tScope[i]
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"cn_relay", "event_topics"},
+			[]string{"event_id", "topic_id", "created_at", "pubkey", "kind", "own", "scope"}, topics); err != nil {
+			return fmt.Errorf("copy event topics: %w", err)
+		}
+	}
+	if len(r.gIDs) > 0 {
+		tags := &columnSource{n: len(r.gIDs), row: make([]any, 4)}
+		tags.fill = func(i int, row []any) {
+			row[0], row[1], row[2], row[3] = r.gIDs[i], r.gNames[i], r.gValues[i], r.gAts[i]
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"cn_relay", "event_tags"},
+			[]string{"event_id", "name", "value", "created_at"}, tags); err != nil {
+			return fmt.Errorf("copy event tags: %w", err)
+		}
+	}
+	return nil
+}
+
+// columnSource is a pgx.CopyFromSource over rows held by column: fill sets
+// row i's values into one reused slice (pgx encodes a row before asking for
+// the next).
+type columnSource struct {
+	n, i int
+	row  []any
+	fill func(i int, row []any)
+}
+
+func (c *columnSource) Next() bool {
+	if c.i >= c.n {
+		return false
+	}
+	c.i++
+	return true
+}
+
+func (c *columnSource) Values() ([]any, error) {
+	c.fill(c.i-1, c.row)
+	return c.row, nil
+}
+
+func (c *columnSource) Err() error { return nil }
