@@ -56,7 +56,7 @@ func TestLimiter(t *testing.T) {
 	require.True(t, l.allow("a"))
 	require.False(t, l.allow("a"))
 	now = now.Add(time.Hour)
-	l.sweep()
+	l.forgetIdle()
 	require.Empty(t, l.buckets, "full buckets are forgotten")
 	require.True(t, newLimiter(Rate{}, time.Now).allow("x"), "a zero rate allows everything")
 }

@@ -61,13 +61,7 @@ func (g *groupGate) Rule(id string, pubkeys []string) (private, hidden, member b
 	if !ok {
 		return false, false, false
 	}
-	for _, pk := range pubkeys {
-		if slices.Contains(r.Readers, pk) {
-			member = true
-			break
-		}
-	}
-	return r.Private, r.Hidden, member
+	return r.Private, r.Hidden, r.ReadBy(pubkeys)
 }
 
 // deleted reports whether group id was deleted (protocol.GroupRule.Deleted):

@@ -6,7 +6,7 @@ import (
 )
 
 // limiter is a set of token buckets, one per key (a client address or a pubkey).
-// A bucket that has filled up again is indistinguishable from a new one, so sweep
+// A bucket that has filled up again is indistinguishable from a new one, so forgetIdle
 // forgets it; memory is bounded by the keys active within one refill period.
 type limiter struct {
 	rate Rate
@@ -55,8 +55,8 @@ func (b *bucket) refill(r Rate, now time.Time) {
 	}
 }
 
-// sweep drops the buckets that are full again.
-func (l *limiter) sweep() {
+// forgetIdle drops the buckets that are full again.
+func (l *limiter) forgetIdle() {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()

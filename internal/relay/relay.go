@@ -322,7 +322,7 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	var g errgroup.Group
 	g.Go(func() error { r.batcher.run(); return nil })
 	g.Go(func() error { r.follower.run(loops); return nil })
-	g.Go(func() error { r.sweep(loops); return nil })
+	g.Go(func() error { r.forgetIdleBuckets(loops); return nil })
 	g.Go(func() error { r.pinger(loops); return nil })
 	if r.learns != nil {
 		g.Go(func() error { r.learner(loops); return nil })
@@ -580,8 +580,8 @@ func (r *Relay) bindAudience(ln net.Listener) error {
 	return nil
 }
 
-// sweep forgets idle rate-limit buckets every minute.
-func (r *Relay) sweep(ctx context.Context) {
+// forgetIdleBuckets forgets idle rate-limit buckets every minute.
+func (r *Relay) forgetIdleBuckets(ctx context.Context) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {
@@ -589,9 +589,9 @@ func (r *Relay) sweep(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			r.eventsPerIP.sweep()
-			r.eventsPerPubkey.sweep()
-			r.reqsPerIP.sweep()
+			r.eventsPerIP.forgetIdle()
+			r.eventsPerPubkey.forgetIdle()
+			r.reqsPerIP.forgetIdle()
 		}
 	}
 }
