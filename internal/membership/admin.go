@@ -3,6 +3,7 @@ package membership
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -233,20 +234,9 @@ type Minted struct {
 	ExpiresAt int64  `json:"expires_at"`
 }
 
-// ListMembers returns the NIP-43 members, sorted by pubkey.
+// ListMembers returns the NIP-43 members, sorted by pubkey (MembersPage, unbounded).
 func (s *Service) ListMembers(ctx context.Context) ([]Member, error) {
-	rows, err := s.Pool.Query(ctx, `SELECT pubkey, via, at, roles FROM cn_relay.nip43_members WHERE member ORDER BY pubkey`)
-	if err != nil {
-		return nil, err
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Member, error) {
-		var m Member
-		err := r.Scan(&m.Pubkey, &m.Via, &m.Since, &m.Roles)
-		if m.Roles == nil {
-			m.Roles = []string{}
-		}
-		return m, err
-	})
+	out, err := MembersPage(ctx, s.Pool, "", math.MaxInt64)
 	if out == nil {
 		out = []Member{}
 	}
@@ -287,24 +277,9 @@ func (iv *Invite) SetTimes(issued, expires time.Time, used, revoked *time.Time, 
 	}
 }
 
-// ListInvites returns the claims' records, newest first.
+// ListInvites returns the claims' records, newest first (InvitesPage, unbounded).
 func (s *Service) ListInvites(ctx context.Context) ([]Invite, error) {
-	rows, err := s.Pool.Query(ctx, `SELECT id, issuer, issued_at, expires_at, coalesce(used_by, ''), used_at, revoked_at
-		FROM cn_relay.membership_claims ORDER BY issued_at DESC, id`)
-	if err != nil {
-		return nil, err
-	}
-	now := s.now()
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Invite, error) {
-		var iv Invite
-		var issued, expires time.Time
-		var used, revoked *time.Time
-		if err := r.Scan(&iv.ID, &iv.Issuer, &issued, &expires, &iv.UsedBy, &used, &revoked); err != nil {
-			return iv, err
-		}
-		iv.SetTimes(issued, expires, used, revoked, now)
-		return iv, nil
-	})
+	out, _, err := InvitesPage(ctx, s.Pool, nil, "", math.MaxInt64, s.now())
 	if out == nil {
 		out = []Invite{}
 	}
