@@ -2,7 +2,8 @@ package schema
 
 // The states of a stored event, as SQL conditions on cn_relay.events aliased
 // e, and the scope rule of cn_relay.event_topics aliased t. internal/store is
-// the only writer of both tables and keeps these promises; every reader (the
+// the only writer of both tables (on a mirror, its package internal/store/mirror)
+// and keeps these promises; every reader (the
 // store's queries, the indexer, moderation, trust, relay admin) uses these
 // definitions instead of its own.
 //

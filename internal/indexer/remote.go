@@ -12,6 +12,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/store/mirror"
 	"github.com/kukuri/communitynode/pkg/consumer"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
@@ -73,34 +74,11 @@ func (h *RemoteHandler) HandleMessages(ctx context.Context, tx consumer.Tx, msgs
 		}
 		ids = append(ids, m.EventID)
 		if m.Op == outbox.OpDelete {
-			b.Queue(`UPDATE cn_relay.events SET deleted_at = now(), deleted_reason = $2
-				WHERE id = $1 AND deleted_at IS NULL`, m.EventID, string(m.Reason))
+			mirror.QueueDelete(&b, m.EventID, string(m.Reason))
 			continue
 		}
-		ev := events[i]
-		tags, err := json.Marshal(ev.Tags)
-		if err != nil || ev.Tags == nil {
-			tags = []byte("[]")
-		}
-		var expires *int64
-		if exp, ok := protocol.Expiration(ev); ok {
-			expires = &exp
-		}
-		if m.EffectiveKey != "" {
-			// Before the insert: one effective version per key (a unique index).
-			b.Queue(`UPDATE cn_relay.events SET is_effective = false
-				WHERE effective_key = $1 AND is_effective AND id <> $2`, m.EffectiveKey, ev.ID)
-		}
-		b.Queue(`INSERT INTO cn_relay.events (id, pubkey, kind, created_at, tags, content, sig, ingested_at,
-				effective_key, is_effective, expires_at)
-			VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, nullif($9, ''), true, $10)
-			ON CONFLICT (id) DO UPDATE SET is_effective = true, deleted_at = NULL, deleted_reason = NULL`,
-			ev.ID, ev.PubKey, ev.Kind, int64(ev.CreatedAt), string(tags), ev.Content, ev.Sig, m.IngestedAt,
-			m.EffectiveKey, expires)
-		b.Queue(`INSERT INTO cn_relay.event_topics (event_id, topic_id, created_at, pubkey, kind, own, scope)
-			VALUES ($1, $2, $3, $4, $5, true, true) ON CONFLICT (event_id, topic_id) DO NOTHING`,
-			ev.ID, m.TopicID, int64(ev.CreatedAt), ev.PubKey, ev.Kind)
-		upserted = append(upserted, ev.ID)
+		mirror.QueueUpsert(&b, events[i], m.TopicID, m.EffectiveKey, m.IngestedAt)
+		upserted = append(upserted, events[i].ID)
 	}
 	if len(ids) == 0 {
 		return nil
