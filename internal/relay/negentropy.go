@@ -193,18 +193,16 @@ func (c *conn) queueLoad(s *negSession, f nostr.Filter, v protocol.Viewer, msg s
 // more than MaxSyncEvents events match or the connection's sessions would
 // hold more than MaxSyncEvents items together; error when the relay's memory
 // budget is full. It runs in one of the relay's MaxSyncLoads slots
-// (negQueue.push), which it frees once the items are read. The items are
+// (negQueue.push), which it frees once the session's first answer is queued
+// (or it ended), so that a connection's sessions answer in the order their
+// loads were granted (a slot freed before the answer let the next session's
+// answer overtake it). The items are
 // charged to the connection's sync budget as they are read, and stay charged
 // until the session ends.
 func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg string) {
 	defer close(s.ready)
 	c.negMem.give(s.waitBytes) // (it waits no more)
-	loading := true
-	defer func() {
-		if loading {
-			c.r.negLoads.done()
-		}
-	}()
+	defer c.r.negLoads.done() // after the first answer is queued (deferred calls run last first)
 	held, refused := 0, taken
 	defer func() { c.negMem.give(held) }() // unless the session took them (held = 0)
 	ctx, cancel := context.WithTimeout(s.ctx, c.r.cfg.QueryTimeout)
@@ -244,8 +242,6 @@ func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg str
 	}
 	srv, err := negentropy.NewServer(items, c.r.cfg.NegFrameLimit)
 	items = nil
-	loading = false
-	c.r.negLoads.done()
 	if err != nil {
 		c.logger().Warn("negentropy session failed", "sub", s.id, "err", err)
 		c.failNeg(s, negErrMsg(s.id, reasonNegFailed))
