@@ -202,7 +202,7 @@ func (c *conn) queueLoad(s *negSession, f nostr.Filter, v protocol.Viewer, msg s
 func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg string) {
 	defer close(s.ready)
 	c.negMem.give(s.waitBytes) // (it waits no more)
-	defer c.r.negLoads.done() // after the first answer is queued (deferred calls run last first)
+	defer c.r.negLoads.done()  // after the first answer is queued (deferred calls run last first)
 	held, refused := 0, taken
 	defer func() { c.negMem.give(held) }() // unless the session took them (held = 0)
 	ctx, cancel := context.WithTimeout(s.ctx, c.r.cfg.QueryTimeout)
