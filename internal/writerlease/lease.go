@@ -20,16 +20,27 @@
 //   - When no other row is live, the relay is sole: sole_until = now() + TTL,
 //     and it trusts its memory until send + TTL (Sole), from the outbox head
 //     read in the same transaction on (Sole's floor).
-//   - Otherwise sole_until = NULL, and if another live row has a
-//     sole_until, that relay may trust its memory until at most TTL after it
-//     sent that renewal, which was before this renewal read it: this relay
-//     acknowledges nothing for a TTL from when the answer arrived, by its own
-//     clock (Register waits for it before the relay serves).
+//   - Otherwise the renewal keeps the row's sole_until (the bound of its
+//     last sole renewal's trust; a sole renewal's sole_until is later than
+//     the row's previous one, so each sole renewal is told apart by
+//     (holder, sole_until)). For every other row whose sole_until is less
+//     than a TTL in the past, that relay may trust its memory until at most
+//     TTL after it sent that sole renewal, which was before this renewal
+//     read it: this relay acknowledges nothing for a TTL from when the
+//     answer arrived, by its own clock (Register waits for it before the
+//     relay serves). It waits so once per (holder, sole_until): a later
+//     renewal reading the same pair has nothing more to wait for (the wait
+//     started at its first reading, already after that renewal), and a new
+//     sole renewal of that relay is a new pair. Pairs no longer read are
+//     forgotten; they do not come back (sole_until only grows), unless the
+//     database's clock steps back, and then the relay waits again.
 //
-// A row counts as live until TTL past its expires_at: the database's clock
-// (now()) decides liveness, and the margin keeps the protocol safe if it
-// steps forward by up to a TTL. The waits themselves use only each
-// process's monotonic clock.
+// A row counts as live until TTL past its expires_at, and a sole renewal is
+// waited for until TTL past its sole_until: the database's clock (now())
+// decides, and the margin keeps the protocol safe if it steps forward by up
+// to a TTL. The waits themselves use only each process's monotonic clock.
+// So a relay restarted after a crash of a sole relay waits one TTL from its
+// first renewal, however long the dead row stays live.
 //
 // Why a REQ answered from memory by a sole relay S at time t, within the
 // trust of S's renewal R (no other row live at R), sees every write
@@ -43,9 +54,17 @@
 //     head.
 //   - A write W acknowledged after R and before t: W's row was not live at R,
 //     so W renewed after R, ordered after it by the lock; that renewal read
-//     S's sole_until, and W acknowledged nothing for a TTL after its answer
+//     S's row with R's sole_until or a later sole renewal's (a renewal of S
+//     that is not sole keeps it; S's row is removed only after S stopped
+//     trusting, or a minute after it expired), less than a TTL in the past
+//     (R's trust lasts at most a TTL past it). W first read that pair after
+//     R committed, and acknowledged nothing for a TTL after that answer
 //     arrived, by when S's trust (TTL from R's sending) had ended, before t.
 //     So there is none.
+//   - A renewal counts only if its commit returned without error before its
+//     context ended: with synchronous replication, a commit whose wait for
+//     the standby is cut short may be on the primary alone, and a promoted
+//     standby would then lack the row another relay's renewal must read.
 //
 // Clocks are trusted to run at the same rate (a 1% margin); they need not
 // agree on the time of day.
@@ -91,6 +110,9 @@ type Lease struct {
 	sole     time.Time // trusts its memory until then; zero: not sole
 	floor    int64     // the outbox head read when it became sole, and Note's
 	released bool
+	// the others' sole renewals read by the last renewal, each waited for
+	// (blocked) from when a renewal first read it
+	waited map[soleRenewal]bool
 }
 
 // New returns the lease of one relay process's run, renewed every ttl/4
@@ -206,27 +228,53 @@ func (l *Lease) Note(seq int64) {
 }
 
 // renewSQL writes the holder's row ($1) for $2 seconds and returns whether
-// it is sole and whether another relay may trust its memory, and the outbox
-// head. A row counts as live until TTL past its expires_at (a margin against
-// the database's clock stepping forward). Run under schema.WriterLeaseLock.
+// it is sole, the outbox head, and the others' sole renewals that may still
+// be trusted: (holder, sole_until) for every other row whose sole_until is
+// less than TTL in the past (a row is live until TTL past its expires_at,
+// and a sole renewal's sole_until is its expires_at; the margin is against
+// the database's clock stepping forward). A renewal that is not sole keeps
+// the row's sole_until: it is still the bound of the trust of the holder's
+// last sole renewal, which a newcomer reading the row after this renewal
+// must wait out. A sole renewal's sole_until is later than the row's
+// previous one, so that each sole renewal of a holder has its own pair.
+// Run under schema.WriterLeaseLock.
 const renewSQL = `
 WITH others AS (
     SELECT count(*) FILTER (WHERE expires_at + make_interval(secs => $2) > now()) AS live,
-           coalesce(bool_or(sole_until IS NOT NULL AND expires_at + make_interval(secs => $2) > now()), false) AS trusting
+           coalesce(array_agg(holder ORDER BY holder) FILTER (WHERE sole_until + make_interval(secs => $2) > now()), '{}') AS trusting,
+           coalesce(array_agg(sole_until ORDER BY holder) FILTER (WHERE sole_until + make_interval(secs => $2) > now()), '{}') AS trusting_until
       FROM cn_relay.writer_lease WHERE holder <> $1),
 mine AS (
-    INSERT INTO cn_relay.writer_lease (holder, expires_at, sole_until)
+    INSERT INTO cn_relay.writer_lease AS l (holder, expires_at, sole_until)
     SELECT $1, now() + make_interval(secs => $2), CASE WHEN live = 0 THEN now() + make_interval(secs => $2) END FROM others
-    ON CONFLICT (holder) DO UPDATE SET expires_at = excluded.expires_at, sole_until = excluded.sole_until
-    RETURNING sole_until IS NOT NULL AS sole)
-SELECT mine.sole, others.trusting, (SELECT seq FROM cn_relay.outbox_head) FROM mine, others`
+    ON CONFLICT (holder) DO UPDATE SET expires_at = excluded.expires_at,
+        sole_until = CASE WHEN excluded.sole_until IS NULL THEN l.sole_until
+                          ELSE greatest(excluded.sole_until, l.sole_until + interval '1 microsecond') END
+    RETURNING holder)
+SELECT others.live = 0, others.trusting, others.trusting_until, (SELECT seq FROM cn_relay.outbox_head) FROM mine, others`
 
-// renew runs one renewal (see the package doc).
+// leaseApplication is the application_name of a renewal's transaction, so
+// that pg_stat_activity tells it apart from the relay's other commits (an
+// operator looking at commits waiting for a synchronous standby sees which
+// one is the lease's).
+const leaseApplication = "cn_writer_lease"
+
+// renew runs one renewal (see the package doc). It counts only once its
+// commit has returned without error while ctx was not done: a commit whose
+// wait for a synchronous standby is interrupted may be committed on the
+// primary alone, and a renewal that is not on the standbys must not be
+// trusted (a promoted standby would not have it).
 func (l *Lease) renew(ctx context.Context) error {
 	send := l.now()
-	var sole, trusting bool
+	var sole bool
+	var holders []string
+	var until []time.Time
 	var head int64
 	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+		// Transaction-local: the connection goes back to the pool as it was.
+		if _, err := tx.Exec(ctx, "SELECT set_config('application_name', $1, true)", leaseApplication); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", schema.WriterLeaseLock); err != nil {
 			return err
 		}
@@ -235,8 +283,11 @@ func (l *Lease) renew(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, "DELETE FROM cn_relay.writer_lease WHERE expires_at < now() - interval '1 minute'"); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, renewSQL, l.holder, l.ttl.Seconds()).Scan(&sole, &trusting, &head)
+		return tx.QueryRow(ctx, renewSQL, l.holder, l.ttl.Seconds()).Scan(&sole, &holders, &until, &head)
 	})
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		return fmt.Errorf("writer lease: renew: %w", err)
 	}
@@ -246,13 +297,22 @@ func (l *Lease) renew(ctx context.Context) error {
 	if l.released {
 		return nil
 	}
-	if trusting {
-		// Another relay may trust its memory, until at most TTL after it
-		// sent the renewal that said so, which was before this one read
-		// it: wait a TTL from now, by this clock, with a margin for the
-		// clocks' rates.
-		l.blocked = later(l.blocked, got.Add(l.ttl+l.ttl/100+time.Millisecond))
+	// Another relay may trust its memory after each sole renewal read here,
+	// until at most TTL after it sent that renewal, which was before this one
+	// read it: for a renewal not seen before, wait a TTL from now, by this
+	// clock, with a margin for the clocks' rates. One seen before is waited
+	// for already (from when it was first seen, which is earlier).
+	seen := make(map[soleRenewal]bool, len(holders))
+	for i, h := range holders {
+		r := soleRenewal{holder: h, until: until[i].UnixMicro()}
+		seen[r] = true
+		if !l.waited[r] {
+			l.blocked = later(l.blocked, got.Add(l.ttl+l.ttl/100+time.Millisecond))
+		}
 	}
+	// Forget the renewals not read any more: their holder renewed since,
+	// or their trust is over by the database's clock.
+	l.waited = seen
 	l.deadline = later(l.deadline, send.Add(l.ttl))
 	if sole {
 		if !l.now().Before(l.sole) {
@@ -267,6 +327,12 @@ func (l *Lease) renew(ctx context.Context) error {
 		l.sole = time.Time{}
 	}
 	return nil
+}
+
+// soleRenewal is one sole renewal of another relay, as read from its row.
+type soleRenewal struct {
+	holder string
+	until  int64 // sole_until, µs since the epoch
 }
 
 func later(a, b time.Time) time.Time {
