@@ -235,8 +235,16 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	go func() { writerDone <- writer.Run(writerCtx) }()
 
 	// So does the lease, which its final flush's acknowledgements need; it
-	// is released once the relay has stopped.
+	// is released once the relay has stopped. The relay listens before the
+	// lease's wait (up to a TTL after another relay's crash), so that
+	// clients' connections wait in the backlog meanwhile instead of being
+	// refused; it accepts them once the lease holds.
+	unlisten, err := r.Listen(ctx)
+	if err != nil {
+		return err
+	}
 	if err := lease.Register(ctx); err != nil {
+		unlisten()
 		return err
 	}
 	leaseCtx, stopLease := context.WithCancel(context.WithoutCancel(ctx))
