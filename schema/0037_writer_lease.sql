@@ -8,7 +8,9 @@
 CREATE TABLE cn_relay.writer_lease (
     holder     text        NOT NULL PRIMARY KEY, -- one relay process's run (random)
     expires_at timestamptz NOT NULL,             -- it acknowledges no write after it
-    -- set: it found no other live row and may answer REQs from memory for a
-    -- TTL; a newcomer that reads it set acknowledges no write for a TTL
+    -- set by a renewal that found no other live row (the relay may answer
+    -- REQs from memory for a TTL), kept by its later renewals that are not
+    -- sole; a relay that reads a value less than a TTL old and new to it
+    -- acknowledges no write for a TTL
     sole_until timestamptz
 );
