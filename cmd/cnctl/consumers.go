@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -195,13 +194,7 @@ func dlqList(ctx context.Context, e env, o dlqListOpts) error {
 		return err
 	}
 	if o.json {
-		enc := json.NewEncoder(e.Out)
-		for _, d := range dls {
-			if err := enc.Encode(d); err != nil {
-				return err
-			}
-		}
-		return nil
+		return printJSONLines(e.Out, dls)
 	}
 	// A consumer under the halt policy (the bridge) parks nothing: the row it
 	// halted on is shown here too.
