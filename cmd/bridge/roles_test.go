@@ -5,9 +5,7 @@ import (
 	"io"
 	"strconv"
 	"testing"
-	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nbd-wtf/go-nostr"
@@ -29,11 +27,7 @@ func TestRunUnderBridgeRole(t *testing.T) {
 	db := pgtest.New(t)
 	ctx := context.Background()
 	url := db.LoginAsService(t, dbroles.Bridge)
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	require.NoError(t, err)
-	ns.Start()
-	t.Cleanup(ns.Shutdown)
-	require.True(t, ns.ReadyForConnections(10*time.Second))
+	ns := testkit.NATS(t)
 
 	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
 	ev := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: "least privilege"}
