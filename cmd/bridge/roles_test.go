@@ -14,8 +14,6 @@ import (
 	"github.com/kukuri/communitynode/internal/daemon/daemontest"
 	"github.com/kukuri/communitynode/internal/dbroles"
 	"github.com/kukuri/communitynode/internal/pgtest"
-	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
@@ -29,7 +27,7 @@ func TestRunUnderBridgeRole(t *testing.T) {
 	url := db.LoginAsService(t, dbroles.Bridge)
 	ns := testkit.NATS(t)
 
-	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	st := testkit.NewStore(db.Pool)
 	ev := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: "least privilege"}
 	require.NoError(t, ev.Sign(nostr.GeneratePrivateKey()))
 	res, err := st.Ingest(ctx, []*nostr.Event{ev})
