@@ -47,14 +47,14 @@ func TestRelayRestartUnderLoad(t *testing.T) {
 	if testing.Short() {
 		clients, churners, restarts, spread, every = 10, 1, 1, 500*time.Millisecond, 50*time.Millisecond
 	}
-	bin := buildRelay(t)
+	bin := build(t, "relay")
 	db := pgtest.New(t)
 	addr, metrics := testkit.FreeAddr(t), testkit.FreeAddr(t)
 	args := []string{"--listen", addr, "--metrics-listen", metrics, "--database-url", db.URL,
 		"--reuse-port", "--drain-spread", spread.String(), "--shutdown-timeout", shutdownTimeout.String(),
 		"--event-rate-ip", "0", "--event-rate-pubkey", "0", "--req-rate-ip", "0", "--max-conns-per-ip", "10000"}
 	logs := t.TempDir()
-	procs := []*relayProc{startRelay(t, bin, args, filepath.Join(logs, "relay-0.log"))}
+	procs := []*proc{startProc(t, bin, args, filepath.Join(logs, "relay-0.log"), "relay serving")}
 	defer func() {
 		if t.Failed() {
 			for i := range procs {
@@ -98,18 +98,12 @@ func TestRelayRestartUnderLoad(t *testing.T) {
 	progress(1)
 	for r := 1; r <= restarts; r++ {
 		old := procs[len(procs)-1]
-		next := startRelay(t, bin, args, filepath.Join(logs, fmt.Sprintf("relay-%d.log", r)))
-		procs = append(procs, next)
+		procs = append(procs, startProc(t, bin, args, filepath.Join(logs, fmt.Sprintf("relay-%d.log", r)), "relay serving"))
 		signalled := time.Now()
-		require.NoError(t, old.cmd.Process.Signal(syscall.SIGTERM))
-		select {
-		case err := <-old.exited:
-			require.NoError(t, err, "the old relay exits 0")
-		case <-time.After(shutdownTimeout + 10*time.Second):
-			t.Fatalf("the old relay did not exit within its shutdown timeout")
-		}
-		t.Logf("restart %d: the old relay exited %v after SIGTERM: %s", r, time.Since(signalled).Round(time.Millisecond), old.stoppedLine())
-		require.Contains(t, old.stoppedLine(), `"connections_cut":0`, "no connection was cut at the hard limit")
+		require.NoError(t, old.stop(t, shutdownTimeout+10*time.Second), "the old relay exits 0")
+		stopped := old.line("relay stopped")
+		t.Logf("restart %d: the old relay exited %v after SIGTERM: %s", r, time.Since(signalled).Round(time.Millisecond), stopped)
+		require.Contains(t, stopped, `"connections_cut":0`, "no connection was cut at the hard limit")
 		progress(r + 1)
 	}
 	close(stopPublishing)
@@ -153,12 +147,13 @@ func TestRelayRestartUnderLoad(t *testing.T) {
 	}
 	require.False(t, t.Failed(), "a client misses acknowledged events")
 
-	var gaps []time.Duration
+	var gaps, served []time.Duration
 	dialErrs, resent, okFalse, churnDials, churnErrs := 0, 0, 0, 0, 0
 	codes := map[int]int{}
 	for _, c := range cs {
 		c.mu.Lock()
 		gaps = append(gaps, c.gaps...)
+		served = append(served, c.served...)
 		dialErrs += c.dialErrs
 		resent += c.unanswered
 		okFalse += c.okFalse
@@ -176,6 +171,10 @@ func TestRelayRestartUnderLoad(t *testing.T) {
 		}
 	}
 	slices.Sort(gaps)
+	slices.Sort(served)
+	load, _ := os.ReadFile("/proc/loadavg")
+	t.Logf("load average %s; from the dial to the first message: p50 %v, p99 %v, max %v",
+		strings.TrimSpace(string(load)), pct(served, 50), pct(served, 99), pct(served, 100))
 	t.Logf("%d clients, %d restarts (drain spread %v): %d events acknowledged, %d unanswered at a close and sent anew, %d OK false; "+
 		"%d reconnects, gap from close to the first message on the new connection: p50 %v, p99 %v, max %v; "+
 		"dial errors %d of the clients, %d of %d churning dials; close codes %v",
@@ -190,22 +189,22 @@ func TestRelayRestartUnderLoad(t *testing.T) {
 	}
 }
 
-// relayProc is a relay process; its stderr (JSON log lines) goes to a file.
-type relayProc struct {
-	cmd     *exec.Cmd
-	ready   chan struct{} // closed at its "relay serving" line
-	exited  chan error    // its exit, once its stderr is read to the end
-	mu      sync.Mutex
-	stopped string // its "relay stopped" line
+// proc is a daemon process; its stderr (JSON log lines) is kept, and copied
+// to a file.
+type proc struct {
+	cmd    *exec.Cmd
+	exited chan error // its exit, once its stderr is read to the end
+	mu     sync.Mutex
+	lines  []string
 }
 
-// startRelay starts bin and waits until it serves.
-func startRelay(t *testing.T, bin string, args []string, logFile string) *relayProc {
+// startProc starts bin and waits until it logs readyMsg.
+func startProc(t *testing.T, bin string, args []string, logFile, readyMsg string) *proc {
 	t.Helper()
 	f, err := os.Create(logFile)
 	require.NoError(t, err)
 	t.Cleanup(func() { f.Close() })
-	p := &relayProc{cmd: exec.Command(bin, args...), ready: make(chan struct{}), exited: make(chan error, 1)}
+	p := &proc{cmd: exec.Command(bin, args...), exited: make(chan error, 1)}
 	stderr, err := p.cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, p.cmd.Start())
@@ -217,37 +216,64 @@ func startRelay(t *testing.T, bin string, args []string, logFile string) *relayP
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		serving := false
 		for sc.Scan() {
-			line := sc.Text()
-			fmt.Fprintln(f, line)
-			switch {
-			case !serving && strings.Contains(line, `"msg":"relay serving"`):
-				serving = true
-				close(p.ready)
-			case strings.Contains(line, `"msg":"relay stopped"`):
-				p.mu.Lock()
-				p.stopped = line
-				p.mu.Unlock()
-			}
+			fmt.Fprintln(f, sc.Text())
+			p.mu.Lock()
+			p.lines = append(p.lines, sc.Text())
+			p.mu.Unlock()
 		}
 		p.exited <- p.cmd.Wait()
 	}()
-	select {
-	case <-p.ready:
-	case err := <-p.exited:
-		b, _ := os.ReadFile(logFile)
-		t.Fatalf("relay exited before serving (%v): %s", err, tail(b, 2048))
-	case <-time.After(60 * time.Second):
-		t.Fatal("relay does not serve")
-	}
+	p.waitLine(t, readyMsg, 60*time.Second)
 	return p
 }
 
-func (p *relayProc) stoppedLine() string {
+// line returns the first line logging msg, or "".
+func (p *proc) line(msg string) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.stopped
+	for _, l := range p.lines {
+		if strings.Contains(l, `"msg":"`+msg+`"`) {
+			return l
+		}
+	}
+	return ""
+}
+
+// waitLine waits until the process logs msg and returns that line.
+func (p *proc) waitLine(t *testing.T, msg string, within time.Duration) string {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; {
+		if l := p.line(msg); l != "" {
+			return l
+		}
+		select {
+		case err := <-p.exited:
+			p.exited <- err
+			if l := p.line(msg); l != "" {
+				return l
+			}
+			p.mu.Lock()
+			t.Fatalf("%s exited (%v) before logging %q: %s", p.cmd.Path, err, msg, strings.Join(p.lines[max(0, len(p.lines)-10):], "\n"))
+		case <-time.After(10 * time.Millisecond): // (polling for the line, with a deadline)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not log %q within %v", p.cmd.Path, msg, within)
+		}
+	}
+}
+
+// stop sends SIGTERM and waits for the exit (at most within).
+func (p *proc) stop(t *testing.T, within time.Duration) error {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-p.exited:
+		return err
+	case <-time.After(within):
+		t.Fatalf("%s did not exit within %v of SIGTERM", p.cmd.Path, within)
+		return nil
+	}
 }
 
 // client publishes one note at a time and holds one subscription to every
@@ -268,8 +294,9 @@ type client struct {
 	okFalse      int
 	unanswered   int // events a close left without an answer (sent anew)
 	closes       map[int]int
-	closedAt     time.Time // when the current connection's reading ended
-	gaps         []time.Duration
+	closedAt     time.Time       // when the current connection's reading ended
+	gaps         []time.Duration // from a close to the first message on the next connection
+	served       []time.Duration // of which from the dial to the first message
 	reconnectLog []string
 }
 
@@ -289,6 +316,7 @@ type conn struct {
 	stored  int   // events of the current REQ's stored part
 	oldest  int64 // their lowest created_at
 	pending bool  // the current REQ's EOSE has not come
+	dialed  time.Time
 }
 
 func (cn *conn) write(v any) error {
@@ -347,6 +375,7 @@ func (c *client) close() {
 // subscribes with since.
 func (c *client) connect(t *testing.T) *conn {
 	for attempt := 0; ; attempt++ {
+		dialed := time.Now()
 		ws, _, err := websocket.DefaultDialer.Dial(c.url, nil)
 		if err != nil {
 			c.mu.Lock()
@@ -367,7 +396,7 @@ func (c *client) connect(t *testing.T) *conn {
 		reconnect := !c.closedAt.IsZero()
 		closedAt := c.closedAt
 		c.mu.Unlock()
-		cn := &conn{ws: ws, oks: make(chan okMsg, 16), done: make(chan struct{}), since: since}
+		cn := &conn{ws: ws, oks: make(chan okMsg, 16), done: make(chan struct{}), since: since, dialed: dialed}
 		if err := cn.req(0); err != nil {
 			_ = ws.Close()
 			continue
@@ -398,6 +427,7 @@ func (c *client) read(cn *conn, reconnect bool, closedAt time.Time) {
 		if first && reconnect {
 			c.mu.Lock()
 			c.gaps = append(c.gaps, time.Since(closedAt))
+			c.served = append(c.served, time.Since(cn.dialed))
 			c.mu.Unlock()
 		}
 		first = false
@@ -547,12 +577,13 @@ func (ch *churner) closeCodes() map[int]int {
 	return ch.codes
 }
 
-func buildRelay(t *testing.T) string {
+// build builds cmd/name and returns the binary's path.
+func build(t *testing.T, name string) string {
 	t.Helper()
 	dir := t.TempDir()
-	out, err := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "github.com/kukuri/communitynode/cmd/relay").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "github.com/kukuri/communitynode/cmd/"+name).CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
-	return filepath.Join(dir, "relay")
+	return filepath.Join(dir, name)
 }
 
 // pct is the p-th percentile of sorted (p 100: the largest).
