@@ -193,6 +193,9 @@ func (p Process) Run(ctx context.Context, tasks ...func(context.Context) error) 
 			p.Ready(ln.Addr().String())
 		}
 	}
+	if err := NotifyReady(); err != nil {
+		logger.Warn("systemd notify", "err", err)
+	}
 	err := g.Wait()
 	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
 		return nil

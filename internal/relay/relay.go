@@ -84,6 +84,10 @@ type Deps struct {
 	// shares the database (package ephemeral), this one included. Nil delivers
 	// them to this process's subscribers only.
 	Ephemeral EphemeralBus
+	// Serving, if set, is called once Serve accepts connections (after its
+	// "relay serving" line): cmd/relay tells systemd it is ready
+	// (daemon.NotifyReady).
+	Serving func()
 	// Members, if set, answers NIP-43 requests (package membership): join
 	// (28934) and leave (28936) events, and REQs for invites (28935). Nil
 	// refuses them (membership.ReasonNoNIP43).
@@ -143,6 +147,7 @@ type Relay struct {
 	ephemeral  EphemeralBus
 	members    Members
 	management http.Handler
+	serving    func()
 	log        *slog.Logger
 	m          *metrics
 	gatherer   prometheus.Gatherer
@@ -199,6 +204,7 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 		members:         deps.Members,
 		withheld:        deps.Withheld,
 		management:      deps.Management,
+		serving:         deps.Serving,
 		log:             deps.Logger,
 		m:               newMetrics(deps.Registerer),
 		gatherer:        deps.Gatherer,
@@ -358,6 +364,9 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- srv.Serve(acc.rest) }()
 	r.log.Info("relay serving", "addr", ln.Addr().String())
+	if r.serving != nil {
+		r.serving()
+	}
 
 	var err error
 	select {
