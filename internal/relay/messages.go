@@ -501,6 +501,19 @@ func (c *conn) endQuerySlot() {
 func (c *conn) runQuery(s *subscription) {
 	defer s.query.Done()
 	defer s.endQuery()
+	// The stored part must hold every row below the follower's start: a
+	// snapshot read before the follower knows it (a relay that has just
+	// started, as at a restart, filling its event cache) may lack rows
+	// the follower then never reads, and the subscription would miss them
+	// (test/restart found it). So the query waits for the follower's start,
+	// not counted in QueryTimeout. (A relay not serving has no follower: some
+	// tests run connections without Serve.)
+	if c.r.served.Load() {
+		select {
+		case <-c.r.follower.ready:
+		case <-s.ctx.Done():
+		}
+	}
 	ctx, cancel := context.WithTimeout(s.ctx, c.r.cfg.QueryTimeout)
 	// The rows the query reads are taken from the connection's budget (its
 	// bulk part) as they are read; the query stops when it is full, and the

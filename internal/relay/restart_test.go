@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/stretchr/testify/require"
 )
@@ -134,4 +135,29 @@ func TestRestartDrainServesTheAcceptQueue(t *testing.T) {
 		}
 	}
 	require.NoError(t, <-done)
+}
+
+// TestREQWaitsForTheFollowersStart: a REQ that comes before the follower
+// knows where it starts (a relay that has just started, as at a restart) is
+// answered only after: an event stored between the REQ and the follower's
+// start is in its stored part. Answered at once, the REQ's snapshot would
+// lack the event and the follower, starting after it, would never fan it out.
+func TestREQWaitsForTheFollowersStart(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore()
+	release := make(chan struct{})
+	store.headHook = func(context.Context) { <-release }
+	r, err := New(testConfig(), Deps{Store: store, Feed: store})
+	require.NoError(t, err)
+	tr := serveRelayWait(t, r, false)
+	c := dial(t, tr.url)
+	c.send("REQ", "s", goFilter())
+	require.Eventually(t, func() bool {
+		return testutil.ToFloat64(r.m.messages.WithLabelValues("REQ")) == 1
+	}, waitTimeout, time.Millisecond)
+	ev := newKey(t).note(t, "stored before the follower starts", nil)
+	store.store([]*nostr.Event{ev})
+	close(release)
+	require.Equal(t, ev.ID, c.event("s").ID)
+	c.eose("s")
 }
