@@ -21,10 +21,10 @@ run:
 test:
 	$(GO) test -short -count=1 -timeout 15m ./internal/relay ./...
 
-## test-long: the soak tests in full (chaos with every daemon, the bridge's and the remote indexer's kill rounds, 20,000 concurrent outbox appends, 20,000-item NIP-77 differentials; a failover with every daemon, which make test skips); make test runs the others' short versions
-LONG_TESTS ?= ^(TestChaos|TestRemoteIndexerEqualsLocal|TestSoakConcurrentWriters|TestNegentropyDifferential|TestEveryDaemonHealsAfterFailover)$$
+## test-long: the soak tests in full (chaos with every daemon, the bridge's and the remote indexer's kill rounds, 20,000 concurrent outbox appends, 20,000-item NIP-77 differentials, three relay restarts under 50 publishing clients; a failover with every daemon, which make test skips); make test runs the others' short versions
+LONG_TESTS ?= ^(TestChaos|TestRemoteIndexerEqualsLocal|TestSoakConcurrentWriters|TestNegentropyDifferential|TestEveryDaemonHealsAfterFailover|TestRelayRestartUnderLoad|TestConsumerRestartWithoutGap)$$
 test-long:
-	$(GO) test -count=1 -timeout 40m -run '$(LONG_TESTS)' ./test/chaos ./internal/bridge ./internal/indexer ./pkg/outbox ./internal/relay ./test/durability
+	$(GO) test -count=1 -timeout 40m -run '$(LONG_TESTS)' ./test/chaos ./internal/bridge ./internal/indexer ./pkg/outbox ./internal/relay ./test/durability ./test/restart
 
 ## docs: regenerate docs/configuration.md from the binaries' flags (each command's TestConfigurationDoc fails when it is stale)
 docs:

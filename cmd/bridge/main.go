@@ -32,6 +32,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Stream:        c.String("stream"),
 				SubjectPrefix: c.String("subject-prefix"),
 				Listen:        c.String("listen"),
+				ReusePort:     c.Bool("reuse-port"),
 				BatchSize:     c.Int("batch-size"),
 				Logger:        logger,
 			})

@@ -79,6 +79,7 @@ var notStoreRules = map[string]string{
 	"neg-frame-limit":           "serving NIP-77",
 	"neg-idle-timeout":          "serving NIP-77",
 	"shutdown-timeout":          "the process",
+	"drain-spread":              "the process",
 	"auth":                      "a connection's NIP-42 AUTH (without a connection a protected event is refused)",
 	"auth-required-for-writes":  "a connection's NIP-42 AUTH",
 	"auth-required-for-reads":   "a connection's NIP-42 AUTH",
@@ -98,6 +99,7 @@ var notStoreRules = map[string]string{
 	"database-url":              "every command's own",
 	"log-level":                 "the process",
 	"debug-listen":              "the process",
+	"reuse-port":                "the process",
 	"help":                      "every command's own",
 }
 

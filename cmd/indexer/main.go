@@ -34,6 +34,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			return node.Indexer(c.Context, node.IndexerOptions{
 				DatabaseURL: c.String("database-url"),
 				Listen:      c.String("listen"),
+				ReusePort:   c.Bool("reuse-port"),
 				Kinds:       kinds,
 				BatchSize:   c.Int("batch-size"),
 				NATSURL:     c.String("nats-url"),

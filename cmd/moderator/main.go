@@ -50,6 +50,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			return node.Moderator(c.Context, node.ModeratorOptions{
 				DatabaseURL: c.String("database-url"),
 				Listen:      c.String("listen"),
+				ReusePort:   c.Bool("reuse-port"),
 				Key:         key,
 				Namespace:   c.String("label-namespace"),
 				BatchSize:   c.Int("batch-size"),

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -59,7 +60,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.IntFlag{Name: "neg-frame-limit", Value: d.NegFrameLimit, EnvVars: []string{"CN_RELAY_NEG_FRAME_LIMIT"}, Usage: "largest NIP-77 answer in bytes before hex encoding (at least 4096)"},
 			&cli.DurationFlag{Name: "neg-idle-timeout", Value: d.NegIdleTimeout, EnvVars: []string{"CN_RELAY_NEG_IDLE_TIMEOUT"}, Usage: "a NIP-77 session without NEG-MSG for this long after its last answer is closed (NEG-ERR closed:); a session waiting for its turn to read its items (--max-sync-loads) is not idle"},
 			&cli.IntFlag{Name: "cache-bytes", Value: d.CacheBytes, EnvVars: []string{"CN_RELAY_CACHE_BYTES"}, Usage: "memory for the event cache: the newest visible public events, kept by the outbox follower, answer the REQs they provably hold without the database (0: off)"},
-			&cli.DurationFlag{Name: "shutdown-timeout", Value: d.ShutdownTimeout, EnvVars: []string{"CN_RELAY_SHUTDOWN_TIMEOUT"}, Usage: "longest graceful shutdown"},
+			&cli.DurationFlag{Name: "shutdown-timeout", Value: d.ShutdownTimeout, EnvVars: []string{"CN_RELAY_SHUTDOWN_TIMEOUT"}, Usage: "longest graceful shutdown (SIGTERM, SIGINT): connections still open then are cut"},
+			&cli.DurationFlag{Name: "drain-spread", Value: defaultDrainSpread, EnvVars: []string{"CN_RELAY_DRAIN_SPREAD"}, Usage: "on SIGTERM or SIGINT, after it stops accepting and answers every EVENT it read, the relay closes its connections with 1012 (service restart) one by one over this time, in random order, so that their clients do not reconnect at once (0: all at once, with 1001 going away); shorter than --shutdown-timeout"},
 
 			&cli.BoolFlag{Name: "auth", Value: d.Auth.Enabled, EnvVars: []string{"CN_RELAY_AUTH"}, Usage: "offer NIP-42 authentication (needed to read direct messages, kinds 4 and 1059, and for protected NIP-70 events); --auth=false turns it off"},
 			&cli.BoolFlag{Name: "auth-challenge-on-connect", Value: d.Auth.ChallengeOnConnect, EnvVars: []string{"CN_RELAY_AUTH_CHALLENGE_ON_CONNECT"}, Usage: "send the NIP-42 challenge as soon as a client connects, so that apps sign in before their first direct-message REQ; costs one message (45 bytes) per connection. --auth-challenge-on-connect=false sends it lazily, with the first auth-required answer; --auth-required-for-* send it on connect anyway. Either way every auth-required answer to a connection not signed in comes after the challenge again (at most 8 per connection)"},
@@ -136,6 +138,10 @@ func listenHint(err error) error {
 	}
 }
 
+// defaultDrainSpread is --drain-spread: 10,000 connections reconnect at about
+// 2,000 a second, half of --shutdown-timeout's default.
+const defaultDrainSpread = 5 * time.Second
+
 // relayOptions maps the flags onto the relay process's options and validates
 // them.
 func relayOptions(c *cli.Context) (node.RelayOptions, error) {
@@ -158,6 +164,8 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 	cfg.ReqRatePerIP = relay.Rate{PerSecond: c.Float64("req-rate-ip"), Burst: c.Int("req-burst-ip")}
 	cfg.QueryTimeout = c.Duration("query-timeout")
 	cfg.ShutdownTimeout = c.Duration("shutdown-timeout")
+	cfg.DrainSpread = c.Duration("drain-spread")
+	cfg.ReusePort = c.Bool("reuse-port")
 	cfg.Negentropy = c.Bool("negentropy")
 	cfg.NegTree = c.Bool("neg-tree")
 	cfg.MaxSyncEvents = c.Int("max-sync-events")

@@ -64,6 +64,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			return node.Trust(c.Context, node.TrustOptions{
 				DatabaseURL:       c.String("database-url"),
 				Listen:            c.String("listen"),
+				ReusePort:         c.Bool("reuse-port"),
 				NodeKey:           key,
 				ProviderKey:       provider,
 				Seeds:             seeds,

@@ -75,6 +75,7 @@ func App(name, usage string, stdout, stderr io.Writer, flags []cli.Flag,
 		&cli.StringFlag{Name: "database-url", EnvVars: []string{"DATABASE_URL"}, Required: true, Usage: "Postgres URL of the node's database"},
 		&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"CN_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
 		&cli.StringFlag{Name: "debug-listen", EnvVars: []string{"CN_DEBUG_LISTEN"}, Usage: "address to serve Go profiles (/debug/pprof/) on; keep it private (default: off)"},
+		ReusePortFlag(),
 	)
 	required := configfile.TakeRequired(flags)
 	return &cli.App{
@@ -108,6 +109,15 @@ func App(name, usage string, stdout, stderr io.Writer, flags []cli.Flag,
 			return action(c, logger)
 		},
 	}
+}
+
+// ReusePortFlag is every daemon's --reuse-port: its listeners are bound with
+// SO_REUSEPORT, so that a new process with the same configuration starts
+// while the old one runs, which is then stopped with SIGTERM (a restart
+// without downtime, docs/operations.md). Off, a second process on the same
+// address fails to start, which keeps two nodes off one port by mistake.
+func ReusePortFlag() *cli.BoolFlag {
+	return &cli.BoolFlag{Name: "reuse-port", EnvVars: []string{"CN_REUSE_PORT"}, Usage: "bind the listen addresses with SO_REUSEPORT, so that a new process with the same configuration can start while this one runs (then SIGTERM this one: a restart without downtime); off, a second process on an address fails to start"}
 }
 
 // BatchSizeFlag is a consumer's --batch-size: outbox rows per transaction,
@@ -148,6 +158,8 @@ type Process struct {
 	Logger  *slog.Logger // nil: discard
 	// Ready, if set, is called with the listener's address once it listens.
 	Ready func(addr string)
+	// ReusePort binds Listen with SO_REUSEPORT (--reuse-port).
+	ReusePort bool
 }
 
 // Run listens on p.Listen (if set), then runs tasks and the HTTP server until
@@ -161,7 +173,7 @@ func (p Process) Run(ctx context.Context, tasks ...func(context.Context) error) 
 	var ln net.Listener
 	if p.Listen != "" {
 		var err error
-		if ln, err = net.Listen("tcp", p.Listen); err != nil {
+		if ln, err = httpserver.Listen(ctx, p.Listen, p.ReusePort); err != nil {
 			return fmt.Errorf("%s listener: %w", p.Name, err)
 		}
 	}
@@ -180,6 +192,9 @@ func (p Process) Run(ctx context.Context, tasks ...func(context.Context) error) 
 		if p.Ready != nil {
 			p.Ready(ln.Addr().String())
 		}
+	}
+	if err := NotifyReady(); err != nil {
+		logger.Warn("systemd notify", "err", err)
 	}
 	err := g.Wait()
 	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {

@@ -30,6 +30,8 @@ type BridgeOptions struct {
 	Logger        *slog.Logger
 	// Ready, if set, is called with the HTTP listener's address once it listens.
 	Ready func(addr string)
+	// ReusePort binds Listen with SO_REUSEPORT (--reuse-port).
+	ReusePort bool
 }
 
 // Bridge runs the bridge-v1 consumer, which publishes the outbox to a NATS
@@ -78,7 +80,7 @@ func Bridge(ctx context.Context, o BridgeOptions) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.Handle("/healthz", httpserver.Healthz(bridgeHealth{pool.Ping, b.Ping}))
-	return daemon.Process{Name: "bridge", Listen: o.Listen, Handler: mux, Path: "/metrics", Logger: logger, Ready: o.Ready}.Run(ctx, c.Run)
+	return daemon.Process{Name: "bridge", Listen: o.Listen, Handler: mux, Path: "/metrics", Logger: logger, Ready: o.Ready, ReusePort: o.ReusePort}.Run(ctx, c.Run)
 }
 
 // openStream connects to the NATS server at url (reconnecting forever) and

@@ -27,6 +27,8 @@ type IndexerOptions struct {
 	Logger  *slog.Logger
 	// Ready, if set, is called with the HTTP listener's address once it listens.
 	Ready func(addr string)
+	// ReusePort binds Listen with SO_REUSEPORT (--reuse-port).
+	ReusePort bool
 }
 
 // Indexer runs the index-v1 consumer and the search API until ctx is done or one
@@ -69,7 +71,7 @@ func Indexer(ctx context.Context, o IndexerOptions) error {
 		return err
 	}
 	api := &indexer.API{Pool: pool, Gatherer: reg, Registerer: reg, Logger: logger}
-	return daemon.Process{Name: "search API", Listen: o.Listen, Handler: api.Handler(), Path: "/v1/search", Logger: logger, Ready: o.Ready}.Run(ctx,
+	return daemon.Process{Name: "search API", Listen: o.Listen, Handler: api.Handler(), Path: "/v1/search", Logger: logger, Ready: o.Ready, ReusePort: o.ReusePort}.Run(ctx,
 		c.Run, func(ctx context.Context) error { indexer.CleanPending(ctx, pool, logger); return nil })
 }
 

@@ -27,6 +27,8 @@ type ModeratorOptions struct {
 	Logger      *slog.Logger
 	// Ready, if set, is called with the HTTP listener's address once it listens.
 	Ready func(addr string)
+	// ReusePort binds Listen with SO_REUSEPORT (--reuse-port).
+	ReusePort bool
 }
 
 // Moderator runs the moderation-v1 consumer until ctx is done or it fails. One
@@ -57,5 +59,5 @@ func Moderator(ctx context.Context, o ModeratorOptions) error {
 	logger.Info("moderator starting", "node_pubkey", o.Key.PubKey, "namespace", namespace,
 		"classifier", o.Classifier.URL != "")
 	return daemon.Process{Name: "moderator", Listen: o.Listen, Handler: daemon.Mux(reg, pool), Path: "/metrics",
-		Logger: logger, Ready: o.Ready}.Run(ctx, c.Run, notifier.Run)
+		Logger: logger, Ready: o.Ready, ReusePort: o.ReusePort}.Run(ctx, c.Run, notifier.Run)
 }

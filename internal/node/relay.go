@@ -193,6 +193,13 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		Policy:      policy,
 		Management:  api,
 		Ephemeral:   ephemeral.New(pool, logger),
+		// systemd (Type=notify) learns the relay serves: a restart starts
+		// the new process and stops the old one only then.
+		Serving: func() {
+			if err := daemon.NotifyReady(); err != nil {
+				logger.Warn("systemd notify", "err", err)
+			}
+		},
 	}
 	if members != nil {
 		deps.Members = members

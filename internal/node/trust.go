@@ -34,6 +34,8 @@ type TrustOptions struct {
 	BatchSize         int // DefaultTrustBatchSize when 0
 	Logger            *slog.Logger
 	Ready             func(addr string) // called with the HTTP address once it listens
+	// ReusePort binds Listen with SO_REUSEPORT (--reuse-port).
+	ReusePort bool
 	// AsOf gives the as_of time of a scheduled run; time.Now when nil.
 	AsOf func() int64
 }
@@ -93,6 +95,6 @@ func Trust(ctx context.Context, o TrustOptions) error {
 		"recompute_interval", sched.RecomputeInterval.String())
 	mux := daemon.Mux(reg, pool)
 	mux.Handle("GET /v1/trust/{pubkey}", trust.SubjectHandler(pool))
-	return daemon.Process{Name: "trust", Listen: o.Listen, Handler: mux, Path: "/v1/trust/{pubkey}", Logger: logger, Ready: o.Ready}.Run(ctx,
+	return daemon.Process{Name: "trust", Listen: o.Listen, Handler: mux, Path: "/v1/trust/{pubkey}", Logger: logger, Ready: o.Ready, ReusePort: o.ReusePort}.Run(ctx,
 		c.Run, notifier.Run, sched.Run)
 }

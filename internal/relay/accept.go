@@ -3,6 +3,7 @@ package relay
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -39,10 +40,11 @@ type acceptor struct {
 	rest *connQueue // the listener the http.Server serves
 	pool sync.Pool  // of *handshake
 
-	mu     sync.Mutex
-	heads  map[net.Conn]struct{} // connections whose head is being read
-	closed bool
-	wg     sync.WaitGroup // one per connection until upgraded, refused or handed over
+	mu      sync.Mutex
+	heads   map[net.Conn]struct{} // connections whose head is being read
+	stopped bool                  // the listener is closed (stop): no more accepts
+	closed  bool                  // and the heads are cut (close): no more connections
+	wg      sync.WaitGroup        // one per connection until upgraded, refused or handed over
 }
 
 func newAcceptor(r *Relay, ln net.Listener) *acceptor {
@@ -58,7 +60,7 @@ func (a *acceptor) run() error {
 	for {
 		c, err := a.ln.Accept()
 		if err != nil {
-			if a.isClosed() {
+			if a.isStopped() {
 				return nil
 			}
 			var ne net.Error
@@ -82,10 +84,50 @@ func (a *acceptor) run() error {
 	}
 }
 
-func (a *acceptor) isClosed() bool {
+func (a *acceptor) isStopped() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.closed
+	return a.stopped
+}
+
+// stop stops accepting: it takes the connections waiting in the listener's
+// accept queue, which are served as any other, then closes the listener. It
+// returns how many it took. The heads being read are read on (close cuts
+// them).
+//
+// Closing a listener resets the connections left in its accept queue (Linux
+// moves them to another listener of the SO_REUSEPORT group instead only with
+// net.ipv4.tcp_migrate_req=1): taking them first leaves only those completed
+// in the instant between the last take and the close (docs/operations.md).
+func (a *acceptor) stop() int {
+	a.mu.Lock()
+	if a.stopped {
+		a.mu.Unlock()
+		return 0
+	}
+	a.stopped = true
+	a.mu.Unlock()
+	queued := takeQueued(a.ln)
+	_ = a.ln.Close()
+	for _, c := range queued {
+		_ = c.SetReadDeadline(time.Now().Add(a.r.headTimeout))
+		if !a.add(c) {
+			_ = c.Close()
+			continue
+		}
+		go a.serve(c)
+	}
+	return len(queued)
+}
+
+// waitUntil is wait, or less once ctx is done.
+func (a *acceptor) waitUntil(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { a.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 func (a *acceptor) add(c net.Conn) bool {
@@ -106,18 +148,18 @@ func (a *acceptor) headRead(c net.Conn) {
 	a.mu.Unlock()
 }
 
-// close stops accepting (closes the listener) and ends every head still
+// close stops accepting (stop, if it has not) and ends every head still
 // being read (the connection is closed unanswered, as net/http does at a
 // timeout); the connections already handed over (and a.rest) are the
 // http.Server's to shut down, the upgraded ones the relay's.
 func (a *acceptor) close() {
+	a.stop()
 	a.mu.Lock()
 	a.closed = true
 	for c := range a.heads {
 		_ = c.SetReadDeadline(time.Unix(1, 0))
 	}
 	a.mu.Unlock()
-	_ = a.ln.Close()
 	// a.rest is closed by the http.Server's Shutdown: closed before, it would
 	// end the server's Serve with an error.
 }

@@ -278,8 +278,21 @@ type Config struct {
 	// WriteTimeout bounds one write to a socket.
 	WriteTimeout time.Duration
 	// ShutdownTimeout bounds the graceful shutdown: the final flush, the delivery
-	// of the last answers and the close handshakes.
+	// of the last answers and the close handshakes. Connections still open
+	// when it ends are cut.
 	ShutdownTimeout time.Duration
+	// DrainSpread, when positive, makes the shutdown a restart's drain (see
+	// Relay.Serve): the open connections are closed with 1012 (service
+	// restart) one by one, in random order, evenly spread over DrainSpread,
+	// so that their clients do not all reconnect at the same instant. Zero
+	// closes every connection at once with 1001 (going away). It must be
+	// shorter than ShutdownTimeout.
+	DrainSpread time.Duration
+	// ReusePort binds Listen and MetricsListen with SO_REUSEPORT, so that a
+	// new relay process with the same configuration can listen beside this
+	// one before this one is stopped (docs/operations.md, "Restarts without
+	// downtime"). Off, a second process on the address fails to start.
+	ReusePort bool
 }
 
 // DefaultConfig returns a Config with every default filled in except the
@@ -383,6 +396,9 @@ func (c Config) Validate() error {
 		if d.v <= 0 {
 			add("%s must be positive, got %s", d.name, d.v)
 		}
+	}
+	if c.DrainSpread < 0 || c.DrainSpread >= c.ShutdownTimeout {
+		add("drain spread must be 0 or more and shorter than the shutdown timeout (%s), got %s", c.ShutdownTimeout, c.DrainSpread)
 	}
 	if c.Negentropy {
 		if c.MaxSyncEvents < 1 {

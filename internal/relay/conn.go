@@ -25,6 +25,7 @@ const (
 	closeSlow               // the send queue overflowed
 	closeShutdown           // the relay is shutting down: drain the queue first
 	closeBlocked            // an admin blocked the client's address
+	closeRestart            // the relay drains for a restart: answer what was read, drain the queue, 1012
 )
 
 const (
@@ -85,6 +86,9 @@ type conn struct {
 	quit     chan struct{} // closed once, when the connection starts closing
 	quitOnce sync.Once
 	mode     atomic.Int32 // closeMode
+	// inflight counts the EVENTs being handled or waiting for the batcher's
+	// answer: a restart's goodbye waits for their OKs (see trackEvent).
+	inflight atomic.Int32
 
 	// The writer runs only while there is something to write (see kick):
 	// wake counts the kicks it has not answered yet; writerEnded once it has
@@ -443,6 +447,11 @@ func (c *conn) writeDue() writeOutcome {
 	for {
 		select {
 		case <-c.quit:
+			if closeMode(c.mode.Load()) == closeRestart && c.inflight.Load() > 0 {
+				// Their OKs come first: the last one's eventDone kicks the
+				// writer again.
+				break
+			}
 			c.goodbye()
 			return writerGone
 		default:
@@ -684,7 +693,7 @@ func (c *conn) goodbye() {
 	switch mode {
 	case closeSlow, closeBlocked:
 		deadline = time.Now().Add(slowGrace)
-	case closeShutdown:
+	case closeShutdown, closeRestart:
 		deadline = time.Now().Add(c.r.cfg.ShutdownTimeout / 2)
 	}
 	// A frame an inline write began is finished first (or dropped with the
@@ -702,7 +711,7 @@ func (c *conn) goodbye() {
 	case closeBlocked:
 		_ = c.write(noticeMsg("blocked: your address is blocked from this relay"), deadline)
 		code, text = wsconn.ClosePolicyViolation, "address blocked"
-	case closeShutdown:
+	case closeShutdown, closeRestart:
 		for {
 			msg, ok := c.send.pop()
 			if !ok {
@@ -713,6 +722,9 @@ func (c *conn) goodbye() {
 			}
 		}
 		code, text = wsconn.CloseGoingAway, "relay shutting down"
+		if mode == closeRestart {
+			code, text = wsconn.CloseServiceRestart, "relay restarting"
+		}
 	default: // the reading ended: the peer left, the socket failed, or a close frame came
 		if ce := c.closeReply.Load(); ce != nil {
 			// The client's close is echoed (its code, RFC 6455 5.5.1), a
@@ -803,7 +815,9 @@ func (c *conn) enqueueMsg(msg outMsg) bool {
 // push is enqueueMsg without the kick: the caller kicks the writer (kick or
 // kickInline) when it reports true.
 func (c *conn) push(msg outMsg) bool {
-	if c.closing() {
+	// A restart's close still queues what comes before its goodbye, which
+	// waits for the EVENTs in flight (trackEvent): their OKs.
+	if m := closeMode(c.mode.Load()); m != closeNone && (m != closeRestart || c.inflight.Load() == 0) {
 		return false
 	}
 	res := c.send.tryPush(msg)

@@ -33,6 +33,7 @@ type fakeStore struct {
 	queryHook  func(ctx context.Context) error
 	eventsHook func(ctx context.Context) error
 	pingHook   func(ctx context.Context) error
+	headHook   func(ctx context.Context) // runs before Head (the follower's start)
 }
 
 func newFakeStore() *fakeStore {
@@ -311,7 +312,13 @@ func (s *fakeStore) Notified() int64 {
 }
 
 // Head implements Feed.
-func (s *fakeStore) Head(context.Context) (int64, error) {
+func (s *fakeStore) Head(ctx context.Context) (int64, error) {
+	s.mu.Lock()
+	hook := s.headHook
+	s.mu.Unlock()
+	if hook != nil {
+		hook(ctx)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.seq, nil

@@ -52,7 +52,12 @@ func (c *conn) handle(data []byte) {
 	c.r.m.messages.WithLabelValues(msg.Type).Inc()
 	switch msg.Type {
 	case protocol.TypeEvent:
-		c.onEvent(msg.Event)
+		if !c.trackEvent() {
+			return // (read after the connection's close began: see trackEvent)
+		}
+		if !c.onEvent(msg.Event) {
+			c.eventDone()
+		}
 	case protocol.TypeReq:
 		c.onReq(msg.SubID, msg.Filters)
 	case protocol.TypeCount:
@@ -102,27 +107,55 @@ func (c *conn) answer(id string, ok bool, reason string) {
 	c.enqueue(okMsg(id, ok, reason))
 }
 
+// trackEvent counts an EVENT as in flight (conn.inflight) before it is
+// handled, or reports false when the connection's close has begun: such an
+// EVENT is not handled, and its client, which gets no OK for it, sends it
+// again on its next connection. Every EVENT counted gets its OK before a
+// restart's close frame (closeRestart: the writer's goodbye waits for
+// inflight to reach zero); eventDone ends the count once the OK is queued.
+func (c *conn) trackEvent() bool {
+	c.inflight.Add(1)
+	// (The close sets its mode, then the writer reads inflight; here inflight
+	// is raised, then the mode read: either the writer waits for this EVENT,
+	// or this EVENT sees the close.)
+	if c.closing() {
+		c.eventDone()
+		return false
+	}
+	return true
+}
+
+// eventDone ends an EVENT's count (trackEvent), after its OK was queued; the
+// last one of a closing connection wakes the writer for its goodbye.
+func (c *conn) eventDone() {
+	if c.inflight.Add(-1) == 0 && c.closing() {
+		c.kick()
+	}
+}
+
 // onEvent admits an event and then: publishes an ephemeral one to every relay
 // process's subscribers and answers OK; hands any other to the batcher, whose
-// answer (after the commit) becomes the OK.
-func (c *conn) onEvent(ev *nostr.Event) {
+// answer (after the commit) becomes the OK. It reports whether the batcher
+// took it: its reply then queues the OK and calls eventDone; otherwise the
+// OK is queued when onEvent returns.
+func (c *conn) onEvent(ev *nostr.Event) bool {
 	if reason := nodeKindReason(ev); reason != "" {
 		c.answer(ev.ID, false, reason)
-		return
+		return false
 	}
 	if reason := c.admit(ev); reason != "" {
 		c.r.m.countGroupEvent(ev, protocol.Verdict{Message: reason})
 		c.answer(ev.ID, false, reason)
-		return
+		return false
 	}
 	if ok, reason, done := c.membershipEvent(ev); done {
 		c.answer(ev.ID, ok, reason)
-		return
+		return false
 	}
 	if protocol.ClassOf(ev.Kind) == protocol.Ephemeral {
 		ok, reason := c.publishEphemeral(ev)
 		c.answer(ev.ID, ok, reason)
-		return
+		return false
 	}
 	if !c.r.batcher.submit(ev, func(res IngestResult) {
 		c.r.m.countGroupEvent(ev, res)
@@ -132,9 +165,12 @@ func (c *conn) onEvent(ev *nostr.Event) {
 			c.r.fanoutWithheld(context.Background(), ev)
 		}
 		c.answer(ev.ID, res.OK, res.Message)
+		c.eventDone()
 	}) {
 		c.answer(ev.ID, false, reasonShuttingDown)
+		return false
 	}
+	return true
 }
 
 // publishEphemeral delivers an ephemeral event live (never stored): through the
@@ -465,6 +501,19 @@ func (c *conn) endQuerySlot() {
 func (c *conn) runQuery(s *subscription) {
 	defer s.query.Done()
 	defer s.endQuery()
+	// The stored part must hold every row below the follower's start: a
+	// snapshot read before the follower knows it (a relay that has just
+	// started, as at a restart, filling its event cache) may lack rows
+	// the follower then never reads, and the subscription would miss them
+	// (test/restart found it). So the query waits for the follower's start,
+	// not counted in QueryTimeout. (A relay not serving has no follower: some
+	// tests run connections without Serve.)
+	if c.r.served.Load() {
+		select {
+		case <-c.r.follower.ready:
+		case <-s.ctx.Done():
+		}
+	}
 	ctx, cancel := context.WithTimeout(s.ctx, c.r.cfg.QueryTimeout)
 	// The rows the query reads are taken from the connection's budget (its
 	// bulk part) as they are read; the query stops when it is full, and the

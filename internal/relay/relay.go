@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"runtime"
@@ -83,6 +84,10 @@ type Deps struct {
 	// shares the database (package ephemeral), this one included. Nil delivers
 	// them to this process's subscribers only.
 	Ephemeral EphemeralBus
+	// Serving, if set, is called once Serve accepts connections (after its
+	// "relay serving" line): cmd/relay tells systemd it is ready
+	// (daemon.NotifyReady).
+	Serving func()
 	// Members, if set, answers NIP-43 requests (package membership): join
 	// (28934) and leave (28936) events, and REQs for invites (28935). Nil
 	// refuses them (membership.ReasonNoNIP43).
@@ -142,6 +147,7 @@ type Relay struct {
 	ephemeral  EphemeralBus
 	members    Members
 	management http.Handler
+	serving    func()
 	log        *slog.Logger
 	m          *metrics
 	gatherer   prometheus.Gatherer
@@ -198,6 +204,7 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 		members:         deps.Members,
 		withheld:        deps.Withheld,
 		management:      deps.Management,
+		serving:         deps.Serving,
 		log:             deps.Logger,
 		m:               newMetrics(deps.Registerer),
 		gatherer:        deps.Gatherer,
@@ -263,19 +270,24 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 // Run listens on cfg.Listen and serves until ctx is done (see Serve), and serves
 // MetricsHandler on cfg.MetricsListen, if set, as long. An address it cannot
 // listen on (taken by another process, such as a second relay on the host) is
-// returned as a *ListenError before anything is served.
+// returned as a *ListenError before anything is served. With
+// Config.ReusePort both are bound with SO_REUSEPORT, so that a new process can
+// listen beside this one before this one stops (see Serve for the drain).
 func (r *Relay) Run(ctx context.Context) error {
 	if r.cfg.Listen == "" {
 		return errors.New("relay: no listen address")
 	}
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", r.cfg.Listen)
+	ln, err := httpserver.Listen(ctx, r.cfg.Listen, r.cfg.ReusePort)
 	if err != nil {
 		return &ListenError{Metrics: false, Addr: r.cfg.Listen, Err: err}
 	}
 	if r.cfg.MetricsListen == "" {
 		return r.Serve(ctx, ln)
 	}
-	mln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", r.cfg.MetricsListen)
+	// With ReusePort the metrics address is shared too (a new process must
+	// start with the same configuration): while two processes run, a scrape
+	// reaches either.
+	mln, err := httpserver.Listen(ctx, r.cfg.MetricsListen, r.cfg.ReusePort)
 	if err != nil {
 		_ = ln.Close()
 		return &ListenError{Metrics: true, Addr: r.cfg.MetricsListen, Err: err}
@@ -294,10 +306,26 @@ func (r *Relay) Run(ctx context.Context) error {
 
 // Serve serves Handler on ln (WebSocket upgrades through the acceptor, without
 // net/http's per-connection server state; see acceptor) and runs the batcher and the outbox follower until
-// ctx is done, then shuts down gracefully: it stops accepting connections, flushes
-// the pending batch (its clients get their OKs), drains every connection's send
-// queue and closes it with a close frame (1001 going away), all within
-// ShutdownTimeout; connections still open then are cut. It returns nil after a
+// ctx is done, then shuts down gracefully, all within ShutdownTimeout
+// (connections still open then are cut):
+//
+//   - it stops accepting: the connections already in ln's accept queue are
+//     taken and served first (closing a listener resets the ones it leaves
+//     there; see docs/operations.md), then ln is closed, so that with
+//     SO_REUSEPORT (Config.ReusePort) the kernel sends every new connection
+//     to the other processes on the address;
+//   - with DrainSpread set (a restart's drain), the requests and handshakes
+//     under way are finished and the open connections are then closed one by
+//     one, in random order, evenly over DrainSpread, each with 1012 (service
+//     restart): an EVENT read before its connection's close began gets its OK
+//     (the batcher runs until the last connection closed), one read after it
+//     is not handled (the client gets no OK and sends it again elsewhere), and
+//     its subscriptions get live events until then. Without DrainSpread the
+//     pending batch is flushed (its clients get their OKs) and every
+//     connection is closed at once with 1001 (going away);
+//   - each connection's send queue is drained before its close frame.
+//
+// It logs one line, "relay stopped", with the counts. It returns nil after a
 // shutdown asked for by ctx, or the error that ended serving. Serve closes ln.
 func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	if !r.served.CompareAndSwap(false, true) {
@@ -336,6 +364,9 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- srv.Serve(acc.rest) }()
 	r.log.Info("relay serving", "addr", ln.Addr().String())
+	if r.serving != nil {
+		r.serving()
+	}
 
 	var err error
 	select {
@@ -366,9 +397,20 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 // shutdown runs the graceful shutdown described at Serve.
 func (r *Relay) shutdown(acc *acceptor, srv *http.Server) {
 	start := time.Now()
-	r.closing.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.ShutdownTimeout)
 	defer cancel()
+	spread := r.cfg.DrainSpread
+	drained := acc.stop()
+	if spread > 0 {
+		// What was accepted is served: a handshake under way completes (its
+		// connection is then closed in turn below) within half the time the
+		// spread leaves (a client sends its head as it connects; one that
+		// does not is cut).
+		hctx, hcancel := context.WithTimeout(ctx, (r.cfg.ShutdownTimeout-spread)/2)
+		acc.waitUntil(hctx)
+		hcancel()
+	}
+	r.closing.Store(true)
 	acc.close()
 	if err := srv.Shutdown(ctx); err != nil {
 		r.log.Warn("http shutdown incomplete", "err", err)
@@ -376,28 +418,65 @@ func (r *Relay) shutdown(acc *acceptor, srv *http.Server) {
 	// Every connection accepted is now upgraded (and tracked), refused or
 	// closed: a handshake under way ends at once (the relay is closing).
 	acc.wait()
-	r.batcher.close()
+	if spread == 0 {
+		r.batcher.close()
+	}
 
 	r.connsMu.Lock()
+	conns := make([]*conn, 0, len(r.conns))
 	for c := range r.conns {
-		c.closeWith(closeShutdown)
+		conns = append(conns, c)
 	}
-	open := len(r.conns)
 	r.connsMu.Unlock()
+	open := len(conns)
+	mode := closeShutdown
+	if spread > 0 {
+		mode = closeRestart
+	}
+	// The n connections are closed at start+spread*i/n, in random order: a
+	// client's reconnect lands on the new process at a time of its own.
+	rand.Shuffle(len(conns), func(i, j int) { conns[i], conns[j] = conns[j], conns[i] })
+	spreadStart := time.Now()
+	var t *time.Timer
+	for i, c := range conns {
+		if spread > 0 {
+			if wait := time.Until(spreadStart.Add(spread * time.Duration(i) / time.Duration(len(conns)))); wait > 0 {
+				if t == nil {
+					t = time.NewTimer(wait)
+				} else {
+					t.Reset(wait)
+				}
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+				}
+			}
+		}
+		c.closeWith(mode)
+	}
+	if t != nil {
+		t.Stop()
+	}
 
 	done := make(chan struct{})
 	go func() { r.connsWG.Wait(); close(done) }()
+	cut := 0
 	select {
 	case <-done:
 	case <-ctx.Done():
 		r.connsMu.Lock()
 		for c := range r.conns {
 			_ = c.ws.Close()
+			cut++
 		}
 		r.connsMu.Unlock()
 		<-done
 	}
-	r.log.Info("relay stopped", "connections_closed", open, "took", time.Since(start).String())
+	// (After a drain: every connection has ended, so nothing more is
+	// submitted; what was is answered.)
+	r.batcher.close()
+	r.log.Info("relay stopped", "connections_closed", open, "connections_cut", cut,
+		"accept_queue_taken", drained, "drain_spread", spread.String(), "took", time.Since(start).String())
 }
 
 // DefaultGCPercent is the relay process's garbage-collection target (GOGC;

@@ -29,6 +29,7 @@ const (
 	ClosePolicyViolation = 1008
 	CloseMessageTooBig   = 1009
 	CloseInternalError   = 1011
+	CloseServiceRestart  = 1012 // IANA registry: the server is restarting; reconnect
 	maxControlPayload    = 125
 	maxServerFrameHeader = 10
 	maxClientFrameHeader = 14
