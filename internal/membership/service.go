@@ -101,6 +101,10 @@ type Service struct {
 	ClaimsPerMember, OpenClaims int
 	Now                         func() time.Time
 	Logger                      *slog.Logger
+	// Committed, if set, is told the last outbox seq of each change it
+	// committed (the relay's writer lease notes it: a REQ answered from
+	// memory waits for it).
+	Committed func(last int64)
 
 	joins *prometheus.CounterVec
 }
@@ -204,6 +208,9 @@ func (s *Service) change(ctx context.Context, log *logRow, pre func(pgx.Tx) erro
 	}
 	if err := outbox.Commit(ctx, tx); err != nil {
 		return nil, err
+	}
+	if r.Last > 0 && s.Committed != nil {
+		s.Committed(r.Last)
 	}
 	if r.Last > 0 {
 		_, _ = s.Pool.Exec(ctx, "SELECT pg_notify($1, $2)", outbox.Channel, fmt.Sprint(r.Last))

@@ -39,6 +39,10 @@ type Admin struct {
 	// Extensions add methods (package membership: the NIP-43 methods, when
 	// the node keeps membership).
 	Extensions []Extension
+	// Committed, if set, is told the last outbox seq of each change it
+	// committed (the relay's writer lease notes it: a REQ answered from
+	// memory waits for it).
+	Committed func(last int64)
 }
 
 // Extension is a set of NIP-86 methods declared by the package that owns
@@ -215,6 +219,9 @@ func (a *Admin) commit(ctx context.Context, actor Actor, method string, params [
 	}
 	if err := outbox.Commit(ctx, tx); err != nil {
 		return fmt.Errorf("%s: %w", method, err)
+	}
+	if r.Last > 0 && a.Committed != nil {
+		a.Committed(r.Last)
 	}
 	if r.Last > 0 {
 		// A wake-up only: consumers and relays also poll.
