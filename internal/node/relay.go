@@ -192,9 +192,9 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	// while it is the only relay that does (writerlease).
 	lease := writerlease.New(pool, s.WriterLeaseTTL, logger)
 	reg.MustRegister(lease.Collectors()...)
-	api.Admin.Committed = lease.Note
+	api.Admin.Committed, api.Admin.Acknowledge = lease.Note, lease.Await
 	if members != nil {
-		members.Committed = lease.Note
+		members.Committed, members.Acknowledge = lease.Note, lease.Await
 	}
 	feed := relay.NewPGFeed(pool, logger)
 	deps := relay.Deps{
@@ -235,16 +235,12 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	go func() { writerDone <- writer.Run(writerCtx) }()
 
 	// So does the lease, which its final flush's acknowledgements need; it
-	// is released once the relay has stopped. The relay listens before the
-	// lease's wait (up to a TTL after another relay's crash), so that
-	// clients' connections wait in the backlog meanwhile instead of being
-	// refused; it accepts them once the lease holds.
-	unlisten, err := r.Listen(ctx)
-	if err != nil {
-		return err
-	}
+	// is released once the relay has stopped. Register takes the row and
+	// returns at once: the relay serves reads at once (with the head read,
+	// not being sole), and holds acknowledgements of writes (Await) while
+	// another relay may still trust its memory (up to a TTL after another
+	// relay's sole renewal, a crashed one's included).
 	if err := lease.Register(ctx); err != nil {
-		unlisten()
 		return err
 	}
 	leaseCtx, stopLease := context.WithCancel(context.WithoutCancel(ctx))
@@ -457,12 +453,14 @@ func JoinAdmission(g *gate.Gate) func(pubkey string) groups.Admission {
 	}
 }
 
-// leasedStore is the store as the relay ingests through it: a batch
-// committed when the writer lease no longer holds (its renewals failed for a
-// TTL, or another relay may trust its memory) is answered as failed (OK
-// false "error: ..."), never OK true, so that no relay acknowledges a write a
-// sole relay's memory may lack (writerlease). The events may be stored: a
-// client's retry is answered "duplicate:".
+// leasedStore is the store as the relay ingests through it: a batch's
+// answers wait, after its commit, until the writer lease holds
+// (writerlease.Lease.Await), so that no relay acknowledges a write a sole
+// relay's memory may lack. While another relay may still trust its memory
+// (a newcomer's first TTL) they are held, not refused; a batch committed
+// when the lease is lost (its renewals failed for a TTL) is answered as
+// failed (OK false "error: ..."), never OK true. The events may be stored:
+// a client's retry is answered "duplicate:".
 type leasedStore struct {
 	relay.Store
 	lease *writerlease.Lease
@@ -473,8 +471,13 @@ var errLeaseLost = errors.New("this relay's writer lease is not held (database u
 
 func (s leasedStore) Ingest(ctx context.Context, evs []*nostr.Event) ([]relay.IngestResult, error) {
 	res, err := s.Store.Ingest(ctx, evs)
-	if err == nil && !s.lease.Holds() {
+	if err != nil {
+		return res, err
+	}
+	// The hold is not bounded by the batch's context: the commit is done,
+	// and its answers wait at most a TTL more.
+	if err := s.lease.Await(context.WithoutCancel(ctx)); err != nil {
 		return nil, errLeaseLost
 	}
-	return res, err
+	return res, nil
 }

@@ -147,3 +147,66 @@ func TestSecondRelayKeepsEveryAcknowledgedEventInREQs(t *testing.T) {
 	require.Zero(t, metric(t, metricsA, "cn_relay_writer_lease_sole"))
 	require.Zero(t, metric(t, metricsB, "cn_relay_writer_lease_sole"))
 }
+
+// TestNewcomerServesReadsAndHoldsAcknowledgements: a relay started while
+// another relay's sole renewal may still be trusted (here a crashed one's
+// row, as a SIGKILL leaves it) serves at once, answering REQs and COUNTs
+// (with the outbox head read: it is not sole), and holds only the
+// acknowledgements of writes, an EVENT's OK and a NIP-86 change's answer,
+// until a TTL after it read that row: held, not refused (OK true, HTTP 200).
+// (The lease that was reverted twice accepted no connection until then, so
+// that the REQ was answered after the OK.)
+func TestNewcomerServesReadsAndHoldsAcknowledgements(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	logger := slog.New(slog.DiscardHandler)
+	const ttl = 3 * time.Second
+	admin, alice := testkit.NewKey(t), testkit.NewKey(t)
+	// The crashed sole relay's row: live, sole, renewed just now.
+	t0 := time.Now()
+	_, err := db.Pool.Exec(ctx, `INSERT INTO cn_relay.writer_lease (holder, expires_at, sole_until)
+		VALUES ('crashed', now() + make_interval(secs => $1), now() + make_interval(secs => $1))`, ttl.Seconds())
+	require.NoError(t, err)
+	cfg := nodetest.RelayConfig(t)
+	nodetest.StartRelay(t, node.RelayOptions{DatabaseURL: db.URL, Relay: cfg, WriterLeaseTTL: ttl, Logger: logger,
+		AdminPubkeys: []string{admin.PK}}, false)
+	metrics := "http://" + cfg.MetricsListen + "/metrics"
+	require.Zero(t, metric(t, metrics, "cn_relay_writer_lease_holds"), "the newcomer holds the lease at once")
+
+	pub, req := testkit.Dial(t, "ws://"+cfg.Listen), testkit.Dial(t, "ws://"+cfg.Listen)
+	ev := testkit.SignNow(t, alice.SK, 1, nostr.Tags{{"t", "lease"}}, "held")
+	type ack struct {
+		ok  testkit.OK
+		err error
+		at  time.Time
+	}
+	acked := make(chan ack, 1)
+	go func() {
+		got, err := pub.PublishCtx(ctx, ev)
+		acked <- ack{got, err, time.Now()}
+	}()
+	// Reads are served during the wait.
+	require.Empty(t, req.Query(map[string]any{"authors": []string{admin.PK}}))
+	n, reason := req.Count("c", map[string]any{"kinds": []int{1}})
+	require.Empty(t, reason)
+	require.LessOrEqual(t, n, int64(1))
+	readAt := time.Now()
+	require.Less(t, readAt.Sub(t0), ttl, "the REQ was not answered during the wait")
+	select {
+	case a := <-acked:
+		t.Fatalf("the EVENT was answered %+v (err %v) %v after the crashed relay's last renewal, before its trust ended", a.ok, a.err, a.at.Sub(t0))
+	default:
+	}
+	// A NIP-86 change is held too, and answered.
+	status, body := testkit.NIP86(t, "http://"+cfg.Listen, admin.SK, "banpubkey", testkit.NewKey(t).PK, "held")
+	require.Equal(t, http.StatusOK, status, string(body))
+	require.GreaterOrEqual(t, time.Since(t0), ttl, "a NIP-86 change was answered while the crashed relay may trust its memory")
+
+	a := <-acked
+	require.NoError(t, a.err)
+	require.True(t, a.ok.OK, a.ok.Reason)
+	require.GreaterOrEqual(t, a.at.Sub(t0), ttl, "the EVENT's OK came while the crashed relay may trust its memory")
+	require.True(t, a.at.After(readAt))
+	require.Len(t, req.Query(map[string]any{"ids": []string{ev.ID}}), 1)
+	require.Equal(t, 1.0, metric(t, metrics, "cn_relay_writer_lease_holds"))
+}

@@ -132,7 +132,6 @@ type Policy interface {
 // Serve (once).
 type Relay struct {
 	cfg        Config
-	ln, mln    net.Listener // bound by Listen, served by Run
 	store      Store
 	reads      Reader         // REQs' stored parts and COUNTs: Deps.Reads, else store
 	primary    Primary        // nil: a replica's answer cannot be handed off
@@ -267,53 +266,25 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 	return r, nil
 }
 
-// Listen binds cfg.Listen, and cfg.MetricsListen if set, without serving
-// them: until Run serves them, connections wait in the kernel's backlog
-// instead of being refused (a relay that must wait before acknowledging
-// writes, such as for the writer lease, listens first). An address it cannot
-// listen on is returned as a *ListenError. unlisten closes what Listen bound
-// if Run is never called; after Run it does nothing.
-func (r *Relay) Listen(ctx context.Context) (unlisten func(), err error) {
+// Run listens on cfg.Listen and serves until ctx is done (see Serve), and serves
+// MetricsHandler on cfg.MetricsListen, if set, as long. An address it cannot
+// listen on (taken by another process, such as a second relay on the host) is
+// returned as a *ListenError before anything is served.
+func (r *Relay) Run(ctx context.Context) error {
 	if r.cfg.Listen == "" {
-		return nil, errors.New("relay: no listen address")
+		return errors.New("relay: no listen address")
 	}
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", r.cfg.Listen)
 	if err != nil {
-		return nil, &ListenError{Metrics: false, Addr: r.cfg.Listen, Err: err}
+		return &ListenError{Metrics: false, Addr: r.cfg.Listen, Err: err}
 	}
-	var mln net.Listener
-	if r.cfg.MetricsListen != "" {
-		if mln, err = (&net.ListenConfig{}).Listen(ctx, "tcp", r.cfg.MetricsListen); err != nil {
-			_ = ln.Close()
-			return nil, &ListenError{Metrics: true, Addr: r.cfg.MetricsListen, Err: err}
-		}
-	}
-	r.ln, r.mln = ln, mln
-	return func() {
-		if r.ln == ln { // not served yet
-			_ = ln.Close()
-			if mln != nil {
-				_ = mln.Close()
-			}
-		}
-	}, nil
-}
-
-// Run serves what Listen bound, or listens on cfg.Listen itself, until ctx is
-// done (see Serve), and serves MetricsHandler on cfg.MetricsListen, if set,
-// as long. An address it cannot listen on (taken by another process, such as
-// a second relay on the host) is returned as a *ListenError before anything
-// is served. unlisten is not called once Run may run.
-func (r *Relay) Run(ctx context.Context) error {
-	if r.ln == nil {
-		if _, err := r.Listen(ctx); err != nil {
-			return err
-		}
-	}
-	ln, mln := r.ln, r.mln
-	r.ln, r.mln = nil, nil
-	if mln == nil {
+	if r.cfg.MetricsListen == "" {
 		return r.Serve(ctx, ln)
+	}
+	mln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", r.cfg.MetricsListen)
+	if err != nil {
+		_ = ln.Close()
+		return &ListenError{Metrics: true, Addr: r.cfg.MetricsListen, Err: err}
 	}
 	r.log.Info("relay metrics", "url", "http://"+mln.Addr().String()+"/metrics")
 	g, gctx := errgroup.WithContext(ctx)

@@ -27,8 +27,9 @@
 //     than a TTL in the past, that relay may trust its memory until at most
 //     TTL after it sent that sole renewal, which was before this renewal
 //     read it: this relay acknowledges nothing for a TTL from when the
-//     answer arrived, by its own clock (Register waits for it before the
-//     relay serves). It waits so once per (holder, sole_until): a later
+//     answer arrived, by its own clock (Await holds the relay's
+//     acknowledgements meanwhile; it serves reads, with the head read, as
+//     a relay that is not sole). It waits so once per (holder, sole_until): a later
 //     renewal reading the same pair has nothing more to wait for (the wait
 //     started at its first reading, already after that renewal), and a new
 //     sole renewal of that relay is a new pair. Pairs no longer read are
@@ -78,6 +79,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -134,32 +136,56 @@ func New(pool *pgxpool.Pool, ttl time.Duration, logger *slog.Logger) *Lease {
 // Holder is this run's row key.
 func (l *Lease) Holder() string { return l.holder }
 
-// Register takes this run's row and waits until the relay may acknowledge
-// writes (Holds): until every other relay that may trust its memory has
-// stopped doing so. The relay must not acknowledge a client's write before
-// it returns nil.
+// Register takes this run's row (one renewal; an error if the database
+// cannot be reached) and returns at once: the relay serves from then on,
+// answering reads with the outbox head read while it is not sole. It may
+// acknowledge a client's write only once Await has returned nil, which waits
+// until every other relay that may trust its memory has stopped doing so
+// (up to a TTL after another relay's sole renewal, such as a crashed one's).
+// Run must renew the row meanwhile.
 func (l *Lease) Register(ctx context.Context) error {
+	if err := l.renew(ctx); err != nil {
+		return err
+	}
+	return nil
+}
+
+// ErrLost is Await's answer when the lease is not held for a reason other
+// than another relay's trust: no renewal succeeded for a TTL (the database
+// is unreachable), or the lease was released.
+var ErrLost = errors.New("writer lease: not held (no renewal succeeded for a TTL)")
+
+// Await returns nil once the relay may acknowledge a client's write (Holds),
+// waiting while another relay may trust its memory (a newcomer's first TTL,
+// see Register): an acknowledgement is held, never refused, for that. It
+// returns ErrLost at once if the lease is lost (renewals failed for a TTL,
+// or Release), and ctx's error if ctx ends first. Call it after the write's
+// commit and before telling the client: the write is then acknowledged while
+// the lease holds, which is what the protocol needs (the commit itself may
+// come earlier).
+func (l *Lease) Await(ctx context.Context) error {
 	for {
-		if err := l.renew(ctx); err != nil {
-			return err
-		}
-		if l.Holds() {
-			return nil
-		}
+		now := l.now()
 		l.mu.Lock()
-		wait := l.blocked.Sub(l.now())
+		deadline, blocked, released := l.deadline, l.blocked, l.released
 		l.mu.Unlock()
-		if wait > 0 {
-			l.log.Info("writer lease: another relay trusts its memory; acknowledging no write until it stops", "wait_ms", wait.Milliseconds())
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return ctx.Err()
-			}
+		switch {
+		case released:
+			return ErrLost
+		case !now.Before(blocked) && now.Before(deadline):
+			return nil
+		case !now.Before(blocked):
+			return ErrLost
 		}
-		// (renewed again: the wait may have taken the row's time)
+		// Blocked: wait it out (the renewals meanwhile keep the deadline;
+		// a later renewal may block for longer, so look again).
+		t := time.NewTimer(blocked.Sub(now))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
 	}
 }
 
@@ -292,6 +318,12 @@ func (l *Lease) renew(ctx context.Context) error {
 		return fmt.Errorf("writer lease: renew: %w", err)
 	}
 	got := l.now()
+	var wait time.Duration
+	defer func() {
+		if wait > 0 {
+			l.log.Info(waitMessage, "wait_ms", wait.Milliseconds())
+		}
+	}()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.released {
@@ -308,6 +340,7 @@ func (l *Lease) renew(ctx context.Context) error {
 		seen[r] = true
 		if !l.waited[r] {
 			l.blocked = later(l.blocked, got.Add(l.ttl+l.ttl/100+time.Millisecond))
+			wait = l.blocked.Sub(got)
 		}
 	}
 	// Forget the renewals not read any more: their holder renewed since,
@@ -328,6 +361,11 @@ func (l *Lease) renew(ctx context.Context) error {
 	}
 	return nil
 }
+
+// waitMessage is logged when a renewal reads another relay's sole renewal
+// for the first time: this relay holds its acknowledgements (Await) until
+// that relay's trust has ended.
+const waitMessage = "writer lease: another relay may trust its memory; reads are served, acknowledgements of writes held until it stops"
 
 // soleRenewal is one sole renewal of another relay, as read from its row.
 type soleRenewal struct {

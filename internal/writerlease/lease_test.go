@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,10 +17,22 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
+// run renews l (Run) until the test ends or stop is called.
+func run(t *testing.T, l *writerlease.Lease) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); require.NoError(t, <-done) }) }
+	t.Cleanup(stop)
+	return stop
+}
+
 // TestNewcomerWaitsOutTheSoleRelay: a relay alone is sole, from the outbox
-// head on; a second relay's Register returns only once the first has
-// stopped trusting its memory (here: the first does not renew, so its trust
-// runs out), and from then on neither is sole; once the second releases
+// head on; a second relay's Register returns at once, but its Await (which
+// holds its acknowledgements) returns only once the first has stopped
+// trusting its memory (here: the first does not renew, so its trust runs
+// out), and from then on the first is not sole; once the second releases
 // its row, the first is sole again at its next renewal, and Note raises the
 // floor.
 func TestNewcomerWaitsOutTheSoleRelay(t *testing.T) {
@@ -32,47 +45,66 @@ func TestNewcomerWaitsOutTheSoleRelay(t *testing.T) {
 	require.False(t, a.Holds(), "holds before Register")
 	require.NoError(t, a.Register(ctx))
 	require.True(t, a.Holds())
+	require.NoError(t, a.Await(ctx))
 	floor, ok := a.Sole()
 	require.True(t, ok, "a relay alone is sole")
 	require.Zero(t, floor, "an empty outbox's head")
 
 	b := writerlease.New(db.Pool, ttl, nil)
 	require.NoError(t, b.Register(ctx))
+	require.False(t, b.Holds(), "a newcomer may acknowledge while the first relay trusts its memory")
+	_, ok = b.Sole()
+	require.False(t, ok, "a newcomer is sole next to a sole relay")
+	stopB := run(t, b)
+	require.NoError(t, b.Await(ctx))
 	// The invariant: when the newcomer may acknowledge, the first no longer
-	// trusts its memory. (The first did not renew meanwhile, so its row
-	// lapsed, and the newcomer is sole now.)
+	// trusts its memory.
 	_, ok = a.Sole()
 	require.False(t, ok, "the newcomer may acknowledge writes while the first relay trusts its memory")
 	require.True(t, b.Holds())
 
 	// With the second renewing, the first comes back: it waits until the
-	// second no longer trusts its memory, and neither is sole.
-	runCtx, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- b.Run(runCtx) }()
+	// second no longer trusts its memory (if it was sole: the first's row
+	// lapsed), and neither is sole.
 	require.NoError(t, a.Register(ctx))
+	run(t, a)
+	require.NoError(t, a.Await(ctx))
 	_, ok = b.Sole()
 	require.False(t, ok, "a relay may acknowledge writes while another trusts its memory")
 	_, ok = a.Sole()
 	require.False(t, ok, "sole next to a live relay")
 	require.True(t, a.Holds())
-	stop()
-	require.NoError(t, <-ran)
 
+	stopB() // (as the relay does: Run ends before Release)
 	require.NoError(t, b.Release(ctx))
 	require.False(t, b.Holds(), "holds after Release")
+	require.ErrorIs(t, b.Await(ctx), writerlease.ErrLost, "Await after Release")
 	var head int64
 	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT seq FROM cn_relay.outbox_head").Scan(&head))
-	require.NoError(t, a.Register(ctx))
-	floor, ok = a.Sole()
-	require.True(t, ok, "sole again once the other released its row")
+	require.Eventually(t, func() bool { _, ok := a.Sole(); return ok }, 5*time.Second, 5*time.Millisecond,
+		"sole again once the other released its row")
+	floor, _ = a.Sole()
 	require.Equal(t, head, floor)
 	a.Note(head + 5)
 	floor, _ = a.Sole()
 	require.Equal(t, head+5, floor, "Note raises the floor")
 }
 
-// waits counts the lease's "acknowledging no write until it stops" waits.
+// TestAwaitIsLostWithoutRenewals: a relay whose renewals stop (its
+// database unreachable) is told at once that it may not acknowledge, not
+// held: Await returns ErrLost once its last renewal's TTL is over.
+func TestAwaitIsLostWithoutRenewals(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	const ttl = 200 * time.Millisecond
+	a := writerlease.New(db.Pool, ttl, nil)
+	require.NoError(t, a.Register(ctx))
+	require.NoError(t, a.Await(ctx))
+	require.Eventually(t, func() bool { return !a.Holds() }, 5*time.Second, 5*time.Millisecond)
+	require.ErrorIs(t, a.Await(ctx), writerlease.ErrLost)
+}
+
+// waits counts the lease's "acknowledgements of writes held until it stops" waits.
 type waits struct {
 	slog.Handler
 	n *atomic.Int32
@@ -81,7 +113,7 @@ type waits struct {
 func (w waits) Enabled(context.Context, slog.Level) bool { return true }
 
 func (w waits) Handle(ctx context.Context, r slog.Record) error {
-	if strings.Contains(r.Message, "acknowledging no write until it stops") {
+	if strings.Contains(r.Message, "acknowledgements of writes held until it stops") {
 		w.n.Add(1)
 	}
 	return nil
@@ -110,9 +142,16 @@ func TestRestartAfterACrashWaitsOneTTL(t *testing.T) {
 	next := writerlease.New(db.Pool, ttl, logger)
 	start := time.Now()
 	require.NoError(t, next.Register(ctx))
+	require.False(t, next.Holds(), "acknowledges while the dead relay may trust its memory")
+	run(t, next)
+	require.NoError(t, next.Await(ctx))
 	took := time.Since(start)
-	require.Equal(t, int32(1), n.Load(), "waits for the dead relay's one sole renewal")
 	require.GreaterOrEqual(t, took, ttl, "acknowledges before the dead relay's trust has ended")
+	require.Less(t, took, 2*ttl, "waited more than one TTL")
+	// Until the dead row stops counting (TTL past its expiry), renewals read
+	// its sole renewal again: no new wait.
+	require.Eventually(t, func() bool { _, ok := next.Sole(); return ok }, 10*time.Second, 5*time.Millisecond)
+	require.Equal(t, int32(1), n.Load(), "waits for the dead relay's one sole renewal")
 	require.True(t, next.Holds())
 }
 
@@ -145,5 +184,6 @@ func TestNewcomerWaitsForTheLastSoleRenewal(t *testing.T) {
 	logger, n := countingLogger()
 	w := writerlease.New(db.Pool, ttl, logger)
 	require.NoError(t, w.Register(ctx))
+	require.False(t, w.Holds(), "a newcomer may acknowledge while a's last sole renewal may be trusted")
 	require.GreaterOrEqual(t, n.Load(), int32(1), "a newcomer did not wait out a's last sole renewal")
 }
