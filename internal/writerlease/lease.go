@@ -105,6 +105,7 @@ type Lease struct {
 	holder string
 	log    *slog.Logger
 	now    func() time.Time
+	me     process // this process, as its row key names it (ended)
 
 	mu       sync.Mutex
 	deadline time.Time // acknowledges nothing from then on (send + TTL)
@@ -129,8 +130,9 @@ func New(pool *pgxpool.Pool, ttl time.Duration, logger *slog.Logger) *Lease {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	host, _ := os.Hostname()
-	return &Lease{pool: pool, ttl: ttl, log: logger, now: time.Now,
-		holder: fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))}
+	me := self()
+	return &Lease{pool: pool, ttl: ttl, log: logger, now: time.Now, me: me,
+		holder: holderKey(host, os.Getpid(), hex.EncodeToString(b[:]), me)}
 }
 
 // Holder is this run's row key.
@@ -296,6 +298,7 @@ func (l *Lease) renew(ctx context.Context) error {
 	var holders []string
 	var until []time.Time
 	var head int64
+	var ended []string
 	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
 		// Transaction-local: the connection goes back to the pool as it was.
 		if _, err := tx.Exec(ctx, "SELECT set_config('application_name', $1, true)", leaseApplication); err != nil {
@@ -309,6 +312,14 @@ func (l *Lease) renew(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, "DELETE FROM cn_relay.writer_lease WHERE expires_at < now() - interval '1 minute'"); err != nil {
 			return err
 		}
+		// Rows of runs whose process has certainly ended (a crash on this
+		// machine, in this PID namespace): an ended process trusts its
+		// memory no more and acknowledges nothing, so neither its trust
+		// nor its row need be waited out (see ended).
+		var err error
+		if ended, err = l.removeEnded(ctx, tx); err != nil {
+			return err
+		}
 		return tx.QueryRow(ctx, renewSQL, l.holder, l.ttl.Seconds()).Scan(&sole, &holders, &until, &head)
 	})
 	if err == nil && ctx.Err() != nil {
@@ -318,6 +329,9 @@ func (l *Lease) renew(ctx context.Context) error {
 		return fmt.Errorf("writer lease: renew: %w", err)
 	}
 	got := l.now()
+	for _, h := range ended {
+		l.log.Info("writer lease: removed the row of a relay process that has ended (not waiting out its trust)", "holder", h)
+	}
 	var wait time.Duration
 	defer func() {
 		if wait > 0 {
@@ -360,6 +374,36 @@ func (l *Lease) renew(ctx context.Context) error {
 		l.sole = time.Time{}
 	}
 	return nil
+}
+
+// removeEnded deletes the other rows whose process has certainly ended
+// (process.ended: the same machine and PID namespace, and the PID names no
+// process, a zombie, or one started at another time) and returns their
+// holders. Run under schema.WriterLeaseLock.
+func (l *Lease) removeEnded(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	if l.me.boot == "" {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, "SELECT holder FROM cn_relay.writer_lease WHERE holder <> $1", l.holder)
+	if err != nil {
+		return nil, err
+	}
+	holders, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	var ended []string
+	for _, h := range holders {
+		if l.me.ended(holderProcess(h)) {
+			ended = append(ended, h)
+		}
+	}
+	if len(ended) > 0 {
+		if _, err := tx.Exec(ctx, "DELETE FROM cn_relay.writer_lease WHERE holder = ANY($1)", ended); err != nil {
+			return nil, err
+		}
+	}
+	return ended, nil
 }
 
 // waitMessage is logged when a renewal reads another relay's sole renewal
