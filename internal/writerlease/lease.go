@@ -41,7 +41,15 @@
 // decides, and the margin keeps the protocol safe if it steps forward by up
 // to a TTL. The waits themselves use only each process's monotonic clock.
 // So a relay restarted after a crash of a sole relay waits one TTL from its
-// first renewal, however long the dead row stays live.
+// first renewal, however long the dead row stays live; and not at all when
+// the crashed process's end is certain: row keys name their process
+// (holderKey), and each renewal removes, under the lock, the rows of
+// processes that have ended on this machine and in this PID namespace
+// (removeEnded, process.ended). An ended process answers no REQ more.
+//
+// The relay serves during the wait (reads with the head read: it is not
+// sole while the other's row is live); only what tells a client its write
+// happened waits, after the write's commit, in Await.
 //
 // Why a REQ answered from memory by a sole relay S at time t, within the
 // trust of S's renewal R (no other row live at R), sees every write
@@ -62,6 +70,8 @@
 //     R committed, and acknowledged nothing for a TTL after that answer
 //     arrived, by when S's trust (TTL from R's sending) had ended, before t.
 //     So there is none.
+//     Or that renewal of W found S's process ended and removed its row: S
+//     answers no REQ arriving after that, so none after W's acknowledgement.
 //   - A renewal counts only if its commit returned without error before its
 //     context ended: with synchronous replication, a commit whose wait for
 //     the standby is cut short may be on the primary alone, and a promoted
