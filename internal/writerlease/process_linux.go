@@ -43,8 +43,8 @@ func self() process {
 // ended reports whether p has certainly ended, as seen from this process
 // (here, this process's own identity): only when both run in the same boot
 // and PID namespace, and p's PID names no process (kill(pid, 0): ESRCH), a
-// zombie (it runs no more code), or a process started at another time (the
-// PID was reused). Any doubt (another machine or namespace, /proc
+// zombie with no thread left (it runs no more code), or a process started
+// at another time (the PID was reused). Any doubt (another machine or namespace, /proc
 // unreadable, hidden by hidepid, no permission) is false: p may be alive.
 func (here process) ended(p process) bool {
 	if here.boot == "" || p.boot == "" || p.boot != here.boot || p.pidNS != here.pidNS || p.pid <= 0 {
@@ -60,7 +60,30 @@ func (here process) ended(p process) bool {
 	if err != nil || pid != p.pid {
 		return false
 	}
-	return state == "Z" || state == "X" || start != p.start
+	if start != p.start {
+		return true // the PID names a later process
+	}
+	// A zombie has ended, unless its leader thread alone exited while
+	// others run (its status then counts them).
+	return (state == "Z" || state == "X") && threads(p.pid) == 1
+}
+
+// threads is the thread count in /proc/<pid>/status (0: unknown).
+func threads(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return 0
+			}
+			return n
+		}
+	}
+	return 0
 }
 
 func pidNamespace() (uint64, error) {
