@@ -53,6 +53,10 @@ const (
 	// batch holds it exclusively no other holds any group's lock, and it may
 	// read any group and lock more groups without deadlock.
 	GroupTreeLock int64 = 0x636e5f6774726565 // "cn_gtree"
+	// WriterLeaseLock orders the renewals and registrations of the relays'
+	// writer lease (transaction level, internal/writerlease): each reads the
+	// others' rows and writes its own under it (schema 0037).
+	WriterLeaseLock int64 = 0x636e5f6c65617365 // "cn_lease"
 )
 
 // Keys that Postgres derives from text, as the SQL expressions that compute
@@ -91,5 +95,5 @@ var FixedLocks = map[string]int64{
 	"SweepLock": SweepLock, "StatsLock": StatsLock, "IndexSwitchLock": IndexSwitchLock,
 	"IndexRebuildLock": IndexRebuildLock, "TrustPublisherLock": TrustPublisherLock,
 	"ModerationRulesLock": ModerationRulesLock, "GroupTreeLock": GroupTreeLock,
-	"ClaimsLock": ClaimsLock,
+	"ClaimsLock": ClaimsLock, "WriterLeaseLock": WriterLeaseLock,
 }

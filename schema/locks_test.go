@@ -26,7 +26,7 @@ func TestLockKeys(t *testing.T) {
 		}
 		seen[key] = name
 	}
-	if len(FixedLocks) != 12 {
+	if len(FixedLocks) != 13 {
 		t.Errorf("FixedLocks has %d keys; list every constant of locks.go", len(FixedLocks))
 	}
 }

@@ -67,6 +67,7 @@ var notStoreRules = map[string]string{
 	"search":                    "reads",
 	"require-topic-in-req":      "reads",
 	"cache-bytes":               "reads",
+	"always-read-head":          "how REQs answered from memory learn of other relays' writes, not what is stored",
 	"read-database-url":         "reads",
 	"max-replica-lag":           "reads",
 	"negentropy":                "serving NIP-77",

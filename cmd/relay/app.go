@@ -109,6 +109,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringSliceFlag{Name: "read-database-url", EnvVars: []string{"CN_RELAY_READ_DATABASE_URL"}, Usage: "a streaming replica of --database-url that serves REQ, COUNT and NIP-50 search (repeat the flag or separate with commas; default: none, the primary serves); see docs/operations.md, \"Read replicas\""},
 			&cli.DurationFlag{Name: "max-replica-lag", Value: node.DefaultMaxReplicaLag, EnvVars: []string{"CN_RELAY_MAX_REPLICA_LAG"}, Usage: "a replica further behind the primary than this (the age of the oldest outbox row it has not replayed) is skipped until it catches up"},
 			&cli.DurationFlag{Name: "stats-interval", Value: node.DefaultStatsInterval, EnvVars: []string{"CN_RELAY_STATS_INTERVAL"}, Usage: "how often the query tables' statistics are checked and, when missing or stale (autovacuum off or behind), refreshed with ANALYZE (0: never)"},
+			&cli.BoolFlag{Name: "always-read-head", EnvVars: []string{"CN_RELAY_ALWAYS_READ_HEAD"}, Usage: "read the outbox head (one database round trip) before every REQ answered from the event cache, even while this relay is the only one acknowledging writes (the writer lease, schema 0037); set it on new relays while relays of a build without the writer lease still run (see docs/decisions/0007-sole-writer.md)"},
 			&cli.DurationFlag{Name: "expiry-sweep-interval", Value: node.DefaultSweepInterval, EnvVars: []string{"CN_RELAY_EXPIRY_SWEEP_INTERVAL"}, Usage: "how often expired (NIP-40) events are swept (0: never)"},
 		}, storerules.Flags()...), // what is stored: the same flags on cnctl import, sync and dev
 		func(c *cli.Context, logger *slog.Logger) error {
@@ -233,7 +234,7 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 	s := node.RelayOptions{Relay: cfg, DatabaseURL: c.String("database-url"), SweepInterval: c.Duration("expiry-sweep-interval"),
 		StatsInterval: c.Duration("stats-interval"), MinRank: c.Int("min-rank"),
 		ReadDatabaseURLs: c.StringSlice("read-database-url"), MaxReplicaLag: c.Duration("max-replica-lag"),
-		Pending: rules.Pending}
+		Pending: rules.Pending, AlwaysReadHead: c.Bool("always-read-head")}
 	s.NodeKey, s.GroupInviteTTL = nodeKey, c.Duration("group-invite-ttl")
 	if s.GroupCreators, err = groups.ParseCreators(c.String("group-creators")); err != nil {
 		return node.RelayOptions{}, fmt.Errorf("--group-creators: %w", err)

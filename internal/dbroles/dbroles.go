@@ -250,6 +250,11 @@ func ensureMember(ctx context.Context, conn *pgx.Conn, group, member string) err
 var operatorTables = []string{"consumer_offsets", "consumer_dead_letters", "consumer_offset_resets", "consumer_stream_positions",
 	"outbox_retention", "outbox_partitioning", "events_outbox", "outbox_head"}
 
+// relayOnlyTables are cn_relay tables only relay processes write (not the
+// publisher's other roles): the writer lease (schema 0037), which a
+// moderator or trust process must not be able to take or drop.
+var relayOnlyTables = []string{"writer_lease"}
+
 func grant(ctx context.Context, tx pgx.Tx, cfg Config) error {
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", schema.RolesLock); err != nil {
 		return err
@@ -376,7 +381,7 @@ func grant(ctx context.Context, tx pgx.Tx, cfg Config) error {
 	relayTables, err := collect(ctx, tx, `
 		SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		 WHERE n.nspname = 'cn_relay' AND c.relkind IN ('r', 'p') AND NOT c.relispartition
-		   AND c.relname <> ALL ($1) ORDER BY 1`, operatorTables)
+		   AND c.relname <> ALL ($1) ORDER BY 1`, append(slices.Clone(operatorTables), relayOnlyTables...))
 	if err != nil {
 		return fmt.Errorf("list relay tables: %w", err)
 	}
@@ -391,6 +396,9 @@ func grant(ctx context.Context, tx pgx.Tx, cfg Config) error {
 	on("DELETE", "cn_relay.event_tags", Publisher)         // a version no longer effective keeps no tag rows (issue 47)
 	on("DELETE", "cn_relay.events", Publisher)             // a superseded version of the node's state is not kept (issue 47)
 	on("DELETE", "cn_relay.group_users", Publisher)        // groups.Replace rewrites a group's users (schema 0036)
+	for _, t := range relayOnlyTables {
+		on("INSERT, UPDATE, DELETE", "cn_relay."+t, Relay) // a relay's row of the writer lease, and rows long expired (schema 0037)
+	}
 	on("USAGE", "SEQUENCE cn_relay.events_outbox_seq_seq", Publisher)
 	on("EXECUTE", "FUNCTION "+ensure, Relay)
 	on("EXECUTE", "FUNCTION cn_relay.analyze_query_table(text)", Relay) // statistics when autovacuum is off (schema 0014)

@@ -40,8 +40,10 @@
 //
 // Reader puts the cache in front of the database's reads (a relay.Reader
 // decorator, composed by node.Relay): it answers a read from Query once the
-// cache has applied every outbox row committed before the read began, and
-// passes every other read to the next Reader. The relay's follower fills and
+// cache has applied every outbox row committed before the read began (or,
+// while this relay is the only one acknowledging writes, Reader.Sole, every
+// row acknowledged to a client before it began), and passes every other read
+// to the next Reader. The relay's follower fills and
 // keeps the cache (relay.Deps.Cache).
 //
 // Matching is protocol.Match, the reference matcher that live fan-out uses and

@@ -42,6 +42,13 @@ type Reader struct {
 	Want func() int64
 	// Heads reads the outbox head after the read began.
 	Heads *Heads
+	// Sole, if set, reports whether this process is the only one
+	// acknowledging clients' writes (writerlease.Lease.Sole). While it is, a
+	// read skips Heads: every write acknowledged before the read began is
+	// this process's (Want) or at most floor, which the cache must have
+	// applied instead. Writes that acknowledge no client (consumers,
+	// operator tools) are in the answer once their notification arrived.
+	Sole func() (floor int64, ok bool)
 	// Wait bounds the wait for the cache to apply the seq wanted; past it
 	// Next answers.
 	Wait time.Duration
@@ -141,12 +148,15 @@ func (rd *Reader) fromCache(ctx context.Context, req readpath.Request) (res read
 	// Every write committed before the read began, by any process, is in
 	// its answer, as with a database snapshot: the cache must have applied
 	// the outbox head read after it began (Want bounds it from below for
-	// free).
+	// free). A sole writer needs no read (Sole).
 	want := rd.Want()
-	head, err := rd.Heads.Get(ctx)
-	if err != nil {
-		rd.answered("behind")
-		return res, false
+	head, sole := rd.soleFloor()
+	if !sole {
+		var err error
+		if head, err = rd.Heads.Get(ctx); err != nil {
+			rd.answered("behind")
+			return res, false
+		}
 	}
 	if !rd.Cache.WaitFor(max(want, head), rd.Wait, ctx.Done()) {
 		rd.answered("behind")
@@ -175,4 +185,12 @@ func (rd *Reader) fromCache(ctx context.Context, req readpath.Request) (res read
 		res.Events[i], res.JSON[i] = h.Event, h.JSON
 	}
 	return res, true
+}
+
+// soleFloor is Sole's answer (false when unset).
+func (rd *Reader) soleFloor() (int64, bool) {
+	if rd.Sole == nil {
+		return 0, false
+	}
+	return rd.Sole()
 }

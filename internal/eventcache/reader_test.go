@@ -48,6 +48,7 @@ func TestReaderAnswersWhatItHolds(t *testing.T) {
 		filters                   []nostr.Filter
 		viewer                    protocol.Viewer
 		head, notified, committed int64
+		sole                      *int64 // Reader.Sole's floor; nil: not sole
 		cap                       int64
 		want                      string // hit, miss or behind
 		events                    int
@@ -60,6 +61,11 @@ func TestReaderAnswersWhatItHolds(t *testing.T) {
 		{name: "head ahead", filters: public, head: 6, want: "behind"},
 		{name: "notified ahead", filters: public, head: 5, notified: 6, want: "behind"},
 		{name: "committed ahead", filters: public, head: 5, committed: 6, want: "behind"},
+		// A sole writer reads no head (one ahead is not waited for); its floor
+		// is.
+		{name: "sole, head ahead", filters: public, head: 6, sole: ptr(int64(5)), want: "hit", events: 2},
+		{name: "sole, floor ahead", filters: public, head: 5, sole: ptr(int64(6)), want: "behind"},
+		{name: "sole, committed ahead", filters: public, head: 5, sole: ptr(int64(5)), committed: 6, want: "behind"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,6 +75,9 @@ func TestReaderAnswersWhatItHolds(t *testing.T) {
 			answers := NewAnswers()
 			rd := NewReader(c, next, func() int64 { return tc.committed }, headFeed{tc.head, tc.notified}, nil, answers)
 			rd.Wait = 10 * time.Millisecond
+			if tc.sole != nil {
+				rd.Sole = func() (int64, bool) { return *tc.sole, true }
+			}
 			took := 0
 			req := readpath.Request{Filters: tc.filters, Viewer: tc.viewer, Cap: tc.cap,
 				Take: func(int) bool { took++; return true }}
@@ -99,3 +108,5 @@ func TestReaderAnswersWhatItHolds(t *testing.T) {
 		})
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

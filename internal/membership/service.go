@@ -101,6 +101,16 @@ type Service struct {
 	ClaimsPerMember, OpenClaims int
 	Now                         func() time.Time
 	Logger                      *slog.Logger
+	// Committed, if set, is told the last outbox seq of each change it
+	// committed (the relay's writer lease notes it: a REQ answered from
+	// memory waits for it).
+	Committed func(last int64)
+	// Acknowledge, if set, is called after each write's commit and before
+	// the client is told of it (a join's OK, a NIP-86 answer, an invite): it
+	// holds the answer while the relay may not yet acknowledge writes (the
+	// writer lease's Await); an error fails the request (the write may be
+	// committed).
+	Acknowledge func(ctx context.Context) error
 
 	joins *prometheus.CounterVec
 }
@@ -205,10 +215,27 @@ func (s *Service) change(ctx context.Context, log *logRow, pre func(pgx.Tx) erro
 	if err := outbox.Commit(ctx, tx); err != nil {
 		return nil, err
 	}
+	if r.Last > 0 && s.Committed != nil {
+		s.Committed(r.Last)
+	}
 	if r.Last > 0 {
 		_, _ = s.Pool.Exec(ctx, "SELECT pg_notify($1, $2)", outbox.Channel, fmt.Sprint(r.Last))
 	}
+	if err := s.acknowledge(ctx); err != nil {
+		return nil, err
+	}
 	return outs, nil
+}
+
+// acknowledge holds the answer to a committed write (Acknowledge).
+func (s *Service) acknowledge(ctx context.Context) error {
+	if s.Acknowledge == nil {
+		return nil
+	}
+	if err := s.Acknowledge(ctx); err != nil {
+		return fmt.Errorf("committed, not acknowledged: %w", err)
+	}
+	return nil
 }
 
 type logRow struct {
@@ -301,6 +328,9 @@ func (s *Service) Join(ctx context.Context, ev *nostr.Event) (bool, string) {
 	if _, err := s.Pool.Exec(ctx, `INSERT INTO cn_relay.membership_pending (pubkey, event_id, event, requested_at) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (pubkey) DO UPDATE SET event_id = excluded.event_id, event = excluded.event, requested_at = excluded.requested_at`,
 		ev.PubKey, ev.ID, raw, s.now()); err != nil {
+		return s.failed("join", err)
+	}
+	if err := s.acknowledge(ctx); err != nil {
 		return s.failed("join", err)
 	}
 	s.count("pending")
@@ -440,6 +470,12 @@ func (s *Service) Invite(ctx context.Context, authed []string) (*nostr.Event, st
 	if err != nil {
 		_, why := s.failed("invite", err)
 		return nil, why
+	}
+	if ev != nil {
+		if err := s.acknowledge(ctx); err != nil {
+			_, why := s.failed("invite", err)
+			return nil, why
+		}
 	}
 	return ev, why
 }

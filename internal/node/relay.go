@@ -3,6 +3,7 @@ package node
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kukuri/communitynode/internal/daemon"
@@ -24,6 +26,7 @@ import (
 	"github.com/kukuri/communitynode/internal/replica"
 	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/internal/trust/gate"
+	"github.com/kukuri/communitynode/internal/writerlease"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -89,7 +92,16 @@ type RelayOptions struct {
 	// a list per change); the relay signs the deferred ones (renderLists).
 	GroupLists                  groups.MemberLists
 	ClaimsPerMember, OpenClaims int
-	Logger                      *slog.Logger
+	// AlwaysReadHead makes the event cache read the outbox head for every
+	// answer even while this relay is the only one acknowledging writes
+	// (writerlease.Lease.Sole): for a rolling upgrade from a build without
+	// the writer lease, whose relays hold no row. The relay holds its row
+	// either way.
+	AlwaysReadHead bool
+	// WriterLeaseTTL is how long a renewal of the writer lease holds (zero:
+	// writerlease.DefaultTTL).
+	WriterLeaseTTL time.Duration
+	Logger         *slog.Logger
 }
 
 // Relay runs one relay process: it opens the database pool and wires the outbox
@@ -175,10 +187,19 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		defer replicas.Close()
 		reads = replicas
 	}
+	// The writer lease: this relay acknowledges no client write without it
+	// (leasedStore), and answers from memory without the outbox head read
+	// while it is the only relay that does (writerlease).
+	lease := writerlease.New(pool, s.WriterLeaseTTL, logger)
+	reg.MustRegister(lease.Collectors()...)
+	api.Admin.Committed, api.Admin.Acknowledge = lease.Note, lease.Await
+	if members != nil {
+		members.Committed, members.Acknowledge = lease.Note, lease.Await
+	}
 	feed := relay.NewPGFeed(pool, logger)
 	deps := relay.Deps{
 		Ranks:       ranks,
-		Store:       st,
+		Store:       leasedStore{Store: st, lease: lease},
 		Reads:       reads,
 		Primary:     st,
 		Sync:        st,
@@ -204,6 +225,9 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	if members != nil {
 		deps.Members = members
 	}
+	if !s.AlwaysReadHead {
+		deps.Sole = lease.Sole
+	}
 	r, err := relay.New(s.Relay, relay.WithEventCache(s.Relay, deps))
 	if err != nil {
 		return err
@@ -216,6 +240,28 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	defer stopWriter()
 	writerDone := make(chan error, 1)
 	go func() { writerDone <- writer.Run(writerCtx) }()
+
+	// So does the lease, which its final flush's acknowledgements need; it
+	// is released once the relay has stopped. Register takes the row and
+	// returns at once: the relay serves reads at once (with the head read,
+	// not being sole), and holds acknowledgements of writes (Await) while
+	// another relay may still trust its memory (up to a TTL after another
+	// relay's sole renewal, a crashed one's included).
+	if err := lease.Register(ctx); err != nil {
+		return err
+	}
+	leaseCtx, stopLease := context.WithCancel(context.WithoutCancel(ctx))
+	leaseDone := make(chan error, 1)
+	go func() { leaseDone <- lease.Run(leaseCtx) }()
+	defer func() {
+		stopLease()
+		<-leaseDone
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := lease.Release(rctx); err != nil {
+			logger.Warn("writer lease not released: another relay waits for it to expire", "err", err)
+		}
+	}()
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return r.Run(gctx) })
@@ -412,4 +458,33 @@ func JoinAdmission(g *gate.Gate) func(pubkey string) groups.Admission {
 		}
 		return groups.AdmitReview
 	}
+}
+
+// leasedStore is the store as the relay ingests through it: a batch's
+// answers wait, after its commit, until the writer lease holds
+// (writerlease.Lease.Await), so that no relay acknowledges a write a sole
+// relay's memory may lack. While another relay may still trust its memory
+// (a newcomer's first TTL) they are held, not refused; a batch committed
+// when the lease is lost (its renewals failed for a TTL) is answered as
+// failed (OK false "error: ..."), never OK true. The events may be stored:
+// a client's retry is answered "duplicate:".
+type leasedStore struct {
+	relay.Store
+	lease *writerlease.Lease
+}
+
+// errLeaseLost is the answer to a batch committed without the writer lease.
+var errLeaseLost = errors.New("this relay's writer lease is not held (database unreachable?); the event may be stored, retry")
+
+func (s leasedStore) Ingest(ctx context.Context, evs []*nostr.Event) ([]relay.IngestResult, error) {
+	res, err := s.Store.Ingest(ctx, evs)
+	if err != nil {
+		return res, err
+	}
+	// The hold is not bounded by the batch's context: the commit is done,
+	// and its answers wait at most a TTL more.
+	if err := s.lease.Await(context.WithoutCancel(ctx)); err != nil {
+		return nil, errLeaseLost
+	}
+	return res, nil
 }

@@ -51,6 +51,12 @@ type Deps struct {
 	// composition root's: it puts the cache's Reader (eventcache.Reader) in
 	// front of Reads, built with Config.CacheBytes (0: no cache).
 	Cache EventCache
+	// Sole, if set, says whether this relay is the only process
+	// acknowledging clients' writes, and from which outbox seq on
+	// (writerlease.Lease.Sole); WithEventCache hands it to the cache's
+	// Reader (eventcache.Reader.Sole), which then answers without reading
+	// the outbox head. Nil: every cached answer reads the head.
+	Sole func() (floor int64, ok bool)
 	// GroupAccess, if set, has private and hidden NIP-29 groups enforced on
 	// the paths the relay answers from memory (groupgate.go).
 	GroupAccess GroupAccessStore

@@ -118,8 +118,10 @@ type EventCache interface {
 // as they are): the cache answers in front of deps.Reads (deps.Store when
 // nil) the REQs it can prove it holds, once it has applied what this process
 // committed (deps.Recent.Committed) and what deps.Feed's notifications
-// announced; the relay's follower fills it from deps.Recent and keeps it
-// with the outbox (deps.Cache). Its answers counter
+// announced (and, unless deps.Sole says this relay is the only one
+// acknowledging writes, an outbox head read after the REQ arrived); the
+// relay's follower fills it from deps.Recent and keeps it with the outbox
+// (deps.Cache). Its answers counter
 // (cn_relay_cache_answers_total) is registered on deps.Registerer. The
 // composition root (internal/node) calls it; so do tests that build a relay.
 func WithEventCache(cfg Config, deps Deps) Deps {
@@ -130,8 +132,10 @@ func WithEventCache(cfg Config, deps Deps) Deps {
 	if next == nil {
 		next = deps.Store
 	}
-	deps.Reads, deps.Cache = eventcache.Compose(cfg.CacheBytes, !cfg.Limits.TopicRules.RequireTopic,
+	rd, c := eventcache.Compose(cfg.CacheBytes, !cfg.Limits.TopicRules.RequireTopic,
 		next, deps.Recent.Committed, deps.Feed, deps.Now, deps.Registerer)
+	rd.Sole = deps.Sole
+	deps.Reads, deps.Cache = rd, c
 	return deps
 }
 

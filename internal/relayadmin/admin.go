@@ -39,6 +39,15 @@ type Admin struct {
 	// Extensions add methods (package membership: the NIP-43 methods, when
 	// the node keeps membership).
 	Extensions []Extension
+	// Committed, if set, is told the last outbox seq of each change it
+	// committed (the relay's writer lease notes it: a REQ answered from
+	// memory waits for it).
+	Committed func(last int64)
+	// Acknowledge, if set, is called after each change's commit and before
+	// the method answers: it holds the answer while the relay may not yet
+	// acknowledge writes (the writer lease's Await), and an error fails the
+	// method (the change may be committed).
+	Acknowledge func(ctx context.Context) error
 }
 
 // Extension is a set of NIP-86 methods declared by the package that owns
@@ -216,9 +225,17 @@ func (a *Admin) commit(ctx context.Context, actor Actor, method string, params [
 	if err := outbox.Commit(ctx, tx); err != nil {
 		return fmt.Errorf("%s: %w", method, err)
 	}
+	if r.Last > 0 && a.Committed != nil {
+		a.Committed(r.Last)
+	}
 	if r.Last > 0 {
 		// A wake-up only: consumers and relays also poll.
 		_, _ = a.Pool.Exec(ctx, "SELECT pg_notify($1, $2)", outbox.Channel, fmt.Sprint(r.Last))
+	}
+	if a.Acknowledge != nil {
+		if err := a.Acknowledge(ctx); err != nil {
+			return fmt.Errorf("%s: committed, not acknowledged: %w", method, err)
+		}
 	}
 	return nil
 }

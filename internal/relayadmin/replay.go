@@ -56,5 +56,10 @@ func (a *Admin) replay(ctx context.Context, c *nip86.Call) (any, error) {
 		ReplayMethod, logParams, actor.Name, actor.Source, a.now()); err != nil {
 		return nil, fmt.Errorf("%s: log: %w", ReplayMethod, err)
 	}
+	if a.Acknowledge != nil {
+		if err := a.Acknowledge(ctx); err != nil {
+			return nil, fmt.Errorf("%s: committed, not acknowledged: %w", ReplayMethod, err)
+		}
+	}
 	return map[string]any{"consumer": name, "from": plan.From, "to": plan.To, "replayed": plan.Replay}, nil
 }
