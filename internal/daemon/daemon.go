@@ -42,9 +42,28 @@ import (
 
 // Main runs the command line newApp describes on os.Args until it returns or
 // SIGINT/SIGTERM cancels it, and exits with ExitCode after a failure.
+//
+// A daemon's App (App) also gets SIGHUP: each one asks the daemon to reload its
+// configuration (reload.go); one arriving while a reload runs is kept, more
+// are merged into it.
 func Main(newApp func(stdout, stderr io.Writer) *cli.App) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	app := newApp(os.Stdout, os.Stderr)
+	if _, ok := app.Metadata[levelKey]; ok {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		requests := make(chan struct{}, 1)
+		go func() {
+			for range hup {
+				select {
+				case requests <- struct{}{}:
+				default: // one is waiting already
+				}
+			}
+		}()
+		ctx = WithReload(ctx, newApp, os.Args, requests)
+		defer signal.Stop(hup)
+	}
 	err := app.RunContext(ctx, os.Args)
 	stop()
 	if err != nil {
@@ -77,7 +96,9 @@ func App(name, usage string, stdout, stderr io.Writer, flags []cli.Flag,
 		&cli.StringFlag{Name: "debug-listen", EnvVars: []string{"CN_DEBUG_LISTEN"}, Usage: "address to serve Go profiles (/debug/pprof/) on; keep it private (default: off)"},
 	)
 	required := configfile.TakeRequired(flags)
+	level := new(slog.LevelVar) // --log-level, live: a reload sets it
 	return &cli.App{
+		Metadata:        map[string]any{levelKey: level},
 		Name:            name,
 		Usage:           usage,
 		Writer:          stdout,
@@ -97,10 +118,14 @@ func App(name, usage string, stdout, stderr io.Writer, flags []cli.Flag,
 					return fmt.Errorf("--%s is required (on the command line, in its environment variable, or in --config)", name)
 				}
 			}
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(strings.ToUpper(c.String("log-level")))); err != nil {
+			var l slog.Level
+			if err := l.UnmarshalText([]byte(strings.ToUpper(c.String("log-level")))); err != nil {
 				return fmt.Errorf("--log-level: %w", err)
 			}
+			if reparse, ok := c.Context.Value(reparseKey{}).(func(*cli.Context) error); ok {
+				return reparse(c) // a reload's parse (reload.go): nothing starts
+			}
+			level.Set(l)
 			logger := slog.New(slog.NewJSONHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
 			if err := serveProfiles(c.Context, c.String("debug-listen"), logger); err != nil {
 				return fmt.Errorf("debug listener: %w", err)
@@ -109,6 +134,9 @@ func App(name, usage string, stdout, stderr io.Writer, flags []cli.Flag,
 		},
 	}
 }
+
+// levelKey holds, in a daemon App's Metadata, its logger's *slog.LevelVar.
+const levelKey = "cn-log-level"
 
 // BatchSizeFlag is a consumer's --batch-size: outbox rows per transaction,
 // 1 to 10,000.

@@ -90,6 +90,11 @@ type RelayOptions struct {
 	GroupLists                  groups.MemberLists
 	ClaimsPerMember, OpenClaims int
 	Logger                      *slog.Logger
+	// Reload rebuilds these options on SIGHUP or the NIP-86 method
+	// reloadconfig (daemon.Reloader); applyRelayReload says what a reload
+	// changes in the running relay. Zero: no reloads (the metrics are
+	// served all the same).
+	Reload daemon.Source[RelayOptions]
 }
 
 // Relay runs one relay process: it opens the database pool and wires the outbox
@@ -202,6 +207,10 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		return err
 	}
 	policy.OnChange(func(*relayadmin.State) { r.DisconnectBlocked() })
+	reloader := daemon.NewReloader("relay", s.Reload, func(next RelayOptions) error {
+		return applyRelayReload(ctx, s, next, relayLive{relay: r, store: st, api: api, ranks: ranks, self: s.Relay.Info.Self})
+	}, reg, logger)
+	api.Admin.Extensions = append(api.Admin.Extensions, reloadMethod(reloader.Reload))
 	api.Audience = r.Audience // NIP-98 `u` names the relay's own URLs, as AUTH does
 
 	// The writer outlives the relay: the relay's final flush commits through it.
@@ -213,6 +222,7 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return r.Run(gctx) })
 	g.Go(func() error { return policy.Run(gctx) })
+	g.Go(func() error { return reloader.Run(gctx) })
 	g.Go(func() error { return ranks.Run(gctx) })
 	if admitRanks != nil {
 		g.Go(func() error { return admitRanks.Run(gctx) })

@@ -61,7 +61,7 @@ func (s *Store) RenderDueLists(ctx context.Context, at time.Time, limit int) (in
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
-	p := s.pub.newPlan(nil, s.rules)
+	p := s.pub.newPlan(nil, s.Rules())
 	partOf[*groupPart](p).gx.renderLists = ids
 	if err := s.write(ctx, p, false); err != nil {
 		return 0, fmt.Errorf("sign the member lists due: %w", err)

@@ -1,0 +1,352 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/daemon"
+	"github.com/kukuri/communitynode/internal/daemon/daemontest"
+	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/testkit"
+)
+
+// reloadable is a relay run in process as daemon.Main runs it, with its
+// reload requests (what SIGHUP sends) in the test's hands.
+type reloadable struct {
+	t        *testing.T
+	db       *pgtest.DB
+	file     string // the --config file
+	base     string // the file's relay section, before each case's lines
+	addr     string
+	metrics  string
+	requests chan struct{}
+	logs     *testkit.Buffer
+	gen      int
+	failures int
+}
+
+// startReloadable starts a relay reading base (lines of its relay: section)
+// from --config, with args on the command line.
+func startReloadable(t *testing.T, base string, args ...string) *reloadable {
+	t.Helper()
+	db := pgtest.New(t)
+	r := &reloadable{t: t, db: db, file: filepath.Join(t.TempDir(), "node.yaml"), addr: testkit.FreeAddr(t),
+		metrics: testkit.FreeAddr(t), requests: make(chan struct{}), logs: &testkit.Buffer{}, gen: 1}
+	r.base = fmt.Sprintf("  listen: %s\n  metrics-listen: %s\n%s", r.addr, r.metrics, base)
+	r.write("")
+	argv := append([]string{"relay", "--config", r.file, "--database-url", db.URL}, args...)
+	ctx, cancel := context.WithCancel(daemon.WithReload(context.Background(), newApp, argv, r.requests))
+	done := make(chan error, 1)
+	go func() { done <- newApp(io.Discard, r.logs).RunContext(ctx, argv) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(daemontest.StopTimeout):
+			t.Error("relay did not stop")
+		}
+	})
+	daemontest.WaitOK(t, "http://"+r.addr+"/healthz")
+	require.Equal(t, 1, r.metric("cn_config_generation"))
+	require.Equal(t, 0, r.metric("cn_config_reload_failures_total"))
+	return r
+}
+
+// write replaces the file: the base lines, then lines (indented: under
+// relay:; not indented: top-level keys, after the section).
+func (r *reloadable) write(lines string) {
+	r.t.Helper()
+	require.NoError(r.t, os.WriteFile(r.file, []byte("relay:\n"+r.base+lines), 0o600))
+}
+
+// reload writes lines, asks for a reload as SIGHUP does and waits until it
+// was applied; it returns the reload's log line.
+func (r *reloadable) reload(lines string) string {
+	r.t.Helper()
+	r.write(lines)
+	r.requests <- struct{}{}
+	r.gen++
+	r.waitMetric("cn_config_generation", r.gen)
+	require.Equal(r.t, r.failures, r.metric("cn_config_reload_failures_total"))
+	return r.lastLog("relay: configuration reloaded")
+}
+
+// refuse writes lines, asks for a reload and waits until it was refused; it
+// returns the refusal's log line.
+func (r *reloadable) refuse(lines string) string {
+	r.t.Helper()
+	r.write(lines)
+	r.requests <- struct{}{}
+	r.failures++
+	r.waitMetric("cn_config_reload_failures_total", r.failures)
+	require.Equal(r.t, r.gen, r.metric("cn_config_generation"), "a refused reload changes no generation")
+	return r.lastLog("relay: configuration reload refused")
+}
+
+func (r *reloadable) metric(name string) int {
+	r.t.Helper()
+	resp, err := http.Get("http://" + r.metrics + "/metrics")
+	require.NoError(r.t, err)
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			require.NoError(r.t, err)
+			return int(n)
+		}
+	}
+	r.t.Fatalf("no metric %s", name)
+	return 0
+}
+
+func (r *reloadable) waitMetric(name string, want int) {
+	r.t.Helper()
+	deadline := time.Now().Add(daemontest.StopTimeout)
+	for r.metric(name) != want {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s stayed %d, want %d; logs:\n%s", name, r.metric(name), want, r.logs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// lastLog returns the last log line with msg, decoded.
+func (r *reloadable) lastLog(msg string) string {
+	r.t.Helper()
+	lines := strings.Split(strings.TrimSpace(r.logs.String()), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		var l struct{ Msg string }
+		if json.Unmarshal([]byte(lines[i]), &l) == nil && l.Msg == msg {
+			return lines[i]
+		}
+	}
+	r.t.Fatalf("no log line %q in:\n%s", msg, r.logs)
+	return ""
+}
+
+// dial opens a connection that counts as client address ip (the base sets
+// --real-ip-header X-Real-IP), so that each case has per-address buckets of
+// its own.
+func (r *reloadable) dial(ip string) *testkit.Client {
+	r.t.Helper()
+	c, _, err := testkit.ConnectHeader(r.t, "ws://"+r.addr, http.Header{"X-Real-IP": {ip}})
+	require.NoError(r.t, err)
+	return c
+}
+
+// note publishes a fresh author's kind 1 in topic go, edited by edit, and
+// returns the OK.
+func note(t *testing.T, c *testkit.Client, sk string, edit func(*nostr.Event)) (bool, string) {
+	t.Helper()
+	if sk == "" {
+		sk = nostr.GeneratePrivateKey()
+	}
+	ev := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: "hello " + nostr.GeneratePrivateKey()[:8]}
+	if edit != nil {
+		edit(ev)
+	}
+	require.NoError(t, ev.Sign(sk))
+	return c.Publish(ev)
+}
+
+// anyRefused publishes n notes (by one author when sk is set) and reports
+// whether one was refused rate-limited.
+func anyRefused(t *testing.T, c *testkit.Client, sk string, n int) bool {
+	t.Helper()
+	refused := false
+	for range n {
+		if ok, reason := note(t, c, sk, nil); !ok {
+			require.Contains(t, reason, "rate-limited")
+			refused = true
+		}
+	}
+	return refused
+}
+
+// liveCase is one live flag: before and after are its lines in the file
+// (before: also the lines the case needs to start from); probe reports
+// whether the connection sees the after behaviour.
+type liveCase struct {
+	flag          string
+	before, after string
+	probe         func(t *testing.T, r *reloadable, c *testkit.Client, ip string) bool
+}
+
+// TestReloadEveryLiveSetting changes each live flag of the relay in the
+// --config file and reloads: the change reaches a connection opened before
+// it, with no reconnect, and the reload's one log line names the flag.
+// Every flag of relayLive has a case here (checked at the end).
+func TestReloadEveryLiveSetting(t *testing.T) {
+	r := startReloadable(t, "  real-ip-header: X-Real-IP\n  cache-bytes: 0\n")
+	admin := nostr.GeneratePrivateKey()
+	seed := r.dial("10.9.9.9")
+	for range 3 {
+		ok, reason := note(t, seed, "", func(ev *nostr.Event) { ev.Tags = nostr.Tags{{"t", "limits"}} })
+		require.True(t, ok, reason)
+	}
+	limitsREQ := func(c *testkit.Client, limit int) int {
+		f := map[string]any{"kinds": []int{1}, "#t": []string{"limits"}}
+		if limit > 0 {
+			f["limit"] = limit
+		}
+		return len(c.Query(f))
+	}
+	closed := func(c *testkit.Client, filters ...any) bool {
+		_, reason := c.Req("probe-"+nostr.GeneratePrivateKey()[:6], filters...)
+		return reason != ""
+	}
+	refused := func(t *testing.T, c *testkit.Client, edit func(*nostr.Event)) bool {
+		ok, _ := note(t, c, "", edit)
+		return !ok
+	}
+	cases := []liveCase{
+		{"max-message-bytes", "", "  max-message-bytes: 2048\n", func(t *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
+			// A message over the limit has no readable id: a NOTICE answers it.
+			ev := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: strings.Repeat("m", 3000)}
+			require.NoError(t, ev.Sign(nostr.GeneratePrivateKey()))
+			require.NoError(t, c.Send("EVENT", ev))
+			for {
+				m := c.Next()
+				switch {
+				case m.Label() == "NOTICE":
+					require.Contains(t, m.Str(1), "invalid")
+					return true
+				case m.Label() == "OK" && m.Str(1) == ev.ID:
+					return false
+				}
+			}
+		}},
+		{"max-content-bytes", "", "  max-content-bytes: 1000\n", func(t *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
+			return refused(t, c, func(ev *nostr.Event) { ev.Content = strings.Repeat("c", 1500) })
+		}},
+		{"max-tags", "", "  max-tags: 3\n", func(t *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
+			return refused(t, c, func(ev *nostr.Event) { ev.Tags = append(ev.Tags, nostr.Tag{"x", "1"}, nostr.Tag{"x", "2"}, nostr.Tag{"x", "3"}) })
+		}},
+		{"created-at-lower-limit", "", "  created-at-lower-limit: 24h\n", func(t *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
+			return refused(t, c, func(ev *nostr.Event) { ev.CreatedAt = nostr.Timestamp(time.Now().Add(-48 * time.Hour).Unix()) })
+		}},
+		{"max-topics-per-event", "", "  max-topics-per-event: 2\n", func(t *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
+			return refused(t, c, func(ev *nostr.Event) { ev.Tags = append(ev.Tags, nostr.Tag{"t", "a"}, nostr.Tag{"t", "b"}) })
+		}},
+		{"identity-writers", "", "  identity-writers: any\n", func(t *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
+			ok, reason := note(t, c, "", func(ev *nostr.Event) { ev.Kind, ev.Tags, ev.Content = 0, nil, `{"name":"x"}` })
+			require.True(t, ok, reason)
+			return !strings.HasPrefix(reason, "pending:") // a newcomer's profile waits under members
+		}},
+		{"default-topic", "", "  default-topic: lounge\n", func(t *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
+			ok, _ := note(t, c, "", func(ev *nostr.Event) { ev.Tags = nil })
+			return ok
+		}},
+		{"allowed-topics", "  allowed-topics: [go]\n", "  allowed-topics: [go, rust]\n", func(t *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
+			ok, _ := note(t, c, "", func(ev *nostr.Event) { ev.Tags = nostr.Tags{{"t", "rust"}} })
+			return ok
+		}},
+		{"max-filters", "", "  max-filters: 2\n", func(_ *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
+			f := map[string]any{"kinds": []int{1}, "#t": []string{"limits"}}
+			return closed(c, f, f, f)
+		}},
+		{"max-limit", "", "  max-limit: 1\n  default-limit: 1\n", func(_ *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
+			return limitsREQ(c, 3) == 1
+		}},
+		{"default-limit", "", "  default-limit: 2\n", func(_ *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
+			return limitsREQ(c, 0) == 2
+		}},
+		{"require-topic-in-req", "", "  require-topic-in-req: true\n", func(_ *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
+			return closed(c, map[string]any{"kinds": []int{1}})
+		}},
+		{"event-rate-ip", "  event-burst-ip: 2\n  event-rate-ip: 0\n", "  event-burst-ip: 2\n  event-rate-ip: 0.001\n", func(t *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
+			return anyRefused(t, c, "", 3)
+		}},
+		{"event-burst-ip", "  event-rate-ip: 0.001\n  event-burst-ip: 100\n", "  event-rate-ip: 0.001\n  event-burst-ip: 2\n", func(t *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
+			return anyRefused(t, c, "", 3)
+		}},
+		{"event-rate-pubkey", "  event-burst-pubkey: 2\n  event-rate-pubkey: 0\n", "  event-burst-pubkey: 2\n  event-rate-pubkey: 0.001\n", func(t *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
+			return anyRefused(t, c, nostr.GeneratePrivateKey(), 3)
+		}},
+		{"event-burst-pubkey", "  event-rate-pubkey: 0.001\n  event-burst-pubkey: 100\n", "  event-rate-pubkey: 0.001\n  event-burst-pubkey: 2\n", func(t *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
+			return anyRefused(t, c, nostr.GeneratePrivateKey(), 3)
+		}},
+		{"req-rate-ip", "  req-burst-ip: 2\n  req-rate-ip: 0\n", "  req-burst-ip: 2\n  req-rate-ip: 0.001\n", func(_ *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
+			f := map[string]any{"kinds": []int{1}, "#t": []string{"limits"}, "limit": 1}
+			return closed(c, f) || closed(c, f) || closed(c, f)
+		}},
+		{"req-burst-ip", "  req-rate-ip: 0.001\n  req-burst-ip: 100\n", "  req-rate-ip: 0.001\n  req-burst-ip: 2\n", func(_ *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
+			f := map[string]any{"kinds": []int{1}, "#t": []string{"limits"}, "limit": 1}
+			return closed(c, f) || closed(c, f) || closed(c, f)
+		}},
+		{"max-subscriptions", "", "  max-subscriptions: 1\n", func(t *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
+			keep, err := c.Subscribe("keep", map[string]any{"kinds": []int{1}, "#t": []string{"limits"}, "limit": 1})
+			require.NoError(t, err)
+			_, reason := keep.WaitEOSE()
+			require.Empty(t, reason)
+			refusedNow := closed(c, map[string]any{"kinds": []int{1}, "#t": []string{"limits"}, "limit": 1})
+			require.NoError(t, keep.Close())
+			return refusedNow
+		}},
+		{"max-conns-per-ip", "", "  max-conns-per-ip: 1\n", func(t *testing.T, r *reloadable, c *testkit.Client, ip string) bool {
+			second, resp, err := testkit.ConnectHeader(t, "ws://"+r.addr, http.Header{"X-Real-IP": {ip}})
+			if err != nil {
+				require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+				ok, reason := note(t, c, "", nil) // the open connection stays
+				require.True(t, ok, reason)
+				return true
+			}
+			require.NoError(t, second.Close())
+			return false
+		}},
+		{"query-timeout", "", "  query-timeout: 1ns\n", func(_ *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
+			return closed(c, map[string]any{"kinds": []int{1}, "#t": []string{"limits"}})
+		}},
+		{"admin-pubkeys", "", "  admin-pubkeys: [" + testkit.Pub(admin) + "]\n", func(t *testing.T, r *reloadable, _ *testkit.Client, _ string) bool {
+			resp, err := http.DefaultClient.Do(testkit.NIP86Request(t, "http://"+r.addr, admin, "supportedmethods", nil, nil))
+			require.NoError(t, err)
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		}},
+		{"min-rank", "", "  min-rank: 50\n", func(t *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
+			return refused(t, c, nil) // an unranked author, once a trust run exists
+		}},
+		{"log-level", "", "log-level: debug\n", func(t *testing.T, r *reloadable, c *testkit.Client, _ string) bool {
+			before := strings.Count(r.logs.String(), `"msg":"authenticated"`)
+			c.Auth(nostr.GeneratePrivateKey())
+			return strings.Count(r.logs.String(), `"msg":"authenticated"`) > before
+		}},
+	}
+	// min-rank needs a trust run: until one exists the gate admits everyone.
+	_, err := r.db.Pool.Exec(context.Background(), `INSERT INTO cn_trust.runs
+		(algorithm, snapshot_seq, as_of, params, seeds_source, started_at, finished_at, subjects, edges,
+		 iterations, residual, changed, load_ms, compute_ms)
+		VALUES ('trust-v1', 0, 0, '{}', 'uniform', now(), now(), 0, 0, 0, 0, 0, 0, 0)`)
+	require.NoError(t, err)
+
+	covered := map[string]bool{}
+	for i, tc := range cases {
+		covered[tc.flag] = true
+		ip := fmt.Sprintf("10.0.%d.1", i)
+		r.reload(tc.before)
+		c := r.dial(ip)
+		require.False(t, tc.probe(t, r, c, ip), "%s: the after behaviour before the reload", tc.flag)
+		line := r.reload(tc.after)
+		require.Contains(t, line, tc.flag, "%s: the log line names it", tc.flag)
+		require.NotContains(t, line, `"needs_restart":"`+tc.flag, tc.flag)
+		require.True(t, tc.probe(t, r, c, ip), "%s: the open connection does not see the change", tc.flag)
+	}
+	for name := range relayLive {
+		require.True(t, covered[name], "live flag --%s has no reload case", name)
+	}
+}
