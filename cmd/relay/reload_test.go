@@ -235,7 +235,9 @@ func TestReloadEveryLiveSetting(t *testing.T) {
 			return refused(t, c, func(ev *nostr.Event) { ev.Content = strings.Repeat("c", 1500) })
 		}},
 		{"max-tags", "", "  max-tags: 3\n", func(t *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
-			return refused(t, c, func(ev *nostr.Event) { ev.Tags = append(ev.Tags, nostr.Tag{"x", "1"}, nostr.Tag{"x", "2"}, nostr.Tag{"x", "3"}) })
+			return refused(t, c, func(ev *nostr.Event) {
+				ev.Tags = append(ev.Tags, nostr.Tag{"x", "1"}, nostr.Tag{"x", "2"}, nostr.Tag{"x", "3"})
+			})
 		}},
 		{"created-at-lower-limit", "", "  created-at-lower-limit: 24h\n", func(t *testing.T, _ *reloadable, c *testkit.Client, _ string) bool {
 			return refused(t, c, func(ev *nostr.Event) { ev.CreatedAt = nostr.Timestamp(time.Now().Add(-48 * time.Hour).Unix()) })

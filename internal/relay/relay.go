@@ -125,7 +125,7 @@ type Policy interface {
 // events out by following the outbox. Create it with New, serve it with Run or
 // Serve (once).
 type Relay struct {
-	cfg        Config              // fixed at New; its live part is read from live
+	cfg        Config               // fixed at New; its live part is read from live
 	live       atomic.Pointer[Live] // the settings a reload changes (live.go), read at each use
 	store      Store
 	reads      Reader         // REQs' stored parts and COUNTs: Deps.Reads, else store
