@@ -8,9 +8,11 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -94,7 +96,7 @@ func (r *reloadable) refuse(lines string) string {
 	r.failures++
 	r.waitMetric("cn_config_reload_failures_total", r.failures)
 	require.Equal(r.t, r.gen, r.metric("cn_config_generation"), "a refused reload changes no generation")
-	return r.lastLog("relay: configuration reload refused")
+	return r.lastLog("relay: configuration reload refused; the running configuration stays")
 }
 
 func (r *reloadable) metric(name string) int {
@@ -351,4 +353,142 @@ func TestReloadEveryLiveSetting(t *testing.T) {
 	for name := range relayLive {
 		require.True(t, covered[name], "live flag --%s has no reload case", name)
 	}
+}
+
+// tags publishes a note with n tags in all (its topic included) and returns
+// whether it was accepted.
+func tags(t *testing.T, c *testkit.Client, n int) bool {
+	t.Helper()
+	ok, _ := note(t, c, "", func(ev *nostr.Event) {
+		for i := 1; i < n; i++ {
+			ev.Tags = append(ev.Tags, nostr.Tag{"x", strconv.Itoa(i)})
+		}
+	})
+	return ok
+}
+
+// TestReloadRefusesABadFileWhole: a file that does not parse, names an
+// unknown key, gives a value its flag does not take or fails validation is
+// refused whole, with one log line: the generation stays, and so does the
+// running configuration, even its live settings the file changed validly.
+func TestReloadRefusesABadFileWhole(t *testing.T) {
+	r := startReloadable(t, "")
+	r.reload("  max-tags: 5\n")
+	c := r.dial("127.0.0.1")
+	require.True(t, tags(t, c, 5))
+	for _, tc := range []struct{ lines, want string }{
+		{"  max-tags: 2\n  [oops\n", "yaml"},
+		{"  max-tags: 2\n  max-tagz: 2\n", "unknown key"},
+		{"  max-tags: 2\n  max-filters: many\n", "max-filters"},
+		{"  max-tags: 2\n  default-topic: lounge\n  allowed-topics: [go]\n", "not an allowed topic"},
+		{"  max-tags: 2\n  send-queue-bytes: 1000\n", "send queue bytes"},
+		{"  max-tags: 2\n  min-rank: 101\n", "--min-rank"},
+	} {
+		line := r.refuse(tc.lines)
+		require.Contains(t, line, tc.want, "%q", tc.lines)
+		require.Equal(t, 1, strings.Count(r.logs.String(), line), "one line per refusal")
+		require.True(t, tags(t, c, 5), "%q: the running max-tags changed", tc.lines)
+	}
+	// A good file after them applies.
+	r.reload("  max-tags: 2\n")
+	require.False(t, tags(t, c, 5))
+}
+
+// TestReloadRestartSettings: a changed setting that needs a restart (the
+// listen address) is reported as such, on the reload's one line, and not
+// applied: the relay keeps serving where it did. Live changes in the same
+// file apply; the command line stays stronger than the file, as at start.
+func TestReloadRestartSettings(t *testing.T) {
+	r := startReloadable(t, "", "--max-filters", "3")
+	r.reload("  max-tags: 5\n  max-filters: 5\n")
+	c := r.dial("127.0.0.1")
+	other := testkit.FreeAddr(t)
+	// The base names listen first; a second listen key would not count (the
+	// first value set wins), so the whole section is written here.
+	r.base = strings.Replace(r.base, "listen: "+r.addr, "listen: "+other, 1)
+	line := r.reload("  max-tags: 2\n  max-filters: 1\n  require-topic: false\n")
+	require.Contains(t, line, `"changed":"max-tags"`)
+	require.Contains(t, line, `"needs_restart":"listen,require-topic"`)
+	require.False(t, tags(t, c, 5), "the live change applies")
+	f := map[string]any{"kinds": []int{1}, "limit": 1}
+	_, reason := c.Req("three", f, f, f)
+	require.Empty(t, reason, "--max-filters 3 on the command line beats the file")
+	ok, _ := note(t, c, "", func(ev *nostr.Event) { ev.Tags = nil })
+	require.False(t, ok, "require-topic needs a restart: still in force")
+	daemontest.WaitOK(t, "http://"+r.addr+"/healthz")
+	_, err := http.Get("http://" + other + "/healthz")
+	require.Error(t, err, "the new listen address is not served before a restart")
+	// The next reload says it again: the running value is still the old one.
+	require.Contains(t, r.reload("  max-tags: 2\n  max-filters: 1\n  require-topic: false\n"), `"needs_restart":"listen,require-topic"`)
+}
+
+// TestReloadConfigNIP86: an admin's NIP-86 reloadconfig reloads as SIGHUP
+// does and answers what changed, or refuses a bad file (400).
+func TestReloadConfigNIP86(t *testing.T) {
+	admin := nostr.GeneratePrivateKey()
+	r := startReloadable(t, "  admin-pubkeys: ["+testkit.Pub(admin)+"]\n")
+	call := func() (int, map[string]any) {
+		resp, err := http.DefaultClient.Do(testkit.NIP86Request(t, "http://"+r.addr, admin, "reloadconfig", nil, nil))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var body map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+		return resp.StatusCode, body
+	}
+	r.write("  max-tags: 3\n")
+	code, body := call()
+	require.Equal(t, http.StatusOK, code, "%v", body)
+	require.Equal(t, map[string]any{"generation": 2.0, "changed": []any{"max-tags"}, "needs_restart": []any{}}, body["result"])
+	require.Equal(t, 2, r.metric("cn_config_generation"))
+	c := r.dial("127.0.0.1")
+	require.False(t, tags(t, c, 4))
+
+	r.write("  max-tags: x\n")
+	code, body = call()
+	require.Equal(t, http.StatusBadRequest, code)
+	require.Contains(t, body["error"], "configuration refused")
+	require.Equal(t, 1, r.metric("cn_config_reload_failures_total"))
+	require.Equal(t, 2, r.metric("cn_config_generation"))
+}
+
+// TestSIGHUPReloadsTheProcess sends a real SIGHUP to a relay process (this
+// test binary running main, as the relay binary does): its generation goes
+// to 2 and the new limit applies on a connection opened before.
+func TestSIGHUPReloadsTheProcess(t *testing.T) {
+	db := pgtest.New(t)
+	addr, metrics := testkit.FreeAddr(t), testkit.FreeAddr(t)
+	file := filepath.Join(t.TempDir(), "node.yaml")
+	write := func(extra string) {
+		require.NoError(t, os.WriteFile(file, []byte(fmt.Sprintf("relay:\n  listen: %s\n  metrics-listen: %s\n%s", addr, metrics, extra)), 0o600))
+	}
+	write("")
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	var logs testkit.Buffer
+	cmd := exec.Command(exe, "--config", file, "--database-url", db.URL)
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	cmd.Stderr = &logs
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(daemontest.StopTimeout):
+			_ = cmd.Process.Kill()
+			t.Error("relay process did not stop on SIGTERM")
+		}
+	})
+	daemontest.WaitOK(t, "http://"+addr+"/healthz")
+	r := &reloadable{t: t, metrics: metrics, logs: &logs}
+	require.Equal(t, 1, r.metric("cn_config_generation"))
+	c := testkit.Dial(t, "ws://"+addr)
+	require.True(t, tags(t, c, 4))
+
+	write("  max-tags: 3\n")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGHUP))
+	r.waitMetric("cn_config_generation", 2)
+	require.False(t, tags(t, c, 4), "the open connection sees the new limit")
+	require.Contains(t, r.lastLog("relay: configuration reloaded"), `"changed":"max-tags"`)
 }
