@@ -30,6 +30,10 @@ type BridgeOptions struct {
 	Logger        *slog.Logger
 	// Ready, if set, is called with the HTTP listener's address once it listens.
 	Ready func(addr string)
+	// Reload rebuilds these options on SIGHUP (daemon.Reloader): only
+	// --log-level is live, every other change is reported as needing a
+	// restart. Zero: no reloads (the metrics are served all the same).
+	Reload daemon.Source[BridgeOptions]
 }
 
 // Bridge runs the bridge-v1 consumer, which publishes the outbox to a NATS
@@ -56,6 +60,7 @@ func Bridge(ctx context.Context, o BridgeOptions) error {
 	defer nc.Close()
 
 	reg := daemon.Registry()
+	reloader := daemon.NewReloader("bridge", o.Reload, nil, reg, logger)
 	b, err := bridge.New(ctx, nc, bridge.Config{
 		Stream:        cmp.Or(o.Stream, DefaultBridgeStream),
 		SubjectPrefix: cmp.Or(o.SubjectPrefix, DefaultBridgeSubjectPrefix),
@@ -78,7 +83,7 @@ func Bridge(ctx context.Context, o BridgeOptions) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.Handle("/healthz", httpserver.Healthz(bridgeHealth{pool.Ping, b.Ping}))
-	return daemon.Process{Name: "bridge", Listen: o.Listen, Handler: mux, Path: "/metrics", Logger: logger, Ready: o.Ready}.Run(ctx, c.Run)
+	return daemon.Process{Name: "bridge", Listen: o.Listen, Handler: mux, Path: "/metrics", Logger: logger, Ready: o.Ready}.Run(ctx, c.Run, reloader.Run)
 }
 
 // openStream connects to the NATS server at url (reconnecting forever) and

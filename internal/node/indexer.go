@@ -27,6 +27,10 @@ type IndexerOptions struct {
 	Logger  *slog.Logger
 	// Ready, if set, is called with the HTTP listener's address once it listens.
 	Ready func(addr string)
+	// Reload rebuilds these options on SIGHUP (daemon.Reloader): only
+	// --log-level is live, every other change is reported as needing a
+	// restart. Zero: no reloads (the metrics are served all the same).
+	Reload daemon.Source[IndexerOptions]
 }
 
 // Indexer runs the index-v1 consumer and the search API until ctx is done or one
@@ -45,6 +49,7 @@ func Indexer(ctx context.Context, o IndexerOptions) error {
 	defer pool.Close()
 
 	reg := daemon.Registry()
+	reloader := daemon.NewReloader("indexer", o.Reload, nil, reg, logger)
 	h := indexer.Handler{Kinds: indexer.NewKinds(kinds)}
 	cfg := consumer.Config{
 		Name:       indexer.ConsumerName,
@@ -70,7 +75,7 @@ func Indexer(ctx context.Context, o IndexerOptions) error {
 	}
 	api := &indexer.API{Pool: pool, Gatherer: reg, Registerer: reg, Logger: logger}
 	return daemon.Process{Name: "search API", Listen: o.Listen, Handler: api.Handler(), Path: "/v1/search", Logger: logger, Ready: o.Ready}.Run(ctx,
-		c.Run, func(ctx context.Context) error { indexer.CleanPending(ctx, pool, logger); return nil })
+		c.Run, func(ctx context.Context) error { indexer.CleanPending(ctx, pool, logger); return nil }, reloader.Run)
 }
 
 // orDiscard is logger, or one that discards when nil.
