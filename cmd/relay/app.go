@@ -29,7 +29,8 @@ import (
 var relayLive = daemon.NewLive(append([]string{"log-level",
 	"max-filters", "max-limit", "default-limit", "require-topic-in-req",
 	"event-rate-ip", "event-burst-ip", "event-rate-pubkey", "event-burst-pubkey", "req-rate-ip", "req-burst-ip",
-	"max-subscriptions", "max-conns-per-ip", "query-timeout", "admin-pubkeys", "min-rank"}, storerules.Live...)...)
+	"max-subscriptions", "max-conns-per-ip", "query-timeout", "admin-pubkeys", "min-rank",
+	"admit-min-rank", "group-admit-min-rank"}, storerules.Live...)...)
 
 func newApp(stdout, stderr io.Writer) *cli.App {
 	d := relay.DefaultConfig()

@@ -350,6 +350,8 @@ func TestReloadEveryLiveSetting(t *testing.T) {
 		require.NotContains(t, line, `"needs_restart":"`+tc.flag, tc.flag)
 		require.True(t, tc.probe(t, r, c, ip), "%s: the open connection does not see the change", tc.flag)
 	}
+	// Tested with a node key (groups, NIP-43) by TestReloadRanksAndGroupAdmins.
+	covered["admit-min-rank"], covered["group-admit-min-rank"] = true, true
 	for name := range relayLive {
 		require.True(t, covered[name], "live flag --%s has no reload case", name)
 	}
@@ -491,4 +493,67 @@ func TestSIGHUPReloadsTheProcess(t *testing.T) {
 	r.waitMetric("cn_config_generation", 2)
 	require.False(t, tags(t, c, 4), "the open connection sees the new limit")
 	require.Contains(t, r.lastLog("relay: configuration reloaded"), `"changed":"max-tags"`)
+}
+
+// trustRun records a trust-v1 run ranking each of pubkeys at rank: the rank
+// gates take ranks once a run exists.
+func trustRun(t *testing.T, db *pgtest.DB, rank int, pubkeys ...string) {
+	t.Helper()
+	ctx := context.Background()
+	var run int64
+	require.NoError(t, db.Pool.QueryRow(ctx, `INSERT INTO cn_trust.runs
+		(algorithm, snapshot_seq, as_of, params, seeds_source, started_at, finished_at, subjects, edges,
+		 iterations, residual, changed, load_ms, compute_ms)
+		VALUES ('trust-v1', 0, 0, '{}', 'uniform', now(), now(), 0, 0, 0, 0, 0, 0, 0) RETURNING id`).Scan(&run))
+	for _, pk := range pubkeys {
+		_, err := db.Pool.Exec(ctx, `INSERT INTO cn_trust.scores (pubkey, rank, score, risk, run_id) VALUES ($1, $2, 0.1, 0, $3)`, pk, rank, run)
+		require.NoError(t, err)
+	}
+}
+
+// TestReloadRanksAndGroupAdmins: with the node key, a reload sets the NIP-43
+// admission rank (--admit-min-rank), the NIP-29 one
+// (--group-admit-min-rank) and the admins the group policy knows, on a
+// connection opened before.
+func TestReloadRanksAndGroupAdmins(t *testing.T) {
+	key, _ := daemontest.KeyFiles(t)
+	t.Run("admit-min-rank", func(t *testing.T) {
+		r := startReloadable(t, "  node-key-file: "+key+"\n  membership: invite\n")
+		a, b := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
+		trustRun(t, r.db, 60, testkit.Pub(a), testkit.Pub(b))
+		c := r.dial("127.0.0.1")
+		c.Auth(a)
+		c.Auth(b)
+		ok, reason := c.Publish(testkit.SignNow(t, a, 28934, nostr.Tags{{"-"}}, ""))
+		require.False(t, ok)
+		require.Equal(t, "restricted: pending review: no invite code; your join request is kept for the relay's admins", reason)
+		require.Contains(t, r.reload("  admit-min-rank: 50\n"), `"changed":"admit-min-rank"`)
+		ok, reason = c.Publish(testkit.SignNow(t, b, 28934, nostr.Tags{{"-"}}, ""))
+		require.True(t, ok, reason)
+		require.Equal(t, "info: welcome: admitted at once, your web-of-trust rank (trust-v1) is at least 50", reason)
+		r.reload("  admit-min-rank: 70\n")
+		ok, reason = c.Publish(testkit.SignNow(t, a, 28934, nostr.Tags{{"-"}}, ""))
+		require.False(t, ok)
+		require.Contains(t, reason, "a web-of-trust rank below 70")
+	})
+	t.Run("group-admit-min-rank and group admins", func(t *testing.T) {
+		r := startReloadable(t, "  node-key-file: "+key+"\n  group-creators: admins\n")
+		admin, d, e := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
+		trustRun(t, r.db, 0)
+		c := r.dial("127.0.0.1")
+		create := func(id string) (bool, string) {
+			return c.Publish(testkit.SignNow(t, admin, 9007, nostr.Tags{{"h", id}}, ""))
+		}
+		ok, reason := create("open")
+		require.False(t, ok, "not an admin yet: %s", reason)
+		r.reload("  admin-pubkeys: [" + testkit.Pub(admin) + "]\n")
+		ok, reason = create("open")
+		require.True(t, ok, "an admin by the reload may create a group: %s", reason)
+		ok, reason = c.Publish(testkit.SignNow(t, d, 9021, nostr.Tags{{"h", "open"}}, ""))
+		require.True(t, ok, reason)
+		require.Contains(t, r.reload("  admin-pubkeys: ["+testkit.Pub(admin)+"]\n  group-admit-min-rank: 50\n"), `"changed":"group-admit-min-rank"`)
+		ok, reason = c.Publish(testkit.SignNow(t, e, 9021, nostr.Tags{{"h", "open"}}, ""))
+		require.False(t, ok)
+		require.Contains(t, reason, "50")
+	})
 }

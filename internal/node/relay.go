@@ -128,18 +128,20 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		admins[pk] = true
 	}
 	var joinRanks *gate.Gate
+	var hosted store.Groups // the groups' policy as set; a reload sets a copy
 	if key := s.NodeKey; key.PubKey != "" {
 		g := store.Groups{Sign: key.Sign, Policy: groups.Policy{Node: key.PubKey, Admins: admins,
 			Creators: cmp.Or(s.GroupCreators, groups.CreatorsMembers), InviteTTL: s.GroupInviteTTL,
 			AdmitMinRank: s.GroupAdmitMinRank, LateWindow: s.GroupLateWindow, MinPrevious: s.GroupMinPrevious,
 			Limits: s.GroupLimits, Lists: s.GroupLists}}
-		if s.GroupAdmitMinRank > 0 {
-			joinRanks = &gate.Gate{Pool: pool, MinRank: s.GroupAdmitMinRank, Exempt: append(slices.Clone(s.AdminPubkeys), key.PubKey), Logger: logger}
-			if err := joinRanks.Load(ctx); err != nil {
-				return err
-			}
-			g.Admission = JoinAdmission(joinRanks)
+		// The gate runs even at --group-admit-min-rank 0 (the policy does not
+		// ask it then), so that a reload can set it.
+		joinRanks = &gate.Gate{Pool: pool, MinRank: s.GroupAdmitMinRank, Exempt: append(slices.Clone(s.AdminPubkeys), key.PubKey), Logger: logger}
+		if err := joinRanks.Load(ctx); err != nil {
+			return err
 		}
+		g.Admission = JoinAdmission(joinRanks)
+		hosted = g
 		if err := st.SetGroups(g); err != nil {
 			return err
 		}
@@ -147,7 +149,7 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		reg.MustRegister(&groups.Collector{Q: pool, Logger: logger})
 		s.Relay.GroupAdmins = slices.Clone(s.AdminPubkeys)
 	}
-	api := &relayadmin.API{Admin: &relayadmin.Admin{Pool: pool, Store: st.Publisher(), TopicRules: st.Rules()}, Admins: admins,
+	api := &relayadmin.API{Admin: &relayadmin.Admin{Pool: pool, Store: st.Publisher(), Rules: st.Rules}, Admins: admins,
 		Logger: logger}
 	exempt := slices.Clone(s.AdminPubkeys)
 	if self := s.Relay.Info.Self; self != "" {
@@ -208,7 +210,8 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	}
 	policy.OnChange(func(*relayadmin.State) { r.DisconnectBlocked() })
 	reloader := daemon.NewReloader("relay", s.Reload, func(next RelayOptions) error {
-		return applyRelayReload(ctx, s, next, relayLive{relay: r, store: st, api: api, ranks: ranks, self: s.Relay.Info.Self})
+		return applyRelayReload(ctx, s, next, relayLive{relay: r, store: st, api: api, ranks: ranks, self: s.Relay.Info.Self,
+			joinRanks: joinRanks, admitRanks: admitRanks, members: members, groups: hosted})
 	}, reg, logger)
 	api.Admin.Extensions = append(api.Admin.Extensions, reloadMethod(reloader.Reload))
 	api.Audience = r.Audience // NIP-98 `u` names the relay's own URLs, as AUTH does

@@ -205,7 +205,7 @@ func (pub *Publisher) newPlan(evs []*nostr.Event, rules protocol.TopicRules) *pl
 	p.gate = pub.gate
 	p.limits = pub.pending
 	p.pendingN = pub.pendingRows.Load()
-	partOf[*groupPart](p).groups = pub.groups
+	partOf[*groupPart](p).groups = pub.groups.Load()
 	partOf[*membershipPart](p).mship = pub.membership
 	p.own = pub.own
 	return p

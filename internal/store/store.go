@@ -79,8 +79,9 @@ type Publisher struct {
 	pending PendingLimits
 	// gate, when set, admits non-members as members (the relay's trust gate).
 	gate func(pubkey string) bool
-	// groups, when set, hosts NIP-29 groups (Store.SetGroups).
-	groups *Groups
+	// groups, when set, hosts NIP-29 groups (Store.SetGroups); a plan
+	// takes the one in force when it starts (a reload may replace it).
+	groups atomic.Pointer[Groups]
 	// membership, when set, keeps NIP-43 membership (SetMembership).
 	membership *Membership
 	// own are further keys whose replaceable and addressable events are the

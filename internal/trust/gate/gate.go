@@ -122,6 +122,13 @@ func (g *Gate) Load(ctx context.Context) error {
 	return nil
 }
 
+// Policy returns the gate's threshold and exempt keys in force.
+func (g *Gate) Policy() (minRank int, exempt []string) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.MinRank, slices.Clone(g.Exempt)
+}
+
 // SetPolicy makes minRank and exempt the gate's from now on and loads the
 // ranks for them; on error the gate keeps its previous policy and ranks.
 func (g *Gate) SetPolicy(ctx context.Context, minRank int, exempt []string) error {
