@@ -96,7 +96,7 @@ type Service struct {
 	// Threshold, if set, is AdmitMinRank read at each use (the rank gate's
 	// threshold, which a relay configuration reload changes).
 	Threshold func() int
-	InviteTTL    time.Duration // DefaultInviteTTL when 0
+	InviteTTL time.Duration // DefaultInviteTTL when 0
 	// ClaimsPerMember bounds the open claims (not used, not revoked, not
 	// expired) one member's kind 28935 REQs may hold, and OpenClaims those
 	// of the relay they may add to (admins' mintinvite included in the
