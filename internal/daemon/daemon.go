@@ -49,21 +49,29 @@ import (
 func Main(newApp func(stdout, stderr io.Writer) *cli.App) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	app := newApp(os.Stdout, os.Stderr)
+	var requests chan struct{}
 	if _, ok := app.Metadata[levelKey]; ok {
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
-		requests := make(chan struct{}, 1)
+		requests = make(chan struct{}, 1)
+		done := ctx.Done()
 		go func() {
-			for range hup {
+			for {
+				select {
+				case <-done:
+					return
+				case <-hup:
+				}
 				select {
 				case requests <- struct{}{}:
 				default: // one is waiting already
 				}
 			}
 		}()
-		ctx = WithReload(ctx, newApp, os.Args, requests)
 		defer signal.Stop(hup)
 	}
+	// Every command may reload (cnctl dev takes SIGHUP itself: requests nil).
+	ctx = WithReload(ctx, newApp, os.Args, requests)
 	err := app.RunContext(ctx, os.Args)
 	stop()
 	if err != nil {

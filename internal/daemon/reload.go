@@ -57,11 +57,15 @@ func (l Live) Class(name string) string {
 // Values are a parse's flag values as text, by flag name.
 type Values map[string]string
 
-// FlagValues returns the value of every flag of c's App (--config and --help
-// excepted) as text: slices joined with commas.
+// FlagValues returns the value of every flag of c's command (a daemon's: its
+// App's; --config and --help excepted) as text: slices joined with commas.
 func FlagValues(c *cli.Context) Values {
 	v := Values{}
-	for _, f := range c.App.Flags {
+	flags := c.App.Flags
+	if c.Command != nil && len(c.Command.Flags) > 0 {
+		flags = c.Command.Flags
+	}
+	for _, f := range flags {
 		name := f.Names()[0]
 		if name == "help" || name == "config" {
 			continue
@@ -99,6 +103,14 @@ func WithReload(ctx context.Context, newApp func(stdout, stderr io.Writer) *cli.
 }
 
 type reparseKey struct{}
+
+// ReparseHook returns, when ctx is a reload's parse (NewSource), what the
+// command's action must call with its parsed context instead of running:
+// commands not built by App (cnctl dev) check it after their own validation.
+func ReparseHook(ctx context.Context) (func(*cli.Context) error, bool) {
+	f, ok := ctx.Value(reparseKey{}).(func(*cli.Context) error)
+	return f, ok
+}
 
 // Source is how a daemon's configuration is built again: the cmd layer makes
 // it (NewSource) and the composition root (internal/node) runs it with a
