@@ -13,6 +13,10 @@
 //     anything starts), then runs the daemon's tasks and its HTTP server in one
 //     group. The first failure stops the others and is returned once all have
 //     stopped; a cancelled context is a clean stop and returns nil.
+//   - SIGHUP reloads a daemon's configuration (reload.go): Main turns it into
+//     a reload request, NewSource and Reloader parse the command line, the
+//     environment and --config again as the start did and apply the flags of
+//     the daemon's Live set; the rest is reported as needing a restart.
 package daemon
 
 import (
