@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
@@ -29,11 +28,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // the stream exists, and cancel stops it cleanly.
 func TestRunServesAndStops(t *testing.T) {
 	db := pgtest.New(t)
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	require.NoError(t, err)
-	ns.Start()
-	t.Cleanup(ns.Shutdown)
-	require.True(t, ns.ReadyForConnections(10*time.Second))
+	ns := testkit.NATS(t)
 
 	addr := testkit.FreeAddr(t)
 	stop := daemontest.Start(t, newApp(io.Discard, io.Discard), "bridge", "--listen", addr, "--database-url", db.URL,
@@ -101,11 +96,7 @@ func TestRefusesAnOldServer(t *testing.T) {
 // TestHealthzFollowsNATS: /healthz answers 503 while the NATS server is down.
 func TestHealthzFollowsNATS(t *testing.T) {
 	db := pgtest.New(t)
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	require.NoError(t, err)
-	ns.Start()
-	t.Cleanup(ns.Shutdown)
-	require.True(t, ns.ReadyForConnections(10*time.Second))
+	ns := testkit.NATS(t)
 	addr := testkit.FreeAddr(t)
 	daemontest.Start(t, newApp(io.Discard, io.Discard), "bridge", "--listen", addr, "--database-url", db.URL, "--nats-url", ns.ClientURL())
 	require.Equal(t, "ok\n", daemontest.WaitOK(t, "http://"+addr+"/healthz"))

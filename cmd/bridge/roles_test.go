@@ -5,9 +5,7 @@ import (
 	"io"
 	"strconv"
 	"testing"
-	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nbd-wtf/go-nostr"
@@ -16,8 +14,6 @@ import (
 	"github.com/kukuri/communitynode/internal/daemon/daemontest"
 	"github.com/kukuri/communitynode/internal/dbroles"
 	"github.com/kukuri/communitynode/internal/pgtest"
-	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
@@ -29,13 +25,9 @@ func TestRunUnderBridgeRole(t *testing.T) {
 	db := pgtest.New(t)
 	ctx := context.Background()
 	url := db.LoginAsService(t, dbroles.Bridge)
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	require.NoError(t, err)
-	ns.Start()
-	t.Cleanup(ns.Shutdown)
-	require.True(t, ns.ReadyForConnections(10*time.Second))
+	ns := testkit.NATS(t)
 
-	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	st := testkit.NewStore(db.Pool)
 	ev := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: "least privilege"}
 	require.NoError(t, ev.Sign(nostr.GeneratePrivateKey()))
 	res, err := st.Ingest(ctx, []*nostr.Event{ev})

@@ -48,11 +48,37 @@ func benchLogf(w io.Writer, cmd string) func(string, ...any) {
 	}
 }
 
-func printBenchReport(e env, asJSON bool, rep interface{ WriteText(w io.Writer) error }) error {
-	if asJSON {
-		return printJSON(e.Out, rep)
+// benchReport is what every bench engine returns, R being its pointer type.
+type benchReport[T any] interface {
+	*T
+	WriteText(w io.Writer) error
+	Failed() int // how many timed operations did not complete
+}
+
+// finishBench ends a bench command the same way for every engine: no report
+// means the run did not start (err says why); otherwise the report is printed
+// (text or JSON) even when the run was interrupted, and the command fails when
+// it was, or when rep.Failed() > 0 (failure says how, given that count).
+func finishBench[T any, R benchReport[T]](e env, cmd string, asJSON bool, rep R, err error, failure func(n int) error) error {
+	if rep == nil {
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
-	return rep.WriteText(e.Out)
+	var perr error
+	if asJSON {
+		perr = printJSON(e.Out, rep)
+	} else {
+		perr = rep.WriteText(e.Out)
+	}
+	if perr != nil {
+		return perr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: interrupted: %w", cmd, err)
+	}
+	if n := rep.Failed(); n > 0 {
+		return failure(n)
+	}
+	return nil
 }
 
 // ingestOpts are bench ingest's options: the engine's configuration and the output form.
@@ -94,19 +120,9 @@ func benchIngestCommand() *cli.Command {
 		},
 		Run: func(ctx context.Context, e env, o ingestOpts) error {
 			rep, err := loadgen.Ingest(ctx, o.IngestConfig)
-			if rep == nil {
-				return fmt.Errorf("%s: %w", cmd, err)
-			}
-			if perr := printBenchReport(e, o.json, rep); perr != nil {
-				return perr
-			}
-			if err != nil {
-				return fmt.Errorf("%s: interrupted: %w", cmd, err)
-			}
-			if n := rep.Failed(); n > 0 {
+			return finishBench(e, cmd, o.json, rep, err, func(n int) error {
 				return fmt.Errorf("%s: %d of %d events got no OK (%s)", cmd, n, rep.Events, rep.Errors)
-			}
-			return nil
+			})
 		},
 	}.build()
 }
@@ -149,19 +165,9 @@ func benchJoinCommand() *cli.Command {
 		},
 		Run: func(ctx context.Context, e env, o joinOpts) error {
 			rep, err := loadgen.Joins(ctx, o.JoinConfig)
-			if rep == nil {
-				return fmt.Errorf("%s: %w", cmd, err)
-			}
-			if perr := printBenchReport(e, o.json, rep); perr != nil {
-				return perr
-			}
-			if err != nil {
-				return fmt.Errorf("%s: %w", cmd, err)
-			}
-			if n := rep.Failed(); n > 0 {
+			return finishBench(e, cmd, o.json, rep, err, func(n int) error {
 				return fmt.Errorf("%s: %d of %d joins did not complete (refused %s, errors %s)", cmd, n, rep.Joins, rep.Refused, rep.Errors)
-			}
-			return nil
+			})
 		},
 	}.build()
 }
@@ -228,16 +234,7 @@ func benchReqCommand() *cli.Command {
 				return fmt.Errorf("%s: %s has no events with #t %q to take ids, authors and p values from; publish some first (cnctl bench ingest --topic %s)",
 					cmd, cfg.URL, cfg.Topic, cfg.Topic)
 			}
-			if rep == nil {
-				return fmt.Errorf("%s: %w", cmd, err)
-			}
-			if perr := printBenchReport(e, o.json, rep); perr != nil {
-				return perr
-			}
-			if err != nil {
-				return fmt.Errorf("%s: interrupted: %w", cmd, err)
-			}
-			if n := rep.Failed(); n > 0 {
+			return finishBench(e, cmd, o.json, rep, err, func(n int) error {
 				var parts []string
 				total := 0
 				for _, s := range rep.Shapes {
@@ -247,8 +244,7 @@ func benchReqCommand() *cli.Command {
 					}
 				}
 				return fmt.Errorf("%s: %d of %d requests got no EOSE (%s)", cmd, n, total, strings.Join(parts, "; "))
-			}
-			return nil
+			})
 		},
 	}.build()
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -141,14 +140,22 @@ func dlqCommand() *cli.Command {
 	consumerFlag := func() cli.Flag {
 		return &cli.StringFlag{Name: "consumer", Required: true, Usage: "consumer name, e.g. index-v1"}
 	}
-	changeFlags := func() []cli.Flag {
-		return []cli.Flag{consumerFlag(),
-			&cli.StringFlag{Name: "seq", Usage: "comma-separated seqs of parked rows (default: --all)"},
-			&cli.BoolFlag{Name: "all", Usage: "every parked row of the consumer"}}
-	}
-	changeOpts := func(c *cli.Context) (dlqChangeOpts, error) {
-		seqs, err := parseSeqs(c)
-		return dlqChangeOpts{consumer: c.String("consumer"), seqs: seqs}, err
+	// change is a command that changes the parked rows it names with fn and
+	// says how many it did.
+	change := func(name, usage, did string, fn func(context.Context, outbox.Querier, string, []int64) (int64, error)) *cli.Command {
+		return command[dlqChangeOpts]{
+			Name:  name,
+			Usage: usage,
+			DB:    true,
+			Flags: []cli.Flag{consumerFlag(),
+				&cli.StringFlag{Name: "seq", Usage: "comma-separated seqs of parked rows (default: --all)"},
+				&cli.BoolFlag{Name: "all", Usage: "every parked row of the consumer"}},
+			Options: func(c *cli.Context) (dlqChangeOpts, error) {
+				seqs, err := parseSeqs(c)
+				return dlqChangeOpts{consumer: c.String("consumer"), seqs: seqs}, err
+			},
+			Run: func(ctx context.Context, e env, o dlqChangeOpts) error { return dlqChange(ctx, e, o, did, fn) },
+		}.build()
 	}
 	return group("dlq", "list, retry or drop rows a consumer parked",
 		command[dlqListOpts]{
@@ -166,26 +173,9 @@ func dlqCommand() *cli.Command {
 			},
 			Run: dlqList,
 		}.build(),
-		command[dlqChangeOpts]{
-			Name:    "retry",
-			Usage:   "mark parked rows for the running consumer to apply again",
-			DB:      true,
-			Flags:   changeFlags(),
-			Options: changeOpts,
-			Run: func(ctx context.Context, e env, o dlqChangeOpts) error {
-				return dlqChange(ctx, e, o, "marked for retry (the running consumer applies them when idle)", consumer.RequestRetry)
-			},
-		}.build(),
-		command[dlqChangeOpts]{
-			Name:    "drop",
-			Usage:   "delete parked rows for good",
-			DB:      true,
-			Flags:   changeFlags(),
-			Options: changeOpts,
-			Run: func(ctx context.Context, e env, o dlqChangeOpts) error {
-				return dlqChange(ctx, e, o, "dropped", consumer.DropDeadLetters)
-			},
-		}.build(),
+		change("retry", "mark parked rows for the running consumer to apply again",
+			"marked for retry (the running consumer applies them when idle)", consumer.RequestRetry),
+		change("drop", "delete parked rows for good", "dropped", consumer.DropDeadLetters),
 	)
 }
 
@@ -195,13 +185,7 @@ func dlqList(ctx context.Context, e env, o dlqListOpts) error {
 		return err
 	}
 	if o.json {
-		enc := json.NewEncoder(e.Out)
-		for _, d := range dls {
-			if err := enc.Encode(d); err != nil {
-				return err
-			}
-		}
-		return nil
+		return printJSONLines(e.Out, dls)
 	}
 	// A consumer under the halt policy (the bridge) parks nothing: the row it
 	// halted on is shown here too.

@@ -45,12 +45,7 @@ func groupsCommand() *cli.Command {
 			Usage:     "show one group: metadata, members and their roles, pending join requests, invite codes",
 			ArgsUsage: "<group id>",
 			DB:        true,
-			Options: func(c *cli.Context) (groupShowOpts, error) {
-				if c.NArg() != 1 {
-					return groupShowOpts{}, errors.New("name one group id")
-				}
-				return groupShowOpts{id: c.Args().First()}, nil
-			},
+			Options:   oneGroupArg,
 			Run: func(ctx context.Context, e env, o groupShowOpts) error {
 				live, err := groups.Live(ctx, e.Pool)
 				if err != nil {
@@ -90,13 +85,8 @@ func groupsCommand() *cli.Command {
 			Description: "One line per member (status member, roles, the created_at of the 9000 that added them) and per pending\n" +
 				"join request (status pending, the created_at of the 9021), then a summary line. Invite codes are\n" +
 				"counted, not shown (they are secrets; `groups show` prints them). Exit 1 for an unknown group.",
-			DB: true,
-			Options: func(c *cli.Context) (groupShowOpts, error) {
-				if c.NArg() != 1 {
-					return groupShowOpts{}, errors.New("name one group id")
-				}
-				return groupShowOpts{id: c.Args().First()}, nil
-			},
+			DB:      true,
+			Options: oneGroupArg,
 			Run: func(ctx context.Context, e env, o groupShowOpts) error {
 				s, err := groups.LiveOne(ctx, e.Pool, o.id)
 				if err != nil {
@@ -200,4 +190,12 @@ func flags(s *groups.State) string {
 		return "open"
 	}
 	return strings.Join(out, ",")
+}
+
+// oneGroupArg reads the commands' one argument, a group id.
+func oneGroupArg(c *cli.Context) (groupShowOpts, error) {
+	if c.NArg() != 1 {
+		return groupShowOpts{}, errors.New("name one group id")
+	}
+	return groupShowOpts{id: c.Args().First()}, nil
 }

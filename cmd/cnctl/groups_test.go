@@ -10,10 +10,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/pgtest"
-	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/internal/testkit"
-	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
 // TestGroupsCommands: list and show a group the relay's store path made;
@@ -22,7 +19,7 @@ func TestGroupsCommands(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.New(t)
-	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	st := testkit.NewStore(db.Pool)
 	testkit.HostGroups(t, st, testkit.GroupOpts{})
 	alice, bob, carol := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 	bobPK, _ := nostr.GetPublicKey(bob)
@@ -80,7 +77,7 @@ func TestGroupsMembersCommand(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.New(t)
-	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	st := testkit.NewStore(db.Pool)
 	testkit.HostGroups(t, st, testkit.GroupOpts{})
 	alice, bob, carol := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 	alicePK, _ := nostr.GetPublicKey(alice)

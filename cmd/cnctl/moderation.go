@@ -170,13 +170,7 @@ func queueCommand() *cli.Command {
 				return err
 			}
 			if o.json {
-				enc := json.NewEncoder(e.Out)
-				for _, it := range items {
-					if err := enc.Encode(it); err != nil {
-						return err
-					}
-				}
-				return nil
+				return printJSONLines(e.Out, items)
 			}
 			return writeQueue(e.Out, items)
 		},

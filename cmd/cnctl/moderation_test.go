@@ -11,9 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/pgtest"
-	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/internal/store"
-	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 func TestNodeKeyCommands(t *testing.T) {
@@ -80,7 +78,7 @@ func TestModerationRulesCommands(t *testing.T) {
 	// A change bumps the version; --rejudge replays the retained outbox.
 	_, err = db.Pool.Exec(context.Background(), "INSERT INTO cn_relay.consumer_offsets (consumer, last_seq) VALUES ('moderation-v1', 0)")
 	require.NoError(t, err)
-	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	st := testkit.NewStore(db.Pool)
 	note := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: "casino"}
 	require.NoError(t, note.Sign(nostr.GeneratePrivateKey()))
 	_, err = st.Ingest(context.Background(), []*nostr.Event{note})
@@ -134,7 +132,7 @@ func TestModerationRulesCommands(t *testing.T) {
 func TestAdminCommands(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
-	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	st := testkit.NewStore(db.Pool)
 	sk := nostr.GeneratePrivateKey()
 	note := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: "hi"}
 	require.NoError(t, note.Sign(sk))

@@ -8,15 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/pgtest"
-	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/internal/store"
-	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 func TestReindex(t *testing.T) {
 	db := pgtest.New(t)
 	ctx := context.Background()
-	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	st := testkit.NewStore(db.Pool)
 	sk := nostr.GeneratePrivateKey()
 	var evs []*nostr.Event
 	for i, kind := range []int{1, 1, 7, 30023} {

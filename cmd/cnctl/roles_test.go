@@ -14,10 +14,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/dbroles"
 	"github.com/kukuri/communitynode/internal/pgtest"
-	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/internal/testkit"
-	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
 // TestOperatorAndDashboardRoles: after `cnctl migrate`, a login user of the
@@ -32,7 +29,7 @@ func TestOperatorAndDashboardRoles(t *testing.T) {
 	require.Contains(t, out, "roles granted: cn_role_operator owns the schema")
 	cfg := dbroles.Config{}
 
-	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	st := testkit.NewStore(db.Pool)
 	ev := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"t", "go"}}, Content: "operator"}
 	require.NoError(t, ev.Sign(nostr.GeneratePrivateKey()))
 	_, err = st.Ingest(ctx, []*nostr.Event{ev})

@@ -14,8 +14,6 @@ import (
 	"github.com/kukuri/communitynode/internal/dbroles"
 	"github.com/kukuri/communitynode/internal/indexer"
 	"github.com/kukuri/communitynode/internal/pgtest"
-	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/internal/testkit"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
@@ -29,7 +27,7 @@ func TestRunUnderIndexerRole(t *testing.T) {
 	defer cancel()
 	url := db.LoginAsService(t, dbroles.Indexer)
 
-	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	st := testkit.NewStore(db.Pool)
 	key := nostr.GeneratePrivateKey()
 	sign := func(ev *nostr.Event) *nostr.Event {
 		ev.CreatedAt = nostr.Now()

@@ -15,10 +15,7 @@ import (
 	"github.com/kukuri/communitynode/internal/moderation"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
-	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/internal/testkit"
-	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
 // TestRunUnderModeratorRole runs the moderator as a login user of the moderator's
@@ -44,7 +41,7 @@ func TestRunUnderModeratorRole(t *testing.T) {
 		VALUES ($1, 'banned', 'test', 'test', now())`, bannedPub)
 	require.NoError(t, err)
 
-	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	st := testkit.NewStore(db.Pool)
 	sign := func(key string, ev *nostr.Event) *nostr.Event {
 		ev.CreatedAt = nostr.Now()
 		require.NoError(t, ev.Sign(key))

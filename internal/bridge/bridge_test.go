@@ -182,7 +182,7 @@ func ingest(t testing.TB, st *store.Store, rng *rand.Rand, n int) {
 }
 
 func newStore(db *pgtest.DB) *store.Store {
-	return store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	return testkit.NewStore(db.Pool)
 }
 
 func outboxRows(t testing.TB, pool *pgxpool.Pool) []outbox.Row {

@@ -66,6 +66,34 @@ func timeCursor(t time.Time, key string) string {
 	return strconv.FormatInt(t.UnixMicro(), 10) + "." + key
 }
 
+// timeAfter reads a page's after cursor of timeCursor's form whose key
+// passes valid: nil and "" for the first page (after == ""), a bad request
+// when after is not such a cursor.
+func timeAfter(after string, valid func(string) bool) (*time.Time, string, error) {
+	if after == "" {
+		return nil, "", nil
+	}
+	t, key, ok := parseTimeCursor(after, valid)
+	if !ok {
+		return nil, "", badRequest("after must be the next cursor of the page before")
+	}
+	return &t, key, nil
+}
+
+// pageOf makes the page of rows read with a limit one above limit: the first
+// limit rows and, when there was one more, Next = cursor(i) of the last row
+// kept (rows[i]). Items is never nil, so that it is [] in JSON.
+func pageOf[T any](rows []T, limit int, cursor func(i int) string) Page[T] {
+	p := Page[T]{Items: rows}
+	if len(rows) > limit {
+		p.Items, p.Next = rows[:limit], cursor(limit-1)
+	}
+	if p.Items == nil {
+		p.Items = []T{}
+	}
+	return p
+}
+
 // parseTimeCursor reads a timeCursor whose key passes valid.
 func parseTimeCursor(s string, valid func(string) bool) (time.Time, string, bool) {
 	at, key, ok := strings.Cut(s, ".")

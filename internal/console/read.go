@@ -250,14 +250,9 @@ type Member struct {
 // and its rank. p.After is the page before's next cursor; p.Q, when given,
 // keeps the pubkeys that start with it (hex).
 func (c *Console) Members(ctx context.Context, p PageQuery) (Page[Member], error) {
-	var after *time.Time
-	var afterPK string
-	if p.After != "" {
-		t, pk, ok := parseTimeCursor(p.After, isPubkey)
-		if !ok {
-			return Page[Member]{}, badRequest("after must be the next cursor of the page before")
-		}
-		after, afterPK = &t, pk
+	after, afterPK, err := timeAfter(p.After, isPubkey)
+	if err != nil {
+		return Page[Member]{}, err
 	}
 	if p.Q != "" && !isHex(p.Q, 64) {
 		return Page[Member]{}, badRequest("q must be the start of a pubkey in lower-case hex")
@@ -534,37 +529,22 @@ func (c *Console) NIP43Members(ctx context.Context, p PageQuery) (Page[membershi
 	if err != nil {
 		return Page[membership.Member]{}, err
 	}
-	page := Page[membership.Member]{Items: out}
-	if len(out) > p.Limit {
-		page.Items, page.Next = out[:p.Limit], out[p.Limit-1].Pubkey
-	}
-	if page.Items == nil {
-		page.Items = []membership.Member{}
-	}
-	return page, nil
+	return pageOf(out, p.Limit, func(i int) string { return out[i].Pubkey }), nil
 }
 
 // NIP43Pending reads one page of the NIP-43 join requests waiting for an
 // admin (membership.PendingPage: as listpendingmembers returns them),
 // oldest first, with each key's trust-v1 rank.
 func (c *Console) NIP43Pending(ctx context.Context, p PageQuery) (Page[membership.Pending], error) {
-	var after *time.Time
-	var afterPK string
-	if p.After != "" {
-		t, pk, ok := parseTimeCursor(p.After, isPubkey)
-		if !ok {
-			return Page[membership.Pending]{}, badRequest("after must be the next cursor of the page before")
-		}
-		after, afterPK = &t, pk
+	after, afterPK, err := timeAfter(p.After, isPubkey)
+	if err != nil {
+		return Page[membership.Pending]{}, err
 	}
 	out, times, err := membership.PendingPage(ctx, c.cfg.Pool, after, afterPK, p.Limit+1)
 	if err != nil {
 		return Page[membership.Pending]{}, err
 	}
-	page := Page[membership.Pending]{Items: out}
-	if len(out) > p.Limit {
-		page.Items, page.Next = out[:p.Limit], timeCursor(times[p.Limit-1], out[p.Limit-1].Pubkey)
-	}
+	page := pageOf(out, p.Limit, func(i int) string { return timeCursor(times[i], out[i].Pubkey) })
 	pks := make([]string, len(page.Items))
 	for i, x := range page.Items {
 		pks[i] = x.Pubkey
@@ -576,9 +556,6 @@ func (c *Console) NIP43Pending(ctx context.Context, p PageQuery) (Page[membershi
 	for i := range page.Items {
 		page.Items[i].Rank = ranks[page.Items[i].Pubkey]
 	}
-	if page.Items == nil {
-		page.Items = []membership.Pending{}
-	}
 	return page, nil
 }
 
@@ -586,25 +563,13 @@ func (c *Console) NIP43Pending(ctx context.Context, p PageQuery) (Page[membershi
 // as listinvites returns them, never a claim), newest first (issued_at, then
 // id, both descending).
 func (c *Console) NIP43Invites(ctx context.Context, p PageQuery) (Page[membership.Invite], error) {
-	var after *time.Time
-	var afterID string
-	if p.After != "" {
-		t, id, ok := parseTimeCursor(p.After, isToken)
-		if !ok {
-			return Page[membership.Invite]{}, badRequest("after must be the next cursor of the page before")
-		}
-		after, afterID = &t, id
+	after, afterID, err := timeAfter(p.After, isToken)
+	if err != nil {
+		return Page[membership.Invite]{}, err
 	}
 	out, times, err := membership.InvitesPage(ctx, c.cfg.Pool, after, afterID, p.Limit+1, time.Now())
 	if err != nil {
 		return Page[membership.Invite]{}, err
 	}
-	page := Page[membership.Invite]{Items: out}
-	if len(out) > p.Limit {
-		page.Items, page.Next = out[:p.Limit], timeCursor(times[p.Limit-1], out[p.Limit-1].ID)
-	}
-	if page.Items == nil {
-		page.Items = []membership.Invite{}
-	}
-	return page, nil
+	return pageOf(out, p.Limit, func(i int) string { return timeCursor(times[i], out[i].ID) }), nil
 }

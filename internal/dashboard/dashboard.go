@@ -20,6 +20,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/kukuri/communitynode/internal/groups"
+	"github.com/kukuri/communitynode/internal/membership"
+	"github.com/kukuri/communitynode/internal/relayadmin"
 	"github.com/kukuri/communitynode/pkg/consumer"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
@@ -222,11 +225,17 @@ func (d *Dashboard) readDatabase(ctx context.Context, s *Snapshot) error {
 			HaltedReason: c.HaltedReason, LeaseExpires: c.LeaseExpires})
 	}
 	if d.cfg.Console != nil {
-		if err := d.cfg.Pool.QueryRow(ctx, `SELECT (SELECT version FROM cn_admin.state),
-			coalesce((SELECT (extract(epoch FROM max(updated_at)) * 1e6)::bigint FROM cn_relay.groups), 0),
-			(SELECT count(*) || ':' || coalesce(max(requested_at)::text, '') FROM cn_relay.membership_pending) || '/' ||
-			(SELECT count(*) || ':' || count(revoked_at) || ':' || count(used_at) FROM cn_relay.membership_claims)`).Scan(&s.AdminVersion, &s.GroupsChangedAt, &s.MembersMark); err != nil {
-			return fmt.Errorf("read change markers: %w", err)
+		// Each marker is read through its table's owner (three reads: the
+		// page only compares them with the last ones it saw).
+		var err error
+		if s.AdminVersion, err = relayadmin.Version(ctx, d.cfg.Pool); err != nil {
+			return err
+		}
+		if s.GroupsChangedAt, err = groups.ChangedAt(ctx, d.cfg.Pool); err != nil {
+			return err
+		}
+		if s.MembersMark, err = membership.ChangeMark(ctx, d.cfg.Pool); err != nil {
+			return err
 		}
 	}
 	if err := d.cfg.Pool.QueryRow(ctx, "SELECT pruned_through FROM cn_relay.outbox_retention").Scan(&s.Outbox.RetentionHorizon); err != nil {

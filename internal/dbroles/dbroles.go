@@ -401,21 +401,26 @@ func grant(ctx context.Context, tx pgx.Tx, cfg Config) error {
 
 	// The consumer runtime: its own offset row and dead letters (row-level
 	// security below), never the consumer column.
-	cols, err := collect(ctx, tx, `SELECT quote_ident(attname) FROM pg_attribute
-		WHERE attrelid = 'cn_relay.consumer_offsets'::regclass AND attnum > 0 AND NOT attisdropped
-		  AND attname <> 'consumer' ORDER BY attnum`)
-	if err != nil {
-		return fmt.Errorf("list offset columns: %w", err)
+	// Every column but consumer, which names the row's owner.
+	butConsumer := func(table string) (string, error) {
+		cols, err := collect(ctx, tx, `SELECT quote_ident(attname) FROM pg_attribute
+			WHERE attrelid = $1::text::regclass AND attnum > 0 AND NOT attisdropped
+			  AND attname <> 'consumer' ORDER BY attnum`, table)
+		if err != nil {
+			return "", fmt.Errorf("list the columns of %s: %w", table, err)
+		}
+		return strings.Join(cols, ", "), nil
 	}
-	on("INSERT, UPDATE ("+strings.Join(cols, ", ")+")", "cn_relay.consumer_offsets", Consumer)
+	cols, err := butConsumer("cn_relay.consumer_offsets")
+	if err != nil {
+		return err
+	}
+	on("INSERT, UPDATE ("+cols+")", "cn_relay.consumer_offsets", Consumer)
 	on("INSERT, UPDATE, DELETE", "cn_relay.consumer_dead_letters", Consumer)
-	posCols, err := collect(ctx, tx, `SELECT quote_ident(attname) FROM pg_attribute
-		WHERE attrelid = 'cn_relay.consumer_stream_positions'::regclass AND attnum > 0 AND NOT attisdropped
-		  AND attname <> 'consumer' ORDER BY attnum`)
-	if err != nil {
-		return fmt.Errorf("list stream position columns: %w", err)
+	if cols, err = butConsumer("cn_relay.consumer_stream_positions"); err != nil {
+		return err
 	}
-	on("INSERT, UPDATE ("+strings.Join(posCols, ", ")+")", "cn_relay.consumer_stream_positions", Consumer)
+	on("INSERT, UPDATE ("+cols+")", "cn_relay.consumer_stream_positions", Consumer)
 	on("EXECUTE", "FUNCTION cn_relay.consumer_advance(text, text, bigint, bigint, bigint, boolean)", Consumer)
 
 	// Each consumer's own schema.

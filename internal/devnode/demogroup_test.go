@@ -12,8 +12,7 @@ import (
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/internal/store"
-	"github.com/kukuri/communitynode/pkg/outbox"
+	"github.com/kukuri/communitynode/internal/testkit"
 )
 
 // TestDemoGroup: the first run makes the demo group through the store's
@@ -42,7 +41,7 @@ func TestDemoGroup(t *testing.T) {
 	require.Equal(t, DemoGroupName, s.Meta.Name)
 	require.Equal(t, []string{key.PubKey}, s.MemberList())
 	require.Equal(t, []string{"admin"}, s.RolesOf(key.PubKey))
-	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	st := testkit.NewStore(db.Pool)
 	evs, _, err := st.QuerySnapshot(ctx, []nostr.Filter{{Kinds: []int{ptr.Kind}, Authors: []string{ptr.PublicKey},
 		Tags: nostr.TagMap{"d": {ptr.Identifier}}}}, protocol.Viewer{})
 	require.NoError(t, err)

@@ -23,11 +23,8 @@ import (
 	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/pgtest"
-	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/internal/storerules"
 	"github.com/kukuri/communitynode/internal/testkit"
-	"github.com/kukuri/communitynode/pkg/outbox"
 	"github.com/kukuri/communitynode/schema"
 )
 
@@ -169,7 +166,7 @@ func TestDevPublishesToItsEmbeddedJetStream(t *testing.T) {
 	pool, err := pgxpool.New(context.Background(), url)
 	require.NoError(t, err)
 	defer pool.Close()
-	st := store.New(pool, outbox.NewWriter(pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	st := testkit.NewStore(pool)
 	ev := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Content: "hello dev stream", Tags: nostr.Tags{{"t", "dev"}}}
 	require.NoError(t, ev.Sign(nostr.GeneratePrivateKey()))
 	res, err := st.Ingest(context.Background(), []*nostr.Event{ev})

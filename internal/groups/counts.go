@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/kukuri/communitynode/internal/protocol"
 )
 
@@ -129,4 +131,15 @@ func ResultLabel(ok bool, code protocol.Code) string {
 		return code.Prefix
 	}
 	return "other"
+}
+
+// ChangedAt is when a group's live state last changed (the newest
+// cn_relay.groups.updated_at, unix microseconds; 0 with no groups): a change
+// marker for pages that re-read the groups when it moves.
+func ChangedAt(ctx context.Context, q Querier) (int64, error) {
+	rows, err := q.Query(ctx, `SELECT coalesce((SELECT (extract(epoch FROM max(updated_at)) * 1e6)::bigint FROM cn_relay.groups), 0)`)
+	if err != nil {
+		return 0, fmt.Errorf("groups changed at: %w", err)
+	}
+	return pgx.CollectExactlyOneRow(rows, pgx.RowTo[int64])
 }

@@ -394,179 +394,24 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 	case !s.Exists():
 		return refuse(RefuseUnknown)
 	}
-	roles := s.RolesOf(ev.PubKey)
-	allowed := func(what Privilege) bool { return master || may(roles, what) }
+	c := call{p: p, s: s, ev: ev, f: f, id: id, master: master, lim: lim, roles: s.RolesOf(ev.PubKey)}
 	switch ev.Kind {
 	case KindJoinRequest:
-		if s.IsMember(ev.PubKey) {
-			return refuse(RefuseMember)
-		}
-		codes := Codes(ev)
-		withhold := len(codes) > 0
-		invited := slices.ContainsFunc(codes, func(c string) bool { return p.ValidInvite(s, c, f.Now) })
-		if s.Meta.Closed && !invited {
-			r := RefusePending
-			if withhold {
-				r = RefusePendingCode
-			}
-			d := refuse(r)
-			d.Keep, d.Withhold = true, withhold
-			return d
-		}
-		d := accept
-		if !invited && !master && p.AdmitMinRank > 0 && f.Admission != nil {
-			switch f.Admission(ev.PubKey) {
-			case AdmitReview:
-				d := refuse(CodePendingRank.With(ReasonPendingRank(p.AdmitMinRank)))
-				d.Keep, d.Withhold = true, withhold
-				return d
-			case AdmitRanked:
-				d.Message = MessageAdmittedRank(p.AdmitMinRank)
-			}
-		}
-		if !p.History && s.MemberCount() >= lim.Members {
-			return refuse(CodeMembersCap.With(ReasonMembersCap(lim.Members)))
-		}
-		d.Withhold = withhold
-		d.Emit = []*nostr.Event{p.nodeEvent(s, id, KindPutUser, ev.PubKey, nil, ev, f.Now)}
-		return d
+		return c.join()
 	case KindLeaveRequest:
-		if !s.IsMember(ev.PubKey) && !s.Pending(ev.PubKey) {
-			return refuse(RefuseNotMember)
-		}
-		d := accept
-		d.Emit = []*nostr.Event{p.nodeEvent(s, id, KindRemoveUser, ev.PubKey, nil, ev, f.Now)}
-		return d
+		return c.leave()
 	case KindPutUser, KindRemoveUser:
-		users := Users(ev)
-		if len(users) == 0 {
-			return refuse(RefuseNoUsers)
-		}
-		st := StampOf(ev, f.Seq)
-		for _, u := range users {
-			holder := len(s.RolesOf(u.PubKey)) > 0
-			switch {
-			case (len(u.Roles) > 0 || holder) && !allowed(ManageRoles):
-				return refuse(CodeRole.With(reasonRole("giving, changing or taking away roles")))
-			case ev.Kind == KindPutUser && !allowed(PutUser):
-				return refuse(CodeRole.With(reasonRole("adding users")))
-			case ev.Kind == KindRemoveUser && !allowed(RemoveUser):
-				return refuse(CodeRole.With(reasonRole("removing users")))
-			case len(u.Roles) > MaxRoles:
-				return refuse(RefuseManyRoles)
-			case !st.Newer(s.Members[u.PubKey].Stamp):
-				return refuse(RefuseStale)
-			}
-		}
-		if ev.Kind == KindPutUser && ev.PubKey != p.Node && !p.History {
-			added := 0
-			for _, u := range users {
-				if !s.IsMember(u.PubKey) {
-					added++
-				}
-			}
-			if added > 0 && s.MemberCount()+added > lim.Members {
-				return refuse(CodeMembersCap.With(ReasonMembersCap(lim.Members)))
-			}
-		}
-		return accept
+		return c.users()
 	case KindEditMetadata:
-		if !allowed(EditMetadata) {
-			return refuse(CodeRole.With(reasonRole("editing the metadata")))
-		}
-		m, r := ParseMetadata(ev)
-		if r.Text != "" {
-			return refuse(r)
-		}
-		if !StampOf(ev, f.Seq).Newer(s.MetaAt) {
-			return refuse(RefuseStale)
-		}
-		if r := p.checkTree(s, ev.PubKey, m, f.Forest); r.Text != "" {
-			return refuse(r)
-		}
-		if m.Parent != "" && m.Parent != f.Forest.Parent(id) && !p.History {
-			height := 0
-			if f.Height != nil {
-				height = f.Height(id)
-			}
-			if f.Forest.Depth(m.Parent)+1+height > lim.Depth {
-				return refuse(CodeDepth.With(ReasonDepth(lim.Depth)))
-			}
-		}
-		return accept
+		return c.metadata()
 	case KindDeleteEvent:
-		if !allowed(DeleteEvent) {
-			return refuse(CodeRole.With(reasonRole("deleting events")))
-		}
-		var hide []string
-		for _, tag := range ev.Tags {
-			if len(tag) < 2 || tag[0] != "e" || slices.Contains(hide, tag[1]) {
-				continue
-			}
-			t, ok := f.Target(tag[1])
-			if !ok || !slices.Contains(t.Scope, Scope(id)) {
-				return refuse(RefuseNoTargets)
-			}
-			if IsModerationKind(t.Kind) || t.Kind == KindJoinRequest || t.Kind == KindLeaveRequest || IsStateKind(t.Kind) {
-				return refuse(RefuseTargetKind)
-			}
-			hide = append(hide, tag[1])
-		}
-		if len(hide) == 0 {
-			return refuse(RefuseNoTargets)
-		}
-		d := accept
-		d.Hide = hide
-		return d
+		return c.deleteEvent()
 	case KindDeleteGroup:
-		if !allowed(DeleteGroup) {
-			return refuse(CodeRole.With(reasonRole("deleting the group")))
-		}
-		return accept
+		return c.deleteGroup()
 	case KindPins:
-		if !allowed(PinEvents) {
-			return refuse(CodeRole.With(reasonRole("pinning events")))
-		}
-		pins := Pins(ev)
-		if len(pins) > MaxPins {
-			return refuse(RefuseManyPins)
-		}
-		for _, pin := range pins {
-			var t Target
-			ok := false
-			if pin[0] == "e" {
-				t, ok = f.Target(pin[1])
-			} else if f.Address != nil {
-				t, ok = f.Address(pin[1])
-			}
-			switch {
-			case !ok || !slices.Contains(t.Scope, Scope(id)):
-				return refuse(RefuseNoPinTarget)
-			case IsModerationKind(t.Kind) || t.Kind == KindJoinRequest || t.Kind == KindLeaveRequest || IsStateKind(t.Kind):
-				return refuse(RefusePinKind)
-			}
-		}
-		if !StampOf(ev, f.Seq).Newer(s.PinsAt) {
-			return refuse(RefuseStale)
-		}
-		return accept
+		return c.pins()
 	case KindCreateInvite:
-		if !allowed(CreateInvite) {
-			return refuse(CodeRole.With(reasonRole("creating invites")))
-		}
-		codes := Codes(ev)
-		switch {
-		case len(codes) == 0:
-			return refuse(RefuseNoCode)
-		case p.History:
-		case len(codes) > lim.CodesPerInvite:
-			return refuse(CodeCodesPerInvite.With(ReasonCodesPerInvite(lim.CodesPerInvite)))
-		case p.openCodes(s, f.Now, codes)+len(codes) > lim.OpenCodes:
-			return refuse(CodeOpenCodes.With(ReasonOpenCodes(lim.OpenCodes)))
-		}
-		d := accept
-		d.Withhold = true
-		return d
+		return c.invite()
 	}
 	if IsModerationKind(ev.Kind) {
 		return refuse(CodeUnsupportedKind.With(ReasonUnsupportedKind(ev.Kind)))
@@ -586,6 +431,223 @@ func (p Policy) Decide(s *State, ev *nostr.Event, f Facts) Decision {
 		return refuse(RefusePrivate)
 	}
 	return accept
+}
+
+// call is one event's decision in progress (Decide): what the rule of each
+// kind reads.
+type call struct {
+	p      Policy
+	s      *State
+	ev     *nostr.Event
+	f      Facts
+	id     string // the group's
+	master bool   // the node or a relay admin
+	lim    Limits // with defaults
+	roles  []string
+}
+
+// allowed reports whether the author may do what: a master always may.
+func (c call) allowed(what Privilege) bool { return c.master || may(c.roles, what) }
+
+// join decides a join request (9021): by invite code, by trust rank, or pending in a closed group.
+func (c call) join() Decision {
+	p, s, ev, f, id, master, lim := c.p, c.s, c.ev, c.f, c.id, c.master, c.lim
+	if s.IsMember(ev.PubKey) {
+		return refuse(RefuseMember)
+	}
+	codes := Codes(ev)
+	withhold := len(codes) > 0
+	invited := slices.ContainsFunc(codes, func(c string) bool { return p.ValidInvite(s, c, f.Now) })
+	if s.Meta.Closed && !invited {
+		r := RefusePending
+		if withhold {
+			r = RefusePendingCode
+		}
+		d := refuse(r)
+		d.Keep, d.Withhold = true, withhold
+		return d
+	}
+	d := accept
+	if !invited && !master && p.AdmitMinRank > 0 && f.Admission != nil {
+		switch f.Admission(ev.PubKey) {
+		case AdmitReview:
+			d := refuse(CodePendingRank.With(ReasonPendingRank(p.AdmitMinRank)))
+			d.Keep, d.Withhold = true, withhold
+			return d
+		case AdmitRanked:
+			d.Message = MessageAdmittedRank(p.AdmitMinRank)
+		}
+	}
+	if !p.History && s.MemberCount() >= lim.Members {
+		return refuse(CodeMembersCap.With(ReasonMembersCap(lim.Members)))
+	}
+	d.Withhold = withhold
+	d.Emit = []*nostr.Event{p.nodeEvent(s, id, KindPutUser, ev.PubKey, nil, ev, f.Now)}
+	return d
+}
+
+// leave decides a leave request (9022) of a member or of a pending user.
+func (c call) leave() Decision {
+	p, s, ev, f, id := c.p, c.s, c.ev, c.f, c.id
+	if !s.IsMember(ev.PubKey) && !s.Pending(ev.PubKey) {
+		return refuse(RefuseNotMember)
+	}
+	d := accept
+	d.Emit = []*nostr.Event{p.nodeEvent(s, id, KindRemoveUser, ev.PubKey, nil, ev, f.Now)}
+	return d
+}
+
+// users decides a put-user or remove-user (9000, 9001) by the author's roles, the roles given, and the members cap.
+func (c call) users() Decision {
+	p, s, ev, f, lim := c.p, c.s, c.ev, c.f, c.lim
+	users := Users(ev)
+	if len(users) == 0 {
+		return refuse(RefuseNoUsers)
+	}
+	st := StampOf(ev, f.Seq)
+	for _, u := range users {
+		holder := len(s.RolesOf(u.PubKey)) > 0
+		switch {
+		case (len(u.Roles) > 0 || holder) && !c.allowed(ManageRoles):
+			return refuse(CodeRole.With(reasonRole("giving, changing or taking away roles")))
+		case ev.Kind == KindPutUser && !c.allowed(PutUser):
+			return refuse(CodeRole.With(reasonRole("adding users")))
+		case ev.Kind == KindRemoveUser && !c.allowed(RemoveUser):
+			return refuse(CodeRole.With(reasonRole("removing users")))
+		case len(u.Roles) > MaxRoles:
+			return refuse(RefuseManyRoles)
+		case !st.Newer(s.Members[u.PubKey].Stamp):
+			return refuse(RefuseStale)
+		}
+	}
+	if ev.Kind == KindPutUser && ev.PubKey != p.Node && !p.History {
+		added := 0
+		for _, u := range users {
+			if !s.IsMember(u.PubKey) {
+				added++
+			}
+		}
+		if added > 0 && s.MemberCount()+added > lim.Members {
+			return refuse(CodeMembersCap.With(ReasonMembersCap(lim.Members)))
+		}
+	}
+	return accept
+}
+
+// metadata decides an edit of the metadata (9002), its place in the tree of groups included.
+func (c call) metadata() Decision {
+	p, s, ev, f, id, lim := c.p, c.s, c.ev, c.f, c.id, c.lim
+	if !c.allowed(EditMetadata) {
+		return refuse(CodeRole.With(reasonRole("editing the metadata")))
+	}
+	m, r := ParseMetadata(ev)
+	if r.Text != "" {
+		return refuse(r)
+	}
+	if !StampOf(ev, f.Seq).Newer(s.MetaAt) {
+		return refuse(RefuseStale)
+	}
+	if r := p.checkTree(s, ev.PubKey, m, f.Forest); r.Text != "" {
+		return refuse(r)
+	}
+	if m.Parent != "" && m.Parent != f.Forest.Parent(id) && !p.History {
+		height := 0
+		if f.Height != nil {
+			height = f.Height(id)
+		}
+		if f.Forest.Depth(m.Parent)+1+height > lim.Depth {
+			return refuse(CodeDepth.With(ReasonDepth(lim.Depth)))
+		}
+	}
+	return accept
+}
+
+// deleteEvent decides a deletion of the group's events (9005): the events it hides.
+func (c call) deleteEvent() Decision {
+	ev, f, id := c.ev, c.f, c.id
+	if !c.allowed(DeleteEvent) {
+		return refuse(CodeRole.With(reasonRole("deleting events")))
+	}
+	var hide []string
+	for _, tag := range ev.Tags {
+		if len(tag) < 2 || tag[0] != "e" || slices.Contains(hide, tag[1]) {
+			continue
+		}
+		t, ok := f.Target(tag[1])
+		if !ok || !slices.Contains(t.Scope, Scope(id)) {
+			return refuse(RefuseNoTargets)
+		}
+		if IsModerationKind(t.Kind) || t.Kind == KindJoinRequest || t.Kind == KindLeaveRequest || IsStateKind(t.Kind) {
+			return refuse(RefuseTargetKind)
+		}
+		hide = append(hide, tag[1])
+	}
+	if len(hide) == 0 {
+		return refuse(RefuseNoTargets)
+	}
+	d := accept
+	d.Hide = hide
+	return d
+}
+
+// deleteGroup decides a deletion of the group (9008).
+func (c call) deleteGroup() Decision {
+	if !c.allowed(DeleteGroup) {
+		return refuse(CodeRole.With(reasonRole("deleting the group")))
+	}
+	return accept
+}
+
+// pins decides the group's pinned events (KindPins): each target must be a post of the group, newer than the pins it replaces.
+func (c call) pins() Decision {
+	s, ev, f, id := c.s, c.ev, c.f, c.id
+	if !c.allowed(PinEvents) {
+		return refuse(CodeRole.With(reasonRole("pinning events")))
+	}
+	pins := Pins(ev)
+	if len(pins) > MaxPins {
+		return refuse(RefuseManyPins)
+	}
+	for _, pin := range pins {
+		var t Target
+		ok := false
+		if pin[0] == "e" {
+			t, ok = f.Target(pin[1])
+		} else if f.Address != nil {
+			t, ok = f.Address(pin[1])
+		}
+		switch {
+		case !ok || !slices.Contains(t.Scope, Scope(id)):
+			return refuse(RefuseNoPinTarget)
+		case IsModerationKind(t.Kind) || t.Kind == KindJoinRequest || t.Kind == KindLeaveRequest || IsStateKind(t.Kind):
+			return refuse(RefusePinKind)
+		}
+	}
+	if !StampOf(ev, f.Seq).Newer(s.PinsAt) {
+		return refuse(RefuseStale)
+	}
+	return accept
+}
+
+// invite decides an invite (9009): its codes, withheld from readers but the group's admins.
+func (c call) invite() Decision {
+	p, s, ev, f, lim := c.p, c.s, c.ev, c.f, c.lim
+	if !c.allowed(CreateInvite) {
+		return refuse(CodeRole.With(reasonRole("creating invites")))
+	}
+	codes := Codes(ev)
+	switch {
+	case len(codes) == 0:
+		return refuse(RefuseNoCode)
+	case p.History:
+	case len(codes) > lim.CodesPerInvite:
+		return refuse(CodeCodesPerInvite.With(ReasonCodesPerInvite(lim.CodesPerInvite)))
+	case p.openCodes(s, f.Now, codes)+len(codes) > lim.OpenCodes:
+		return refuse(CodeOpenCodes.With(ReasonOpenCodes(lim.OpenCodes)))
+	}
+	d := accept
+	d.Withhold = true
+	return d
 }
 
 // timeline checks the late-publication window and the timeline references

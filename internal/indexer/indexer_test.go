@@ -37,7 +37,7 @@ type node struct {
 func newNode(t *testing.T) *node {
 	t.Helper()
 	db := pgtest.New(t)
-	n := &node{db: db, store: store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())}
+	n := &node{db: db, store: testkit.NewStore(db.Pool)}
 	for range 3 {
 		n.keys = append(n.keys, nostr.GeneratePrivateKey())
 	}
@@ -249,7 +249,7 @@ func TestInheritedTopicsAreIndexed(t *testing.T) {
 func TestProfilesSearchableDirectMessagesNever(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
-	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	st := testkit.NewStore(db.Pool)
 	n := &node{db: db, store: st}
 	for range 3 {
 		n.keys = append(n.keys, nostr.GeneratePrivateKey())

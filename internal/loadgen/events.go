@@ -2,7 +2,6 @@ package loadgen
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -45,19 +44,9 @@ func (s *EventSet) IDs(from, to int) []string {
 }
 
 func (c GenerateConfig) validate() error {
-	switch {
-	case c.Events < 1:
-		return fmt.Errorf("events must be at least 1 (got %d)", c.Events)
-	case c.Authors < 2:
-		return fmt.Errorf("authors must be at least 2, since p tags point to other authors (got %d)", c.Authors)
-	case c.Topic == "":
-		return errors.New("topic must not be empty")
-	case c.Kind < 0 || c.Kind > 65535:
-		return fmt.Errorf("kind must be in 0..65535 (got %d)", c.Kind)
-	case c.MaxAge < 0:
-		return fmt.Errorf("max age must not be negative (got %v)", c.MaxAge)
-	}
-	return nil
+	return firstError(atLeast("events", c.Events, 1),
+		when(c.Authors < 2, "authors must be at least 2, since p tags point to other authors (got %d)", c.Authors),
+		nonEmpty("topic", c.Topic), validKind(c.Kind), when(c.MaxAge < 0, "max age must not be negative (got %v)", c.MaxAge))
 }
 
 // words pad contents to their target length.

@@ -94,22 +94,8 @@ type JoinConfig struct {
 
 // Validate checks the configuration.
 func (c JoinConfig) Validate() error {
-	if err := CheckURL(c.URL); err != nil {
-		return err
-	}
-	switch {
-	case c.Joins < 1:
-		return fmt.Errorf("joins must be at least 1 (got %d)", c.Joins)
-	case c.Warmup < 0:
-		return fmt.Errorf("warmup must not be negative (got %d)", c.Warmup)
-	case c.Group == "":
-		return errors.New("group must not be empty")
-	case c.Topic == "":
-		return errors.New("topic must not be empty")
-	case c.Timeout <= 0:
-		return fmt.Errorf("timeout must be positive (got %v)", c.Timeout)
-	}
-	return nil
+	return firstError(CheckURL(c.URL), atLeast("joins", c.Joins, 1), atLeast("warmup", c.Warmup, 0),
+		nonEmpty("group", c.Group), nonEmpty("topic", c.Topic), positive("timeout", c.Timeout))
 }
 
 // JoinReport is the outcome of a join-latency run. Every latency starts when

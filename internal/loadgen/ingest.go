@@ -33,20 +33,9 @@ type IngestConfig struct {
 
 // Validate checks the configuration.
 func (c IngestConfig) Validate() error {
-	if err := CheckURL(c.URL); err != nil {
+	if err := firstError(CheckURL(c.URL), atLeast("connections", c.Connections, 1), atLeast("events", c.Events, 1),
+		atLeast("warmup", c.Warmup, 0), atLeast("pipeline", c.Pipeline, 1), positive("timeout", c.Timeout)); err != nil {
 		return err
-	}
-	switch {
-	case c.Connections < 1:
-		return fmt.Errorf("connections must be at least 1 (got %d)", c.Connections)
-	case c.Events < 1:
-		return fmt.Errorf("events must be at least 1 (got %d)", c.Events)
-	case c.Warmup < 0:
-		return fmt.Errorf("warmup must not be negative (got %d)", c.Warmup)
-	case c.Pipeline < 1:
-		return fmt.Errorf("pipeline must be at least 1 (got %d)", c.Pipeline)
-	case c.Timeout <= 0:
-		return fmt.Errorf("timeout must be positive (got %v)", c.Timeout)
 	}
 	if c.Set != nil {
 		if len(c.Set.Messages) < c.Warmup+c.Events {

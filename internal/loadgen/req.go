@@ -37,22 +37,9 @@ type ReqConfig struct {
 
 // Validate checks the configuration.
 func (c ReqConfig) Validate() error {
-	if err := CheckURL(c.URL); err != nil {
+	if err := firstError(CheckURL(c.URL), atLeast("connections", c.Connections, 1), atLeast("requests", c.Requests, 1),
+		nonEmpty("topic", c.Topic), validKind(c.Kind), atLeast("sample limit", c.SampleLimit, 0), positive("timeout", c.Timeout)); err != nil {
 		return err
-	}
-	switch {
-	case c.Connections < 1:
-		return fmt.Errorf("connections must be at least 1 (got %d)", c.Connections)
-	case c.Requests < 1:
-		return fmt.Errorf("requests must be at least 1 (got %d)", c.Requests)
-	case c.Topic == "":
-		return errors.New("topic must not be empty")
-	case c.Kind < 0 || c.Kind > 65535:
-		return fmt.Errorf("kind must be in 0..65535 (got %d)", c.Kind)
-	case c.SampleLimit < 0:
-		return fmt.Errorf("sample limit must not be negative (got %d)", c.SampleLimit)
-	case c.Timeout <= 0:
-		return fmt.Errorf("timeout must be positive (got %v)", c.Timeout)
 	}
 	for _, a := range c.Authors {
 		if !nostr.IsValid32ByteHex(a) {

@@ -117,3 +117,16 @@ func InvitesPage(ctx context.Context, q Querier, after *time.Time, afterID strin
 	}
 	return out, issued, nil
 }
+
+// ChangeMark is a marker that moves whenever NIP-43 join requests or invites
+// change (requests: count and newest; invites: count, revoked, used), for
+// pages that re-read them when it does. Its form is not a promise: compare it
+// with an earlier mark, never parse it.
+func ChangeMark(ctx context.Context, q Querier) (string, error) {
+	rows, err := q.Query(ctx, `SELECT (SELECT count(*) || ':' || coalesce(max(requested_at)::text, '') FROM cn_relay.membership_pending) || '/' ||
+		(SELECT count(*) || ':' || count(revoked_at) || ':' || count(used_at) FROM cn_relay.membership_claims)`)
+	if err != nil {
+		return "", fmt.Errorf("membership change mark: %w", err)
+	}
+	return pgx.CollectExactlyOneRow(rows, pgx.RowTo[string])
+}

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -138,12 +139,7 @@ func checkFilter(f nostr.Filter, l Limits) string {
 		}
 	}
 	// Sorted names make the reported failure independent of map order.
-	names := make([]string, 0, len(f.Tags))
-	for name := range f.Tags {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(f.Tags)) {
 		values := f.Tags[name]
 		if values == nil {
 			continue

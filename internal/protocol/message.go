@@ -216,14 +216,9 @@ func parseReqMessage(typ string, arr []gjson.Result, l Limits) (ClientMessage, e
 	if len(arr) < 2 {
 		return ClientMessage{}, fail(typ, "invalid: %s needs a subscription id and at least one filter", typ)
 	}
-	sub, reason := subID(arr[1], l)
-	if reason != "" {
-		return ClientMessage{}, fail(typ, "%s", reason)
-	}
-	perr := func(format string, args ...any) error {
-		e := fail(typ, format, args...)
-		e.SubID = sub
-		return e
+	sub, perr, err := subscription(typ, arr[1], l)
+	if err != nil {
+		return ClientMessage{}, err
 	}
 	n := len(arr) - 2
 	if n == 0 {
@@ -253,14 +248,9 @@ func parseNegMessage(typ string, arr []gjson.Result, l Limits) (ClientMessage, e
 	if len(arr) < 2 {
 		return ClientMessage{}, fail(typ, "invalid: %s needs a subscription id", typ)
 	}
-	sub, reason := subID(arr[1], l)
-	if reason != "" {
-		return ClientMessage{}, fail(typ, "%s", reason)
-	}
-	perr := func(format string, args ...any) error {
-		e := fail(typ, format, args...)
-		e.SubID = sub
-		return e
+	sub, perr, err := subscription(typ, arr[1], l)
+	if err != nil {
+		return ClientMessage{}, err
 	}
 	want := map[string]int{TypeNegOpen: 4, TypeNegMsg: 3, TypeNegClose: 2}[typ]
 	if len(arr) != want {
@@ -327,6 +317,21 @@ func subID(v gjson.Result, l Limits) (string, string) {
 		return "", fmt.Sprintf("invalid: subscription id longer than %d bytes", l.MaxSubIDBytes)
 	}
 	return v.Str, ""
+}
+
+// subscription reads a message's subscription id and returns it with the
+// constructor of its refusals, which name it (so that the answer is a CLOSED
+// or NEG-ERR for that subscription, not a NOTICE).
+func subscription(typ string, raw gjson.Result, l Limits) (string, func(format string, args ...any) error, error) {
+	sub, reason := subID(raw, l)
+	if reason != "" {
+		return "", nil, fail(typ, "%s", reason)
+	}
+	return sub, func(format string, args ...any) error {
+		e := fail(typ, format, args...)
+		e.SubID = sub
+		return e
+	}, nil
 }
 
 func fail(typ, format string, args ...any) *ParseError {

@@ -11,10 +11,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/pgtest"
-	"github.com/kukuri/communitynode/internal/protocol"
-	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/internal/testkit"
-	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
 // TestGroupMethods: a relay admin lists the groups and one group's members,
@@ -25,7 +22,7 @@ func TestGroupMethods(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.New(t)
-	st := store.New(db.Pool, outbox.NewWriter(db.Pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
+	st := testkit.NewStore(db.Pool)
 	testkit.HostGroups(t, st, testkit.GroupOpts{})
 	admin, owner, mod, waiting := testkit.NewKey(t), testkit.NewKey(t), testkit.NewKey(t), testkit.NewKey(t)
 	at := nostr.Now()

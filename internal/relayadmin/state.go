@@ -231,3 +231,13 @@ func PubkeyStatuses(ctx context.Context, q Querier, pks []string) (map[string]st
 	}
 	return out, nil
 }
+
+// Version is cn_admin.state.version, which every change of the management
+// state increments (the marker relays poll, Watcher).
+func Version(ctx context.Context, q Querier) (int64, error) {
+	var v int64
+	if err := q.QueryRow(ctx, "SELECT version FROM cn_admin.state").Scan(&v); err != nil {
+		return 0, fmt.Errorf("management state version: %w", err)
+	}
+	return v, nil
+}

@@ -101,6 +101,31 @@ func (p *plan) load(ctx context.Context, tx outbox.Batcher) error {
 			JOIN cn_relay.event_topics t ON t.event_id = e.id WHERE e.effective_key = ANY($1) AND `+schema.ScopeSQL, setSlice(refKeys)).
 			Query(p.scanRefTopics)
 	}
+	p.queueCommunity(&b, people, authors)
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	if err := p.loadMoreKeys(ctx, tx, keys); err != nil {
+		return err
+	}
+	for _, pt := range p.parts {
+		if err := pt.loadMore(ctx, tx); err != nil {
+			return err
+		}
+	}
+	p.noteWinners()
+	for _, pt := range p.parts {
+		pt.loaded()
+	}
+	return nil
+}
+
+// queueCommunity queues the reads of community membership (the first-post
+// rule every event is decided by): which of people are members (those the
+// member cache does not already know), and the pending identity events of
+// authors not known to be members and of the keys being admitted, which this
+// batch may publish (it makes them members) or add to.
+func (p *plan) queueCommunity(b *pgx.Batch, people, authors map[string]bool) {
 	lookup := setSlice(people)
 	if p.cache != nil {
 		lookup = p.cache.unknown(people)
@@ -113,8 +138,6 @@ func (p *plan) load(ctx context.Context, tx outbox.Batcher) error {
 	if len(lookup) > 0 {
 		b.Queue("SELECT pubkey FROM cn_relay.members WHERE pubkey = ANY($1)", lookup).Query(p.scanMembers)
 	}
-	// The pending identity events of authors not known to be members: this
-	// batch may make them members (and then publishes them), or keeps more.
 	waitFor := slices.DeleteFunc(slices.Clone(lookup), func(pk string) bool { return !authors[pk] })
 	for _, pk := range p.admitting {
 		if !slices.Contains(waitFor, pk) {
@@ -124,40 +147,33 @@ func (p *plan) load(ctx context.Context, tx outbox.Batcher) error {
 	if len(waitFor) > 0 && p.keepsPending() {
 		b.Queue(`SELECT event, id FROM cn_relay.pending_events WHERE pubkey = ANY($1)`, waitFor).Query(p.scanPending)
 	}
-	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-		return fmt.Errorf("load: %w", err)
-	}
+}
 
-	// Deletion targets may belong to keys not locked yet.
+// loadMoreKeys is the second round trip, only when deletion targets turned
+// out to belong to effective keys the first did not lock: it locks them and
+// reads their versions and their NIP-09 'a' tombstones (for unhiding).
+func (p *plan) loadMoreKeys(ctx context.Context, tx outbox.Batcher, locked map[string]bool) error {
 	more := map[string]bool{}
 	for _, st := range p.byID {
-		if st.effectiveKey != "" && !keys[st.effectiveKey] {
+		if st.effectiveKey != "" && !locked[st.effectiveKey] {
 			more[st.effectiveKey] = true
 		}
 	}
-	if len(more) > 0 {
-		var b pgx.Batch
-		queueLocks(&b, more)
-		maps.Copy(p.locked, more)
-		p.queueVersions(&b, more, nil)
-		var moreAddrs []string // for unhiding: NIP-09 'a' deletions of these keys
-		for k := range more {
-			moreAddrs = append(moreAddrs, addressOfKey(k))
-		}
-		b.Queue(`SELECT target, pubkey, max(created_at) FROM cn_relay.deletion_targets
-			WHERE target = ANY($1) GROUP BY target, pubkey`, moreAddrs).Query(p.scanTombstones)
-		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-			return fmt.Errorf("load more versions: %w", err)
-		}
+	if len(more) == 0 {
+		return nil
 	}
-	for _, pt := range p.parts {
-		if err := pt.loadMore(ctx, tx); err != nil {
-			return err
-		}
+	var b pgx.Batch
+	queueLocks(&b, more)
+	maps.Copy(p.locked, more)
+	p.queueVersions(&b, more, nil)
+	var moreAddrs []string
+	for k := range more {
+		moreAddrs = append(moreAddrs, addressOfKey(k))
 	}
-	p.noteWinners()
-	for _, pt := range p.parts {
-		pt.loaded()
+	b.Queue(`SELECT target, pubkey, max(created_at) FROM cn_relay.deletion_targets
+		WHERE target = ANY($1) GROUP BY target, pubkey`, moreAddrs).Query(p.scanTombstones)
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return fmt.Errorf("load more versions: %w", err)
 	}
 	return nil
 }

@@ -532,12 +532,7 @@ func (s *Reader) filterSQLWith(f nostr.Filter, offset int, viewer protocol.Viewe
 	if f.Until != nil {
 		conds = append(conds, "e.created_at <= "+ph(int64(*f.Until)))
 	}
-	names := make([]string, 0, len(f.Tags))
-	for name := range f.Tags {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(f.Tags)) {
 		values := f.Tags[name]
 		switch {
 		case len(name) != 1:

@@ -3,11 +3,14 @@ package testkit
 import (
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/nodekey"
+	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/store"
+	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
 // GroupOpts says how a store hosts NIP-29 groups (HostGroups). The zero
@@ -46,4 +49,10 @@ func HostGroups(t testing.TB, st *store.Store, o GroupOpts) nodekey.Key {
 		t.Fatalf("testkit: host groups: %v", err)
 	}
 	return node
+}
+
+// NewStore is a store on pool with a default outbox writer and the default
+// topic rules: what most tests ingest through.
+func NewStore(pool *pgxpool.Pool) *store.Store {
+	return store.New(pool, outbox.NewWriter(pool, outbox.WriterConfig{}), protocol.DefaultTopicRules())
 }

@@ -130,11 +130,7 @@ func (it *runIter) next() (kind runKind, text string, ok bool) {
 	// Skip separators; a run starts with a word or CJK character.
 	for i < len(s) {
 		var r rune
-		if s[i] < utf8.RuneSelf {
-			r, size = rune(s[i]), 1
-		} else {
-			r, size = utf8.DecodeRuneInString(s[i:])
-		}
+		r, size = runeAt(s, i)
 		c = classify(r)
 		if c == clsWord || c == clsCJK {
 			break
@@ -154,11 +150,7 @@ func (it *runIter) next() (kind runKind, text string, ok bool) {
 	i += size
 	for i < len(s) {
 		var r rune
-		if s[i] < utf8.RuneSelf {
-			r, size = rune(s[i]), 1
-		} else {
-			r, size = utf8.DecodeRuneInString(s[i:])
-		}
+		r, size = runeAt(s, i)
 		c = classify(r)
 		if c == want || c == clsMark || c == clsIgnore {
 			i += size
@@ -281,4 +273,13 @@ func wordLexeme(text string, scratch *[]byte) (lex, word string) {
 		}
 	}
 	return stem(word), word
+}
+
+// runeAt decodes the rune that starts at s[i], with its size (ASCII without
+// a call).
+func runeAt(s string, i int) (rune, int) {
+	if s[i] < utf8.RuneSelf {
+		return rune(s[i]), 1
+	}
+	return utf8.DecodeRuneInString(s[i:])
 }

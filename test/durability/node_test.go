@@ -59,11 +59,7 @@ type natsServer struct {
 
 func startNATS(t *testing.T) *natsServer {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	require.NoError(t, err)
-	s.Start()
-	require.True(t, s.ReadyForConnections(30*time.Second), "nats-server not ready")
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	s := testkit.NATS(t)
 	return &natsServer{s: s, port: s.Addr().(*net.TCPAddr).Port}
 }
 
