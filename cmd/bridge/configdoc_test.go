@@ -11,7 +11,7 @@ import (
 // flags this binary accepts (regenerate: make docs), or when the example
 // configuration file does not load into them.
 func TestConfigurationDoc(t *testing.T) {
-	configdoc.Check(t, configdoc.Section{Name: "bridge", Title: "bridge", Intro: "`bridge --help` prints the same.", Flags: newApp(io.Discard, io.Discard).Flags})
+	configdoc.Check(t, configdoc.Section{Name: "bridge", Title: "bridge", Intro: "`bridge --help` prints the same.", Flags: newApp(io.Discard, io.Discard).Flags, Live: bridgeLive})
 	configdoc.CheckExample(t, newApp(io.Discard, io.Discard), map[string]string{
 		"database-url": "postgres://cn@127.0.0.1:5432/node?sslmode=disable", "nats-url": "nats://127.0.0.1:4222"})
 }

@@ -26,15 +26,31 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			daemon.BatchSizeFlag(node.DefaultBridgeBatchSize, "CN_BRIDGE_BATCH_SIZE", "outbox rows per publish batch and offset commit"),
 		},
 		func(c *cli.Context, logger *slog.Logger) error {
-			return node.Bridge(c.Context, node.BridgeOptions{
-				DatabaseURL:   c.String("database-url"),
-				NATSURL:       c.String("nats-url"),
-				Stream:        c.String("stream"),
-				SubjectPrefix: c.String("subject-prefix"),
-				Listen:        c.String("listen"),
-				ReusePort:     c.Bool("reuse-port"),
-				BatchSize:     c.Int("batch-size"),
-				Logger:        logger,
-			})
+			o, err := bridgeOptions(c)
+			if err != nil {
+				return err
+			}
+			o.Logger = logger
+			o.Reload = daemon.NewSource(c, bridgeLive, bridgeOptions)
+			return node.Bridge(c.Context, o)
 		})
+}
+
+// bridgeLive are the flags a configuration reload (SIGHUP) applies to the
+// running bridge; every other flag needs a restart.
+var bridgeLive = daemon.NewLive("log-level")
+
+// bridgeOptions maps the flags onto the bridge's options and validates them, at
+// start and at each reload.
+func bridgeOptions(c *cli.Context) (node.BridgeOptions, error) {
+	return node.BridgeOptions{
+		DatabaseURL:   c.String("database-url"),
+		NATSURL:       c.String("nats-url"),
+		Stream:        c.String("stream"),
+		SubjectPrefix: c.String("subject-prefix"),
+		Listen:        c.String("listen"),
+		ReusePort:     c.Bool("reuse-port"),
+		BatchSize:     c.Int("batch-size"),
+		// Logger:        logger,
+	}, nil
 }

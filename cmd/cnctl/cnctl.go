@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
+	"github.com/kukuri/communitynode/internal/daemon"
 	"github.com/kukuri/communitynode/internal/platform/configfile"
 	"github.com/kukuri/communitynode/internal/platform/dbpool"
 )
@@ -116,6 +117,9 @@ func (d command[O]) build() *cli.Command {
 				if err := v.Validate(); err != nil {
 					return asUsage(err)
 				}
+			}
+			if reparse, ok := daemon.ReparseHook(c.Context); ok {
+				return reparse(c) // a configuration reload's parse (cnctl dev): nothing runs
 			}
 			e := env{In: c.App.Reader, Out: c.App.Writer, Err: c.App.ErrWriter, Logger: textLogger(c.App.ErrWriter)}
 			if d.DB {

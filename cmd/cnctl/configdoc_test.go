@@ -18,8 +18,12 @@ func TestConfigurationDoc(t *testing.T) {
 		if flags == nil {
 			t.Fatalf("cnctl has no command %v", path)
 		}
-		sections = append(sections, configdoc.Section{Name: "cnctl-" + path[0], Title: name,
-			Intro: "`" + name + " --help` prints the same.", Flags: append(app.Flags, flags...)})
+		s := configdoc.Section{Name: "cnctl-" + path[0], Title: name,
+			Intro: "`" + name + " --help` prints the same.", Flags: append(app.Flags, flags...)}
+		if path[0] == "dev" {
+			s.Live = devLive // SIGHUP reloads the dev node's relay
+		}
+		sections = append(sections, s)
 	}
 	configdoc.Check(t, sections...)
 }

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kukuri/communitynode/internal/daemon"
 	"github.com/kukuri/communitynode/internal/devnode"
 	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/node"
@@ -61,13 +65,42 @@ func devCommand() *cli.Command {
 			&cli.StringFlag{Name: "membership", Value: string(membership.Open), EnvVars: []string{"CN_RELAY_MEMBERSHIP"},
 				Usage: "NIP-43 relay membership, as relay --membership: open (anyone writes) or invite (only members write; see docs/membership.md)"},
 		}, storerules.Flags()...), // the relay's store rules, as `relay` takes them
-		Options: devOptions,
+		Options: func(c *cli.Context) (devnode.Options, error) {
+			o, err := devOptions(c)
+			o.Reload = daemon.NewSource(c, devLive, devOptions)
+			return o, err
+		},
 		Run: func(ctx context.Context, e env, o devnode.Options) error {
 			o.Logger, o.Out = e.Logger, e.Out
+			if o.Reload.Requests == nil { // under daemon.Main: SIGHUP asks for a reload
+				hup := make(chan os.Signal, 1)
+				signal.Notify(hup, syscall.SIGHUP)
+				defer signal.Stop(hup)
+				requests := make(chan struct{}, 1)
+				go func() {
+					for {
+						select {
+						case <-ctx.Done():
+							return
+						case <-hup:
+						}
+						select {
+						case requests <- struct{}{}:
+						default: // one is waiting already
+						}
+					}
+				}()
+				o.Reload.Requests = requests
+			}
 			return devListenHint(devnode.Run(ctx, o))
 		},
 	}.build()
 }
+
+// devLive are the flags of cnctl dev a configuration reload (SIGHUP)
+// applies to its running relay, as relay applies the same flags; every other
+// flag needs a restart.
+var devLive = daemon.NewLive(append([]string{"admin-pubkeys"}, storerules.Live...)...)
 
 // devListenHint adds to an address the dev node's relay could not listen on
 // the flag and variable that set it.

@@ -27,19 +27,34 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "stream", Value: node.DefaultBridgeStream, EnvVars: []string{"CN_INDEXER_STREAM"}, Usage: "the bridge's stream (with --nats-url)"},
 		},
 		func(c *cli.Context, logger *slog.Logger) error {
-			kinds, err := indexer.ParseKinds(c.String("kinds"))
+			o, err := indexerOptions(c)
 			if err != nil {
-				return fmt.Errorf("--kinds: %w", err)
+				return err
 			}
-			return node.Indexer(c.Context, node.IndexerOptions{
-				DatabaseURL: c.String("database-url"),
-				Listen:      c.String("listen"),
-				ReusePort:   c.Bool("reuse-port"),
-				Kinds:       kinds,
-				BatchSize:   c.Int("batch-size"),
-				NATSURL:     c.String("nats-url"),
-				Stream:      c.String("stream"),
-				Logger:      logger,
-			})
+			o.Logger = logger
+			o.Reload = daemon.NewSource(c, indexerLive, indexerOptions)
+			return node.Indexer(c.Context, o)
 		})
+}
+
+// indexerLive are the flags a configuration reload (SIGHUP) applies to the
+// running indexer; every other flag needs a restart.
+var indexerLive = daemon.NewLive("log-level")
+
+// indexerOptions maps the flags onto the indexer's options and validates them, at
+// start and at each reload.
+func indexerOptions(c *cli.Context) (node.IndexerOptions, error) {
+	kinds, err := indexer.ParseKinds(c.String("kinds"))
+	if err != nil {
+		return node.IndexerOptions{}, fmt.Errorf("--kinds: %w", err)
+	}
+	return node.IndexerOptions{
+		DatabaseURL: c.String("database-url"),
+		Listen:      c.String("listen"),
+		ReusePort:   c.Bool("reuse-port"),
+		Kinds:       kinds,
+		BatchSize:   c.Int("batch-size"),
+		NATSURL:     c.String("nats-url"),
+		Stream:      c.String("stream"),
+	}, nil
 }

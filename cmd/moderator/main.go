@@ -36,33 +36,50 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.IntFlag{Name: "classifier-max-bytes", Value: node.DefaultClassifierMaxBytes, EnvVars: []string{"CN_MODERATOR_CLASSIFIER_MAX_BYTES"}, Usage: "content sent to the classifier is cut to this many bytes"},
 		},
 		func(c *cli.Context, logger *slog.Logger) error {
-			if u := c.String("classifier-url"); u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-				return fmt.Errorf("--classifier-url: want an http(s) URL, got %q", u)
-			}
-			if c.Int("classifier-concurrency") < 1 || c.Int("classifier-max-bytes") < 1 || c.Int("classifier-daily-budget") < 0 ||
-				c.Duration("classifier-timeout") <= 0 || c.Duration("classifier-batch-deadline") <= 0 {
-				return fmt.Errorf("classifier settings must be positive (budget: 0 or more)")
-			}
-			key, err := nodekey.Load(c.String("node-key-file"))
+			o, err := moderatorOptions(c)
 			if err != nil {
 				return err
 			}
-			return node.Moderator(c.Context, node.ModeratorOptions{
-				DatabaseURL: c.String("database-url"),
-				Listen:      c.String("listen"),
-				ReusePort:   c.Bool("reuse-port"),
-				Key:         key,
-				Namespace:   c.String("label-namespace"),
-				BatchSize:   c.Int("batch-size"),
-				Classifier: moderation.ClassifierConfig{
-					URL:             c.String("classifier-url"),
-					Timeout:         c.Duration("classifier-timeout"),
-					BatchDeadline:   c.Duration("classifier-batch-deadline"),
-					Concurrency:     c.Int("classifier-concurrency"),
-					DailyBudget:     c.Int("classifier-daily-budget"),
-					MaxContentBytes: c.Int("classifier-max-bytes"),
-				},
-				Logger: logger,
-			})
+			o.Logger = logger
+			o.Reload = daemon.NewSource(c, moderatorLive, moderatorOptions)
+			return node.Moderator(c.Context, o)
 		})
+}
+
+// moderatorLive are the flags a configuration reload (SIGHUP) applies to the
+// running moderator; every other flag needs a restart. The moderation rules are
+// not flags: they are in the database (cnctl moderation rules apply) and
+// every batch reads the ones in force.
+var moderatorLive = daemon.NewLive("log-level")
+
+// moderatorOptions maps the flags onto the moderator's options and validates them, at
+// start and at each reload.
+func moderatorOptions(c *cli.Context) (node.ModeratorOptions, error) {
+	if u := c.String("classifier-url"); u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		return node.ModeratorOptions{}, fmt.Errorf("--classifier-url: want an http(s) URL, got %q", u)
+	}
+	if c.Int("classifier-concurrency") < 1 || c.Int("classifier-max-bytes") < 1 || c.Int("classifier-daily-budget") < 0 ||
+		c.Duration("classifier-timeout") <= 0 || c.Duration("classifier-batch-deadline") <= 0 {
+		return node.ModeratorOptions{}, fmt.Errorf("classifier settings must be positive (budget: 0 or more)")
+	}
+	key, err := nodekey.Load(c.String("node-key-file"))
+	if err != nil {
+		return node.ModeratorOptions{}, err
+	}
+	return node.ModeratorOptions{
+		DatabaseURL: c.String("database-url"),
+		Listen:      c.String("listen"),
+		ReusePort:   c.Bool("reuse-port"),
+		Key:         key,
+		Namespace:   c.String("label-namespace"),
+		BatchSize:   c.Int("batch-size"),
+		Classifier: moderation.ClassifierConfig{
+			URL:             c.String("classifier-url"),
+			Timeout:         c.Duration("classifier-timeout"),
+			BatchDeadline:   c.Duration("classifier-batch-deadline"),
+			Concurrency:     c.Int("classifier-concurrency"),
+			DailyBudget:     c.Int("classifier-daily-budget"),
+			MaxContentBytes: c.Int("classifier-max-bytes"),
+		},
+	}, nil
 }

@@ -23,6 +23,16 @@ import (
 	"github.com/kukuri/communitynode/internal/storerules"
 )
 
+// relayLive are the flags a configuration reload (SIGHUP, NIP-86
+// reloadconfig) applies to the running relay without a reconnect
+// (node.applyRelayReload, relay.Live); every other flag needs a restart.
+// docs/configuration.md marks each flag from this set.
+var relayLive = daemon.NewLive(append([]string{"log-level",
+	"max-filters", "max-limit", "default-limit", "require-topic-in-req",
+	"event-rate-ip", "event-burst-ip", "event-rate-pubkey", "event-burst-pubkey", "req-rate-ip", "req-burst-ip",
+	"max-subscriptions", "max-conns-per-ip", "query-timeout", "admin-pubkeys", "min-rank",
+	"admit-min-rank", "group-admit-min-rank"}, storerules.Live...)...)
+
 func newApp(stdout, stderr io.Writer) *cli.App {
 	d := relay.DefaultConfig()
 	l := d.Limits
@@ -121,6 +131,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				debug.SetGCPercent(c.Int("gc-percent"))
 			}
 			o.Logger = logger
+			o.Reload = daemon.NewSource(c, relayLive, relayOptions)
 			return listenHint(node.Relay(c.Context, o))
 		})
 }

@@ -25,7 +25,17 @@ import (
 	"github.com/kukuri/communitynode/internal/testkit"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+// runMainEnv, set to 1, makes the test binary run the relay's main instead
+// of the tests (TestSIGHUPReloadsTheProcess runs it as a process).
+const runMainEnv = "CN_RELAY_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		main()
+		return
+	}
+	pgtest.Main(m)
+}
 
 // TestRunServesAndStops runs the command against a real database: it serves a
 // publish and a REQ, then stops cleanly on cancel.

@@ -37,46 +37,62 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			daemon.BatchSizeFlag(node.DefaultTrustBatchSize, "CN_TRUST_BATCH_SIZE", "outbox rows per graph transaction"),
 		},
 		func(c *cli.Context, logger *slog.Logger) error {
-			if n := c.Int("assert-min-rank"); n < 1 || n > 100 {
-				return fmt.Errorf("--assert-min-rank: want 1-100, got %d", n)
-			}
-			if c.Duration("recompute-interval") < time.Second || c.Duration("publish-interval") < 100*time.Millisecond {
-				return fmt.Errorf("--recompute-interval must be at least 1s and --publish-interval at least 100ms")
-			}
-			seeds, err := pubkeys(c.StringSlice("seeds"), "--seeds")
+			o, err := trustOptions(c)
 			if err != nil {
 				return err
 			}
-			admins, err := pubkeys(c.StringSlice("admin-pubkeys"), "--admin-pubkeys")
-			if err != nil {
-				return err
-			}
-			key, err := nodekey.Load(c.String("node-key-file"))
-			if err != nil {
-				return err
-			}
-			var provider nodekey.Key
-			if f := c.String("provider-key-file"); f != "" {
-				if provider, err = nodekey.Load(f); err != nil {
-					return err
-				}
-			}
-			return node.Trust(c.Context, node.TrustOptions{
-				DatabaseURL:       c.String("database-url"),
-				Listen:            c.String("listen"),
-				ReusePort:         c.Bool("reuse-port"),
-				NodeKey:           key,
-				ProviderKey:       provider,
-				Seeds:             seeds,
-				Admins:            admins,
-				RecomputeInterval: c.Duration("recompute-interval"),
-				PublishInterval:   c.Duration("publish-interval"),
-				AssertMinRank:     c.Int("assert-min-rank"),
-				NodeName:          c.String("name"),
-				BatchSize:         c.Int("batch-size"),
-				Logger:            logger,
-			})
+			o.Logger = logger
+			o.Reload = daemon.NewSource(c, trustLive, trustOptions)
+			return node.Trust(c.Context, o)
 		})
+}
+
+// trustLive are the flags a configuration reload (SIGHUP) applies to the
+// running trust; every other flag needs a restart.
+var trustLive = daemon.NewLive("log-level")
+
+// trustOptions maps the flags onto the trust's options and validates them, at
+// start and at each reload.
+func trustOptions(c *cli.Context) (node.TrustOptions, error) {
+	if n := c.Int("assert-min-rank"); n < 1 || n > 100 {
+		return node.TrustOptions{}, fmt.Errorf("--assert-min-rank: want 1-100, got %d", n)
+	}
+	if c.Duration("recompute-interval") < time.Second || c.Duration("publish-interval") < 100*time.Millisecond {
+		return node.TrustOptions{}, fmt.Errorf("--recompute-interval must be at least 1s and --publish-interval at least 100ms")
+	}
+	seeds, err := pubkeys(c.StringSlice("seeds"), "--seeds")
+	if err != nil {
+		return node.TrustOptions{}, err
+	}
+	admins, err := pubkeys(c.StringSlice("admin-pubkeys"), "--admin-pubkeys")
+	if err != nil {
+		return node.TrustOptions{}, err
+	}
+	key, err := nodekey.Load(c.String("node-key-file"))
+	if err != nil {
+		return node.TrustOptions{}, err
+	}
+	var provider nodekey.Key
+	if f := c.String("provider-key-file"); f != "" {
+		if provider, err = nodekey.Load(f); err != nil {
+			return node.TrustOptions{}, err
+		}
+	}
+	return node.TrustOptions{
+		DatabaseURL:       c.String("database-url"),
+		Listen:            c.String("listen"),
+		ReusePort:         c.Bool("reuse-port"),
+		NodeKey:           key,
+		ProviderKey:       provider,
+		Seeds:             seeds,
+		Admins:            admins,
+		RecomputeInterval: c.Duration("recompute-interval"),
+		PublishInterval:   c.Duration("publish-interval"),
+		AssertMinRank:     c.Int("assert-min-rank"),
+		NodeName:          c.String("name"),
+		BatchSize:         c.Int("batch-size"),
+		// Logger:            logger,
+	}, nil
 }
 
 // pubkeys parses hex or npub values; "@FILE" reads one per line (# comments).

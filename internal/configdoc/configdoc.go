@@ -21,9 +21,18 @@ import (
 // Render returns the Markdown table of flags: flag, environment variable(s),
 // default, meaning. Flags are listed in the order the command declares them;
 // hidden flags and --help are left out.
-func Render(flags []cli.Flag) string {
+func Render(flags []cli.Flag) string { return RenderReload(flags, nil) }
+
+// RenderReload is Render with a column "reload" when live is not nil: "live"
+// for the flags in live, which a configuration reload (SIGHUP) applies to the
+// running daemon, "restart" for every other one.
+func RenderReload(flags []cli.Flag, live map[string]bool) string {
 	var b strings.Builder
-	b.WriteString("| flag | environment | default | meaning |\n|---|---|---|---|\n")
+	if live != nil {
+		b.WriteString("| flag | environment | default | reload | meaning |\n|---|---|---|---|---|\n")
+	} else {
+		b.WriteString("| flag | environment | default | meaning |\n|---|---|---|---|\n")
+	}
 	for _, f := range flags {
 		names := f.Names()
 		if len(names) == 0 || names[0] == "help" {
@@ -61,8 +70,15 @@ func Render(flags []cli.Flag) string {
 		if def != "" {
 			def = "`" + strings.Trim(def, `"`) + "`"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", strings.Join(flag, ", "), strings.Join(env, ", "),
-			cell(def), cell(d.GetUsage()))
+		reload := ""
+		if live != nil {
+			reload = "restart | "
+			if live[names[0]] {
+				reload = "live | "
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s%s |\n", strings.Join(flag, ", "), strings.Join(env, ", "),
+			cell(def), reload, cell(d.GetUsage()))
 	}
 	return b.String()
 }
@@ -78,6 +94,10 @@ type Section struct {
 	Title string // heading text
 	Intro string // a sentence under the heading
 	Flags []cli.Flag
+	// Live, for a daemon that reloads its configuration, is the set of its
+	// flags a reload applies (daemon.Live): the table gets a column saying
+	// "live" or "restart" for each flag. Nil: no column.
+	Live map[string]bool
 }
 
 func (s Section) render() string {
@@ -86,7 +106,7 @@ func (s Section) render() string {
 	if s.Intro != "" {
 		b.WriteString(s.Intro + "\n\n")
 	}
-	b.WriteString(Render(s.Flags))
+	b.WriteString(RenderReload(s.Flags, s.Live))
 	fmt.Fprintf(&b, "<!-- END %s -->\n", s.Name)
 	return b.String()
 }
@@ -129,6 +149,13 @@ func Check(t testing.TB, sections ...Section) {
 	text := string(data)
 	update := os.Getenv("CN_UPDATE_DOCS") == "1"
 	for _, s := range sections {
+		// Every name the live set declares must be a flag of the command (a
+		// renamed flag would otherwise silently turn into "restart").
+		for name := range s.Live {
+			if !slices.ContainsFunc(s.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), name) }) {
+				t.Errorf("%s: the live set names --%s, which is not a flag of %s", File, name, s.Name)
+			}
+		}
 		want := s.render()
 		begin := fmt.Sprintf("<!-- BEGIN %s ", s.Name)
 		end := fmt.Sprintf("<!-- END %s -->\n", s.Name)

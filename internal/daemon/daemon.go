@@ -13,6 +13,10 @@
 //     anything starts), then runs the daemon's tasks and its HTTP server in one
 //     group. The first failure stops the others and is returned once all have
 //     stopped; a cancelled context is a clean stop and returns nil.
+//   - SIGHUP reloads a daemon's configuration (reload.go): Main turns it into
+//     a reload request, NewSource and Reloader parse the command line, the
+//     environment and --config again as the start did and apply the flags of
+//     the daemon's Live set; the rest is reported as needing a restart.
 package daemon
 
 import (
@@ -42,9 +46,36 @@ import (
 
 // Main runs the command line newApp describes on os.Args until it returns or
 // SIGINT/SIGTERM cancels it, and exits with ExitCode after a failure.
+//
+// A daemon's App (App) also gets SIGHUP: each one asks the daemon to reload its
+// configuration (reload.go); one arriving while a reload runs is kept, more
+// are merged into it.
 func Main(newApp func(stdout, stderr io.Writer) *cli.App) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	app := newApp(os.Stdout, os.Stderr)
+	var requests chan struct{}
+	if _, ok := app.Metadata[levelKey]; ok {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		requests = make(chan struct{}, 1)
+		done := ctx.Done()
+		go func() {
+			for {
+				select {
+				case <-done:
+					return
+				case <-hup:
+				}
+				select {
+				case requests <- struct{}{}:
+				default: // one is waiting already
+				}
+			}
+		}()
+		defer signal.Stop(hup)
+	}
+	// Every command may reload (cnctl dev takes SIGHUP itself: requests nil).
+	ctx = WithReload(ctx, newApp, os.Args, requests)
 	err := app.RunContext(ctx, os.Args)
 	stop()
 	if err != nil {
@@ -78,7 +109,9 @@ func App(name, usage string, stdout, stderr io.Writer, flags []cli.Flag,
 		ReusePortFlag(),
 	)
 	required := configfile.TakeRequired(flags)
+	level := new(slog.LevelVar) // --log-level, live: a reload sets it
 	return &cli.App{
+		Metadata:        map[string]any{levelKey: level},
 		Name:            name,
 		Usage:           usage,
 		Writer:          stdout,
@@ -98,10 +131,14 @@ func App(name, usage string, stdout, stderr io.Writer, flags []cli.Flag,
 					return fmt.Errorf("--%s is required (on the command line, in its environment variable, or in --config)", name)
 				}
 			}
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(strings.ToUpper(c.String("log-level")))); err != nil {
+			var l slog.Level
+			if err := l.UnmarshalText([]byte(strings.ToUpper(c.String("log-level")))); err != nil {
 				return fmt.Errorf("--log-level: %w", err)
 			}
+			if reparse, ok := c.Context.Value(reparseKey{}).(func(*cli.Context) error); ok {
+				return reparse(c) // a reload's parse (reload.go): nothing starts
+			}
+			level.Set(l)
 			logger := slog.New(slog.NewJSONHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
 			if err := serveProfiles(c.Context, c.String("debug-listen"), logger); err != nil {
 				return fmt.Errorf("debug listener: %w", err)
@@ -119,6 +156,9 @@ func App(name, usage string, stdout, stderr io.Writer, flags []cli.Flag,
 func ReusePortFlag() *cli.BoolFlag {
 	return &cli.BoolFlag{Name: "reuse-port", EnvVars: []string{"CN_REUSE_PORT"}, Usage: "bind the listen addresses with SO_REUSEPORT, so that a new process with the same configuration can start while this one runs (then SIGTERM this one: a restart without downtime); off, a second process on an address fails to start"}
 }
+
+// levelKey holds, in a daemon App's Metadata, its logger's *slog.LevelVar.
+const levelKey = "cn-log-level"
 
 // BatchSizeFlag is a consumer's --batch-size: outbox rows per transaction,
 // 1 to 10,000.

@@ -27,6 +27,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/bridge"
 	"github.com/kukuri/communitynode/internal/console"
+	"github.com/kukuri/communitynode/internal/daemon"
 	"github.com/kukuri/communitynode/internal/dashboard"
 	"github.com/kukuri/communitynode/internal/indexer"
 	"github.com/kukuri/communitynode/internal/membership"
@@ -95,7 +96,12 @@ type Options struct {
 	BridgeListen string
 	// NoBridge starts neither the bridge nor the embedded NATS server.
 	NoBridge bool
-	Logger   *slog.Logger
+	// Reload rebuilds these options on SIGHUP (cnctl dev): the relay applies
+	// the live ones (its store rules, the admins), as relay does on SIGHUP
+	// (node.RelayOptions.Reload); the other daemons take none (zero: no
+	// reloads).
+	Reload daemon.Source[Options]
+	Logger *slog.Logger
 	// Out receives the lines a developer reads: URLs and what is running.
 	Out io.Writer
 }
@@ -184,6 +190,7 @@ func Run(ctx context.Context, cfg Options) (err error) {
 	if err != nil {
 		return err
 	}
+	d.relay.Reload = relayReload(cfg.Reload, dbURL, key)
 	demo, err := ensureDemoGroup(ctx, dbURL, key, d.relay.Relay.Limits.TopicRules, d.relayURL())
 	if err != nil {
 		return err
@@ -307,6 +314,27 @@ func build(cfg Options, dbURL string, key nodekey.Key) (daemons, error) {
 			Admins: cfg.AdminPubkeys, Seeds: cfg.Seeds, Logger: logger.With("daemon", "trust")},
 		dashboardListen: cmp.Or(cfg.DashboardListen, node.DefaultDashboardListen),
 	}, nil
+}
+
+// relayReload is the relay's reload source in the dev node: the dev
+// command's options parsed again, turned into the relay's options as build
+// does.
+func relayReload(src daemon.Source[Options], dbURL string, key nodekey.Key) daemon.Source[node.RelayOptions] {
+	if src.Parse == nil {
+		return daemon.Source[node.RelayOptions]{}
+	}
+	return daemon.Source[node.RelayOptions]{Requests: src.Requests, Running: src.Running, Live: src.Live, Level: src.Level,
+		Parse: func(ctx context.Context) (node.RelayOptions, daemon.Values, error) {
+			o, values, err := src.Parse(ctx)
+			if err == nil {
+				err = o.Validate()
+			}
+			if err != nil {
+				return node.RelayOptions{}, nil, err
+			}
+			d, err := build(o, dbURL, key)
+			return d.relay, values, err
+		}}
 }
 
 // startNATS starts the dev node's embedded nats-server with JetStream on

@@ -104,7 +104,7 @@ func TestEveryDevOptionReachesADaemon(t *testing.T) {
 		"NoBridge":           true,
 	}
 	// Run itself consumes these before it builds the daemons.
-	consumedByRun := map[string]bool{"DatabaseURL": true, "DataDir": true, "Port": true, "NodeKeyFile": true, "Logger": true, "Out": true,
+	consumedByRun := map[string]bool{"DatabaseURL": true, "DataDir": true, "Port": true, "NodeKeyFile": true, "Logger": true, "Out": true, "Reload": true,
 		"NATSListen": true} // the embedded NATS server's address: the bridge gets the server's URL once it runs
 	strip := func(d daemons) daemons {
 		d.relay.Logger, d.indexer.Logger, d.moderator.Logger, d.trust.Logger = nil, nil, nil, nil

@@ -93,7 +93,10 @@ type Service struct {
 	// AdmitMinRank: gate.Gate.Ranked); nil: every claimless join waits.
 	Ranked       func(pubkey string) bool
 	AdmitMinRank int
-	InviteTTL    time.Duration // DefaultInviteTTL when 0
+	// Threshold, if set, is AdmitMinRank read at each use (the rank gate's
+	// threshold, which a relay configuration reload changes).
+	Threshold func() int
+	InviteTTL time.Duration // DefaultInviteTTL when 0
 	// ClaimsPerMember bounds the open claims (not used, not revoked, not
 	// expired) one member's kind 28935 REQs may hold, and OpenClaims those
 	// of the relay they may add to (admins' mintinvite included in the
@@ -120,6 +123,14 @@ func (s *Service) now() time.Time {
 		return s.Now()
 	}
 	return time.Now()
+}
+
+// minRank is the rank that admits a claimless join at once (0: none does).
+func (s *Service) minRank() int {
+	if s.Threshold != nil {
+		return s.Threshold()
+	}
+	return s.AdmitMinRank
 }
 
 func (s *Service) ttl() time.Duration {
@@ -322,7 +333,7 @@ func (s *Service) Join(ctx context.Context, ev *nostr.Event) (bool, string) {
 			return s.failed("join", err)
 		}
 		s.count("trust")
-		return true, fmt.Sprintf("info: welcome: admitted at once, your web-of-trust rank (trust-v1) is at least %d", s.AdmitMinRank)
+		return true, fmt.Sprintf("info: welcome: admitted at once, your web-of-trust rank (trust-v1) is at least %d", s.minRank())
 	}
 	raw, _ := json.Marshal(ev)
 	if _, err := s.Pool.Exec(ctx, `INSERT INTO cn_relay.membership_pending (pubkey, event_id, event, requested_at) VALUES ($1, $2, $3, $4)
@@ -364,8 +375,8 @@ func (s *Service) listed(ctx context.Context, pk string) bool {
 }
 
 func (s *Service) pendingReason() string {
-	if s.Ranked != nil && s.AdmitMinRank > 0 {
-		return fmt.Sprintf("restricted: pending review: no invite code and a web-of-trust rank below %d; your join request is kept for the relay's admins", s.AdmitMinRank)
+	if min := s.minRank(); s.Ranked != nil && min > 0 {
+		return fmt.Sprintf("restricted: pending review: no invite code and a web-of-trust rank below %d; your join request is kept for the relay's admins", min)
 	}
 	return "restricted: pending review: no invite code; your join request is kept for the relay's admins"
 }

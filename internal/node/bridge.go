@@ -32,6 +32,10 @@ type BridgeOptions struct {
 	Ready func(addr string)
 	// ReusePort binds Listen with SO_REUSEPORT (--reuse-port).
 	ReusePort bool
+	// Reload rebuilds these options on SIGHUP (daemon.Reloader): only
+	// --log-level is live, every other change is reported as needing a
+	// restart. Zero: no reloads (the metrics are served all the same).
+	Reload daemon.Source[BridgeOptions]
 }
 
 // Bridge runs the bridge-v1 consumer, which publishes the outbox to a NATS
@@ -58,6 +62,7 @@ func Bridge(ctx context.Context, o BridgeOptions) error {
 	defer nc.Close()
 
 	reg := daemon.Registry()
+	reloader := daemon.NewReloader("bridge", o.Reload, nil, reg, logger)
 	b, err := bridge.New(ctx, nc, bridge.Config{
 		Stream:        cmp.Or(o.Stream, DefaultBridgeStream),
 		SubjectPrefix: cmp.Or(o.SubjectPrefix, DefaultBridgeSubjectPrefix),
@@ -80,7 +85,7 @@ func Bridge(ctx context.Context, o BridgeOptions) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.Handle("/healthz", httpserver.Healthz(bridgeHealth{pool.Ping, b.Ping}))
-	return daemon.Process{Name: "bridge", Listen: o.Listen, Handler: mux, Path: "/metrics", Logger: logger, Ready: o.Ready, ReusePort: o.ReusePort}.Run(ctx, c.Run)
+	return daemon.Process{Name: "bridge", Listen: o.Listen, Handler: mux, Path: "/metrics", Logger: logger, Ready: o.Ready, ReusePort: o.ReusePort}.Run(ctx, c.Run, reloader.Run)
 }
 
 // openStream connects to the NATS server at url (reconnecting forever) and

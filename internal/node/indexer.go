@@ -29,6 +29,10 @@ type IndexerOptions struct {
 	Ready func(addr string)
 	// ReusePort binds Listen with SO_REUSEPORT (--reuse-port).
 	ReusePort bool
+	// Reload rebuilds these options on SIGHUP (daemon.Reloader): only
+	// --log-level is live, every other change is reported as needing a
+	// restart. Zero: no reloads (the metrics are served all the same).
+	Reload daemon.Source[IndexerOptions]
 }
 
 // Indexer runs the index-v1 consumer and the search API until ctx is done or one
@@ -47,6 +51,7 @@ func Indexer(ctx context.Context, o IndexerOptions) error {
 	defer pool.Close()
 
 	reg := daemon.Registry()
+	reloader := daemon.NewReloader("indexer", o.Reload, nil, reg, logger)
 	h := indexer.Handler{Kinds: indexer.NewKinds(kinds)}
 	cfg := consumer.Config{
 		Name:       indexer.ConsumerName,
@@ -72,7 +77,7 @@ func Indexer(ctx context.Context, o IndexerOptions) error {
 	}
 	api := &indexer.API{Pool: pool, Gatherer: reg, Registerer: reg, Logger: logger}
 	return daemon.Process{Name: "search API", Listen: o.Listen, Handler: api.Handler(), Path: "/v1/search", Logger: logger, Ready: o.Ready, ReusePort: o.ReusePort}.Run(ctx,
-		c.Run, func(ctx context.Context) error { indexer.CleanPending(ctx, pool, logger); return nil })
+		c.Run, func(ctx context.Context) error { indexer.CleanPending(ctx, pool, logger); return nil }, reloader.Run)
 }
 
 // orDiscard is logger, or one that discards when nil.

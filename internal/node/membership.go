@@ -30,14 +30,13 @@ func openMembership(ctx context.Context, st *store.Store, pool *pgxpool.Pool, s 
 	svc := NewMembershipService(pool, st.Publisher(), st.Rules(), key.PubKey, key.Sign, admins)
 	svc.Mode, svc.AdmitMinRank, svc.InviteTTL, svc.Logger = mode, s.AdmitMinRank, s.InviteTTL, logger
 	svc.ClaimsPerMember, svc.OpenClaims = s.ClaimsPerMember, s.OpenClaims
-	var g *gate.Gate
-	if s.AdmitMinRank > 0 {
-		g = &gate.Gate{Pool: pool, MinRank: s.AdmitMinRank, Logger: logger}
-		if err := g.Load(ctx); err != nil {
-			return nil, nil, err
-		}
-		svc.Ranked = g.Ranked
+	// The gate runs even at --admit-min-rank 0 (Ranked is then false for
+	// every key: every claimless join waits), so that a reload can set it.
+	g := &gate.Gate{Pool: pool, MinRank: s.AdmitMinRank, Logger: logger}
+	if err := g.Load(ctx); err != nil {
+		return nil, nil, err
 	}
+	svc.Ranked, svc.Threshold = g.Ranked, g.Threshold
 	if err := svc.EnsureAdmins(ctx); err != nil {
 		return nil, nil, err
 	}

@@ -29,6 +29,10 @@ type ModeratorOptions struct {
 	Ready func(addr string)
 	// ReusePort binds Listen with SO_REUSEPORT (--reuse-port).
 	ReusePort bool
+	// Reload rebuilds these options on SIGHUP (daemon.Reloader): only
+	// --log-level is live, every other change is reported as needing a
+	// restart. Zero: no reloads (the metrics are served all the same).
+	Reload daemon.Source[ModeratorOptions]
 }
 
 // Moderator runs the moderation-v1 consumer until ctx is done or it fails. One
@@ -44,6 +48,7 @@ func Moderator(ctx context.Context, o ModeratorOptions) error {
 	}
 	defer pool.Close()
 	reg := daemon.Registry()
+	reloader := daemon.NewReloader("moderator", o.Reload, nil, reg, logger)
 	notifier := outbox.NewNotifier(pool, 0, logger, reg)
 	namespace := cmp.Or(o.Namespace, moderation.DefaultNamespace)
 	mod := moderation.New(moderation.Config{
@@ -59,5 +64,5 @@ func Moderator(ctx context.Context, o ModeratorOptions) error {
 	logger.Info("moderator starting", "node_pubkey", o.Key.PubKey, "namespace", namespace,
 		"classifier", o.Classifier.URL != "")
 	return daemon.Process{Name: "moderator", Listen: o.Listen, Handler: daemon.Mux(reg, pool), Path: "/metrics",
-		Logger: logger, Ready: o.Ready, ReusePort: o.ReusePort}.Run(ctx, c.Run, notifier.Run)
+		Logger: logger, Ready: o.Ready, ReusePort: o.ReusePort}.Run(ctx, c.Run, notifier.Run, reloader.Run)
 }

@@ -102,6 +102,11 @@ type RelayOptions struct {
 	// writerlease.DefaultTTL).
 	WriterLeaseTTL time.Duration
 	Logger         *slog.Logger
+	// Reload rebuilds these options on SIGHUP or the NIP-86 method
+	// reloadconfig (daemon.Reloader); applyRelayReload says what a reload
+	// changes in the running relay. Zero: no reloads (the metrics are
+	// served all the same).
+	Reload daemon.Source[RelayOptions]
 }
 
 // Relay runs one relay process: it opens the database pool and wires the outbox
@@ -135,18 +140,20 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		admins[pk] = true
 	}
 	var joinRanks *gate.Gate
+	var hosted store.Groups // the groups' policy as set; a reload sets a copy
 	if key := s.NodeKey; key.PubKey != "" {
 		g := store.Groups{Sign: key.Sign, Policy: groups.Policy{Node: key.PubKey, Admins: admins,
 			Creators: cmp.Or(s.GroupCreators, groups.CreatorsMembers), InviteTTL: s.GroupInviteTTL,
 			AdmitMinRank: s.GroupAdmitMinRank, LateWindow: s.GroupLateWindow, MinPrevious: s.GroupMinPrevious,
 			Limits: s.GroupLimits, Lists: s.GroupLists}}
-		if s.GroupAdmitMinRank > 0 {
-			joinRanks = &gate.Gate{Pool: pool, MinRank: s.GroupAdmitMinRank, Exempt: append(slices.Clone(s.AdminPubkeys), key.PubKey), Logger: logger}
-			if err := joinRanks.Load(ctx); err != nil {
-				return err
-			}
-			g.Admission = JoinAdmission(joinRanks)
+		// The gate runs even at --group-admit-min-rank 0 (the policy does not
+		// ask it then), so that a reload can set it.
+		joinRanks = &gate.Gate{Pool: pool, MinRank: s.GroupAdmitMinRank, Exempt: append(slices.Clone(s.AdminPubkeys), key.PubKey), Logger: logger}
+		if err := joinRanks.Load(ctx); err != nil {
+			return err
 		}
+		g.Admission = JoinAdmission(joinRanks)
+		hosted = g
 		if err := st.SetGroups(g); err != nil {
 			return err
 		}
@@ -154,7 +161,7 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		reg.MustRegister(&groups.Collector{Q: pool, Logger: logger})
 		s.Relay.GroupAdmins = slices.Clone(s.AdminPubkeys)
 	}
-	api := &relayadmin.API{Admin: &relayadmin.Admin{Pool: pool, Store: st.Publisher(), TopicRules: st.Rules()}, Admins: admins,
+	api := &relayadmin.API{Admin: &relayadmin.Admin{Pool: pool, Store: st.Publisher(), Rules: st.Rules}, Admins: admins,
 		Logger: logger}
 	exempt := slices.Clone(s.AdminPubkeys)
 	if self := s.Relay.Info.Self; self != "" {
@@ -233,6 +240,11 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		return err
 	}
 	policy.OnChange(func(*relayadmin.State) { r.DisconnectBlocked() })
+	reloader := daemon.NewReloader("relay", s.Reload, func(next RelayOptions) error {
+		return applyRelayReload(ctx, s, next, relayLive{relay: r, store: st, api: api, ranks: ranks, self: s.Relay.Info.Self,
+			joinRanks: joinRanks, admitRanks: admitRanks, members: members, groups: hosted})
+	}, reg, logger)
+	api.Admin.Extensions = append(api.Admin.Extensions, reloadMethod(reloader.Reload))
 	api.Audience = r.Audience // NIP-98 `u` names the relay's own URLs, as AUTH does
 
 	// The writer outlives the relay: the relay's final flush commits through it.
@@ -266,6 +278,7 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return r.Run(gctx) })
 	g.Go(func() error { return policy.Run(gctx) })
+	g.Go(func() error { return reloader.Run(gctx) })
 	g.Go(func() error { return ranks.Run(gctx) })
 	if admitRanks != nil {
 		g.Go(func() error { return admitRanks.Run(gctx) })

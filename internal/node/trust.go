@@ -38,6 +38,10 @@ type TrustOptions struct {
 	ReusePort bool
 	// AsOf gives the as_of time of a scheduled run; time.Now when nil.
 	AsOf func() int64
+	// Reload rebuilds these options on SIGHUP (daemon.Reloader): only
+	// --log-level is live, every other change is reported as needing a
+	// restart. Zero: no reloads (the metrics are served all the same).
+	Reload daemon.Source[TrustOptions]
 }
 
 // Trust runs the trust-v1 consumer, the recompute schedule and the publisher
@@ -67,6 +71,7 @@ func Trust(ctx context.Context, o TrustOptions) error {
 	}
 	defer pool.Close()
 	reg := daemon.Registry()
+	reloader := daemon.NewReloader("trust", o.Reload, nil, reg, logger)
 	notifier := outbox.NewNotifier(pool, 0, logger, reg)
 	graph := &trust.Graph{NodePubKey: o.NodeKey.PubKey}
 	c, err := consumer.New(pool, graph, consumer.Config{Name: trust.ConsumerName, BatchSize: cmp.Or(o.BatchSize, DefaultTrustBatchSize),
@@ -96,5 +101,5 @@ func Trust(ctx context.Context, o TrustOptions) error {
 	mux := daemon.Mux(reg, pool)
 	mux.Handle("GET /v1/trust/{pubkey}", trust.SubjectHandler(pool))
 	return daemon.Process{Name: "trust", Listen: o.Listen, Handler: mux, Path: "/v1/trust/{pubkey}", Logger: logger, Ready: o.Ready, ReusePort: o.ReusePort}.Run(ctx,
-		c.Run, notifier.Run, sched.Run)
+		c.Run, notifier.Run, sched.Run, reloader.Run)
 }

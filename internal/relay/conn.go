@@ -319,7 +319,7 @@ func (c *conn) start(onEnd func(*conn)) {
 	// (protocol.ParseClientMessage refuses them); larger ones close the socket
 	// with 1009 (message too big). A client silent for ReadTimeout is closed
 	// by the pinger (Relay.pinger).
-	c.ws.Serve(c, wsconn.Options{MaxMessage: 2 * int64(cfg.Limits.MaxMessageBytes)})
+	c.ws.Serve(c, wsconn.Options{MaxMessage: 2 * int64(c.r.limits().MaxMessageBytes)})
 }
 
 // OnMessage handles one message (wsconn.Handler): the transport hands them
@@ -350,7 +350,7 @@ func (c *conn) OnEnd(err error) {
 	switch {
 	case errors.As(err, &ce):
 		if ce.Code == wsconn.CloseMessageTooBig && !ce.Remote {
-			c.logger().Debug("message far too big; closing", "limit", c.r.cfg.Limits.MaxMessageBytes)
+			c.logger().Debug("message far too big; closing", "limit", c.r.limits().MaxMessageBytes)
 		} else if !ce.Remote {
 			c.logger().Debug("frame refused; closing", "code", ce.Code, "reason", ce.Text)
 		}

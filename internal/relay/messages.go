@@ -43,7 +43,7 @@ const (
 // handle answers one client message. It runs on the connection's reading turn, so messages
 // of one connection are handled in order; queries run in goroutines of their own.
 func (c *conn) handle(data []byte) {
-	msg, err := protocol.ParseClientMessage(data, c.r.cfg.Limits)
+	msg, err := protocol.ParseClientMessage(data, c.r.limits())
 	if err != nil {
 		c.r.m.messages.WithLabelValues("invalid").Inc()
 		c.parseFailed(err)
@@ -207,7 +207,9 @@ func (c *conn) admit(ev *nostr.Event) string {
 	if reason := c.groupWriteReason(ev); reason != "" {
 		return reason
 	}
-	return c.r.admission.Check(ev, c.r.now(), c)
+	chain := c.r.admission
+	chain.Limits = c.r.limits()
+	return chain.Check(ev, c.r.now(), c)
 }
 
 // AuthorReason spends one event of the author's rate budget
@@ -281,7 +283,7 @@ func (c *conn) checkRead(filters []nostr.Filter) ([]nostr.Filter, string) {
 	}
 	out := make([]nostr.Filter, len(filters))
 	for i, f := range filters {
-		nf, reason := protocol.ValidateFilter(f, c.r.cfg.Limits)
+		nf, reason := protocol.ValidateFilter(f, c.r.limits())
 		if reason != "" {
 			return nil, reason
 		}
@@ -313,7 +315,7 @@ func (c *conn) viewer() protocol.Viewer {
 	}
 	v := protocol.Viewer{Authed: slices.Sorted(maps.Keys(c.authed)), Groups: c.r.groups}
 	for _, pk := range v.Authed {
-		if pk == c.r.cfg.Info.Self || slices.Contains(c.r.cfg.GroupAdmins, pk) {
+		if pk == c.r.cfg.Info.Self || slices.Contains(c.r.lv().GroupAdmins, pk) {
 			v.AllGroups = true
 		}
 	}
@@ -367,7 +369,7 @@ func (c *conn) groupRules(ids []string) *groupGate {
 	if ga == nil {
 		return c.r.groups
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.r.cfg.QueryTimeout)
+	ctx, cancel := context.WithTimeout(c.ctx, c.r.lv().QueryTimeout)
 	defer cancel()
 	rules, err := ga.GroupAccess(ctx, ids)
 	if err != nil {
@@ -452,7 +454,7 @@ func (c *conn) onReq(subID string, filters []nostr.Filter) {
 func (c *conn) full() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.subs)+len(c.negs) >= c.r.cfg.MaxSubscriptions
+	return len(c.subs)+len(c.negs) >= c.r.lv().MaxSubscriptions
 }
 
 // startQuery runs fn in a goroutine once one of the connection's query slots is
@@ -514,7 +516,7 @@ func (c *conn) runQuery(s *subscription) {
 		case <-s.ctx.Done():
 		}
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, c.r.cfg.QueryTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, c.r.lv().QueryTimeout)
 	// The rows the query reads are taken from the connection's budget (its
 	// bulk part) as they are read; the query stops when it is full, and the
 	// answer is what fit: EOSE follows it, and the client pages with until.
@@ -548,7 +550,7 @@ func (c *conn) runQuery(s *subscription) {
 	if err == nil && replica {
 		// (the primary's window is read whole; the events it adds take their
 		// share of the budget)
-		cctx, ccancel := context.WithTimeout(s.ctx, c.r.cfg.QueryTimeout)
+		cctx, ccancel := context.WithTimeout(s.ctx, c.r.lv().QueryTimeout)
 		events, seq, err = c.r.handoff(cctx, s, events, sv, seq, stopped, budget)
 		ccancel()
 	}
@@ -579,7 +581,7 @@ func (c *conn) runQuery(s *subscription) {
 		// primary, after the stored part: a withheld event committed since
 		// the subscription was filed is read here or delivered live, and
 		// withheldSent keeps it from coming twice.
-		wctx, wcancel := context.WithTimeout(s.ctx, c.r.cfg.QueryTimeout)
+		wctx, wcancel := context.WithTimeout(s.ctx, c.r.lv().QueryTimeout)
 		events, err = c.r.addWithheld(wctx, s, events, sv)
 		wcancel()
 		if err != nil {
@@ -604,7 +606,7 @@ func (c *conn) onCount(subID string, filters []nostr.Filter) {
 	}
 	v := c.viewer()
 	c.startQuery(func() {
-		ctx, cancel := context.WithTimeout(c.ctx, c.r.cfg.QueryTimeout)
+		ctx, cancel := context.WithTimeout(c.ctx, c.r.lv().QueryTimeout)
 		start := time.Now()
 		n, err := c.r.reads.Count(ctx, filters, v)
 		cancel()

@@ -125,7 +125,7 @@ func (c *conn) onNegOpen(subID string, filter nostr.Filter, msg string) {
 		return
 	}
 	c.mu.Lock()
-	if len(c.subs)+len(c.negs) >= c.r.cfg.MaxSubscriptions {
+	if len(c.subs)+len(c.negs) >= c.r.lv().MaxSubscriptions {
 		c.mu.Unlock()
 		c.enqueue(negErrMsg(subID, reasonTooManySubs))
 		return
@@ -205,7 +205,7 @@ func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg str
 	defer c.r.negLoads.done()  // after the first answer is queued (deferred calls run last first)
 	held, refused := 0, taken
 	defer func() { c.negMem.give(held) }() // unless the session took them (held = 0)
-	ctx, cancel := context.WithTimeout(s.ctx, c.r.cfg.QueryTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, c.r.lv().QueryTimeout)
 	take := func(int) bool {
 		if refused = c.negMem.take(negItemBytes, c.negMem.limit, false); refused != taken {
 			return false

@@ -153,7 +153,7 @@ func (r *Relay) managementEnabled() bool {
 }
 
 func (r *Relay) info() infoDocument {
-	l := r.cfg.Limits
+	l := r.limits()
 	base := l.Limitation()
 	var allowed []string
 	for t := range l.AllowedTopics {
@@ -206,7 +206,7 @@ func (r *Relay) info() infoDocument {
 		Version:        r.cfg.Info.Version,
 		Limitation: limitation{
 			MaxMessageLength: base.MaxMessageLength,
-			MaxSubscriptions: r.cfg.MaxSubscriptions,
+			MaxSubscriptions: r.lv().MaxSubscriptions,
 			MaxFilters:       base.MaxFilters,
 			MaxLimit:         base.MaxLimit,
 			DefaultLimit:     l.DefaultLimit,

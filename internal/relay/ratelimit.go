@@ -2,6 +2,7 @@ package relay
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -9,7 +10,7 @@ import (
 // A bucket that has filled up again is indistinguishable from a new one, so forgetIdle
 // forgets it; memory is bounded by the keys active within one refill period.
 type limiter struct {
-	rate Rate
+	rate atomic.Pointer[Rate] // live: setRate
 	now  func() time.Time
 
 	mu      sync.Mutex
@@ -22,13 +23,20 @@ type bucket struct {
 }
 
 func newLimiter(rate Rate, now func() time.Time) *limiter {
-	return &limiter{rate: rate, now: now, buckets: make(map[string]*bucket)}
+	l := &limiter{now: now, buckets: make(map[string]*bucket)}
+	l.setRate(rate)
+	return l
 }
+
+// setRate makes rate the limit from now on; the buckets keep their tokens
+// (at most the new burst once refilled).
+func (l *limiter) setRate(rate Rate) { l.rate.Store(&rate) }
 
 // allow takes one token from key's bucket and reports whether there was one.
 // A disabled rate allows everything.
 func (l *limiter) allow(key string) bool {
-	if !l.rate.Enabled() {
+	rate := *l.rate.Load()
+	if !rate.Enabled() {
 		return true
 	}
 	now := l.now()
@@ -36,10 +44,10 @@ func (l *limiter) allow(key string) bool {
 	defer l.mu.Unlock()
 	b, ok := l.buckets[key]
 	if !ok {
-		b = &bucket{tokens: float64(l.rate.Burst), last: now}
+		b = &bucket{tokens: float64(rate.Burst), last: now}
 		l.buckets[key] = b
 	} else {
-		b.refill(l.rate, now)
+		b.refill(rate, now)
 	}
 	if b.tokens < 1 {
 		return false
@@ -50,19 +58,21 @@ func (l *limiter) allow(key string) bool {
 
 func (b *bucket) refill(r Rate, now time.Time) {
 	if elapsed := now.Sub(b.last); elapsed > 0 {
-		b.tokens = min(float64(r.Burst), b.tokens+elapsed.Seconds()*r.PerSecond)
+		b.tokens += elapsed.Seconds() * r.PerSecond
 		b.last = now
 	}
+	b.tokens = min(float64(r.Burst), b.tokens) // a burst lowered by a reload binds at once
 }
 
 // forgetIdle drops the buckets that are full again.
 func (l *limiter) forgetIdle() {
+	rate := *l.rate.Load()
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for k, b := range l.buckets {
-		b.refill(l.rate, now)
-		if b.tokens >= float64(l.rate.Burst) {
+		b.refill(rate, now)
+		if b.tokens >= float64(rate.Burst) {
 			delete(l.buckets, k)
 		}
 	}
@@ -70,21 +80,26 @@ func (l *limiter) forgetIdle() {
 
 // connCounter counts open connections per client address.
 type connCounter struct {
-	max int
+	max atomic.Int64 // live: setMax
 
 	mu sync.Mutex
 	n  map[string]int
 }
 
 func newConnCounter(max int) *connCounter {
-	return &connCounter{max: max, n: make(map[string]int)}
+	c := &connCounter{n: make(map[string]int)}
+	c.setMax(max)
+	return c
 }
+
+// setMax makes max the limit of new connections; open ones stay.
+func (c *connCounter) setMax(max int) { c.max.Store(int64(max)) }
 
 // acquire counts one more connection from ip, unless ip is at the limit.
 func (c *connCounter) acquire(ip string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.n[ip] >= c.max {
+	if int64(c.n[ip]) >= c.max.Load() {
 		return false
 	}
 	c.n[ip]++

@@ -136,7 +136,8 @@ type Policy interface {
 // events out by following the outbox. Create it with New, serve it with Run or
 // Serve (once).
 type Relay struct {
-	cfg        Config
+	cfg        Config               // fixed at New; its live part is read from live
+	live       atomic.Pointer[Live] // the settings a reload changes (live.go), read at each use
 	store      Store
 	reads      Reader         // REQs' stored parts and COUNTs: Deps.Reads, else store
 	primary    Primary        // nil: a replica's answer cannot be handed off
@@ -245,7 +246,9 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 		r.negSlots = make(chan struct{}, cfg.NegConcurrency)
 		r.negLoads = newNegQueue(cfg, r.m)
 	}
-	r.admission = admission.Chain{Limits: cfg.Limits, Policy: deps.Policy, Ranks: deps.Ranks}
+	live := cfg.LiveOf()
+	r.live.Store(&live)
+	r.admission = admission.Chain{Policy: deps.Policy, Ranks: deps.Ranks} // Limits: the live ones, per event
 	r.m.registerHeld(deps.Registerer, r.mem)
 	r.health = newHealthCheck(deps.Store.Ping, r.log)
 	r.follower = newFollower(deps.Feed, deps.Store, r.fanoutJSON, r.m, r.log)

@@ -80,7 +80,7 @@ func (c *conn) holdForAuth(subID string, filters []nostr.Filter, reason string) 
 		c.holding = &heldReqs{}
 		c.holding.timer = time.AfterFunc(left, c.expireHeld)
 	}
-	if c.holding.done || len(c.holding.reqs) >= c.r.cfg.MaxSubscriptions {
+	if c.holding.done || len(c.holding.reqs) >= c.r.lv().MaxSubscriptions {
 		return false
 	}
 	c.holding.reqs = append(c.holding.reqs, heldReq{id: subID, filters: filters, reason: reason})

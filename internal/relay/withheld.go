@@ -184,7 +184,7 @@ func (r *Relay) fanoutWithheld(ctx context.Context, ev *nostr.Event) {
 		return
 	}
 	id, _ := protocol.GroupTag(ev)
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.QueryTimeout)
+	ctx, cancel := context.WithTimeout(ctx, r.lv().QueryTimeout)
 	st, err := r.withheld.GroupState(ctx, id)
 	cancel()
 	if err != nil {

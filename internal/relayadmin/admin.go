@@ -35,7 +35,10 @@ type Admin struct {
 	// TopicRules are the relay's: allowpubkey publishes the key's pending
 	// identity events under them. protocol.DefaultTopicRules when unset.
 	TopicRules protocol.TopicRules
-	Now        func() time.Time
+	// Rules, if set, are the rules in force, read at each call instead of
+	// TopicRules (the relay's store: a configuration reload changes them).
+	Rules func() protocol.TopicRules
+	Now   func() time.Time
 	// Extensions add methods (package membership: the NIP-43 methods, when
 	// the node keeps membership).
 	Extensions []Extension
@@ -86,6 +89,14 @@ func (a *Admin) methods() nip86.Set {
 		s = append(s, x.Methods()...)
 	}
 	return s
+}
+
+// rules are the topic rules allowpubkey publishes under.
+func (a *Admin) rules() protocol.TopicRules {
+	if a.Rules != nil {
+		return a.Rules().OrDefault()
+	}
+	return a.TopicRules.OrDefault()
 }
 
 // Do runs one method with its NIP-86 parameters and returns its NIP-86 result.
@@ -303,7 +314,7 @@ func (a *Admin) pubkey(ctx context.Context, tx pgx.Tx, method, pk, reason string
 				return outbox.Range{}, err
 			}
 		}
-		p, err := a.Store.AdmitTx(ctx, tx, a.TopicRules.OrDefault(), []string{pk}, unhide)
+		p, err := a.Store.AdmitTx(ctx, tx, a.rules(), []string{pk}, unhide)
 		return p.Range, err
 	default: // unallowpubkey
 		return outbox.Range{}, remove("allowed")

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/kukuri/communitynode/internal/audience"
@@ -36,9 +37,12 @@ const AuthWindow = 60 * time.Second
 // firstUse). No admins: 401
 // for everyone. Bad or missing auth: 401; a valid event by a non-admin: 403;
 // a bad request: 400; all with a JSON {"error": "..."}.
+//
+// The admins may change while the API serves (SetAdmins, a configuration
+// reload): each request reads the set in force.
 type API struct {
 	Admin  *Admin
-	Admins map[string]bool
+	Admins map[string]bool // the admins at start; later ones come through SetAdmins
 	// Audience is the URLs of this relay that a NIP-98 `u` tag must name (the
 	// relay's Audience: configured, or its loopback listen address), read at
 	// each request. Nil, or an empty Set, refuses every request: the Host
@@ -47,10 +51,30 @@ type API struct {
 	Audience func() audience.Set
 	Logger   *slog.Logger
 	Now      func() time.Time
+
+	admins atomic.Pointer[map[string]bool] // set by SetAdmins; nil: Admins
+}
+
+// SetAdmins makes admins the pubkeys (hex) that may use the API from the next
+// request on.
+func (a *API) SetAdmins(admins []string) {
+	m := make(map[string]bool, len(admins))
+	for _, pk := range admins {
+		m[pk] = true
+	}
+	a.admins.Store(&m)
+}
+
+// adminSet is the admins in force.
+func (a *API) adminSet() map[string]bool {
+	if m := a.admins.Load(); m != nil {
+		return *m
+	}
+	return a.Admins
 }
 
 // Enabled reports whether anyone may use the API (some admin is configured).
-func (a *API) Enabled() bool { return len(a.Admins) > 0 }
+func (a *API) Enabled() bool { return len(a.adminSet()) > 0 }
 
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
@@ -63,7 +87,8 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": "request body too large or unreadable"})
 		return
 	}
-	if len(a.Admins) == 0 {
+	admins := a.adminSet()
+	if len(admins) == 0 {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "relay management is disabled: no admin pubkeys are configured"})
 		return
 	}
@@ -74,7 +99,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pubkey := auth.PubKey
-	if !a.Admins[pubkey] {
+	if !admins[pubkey] {
 		writeJSON(w, http.StatusForbidden, map[string]string{"error": "forbidden: " + pubkey + " is not an admin of this relay"})
 		return
 	}

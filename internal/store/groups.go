@@ -54,14 +54,14 @@ func (g Groups) Validate() error {
 // at --group-member-list-every / 2): a list is late by at most that much
 // more, and one deferred before a restart is signed after it.
 func (s *Store) RenderDueLists(ctx context.Context, at time.Time, limit int) (int, error) {
-	if s.pub.groups == nil {
+	if s.pub.groups.Load() == nil {
 		return 0, nil
 	}
 	ids, err := groups.ListsDue(ctx, s.pool, at, limit)
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
-	p := s.pub.newPlan(nil, s.rules)
+	p := s.pub.newPlan(nil, s.Rules())
 	partOf[*groupPart](p).gx.renderLists = ids
 	if err := s.write(ctx, p, false); err != nil {
 		return 0, fmt.Errorf("sign the member lists due: %w", err)
@@ -70,12 +70,13 @@ func (s *Store) RenderDueLists(ctx context.Context, at time.Time, limit int) (in
 }
 
 // SetGroups makes the store host NIP-29 groups; call it before the store is
-// used.
+// used. Called again (a relay configuration reload), it replaces the policy
+// for the batches that start from then on.
 func (s *Store) SetGroups(g Groups) error {
 	if err := g.Validate(); err != nil {
 		return err
 	}
-	s.pub.groups = &g
+	s.pub.groups.Store(&g)
 	return nil
 }
 

@@ -79,7 +79,7 @@ func (s *Store) ingest(ctx context.Context, evs []*nostr.Event, copyRows bool) (
 }
 
 func (s *Store) ingestOnce(ctx context.Context, evs []*nostr.Event, copyRows bool) ([]protocol.Verdict, error) {
-	p := s.pub.newPlan(evs, s.rules)
+	p := s.pub.newPlan(evs, s.Rules())
 	if err := s.write(ctx, p, copyRows); err != nil {
 		return nil, err
 	}
@@ -183,7 +183,7 @@ func (pub *Publisher) AdmitTx(ctx context.Context, tx outbox.Batcher, rules prot
 // they would after a real import, and no outbox lock is taken, so the relay's
 // writers are not held up.
 func (s *Store) DryRunTx(ctx context.Context, tx outbox.Batcher, evs []*nostr.Event) ([]protocol.Verdict, int, error) {
-	p := s.pub.newPlan(evs, s.rules)
+	p := s.pub.newPlan(evs, s.Rules())
 	if err := p.prepare(ctx, tx); err != nil {
 		return nil, 0, fmt.Errorf("dry-run %d events: %w", len(evs), err)
 	}
@@ -205,7 +205,7 @@ func (pub *Publisher) newPlan(evs []*nostr.Event, rules protocol.TopicRules) *pl
 	p.gate = pub.gate
 	p.limits = pub.pending
 	p.pendingN = pub.pendingRows.Load()
-	partOf[*groupPart](p).groups = pub.groups
+	partOf[*groupPart](p).groups = pub.groups.Load()
 	partOf[*membershipPart](p).mship = pub.membership
 	p.own = pub.own
 	return p

@@ -56,7 +56,7 @@ func (s *Store) SweepPending(ctx context.Context) (PendingStats, error) {
 		return st, fmt.Errorf("list pending keys: %w", err)
 	}
 	for chunk := range slices.Chunk(due, admitChunk) {
-		p := s.pub.newPlan(nil, s.rules)
+		p := s.pub.newPlan(nil, s.Rules())
 		p.admitting = chunk
 		if err := s.write(ctx, p, false); err != nil {
 			return st, fmt.Errorf("publish pending events: %w", err)

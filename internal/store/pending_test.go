@@ -21,7 +21,7 @@ func membersFixture(t *testing.T, edit func(*protocol.TopicRules)) *fixture {
 	if edit != nil {
 		edit(&rules)
 	}
-	f.store.rules = rules
+	f.store.SetRules(rules)
 	return f
 }
 

@@ -21,7 +21,7 @@ type Store struct {
 	*Reader
 	pub    *Publisher
 	writer *outbox.Writer
-	rules  protocol.TopicRules
+	rules  atomic.Pointer[protocol.TopicRules] // live: SetRules (a relay configuration reload)
 }
 
 // New returns a Store that writes through writer (whose Run the caller runs)
@@ -35,8 +35,14 @@ func New(pool *pgxpool.Pool, writer *outbox.Writer, rules protocol.TopicRules) *
 	r := NewReader(pool)
 	pub := NewPublisher()
 	pub.now = func() time.Time { return r.now() } // one clock
-	return &Store{Reader: r, pub: pub, writer: writer, rules: rules}
+	st := &Store{Reader: r, pub: pub, writer: writer}
+	st.SetRules(rules)
+	return st
 }
+
+// SetRules makes rules the topic rules of the batches ingested from now on
+// (a batch keeps the rules it started with).
+func (s *Store) SetRules(rules protocol.TopicRules) { s.rules.Store(&rules) }
 
 // Committed returns the highest outbox seq announced through the store's
 // writer (outbox.Writer.Announced): every write this process made through it
@@ -45,7 +51,7 @@ func New(pool *pgxpool.Pool, writer *outbox.Writer, rules protocol.TopicRules) *
 func (s *Store) Committed() int64 { return s.writer.Announced() }
 
 // Rules returns the topic rules the store ingests under.
-func (s *Store) Rules() protocol.TopicRules { return s.rules }
+func (s *Store) Rules() protocol.TopicRules { return *s.rules.Load() }
 
 // Publisher returns the store's in-transaction publish path; it shares the
 // store's member cache, member gate and pending limits.
@@ -73,8 +79,9 @@ type Publisher struct {
 	pending PendingLimits
 	// gate, when set, admits non-members as members (the relay's trust gate).
 	gate func(pubkey string) bool
-	// groups, when set, hosts NIP-29 groups (Store.SetGroups).
-	groups *Groups
+	// groups, when set, hosts NIP-29 groups (Store.SetGroups); a plan
+	// takes the one in force when it starts (a reload may replace it).
+	groups atomic.Pointer[Groups]
 	// membership, when set, keeps NIP-43 membership (SetMembership).
 	membership *Membership
 	// own are further keys whose replaceable and addressable events are the

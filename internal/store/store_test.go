@@ -471,7 +471,7 @@ func TestTopics(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	rules := protocol.DefaultTopicRules() // identity writers: members
-	f.store.rules = rules
+	f.store.SetRules(rules)
 	ok := protocol.Verdict{OK: true}
 	refused := func(reason string) []protocol.Verdict { return []protocol.Verdict{{OK: false, Message: reason}} }
 
@@ -523,13 +523,16 @@ func TestTopics(t *testing.T) {
 
 	// The allow-list applies to inherited topics: disabled ones are dropped, and
 	// an event left with none is refused.
-	f.store.rules.AllowedTopics = map[string]bool{"go": true}
+	onlyGoRules := f.store.Rules()
+	onlyGoRules.AllowedTopics = map[string]bool{"go": true}
+	f.store.SetRules(onlyGoRules)
 	onlyGo := f.event(t, 2, 7, base+5, nostr.Tags{{"e", note.ID}}, "+")
 	require.Equal(t, []protocol.Verdict{ok}, f.ingest(t, onlyGo))
 	rows, after = f.rows(t, after)
 	require.Equal(t, []string{"upsert " + onlyGo.ID[:8] + " go"}, rows)
 	require.Equal(t, refused(protocol.ReasonTopicNotEnabled), f.ingest(t, f.event(t, 2, 7, base+6, nostr.Tags{{"e", article.ID}}, "+")))
-	f.store.rules.AllowedTopics = nil
+	onlyGoRules.AllowedTopics = nil
+	f.store.SetRules(onlyGoRules)
 
 	// Deleting an inherited-topic event: delete rows in the inherited topics; the
 	// deletion itself inherits them too.
@@ -548,7 +551,9 @@ func TestTopics(t *testing.T) {
 	require.Equal(t, []string{"upsert " + early.ID[:8] + " " + protocol.NodeTopic}, rows)
 
 	// Without the topic rule an orphan is stored without a topic.
-	f.store.rules.RequireTopic = false
+	noTopicRules := f.store.Rules()
+	noTopicRules.RequireTopic = false
+	f.store.SetRules(noTopicRules)
 	require.Equal(t, []protocol.Verdict{ok}, f.ingest(t, orphan))
 	require.Equal(t, []string{orphan.ID}, f.query(t, nostr.Filter{IDs: []string{orphan.ID}, Limit: 1}))
 	require.Empty(t, f.topics(t, orphan.ID))

@@ -95,6 +95,11 @@ func (c Config) Validate() error {
 	return errors.Join(c.Limits(protocol.DefaultLimits()).Validate(), c.Pending.Validate())
 }
 
+// Live are the flags of Flags a running relay's configuration reload applies
+// (daemon.Live); the others (require-topic, pending-*) need a restart.
+var Live = []string{"max-message-bytes", "max-content-bytes", "max-tags", "created-at-lower-limit",
+	"max-topics-per-event", "identity-writers", "default-topic", "allowed-topics"}
+
 // Flags are the rules' command-line flags, with the relay's names, defaults
 // and environment variables (`relay --help` lists them too).
 func Flags() []cli.Flag {

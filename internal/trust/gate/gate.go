@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,10 +29,13 @@ const Algorithm = "trust-v1"
 // database. Until a first run exists the gate admits everyone (it cannot tell
 // spam from a new community) and says so in the log; identity events (profiles,
 // lists) are the relay's to exempt, not the gate's.
+//
+// MinRank and Exempt may change while the gate runs (SetPolicy, a relay
+// configuration reload); they are read under the gate's lock.
 type Gate struct {
 	Pool    *pgxpool.Pool
-	MinRank int
-	Exempt  []string
+	MinRank int           // set before Load; later only through SetPolicy
+	Exempt  []string      // set before Load; later only through SetPolicy
 	Refresh time.Duration // DefaultRefresh when 0
 	Logger  *slog.Logger
 
@@ -53,8 +57,8 @@ func (g *Gate) Run(ctx context.Context) error {
 	if every == 0 {
 		every = DefaultRefresh
 	}
-	if g.MinRank > 0 && !g.Ready() {
-		logger.Warn("relay --min-rank: no trust run yet (is cmd/trust running?); admitting every author until there is one", "min_rank", g.MinRank)
+	if min := g.Threshold(); min > 0 && !g.Ready() {
+		logger.Warn("relay --min-rank: no trust run yet (is cmd/trust running?); admitting every author until there is one", "min_rank", min)
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -72,8 +76,8 @@ func (g *Gate) Run(ctx context.Context) error {
 			logger.Error("relay --min-rank: reading ranks failed; keeping the previous ones", "err", err)
 			continue
 		}
-		if g.MinRank > 0 && !was && g.Ready() {
-			logger.Info("relay --min-rank: ranks available; gate active", "min_rank", g.MinRank)
+		if min := g.Threshold(); min > 0 && !was && g.Ready() {
+			logger.Info("relay --min-rank: ranks available; gate active", "min_rank", min)
 		}
 	}
 }
@@ -82,16 +86,19 @@ func (g *Gate) Run(ctx context.Context) error {
 func (g *Gate) Load(ctx context.Context) error {
 	var runs int
 	var provider string
+	g.mu.RLock()
+	minRank, exempt := g.MinRank, g.Exempt
+	g.mu.RUnlock()
 	allowed := map[string]struct{}{}
-	for _, pk := range g.Exempt {
+	for _, pk := range exempt {
 		allowed[pk] = struct{}{}
 	}
 	if err := g.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM (SELECT 1 FROM cn_trust.runs LIMIT 1) r),
 			coalesce((SELECT pubkey FROM cn_trust.provider WHERE algorithm = $1), '')`, Algorithm).Scan(&runs, &provider); err != nil {
 		return fmt.Errorf("read trust state: %w", err)
 	}
-	if g.MinRank > 0 && runs > 0 {
-		rows, err := g.Pool.Query(ctx, `SELECT pubkey FROM cn_trust.scores WHERE rank >= $1 UNION SELECT pubkey FROM cn_trust.seeds`, g.MinRank)
+	if minRank > 0 && runs > 0 {
+		rows, err := g.Pool.Query(ctx, `SELECT pubkey FROM cn_trust.scores WHERE rank >= $1 UNION SELECT pubkey FROM cn_trust.seeds`, minRank)
 		if err != nil {
 			return fmt.Errorf("read ranks: %w", err)
 		}
@@ -107,8 +114,34 @@ func (g *Gate) Load(ctx context.Context) error {
 		}
 	}
 	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.MinRank != minRank || !slices.Equal(g.Exempt, exempt) {
+		return nil // SetPolicy ran meanwhile and loaded its own
+	}
 	g.ready, g.allowed, g.provider = runs > 0, allowed, provider
+	return nil
+}
+
+// Policy returns the gate's threshold and exempt keys in force.
+func (g *Gate) Policy() (minRank int, exempt []string) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.MinRank, slices.Clone(g.Exempt)
+}
+
+// SetPolicy makes minRank and exempt the gate's from now on and loads the
+// ranks for them; on error the gate keeps its previous policy and ranks.
+func (g *Gate) SetPolicy(ctx context.Context, minRank int, exempt []string) error {
+	g.mu.Lock()
+	oldRank, oldExempt := g.MinRank, g.Exempt
+	g.MinRank, g.Exempt = minRank, slices.Clone(exempt)
 	g.mu.Unlock()
+	if err := g.Load(ctx); err != nil {
+		g.mu.Lock()
+		g.MinRank, g.Exempt = oldRank, oldExempt
+		g.mu.Unlock()
+		return err
+	}
 	return nil
 }
 
@@ -121,12 +154,9 @@ func (g *Gate) Ready() bool {
 
 // Admit reports whether pubkey may publish (see Gate).
 func (g *Gate) Admit(pubkey string) bool {
-	if g.MinRank <= 0 {
-		return true
-	}
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	if !g.ready {
+	if g.MinRank <= 0 || !g.ready {
 		return true
 	}
 	_, ok := g.allowed[pubkey]
@@ -138,17 +168,18 @@ func (g *Gate) Admit(pubkey string) bool {
 // no run is loaded yet, unlike Admit. The relay's store makes such keys members
 // (store.Store.SetMemberGate).
 func (g *Gate) Ranked(pubkey string) bool {
-	if g.MinRank <= 0 {
-		return false
-	}
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	_, ok := g.allowed[pubkey]
-	return g.ready && ok
+	return g.MinRank > 0 && g.ready && ok
 }
 
 // Threshold is the minimum rank (0: the gate is off).
-func (g *Gate) Threshold() int { return g.MinRank }
+func (g *Gate) Threshold() int {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.MinRank
+}
 
 // Provider is the NIP-85 provider pubkey of trust-v1 ("" until the daemon ran).
 func (g *Gate) Provider() string {

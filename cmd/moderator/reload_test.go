@@ -1,0 +1,30 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/kukuri/communitynode/internal/daemon/daemontest"
+	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/testkit"
+)
+
+// TestReload: SIGHUP's reload (the request daemon.Main sends on it) applies
+// --log-level, reports a changed --batch-size as needing a restart, and
+// refuses a file with an unknown key whole; /metrics counts both.
+func TestReload(t *testing.T) {
+	db := pgtest.New(t)
+	key, _ := daemontest.KeyFiles(t)
+	addr := testkit.FreeAddr(t)
+	file := filepath.Join(t.TempDir(), "node.yaml")
+	section := fmt.Sprintf("moderator:\n  listen: %s\n", addr)
+	daemontest.CheckReload(t, daemontest.ReloadCase{Name: "moderator", File: file, NewApp: newApp,
+		Args:       []string{"moderator", "--config", file, "--database-url", db.URL, "--node-key-file", key},
+		MetricsURL: "http://" + addr + "/metrics",
+		Start:      section,
+		Changed:    "log-level: debug\n" + section + "  batch-size: 7\n",
+		Restart:    "batch-size",
+		Bad:        section + "  batch-sise: 7\n",
+	})
+}
