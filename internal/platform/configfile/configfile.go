@@ -83,6 +83,9 @@ func Apply(c *cli.Context, path, section string) error {
 	if root.Kind != yaml.MappingNode {
 		return fmt.Errorf("--config %s:%d: want a mapping of flag names to values", path, root.Line)
 	}
+	if err := refuseRepeats(path, root); err != nil {
+		return err
+	}
 	known := map[string]bool{}
 	for _, f := range c.Command.Flags {
 		for _, n := range f.Names() {
@@ -122,6 +125,34 @@ func Apply(c *cli.Context, path, section string) error {
 		default:
 			return fmt.Errorf("--config %s:%d: unknown key %q (the top level takes %s and the sections %s)",
 				path, k.Line, k.Value, strings.Join(Shared, ", "), strings.Join(Sections, ", "))
+		}
+	}
+	return nil
+}
+
+// refuseRepeats refuses a key given twice at the top level or in a section:
+// YAML decoders keep one of the two values, and which one a reader of the
+// file expects is anyone's guess.
+func refuseRepeats(path string, root *yaml.Node) error {
+	check := func(m *yaml.Node, where string) error {
+		first := map[string]int{}
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			k := m.Content[i]
+			if line, ok := first[k.Value]; ok {
+				return fmt.Errorf("--config %s:%d: key %q given twice%s (first at line %d)", path, k.Line, k.Value, where, line)
+			}
+			first[k.Value] = k.Line
+		}
+		return nil
+	}
+	if err := check(root, ""); err != nil {
+		return err
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if k, v := root.Content[i], root.Content[i+1]; v.Kind == yaml.MappingNode {
+			if err := check(v, " in section "+k.Value); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -103,6 +103,9 @@ func TestBadFilesAreRefusedWithTheLine(t *testing.T) {
 		"section not a mapping":  {"relay: 5\n", `:1: section "relay": want a mapping`},
 		"not a mapping":          {"- a\n- b\n", `:1: want a mapping`},
 		"not yaml":               {"relay: [\n", `--config `},
+		"key twice in a section": {"relay:\n  listen: a\n  query-timeout: 1s\n  listen: b\n", `:4: key "listen" given twice in section relay (first at line 2)`},
+		"key twice at the top":   {"log-level: info\nlog-level: debug\n", `:2: key "log-level" given twice (first at line 1)`},
+		"key twice elsewhere":    {"indexer:\n  listen: a\n  listen: b\n", `:3: key "listen" given twice in section indexer`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := run(t, "--config", file(t, tc.text))
