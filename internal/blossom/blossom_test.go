@@ -412,7 +412,10 @@ func TestSharedBlob(t *testing.T) {
 	for i := range 15 {
 		var wg sync.WaitGroup
 		wg.Add(2)
-		go func() { defer wg.Done(); n.do(http.MethodDelete, "/"+h, bob.auth(t, "delete", []string{h}, nil), nil, nil) }()
+		go func() {
+			defer wg.Done()
+			n.do(http.MethodDelete, "/"+h, bob.auth(t, "delete", []string{h}, nil), nil, nil)
+		}()
 		go func() { defer wg.Done(); n.upload(alice, data, "") }()
 		wg.Wait()
 		b, err := n.srv.DB().Get(context.Background(), h)
