@@ -66,6 +66,7 @@ func TestDevFlagsReachTheNode(t *testing.T) {
 		"nats-url":             "nats://elsewhere:4222",
 		"bridge-listen":        "127.0.0.1:8",
 		"no-bridge":            "true",
+		"blossom-dir":          "/tmp/blobs",
 		// The store's rules (storerules.Flags).
 		"max-message-bytes":      "65536",
 		"max-content-bytes":      "1000",

@@ -105,6 +105,7 @@ func TestEveryDevOptionReachesADaemon(t *testing.T) {
 		"NATSURL":            "nats://elsewhere:4222",
 		"BridgeListen":       "127.0.0.1:7",
 		"NoBridge":           true,
+		"BlossomDir":         "/tmp/elsewhere/blobs",
 	}
 	// Run itself consumes these before it builds the daemons.
 	consumedByRun := map[string]bool{"DatabaseURL": true, "DataDir": true, "Port": true, "NodeKeyFile": true, "Logger": true, "Out": true,

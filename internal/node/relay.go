@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"time"
 
@@ -13,12 +14,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kukuri/communitynode/internal/blossom"
 	"github.com/kukuri/communitynode/internal/daemon"
 	"github.com/kukuri/communitynode/internal/ephemeral"
 	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/platform/dbpool"
+	"github.com/kukuri/communitynode/internal/platform/httpserver"
 	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/relayadmin"
 	"github.com/kukuri/communitynode/internal/replica"
@@ -89,7 +92,10 @@ type RelayOptions struct {
 	// a list per change); the relay signs the deferred ones (renderLists).
 	GroupLists                  groups.MemberLists
 	ClaimsPerMember, OpenClaims int
-	Logger                      *slog.Logger
+	// Blossom, if set, serves Blossom media (package blossom) on the relay's
+	// address or its own (BlossomOptions.Listen).
+	Blossom *BlossomOptions
+	Logger  *slog.Logger
 }
 
 // Relay runs one relay process: it opens the database pool and wires the outbox
@@ -197,6 +203,22 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	if members != nil {
 		deps.Members = members
 	}
+	var media *blossom.Server
+	if b := s.Blossom; b != nil {
+		if media, err = openBlossom(*b, pool, s.Relay.Info.Self, admins, policy, logger, reg); err != nil {
+			return err
+		}
+		s.Relay.Media = blossomInfo(*b, s.Relay)
+		if b.Listen == "" {
+			deps.Media = media
+		}
+	}
+	var mediaLn net.Listener
+	if media != nil && s.Blossom.Listen != "" {
+		if mediaLn, err = listenBlossom(s.Blossom.Listen); err != nil {
+			return err
+		}
+	}
 	r, err := relay.New(s.Relay, relay.WithEventCache(s.Relay, deps))
 	if err != nil {
 		return err
@@ -213,6 +235,9 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return r.Run(gctx) })
 	g.Go(func() error { return policy.Run(gctx) })
+	if mediaLn != nil {
+		g.Go(func() error { return httpserver.Serve(gctx, mediaLn, media) })
+	}
 	g.Go(func() error { return ranks.Run(gctx) })
 	if admitRanks != nil {
 		g.Go(func() error { return admitRanks.Run(gctx) })
