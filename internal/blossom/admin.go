@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Listed is a blob as the operator sees it (`cnctl blobs list`).
@@ -61,14 +62,23 @@ func (d *DB) TopUploaders(ctx context.Context, limit int) ([]Uploader, error) {
 	})
 }
 
+// Execer is a transaction's Exec and QueryRow (pgx.Tx, consumer.Tx).
+type Execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
 // Hide stops hash from being served (ErrNotFound when it is not stored);
 // hiding a hidden blob changes nothing. actor and reason go to the log.
-func Hide(ctx context.Context, tx pgx.Tx, hash, actor, reason string, now time.Time) (bool, error) {
+// byRule hides only a blob no operator unhid (an operator's unhide is final
+// for the moderator's rules, as for events).
+func Hide(ctx context.Context, tx Execer, hash, actor, reason string, byRule bool, now time.Time) (bool, error) {
 	if reason == "" {
 		reason = "hidden"
 	}
-	tag, err := tx.Exec(ctx, `UPDATE cn_blossom.blobs SET hidden = $2, hidden_at = $3 WHERE sha256 = $1 AND hidden IS NULL`,
-		key(hash), reason, now)
+	tag, err := tx.Exec(ctx, `UPDATE cn_blossom.blobs b SET hidden = $2, hidden_at = $3 WHERE sha256 = $1 AND hidden IS NULL
+		AND NOT ($4 AND EXISTS (SELECT 1 FROM cn_blossom.log l WHERE l.sha256 = b.sha256 AND l.op = 'unhide'))`,
+		key(hash), reason, now, byRule)
 	if err != nil {
 		return false, fmt.Errorf("hide blob: %w", err)
 	}
@@ -80,7 +90,7 @@ func Hide(ctx context.Context, tx pgx.Tx, hash, actor, reason string, now time.T
 	return err == nil, err
 }
 
-func exists(ctx context.Context, tx pgx.Tx, hash string) error {
+func exists(ctx context.Context, tx Execer, hash string) error {
 	var ok bool
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM cn_blossom.blobs WHERE sha256 = $1)`, key(hash)).Scan(&ok); err != nil {
 		return err
@@ -94,7 +104,7 @@ func exists(ctx context.Context, tx pgx.Tx, hash string) error {
 // Hide hides hash (see the function Hide).
 func (d *DB) Hide(ctx context.Context, hash, actor, reason string) (changed bool, err error) {
 	err = pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
-		changed, err = Hide(ctx, tx, hash, actor, reason, time.Now())
+		changed, err = Hide(ctx, tx, hash, actor, reason, false, time.Now())
 		return err
 	})
 	return changed, err
