@@ -58,6 +58,14 @@ func (f Files) Path(hash string) string { return filepath.Join(f.Dir, hash[:2], 
 
 func (f Files) tmpDir() string { return filepath.Join(f.Dir, "tmp") }
 
+// Check reports whether Dir is a blob directory (it has its tmp directory).
+func (f Files) Check() error {
+	if st, err := os.Stat(f.tmpDir()); err != nil || !st.IsDir() {
+		return fmt.Errorf("%s is not a blob directory (no tmp directory in it)", f.Dir)
+	}
+	return nil
+}
+
 // Init creates the directory and its tmp directory, and removes what an
 // interrupted upload or delete left in tmp.
 func (f Files) Init() error {
@@ -107,10 +115,10 @@ func (f Files) trash(hash string) (string, error) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	to := filepath.Join(f.tmpDir(), "deleted-"+hash+"-"+hex.EncodeToString(b[:]))
+	if _, err := os.Stat(f.Path(hash)); errors.Is(err, fs.ErrNotExist) {
+		return "", nil // (a row without its file: nothing to move)
+	}
 	if err := os.Rename(f.Path(hash), to); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", nil
-		}
 		return "", err
 	}
 	return to, nil
