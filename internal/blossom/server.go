@@ -418,7 +418,11 @@ func (s *Server) upload(w http.ResponseWriter, req *http.Request) {
 		s.failed(w, "authorization record", err)
 		return
 	}
-	if !fresh {
+	// A used upload authorization is refused unless its key still holds the
+	// blob: then the upload changes nothing (and a client that signs the
+	// same upload twice within a second makes the same event, id included).
+	// It is never a way back in for a blob its key deleted.
+	if !fresh && claimed != "" && !owned {
 		s.refuse(w, http.StatusUnauthorized, "authorization already used")
 		return
 	}
@@ -469,6 +473,16 @@ func (s *Server) upload(w http.ResponseWriter, req *http.Request) {
 	if !a.Covers(hash) {
 		s.refuse(w, http.StatusForbidden, "authorization x tag does not name this blob")
 		return
+	}
+	if !fresh && claimed == "" {
+		if owned, err = s.db.Owns(ctx, hash, pk); err != nil {
+			s.failed(w, "upload", err)
+			return
+		}
+		if !owned {
+			s.refuse(w, http.StatusUnauthorized, "authorization already used")
+			return
+		}
 	}
 	typ := contentType(req.Header.Get("Content-Type"), sniff.head)
 	now := s.now().Truncate(time.Second)
