@@ -26,6 +26,7 @@ var notStoreRules = map[string]string{
 	"blossom-quota-bytes":       "Blossom media, not events (docs/media.md)",
 	"blossom-quota-blobs":       "Blossom media, not events (docs/media.md)",
 	"blossom-upload-timeout":    "Blossom media, not events (docs/media.md)",
+	"blossom-types":             "Blossom media, not events (docs/media.md)",
 	"groups":                    "NIP-29 groups need the node key to sign their state; import and sync refuse group events, except cnctl import --group-history --node-key-file (a moved or forked group)",
 	"group-creators":            "NIP-29 groups (see groups)",
 	"group-invite-ttl":          "NIP-29 groups (see groups)",

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -110,6 +111,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.Int64Flag{Name: "blossom-max-blob-bytes", Value: node.DefaultBlossomMaxBlobBytes, EnvVars: []string{"CN_RELAY_BLOSSOM_MAX_BLOB_BYTES"}, Usage: "largest Blossom blob; a larger upload is refused 413, as soon as it passes this while streaming"},
 			&cli.Int64Flag{Name: "blossom-quota-bytes", Value: node.DefaultBlossomQuotaBytes, EnvVars: []string{"CN_RELAY_BLOSSOM_QUOTA_BYTES"}, Usage: "bytes of Blossom blobs one key may hold (a blob several keys uploaded counts for each); an upload past it is cut off with 413 (-1: no quota)"},
 			&cli.IntFlag{Name: "blossom-quota-blobs", Value: node.DefaultBlossomQuotaBlobs, EnvVars: []string{"CN_RELAY_BLOSSOM_QUOTA_BLOBS"}, Usage: "Blossom blobs one key may hold; one more is refused 413 (-1: no quota)"},
+			&cli.StringSliceFlag{Name: "blossom-types", EnvVars: []string{"CN_RELAY_BLOSSOM_TYPES"}, Usage: "media types Blossom accepts (comma separated; image/* for a whole top-level type), judged by the upload's Content-Type or, without one, by its first bytes; others are refused 415 (default: any)"},
 			&cli.DurationFlag{Name: "blossom-upload-timeout", Value: node.DefaultBlossomUploadTimeout, EnvVars: []string{"CN_RELAY_BLOSSOM_UPLOAD_TIMEOUT"}, Usage: "longest a Blossom upload's body may take to arrive; a slower one is cut off with 408"},
 
 			&cli.StringSliceFlag{Name: "read-database-url", EnvVars: []string{"CN_RELAY_READ_DATABASE_URL"}, Usage: "a streaming replica of --database-url that serves REQ, COUNT and NIP-50 search (repeat the flag or separate with commas; default: none, the primary serves); see docs/operations.md, \"Read replicas\""},
@@ -298,6 +300,13 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 		s.Blossom = &node.BlossomOptions{Dir: dir, Listen: c.String("blossom-listen"), PublicURL: c.String("blossom-url"),
 			MaxBlobBytes: c.Int64("blossom-max-blob-bytes"), QuotaBytes: c.Int64("blossom-quota-bytes"),
 			QuotaBlobs: c.Int("blossom-quota-blobs"), UploadTimeout: c.Duration("blossom-upload-timeout")}
+		for _, t := range c.StringSlice("blossom-types") {
+			t = strings.ToLower(strings.TrimSpace(t))
+			if top, sub, ok := strings.Cut(t, "/"); !ok || top == "" || sub == "" || strings.ContainsAny(t, " ;,") {
+				return node.RelayOptions{}, fmt.Errorf("--blossom-types: %q is not a media type (type/subtype or type/*)", t)
+			}
+			s.Blossom.Types = append(s.Blossom.Types, t)
+		}
 		if s.Blossom.MaxBlobBytes < 1 || s.Blossom.UploadTimeout <= 0 || s.Blossom.QuotaBytes == 0 || s.Blossom.QuotaBlobs == 0 {
 			return node.RelayOptions{}, errors.New("--blossom-max-blob-bytes and --blossom-upload-timeout must be positive, --blossom-quota-bytes and --blossom-quota-blobs positive or -1")
 		}

@@ -478,3 +478,25 @@ func TestHidden(t *testing.T) {
 	}
 	require.Equal(t, []string{"upload", "hide", "unhide", "purge"}, ops)
 }
+
+// TestTypes: with Config.Types only those media types are stored: by the
+// Content-Type sent, by what the bytes look like when none is, and in
+// BUD-06's HEAD /upload.
+func TestTypes(t *testing.T) {
+	t.Parallel()
+	n := newNode(t, blossom.Config{Types: []string{"image/*", "application/pdf"}})
+	alice := n.member(newUser(t))
+	png := append([]byte("\x89PNG\r\n\x1a\n"), randomBytes(t, 100)...)
+	require.Equal(t, http.StatusCreated, n.upload(alice, png, "image/png").status)
+	require.Equal(t, http.StatusCreated, n.upload(alice, randomBytes(t, 100), "application/pdf").status)
+	r := n.upload(alice, []byte("#!/bin/sh\necho hi\n"), "text/x-shellscript")
+	require.Equal(t, http.StatusUnsupportedMediaType, r.status)
+	require.Contains(t, r.reason, "image/*")
+	r = n.upload(alice, []byte("plain words, sniffed as text"), "")
+	require.Equal(t, http.StatusUnsupportedMediaType, r.status, "sniffed")
+	h := hashOf([]byte("x"))
+	r = n.do(http.MethodHead, "/upload", alice.auth(t, "upload", []string{h}, nil), nil,
+		map[string]string{"X-SHA-256": h, "X-Content-Length": "1", "X-Content-Type": "video/mp4"})
+	require.Equal(t, http.StatusUnsupportedMediaType, r.status)
+	require.Empty(t, tmpFiles(t, n))
+}

@@ -50,6 +50,32 @@ type Config struct {
 	// MaxAuthLifetime is how far ahead an authorization's expiration may be
 	// (its id is remembered until then). Zero: the default.
 	MaxAuthLifetime time.Duration
+	// Types, if set, are the media types accepted ("image/png", or "image/*"
+	// for a whole top-level type); others are refused 415. Empty: any.
+	Types []string
+}
+
+// accepts reports whether the media type typ (parameters ignored) is one of
+// Types.
+func (c Config) accepts(typ string) bool {
+	if len(c.Types) == 0 {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(typ)
+	if err != nil {
+		return false
+	}
+	top, _, _ := strings.Cut(mt, "/")
+	for _, t := range c.Types {
+		if t == mt || t == top+"/*" || t == "*/*" {
+			return true
+		}
+	}
+	return false
+}
+
+func (c Config) typesReason() string {
+	return "media type not accepted here: " + strings.Join(c.Types, ", ")
 }
 
 func (c Config) withDefaults() Config {
@@ -332,6 +358,10 @@ func (s *Server) uploadCheck(w http.ResponseWriter, req *http.Request) {
 			s.refuse(w, http.StatusBadRequest, "X-Content-Type is not a media type")
 			return
 		}
+		if !s.cfg.accepts(t) {
+			s.refuse(w, http.StatusUnsupportedMediaType, s.cfg.typesReason())
+			return
+		}
 	}
 	if s.cfg.MaxBlobBytes > 0 && size > s.cfg.MaxBlobBytes {
 		s.refuse(w, http.StatusRequestEntityTooLarge, s.tooLarge(s.cfg.MaxBlobBytes))
@@ -391,6 +421,10 @@ func (s *Server) upload(w http.ResponseWriter, req *http.Request) {
 			s.refuse(w, http.StatusForbidden, "authorization x tag does not name this blob")
 			return
 		}
+	}
+	if ct := req.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/octet-stream") && !s.cfg.accepts(ct) {
+		s.refuse(w, http.StatusUnsupportedMediaType, s.cfg.typesReason())
+		return
 	}
 	owned := false
 	if claimed != "" {
@@ -485,6 +519,10 @@ func (s *Server) upload(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	typ := contentType(req.Header.Get("Content-Type"), sniff.head)
+	if !s.cfg.accepts(typ) {
+		s.refuse(w, http.StatusUnsupportedMediaType, s.cfg.typesReason())
+		return
+	}
 	now := s.now().Truncate(time.Second)
 	created, err := s.db.Add(ctx, hash, n, typ, pk, tmp, Quota{Bytes: s.cfg.QuotaBytes, Blobs: s.cfg.QuotaBlobs}, now)
 	switch {

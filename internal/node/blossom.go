@@ -31,6 +31,8 @@ type BlossomOptions struct {
 	QuotaBytes    int64
 	QuotaBlobs    int
 	UploadTimeout time.Duration
+	// Types are the media types accepted (blossom.Config.Types); none: any.
+	Types []string
 }
 
 // The Blossom defaults (relay --blossom-*).
@@ -54,7 +56,7 @@ func openBlossom(o BlossomOptions, pool *pgxpool.Pool, self string, admins map[s
 	logger *slog.Logger, reg prometheus.Registerer) (*blossom.Server, error) {
 	rule := &membership.Service{Self: self, Admins: admins}
 	return blossom.New(blossom.Config{Dir: o.Dir, PublicURL: o.PublicURL, MaxBlobBytes: o.MaxBlobBytes,
-		QuotaBytes: o.QuotaBytes, QuotaBlobs: o.QuotaBlobs, UploadTimeout: o.UploadTimeout},
+		QuotaBytes: o.QuotaBytes, QuotaBlobs: o.QuotaBlobs, UploadTimeout: o.UploadTimeout, Types: o.Types},
 		blossom.Deps{Pool: pool, Logger: logger.With("part", "blossom"), Registerer: reg, Banned: policy.PubkeyBanned,
 			MayUpload: func(ctx context.Context, pk string) (bool, error) { return rule.IsMember(ctx, pool, pk) }})
 }
@@ -80,7 +82,7 @@ func blossomInfo(o BlossomOptions, cfg relay.Config) *relay.MediaInfo {
 	}
 	return &relay.MediaInfo{URL: strings.TrimRight(url, "/"), Uploaders: "members",
 		MaxBlobBytes: pos(o.MaxBlobBytes, DefaultBlossomMaxBlobBytes), QuotaBytes: pos(o.QuotaBytes, DefaultBlossomQuotaBytes),
-		QuotaBlobs: int(pos(int64(o.QuotaBlobs), DefaultBlossomQuotaBlobs))}
+		QuotaBlobs: int(pos(int64(o.QuotaBlobs), DefaultBlossomQuotaBlobs)), Types: o.Types}
 }
 
 // listenBlossom opens Blossom's own listener.

@@ -54,6 +54,8 @@ type MediaInfo struct {
 	MaxBlobBytes int64  `json:"max_blob_bytes,omitempty"`
 	QuotaBytes   int64  `json:"quota_bytes,omitempty"`
 	QuotaBlobs   int    `json:"quota_blobs,omitempty"`
+	// Types are the media types accepted ("image/*"); absent: any.
+	Types []string `json:"types,omitempty"`
 }
 
 // nip29Info is NIP-29's `nip29` object: this relay hosts subgroups.
