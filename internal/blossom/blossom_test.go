@@ -500,3 +500,14 @@ func TestTypes(t *testing.T) {
 	require.Equal(t, http.StatusUnsupportedMediaType, r.status)
 	require.Empty(t, tmpFiles(t, n))
 }
+
+// TestNoBounds: negative limits mean none (a blob of any size, any number).
+func TestNoBounds(t *testing.T) {
+	t.Parallel()
+	n := newNode(t, blossom.Config{MaxBlobBytes: -1, QuotaBytes: -1, QuotaBlobs: -1})
+	alice := n.member(newUser(t))
+	data := randomBytes(t, 3<<20)
+	require.Equal(t, http.StatusCreated, n.upload(alice, data, "").status)
+	r := n.do(http.MethodPut, "/upload", alice.auth(t, "upload", []string{hashOf(data[1:])}, nil), io.NopCloser(bytes.NewReader(data[1:])), nil)
+	require.Equal(t, http.StatusCreated, r.status, "chunked: %s", r.reason)
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"mime"
 	"net/http"
 	"os"
@@ -304,11 +305,18 @@ func (s *Server) uploader(w http.ResponseWriter, req *http.Request) *Auth {
 	return a
 }
 
-// limits returns how many bytes pubkey may still upload in one blob, or a
+// noLimit is the size bound with neither a largest blob nor a byte quota
+// (LimitReader's limit+1 must not overflow).
+const noLimit = math.MaxInt64 / 2
+
+// remaining returns how many bytes pubkey may still upload in one blob, or a
 // refusal (413) when its count quota is used up; owned says the blob named
 // is pubkey's already (it costs nothing).
 func (s *Server) remaining(ctx context.Context, pubkey string, owned bool) (int64, string, error) {
 	limit := s.cfg.MaxBlobBytes
+	if limit <= 0 {
+		limit = noLimit
+	}
 	if owned {
 		return limit, "", nil
 	}
@@ -321,7 +329,7 @@ func (s *Server) remaining(ctx context.Context, pubkey string, owned bool) (int6
 	}
 	if s.cfg.QuotaBytes > 0 {
 		left := max(s.cfg.QuotaBytes-u.Bytes, 0)
-		if limit <= 0 || left < limit {
+		if left < limit {
 			return left, "", nil
 		}
 	}
