@@ -158,12 +158,6 @@ func (s *Server) DB() *DB { return s.db }
 var blobPath = regexp.MustCompile(`^/([0-9a-f]{64})(\.[A-Za-z0-9]{1,16})?$`)
 var hexKey = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// Owns reports whether path is one of the server's endpoints (so a relay
-// that mounts it at its root knows which requests to pass on).
-func Owns(path string) bool {
-	return path == "/upload" || path == "/mirror" || strings.HasPrefix(path, "/list/") || blobPath.MatchString(path)
-}
-
 // ServeHTTP answers the Blossom endpoints: GET and HEAD /<sha256>[.ext],
 // DELETE /<sha256>, PUT and HEAD /upload, GET /list/<pubkey>, and OPTIONS
 // on any of them; anything else 404. Every answer carries
