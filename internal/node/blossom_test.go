@@ -125,3 +125,53 @@ func TestBlossomOnItsOwnAddress(t *testing.T) {
 		return res.StatusCode == http.StatusOK
 	}, 10*time.Second, 20*time.Millisecond)
 }
+
+// stalling sends a few bytes, then nothing until released.
+type stalling struct {
+	first   []byte
+	release chan struct{}
+}
+
+func (b *stalling) Read(p []byte) (int, error) {
+	if len(b.first) > 0 {
+		n := copy(p, b.first)
+		b.first = b.first[n:]
+		return n, nil
+	}
+	<-b.release
+	return 0, io.ErrUnexpectedEOF
+}
+
+// TestSlowUploadOnTheRelayAddress: the upload timeout holds on the relay's
+// own listener (its acceptor hands the connection to net/http, and the read
+// deadline reaches the socket): a stalled body is answered 408.
+func TestSlowUploadOnTheRelayAddress(t *testing.T) {
+	db := pgtest.New(t)
+	cfg := nodetest.RelayConfig(t)
+	nodetest.StartRelay(t, node.RelayOptions{DatabaseURL: db.URL, Relay: cfg, Logger: slog.New(slog.DiscardHandler),
+		Blossom: &node.BlossomOptions{Dir: t.TempDir(), UploadTimeout: 500 * time.Millisecond}}, false)
+	sk := nostr.GeneratePrivateKey()
+	c := testkit.Dial(t, "ws://"+cfg.Listen)
+	post := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Content: "hello", Tags: nostr.Tags{{"t", "general"}}}
+	require.NoError(t, post.Sign(sk))
+	ok, msg := c.Publish(post)
+	require.True(t, ok, msg)
+
+	sum := sha256.Sum256([]byte("never sent"))
+	h := hex.EncodeToString(sum[:])
+	ev := nostr.Event{Kind: blossom.KindAuth, CreatedAt: nostr.Now() - 1, Content: "Upload",
+		Tags: nostr.Tags{{"t", "upload"}, {"x", h}, {"expiration", strconv.FormatInt(time.Now().Add(time.Minute).Unix(), 10)}}}
+	require.NoError(t, ev.Sign(sk))
+	raw, _ := json.Marshal(ev)
+	body := &stalling{first: []byte("0123456789"), release: make(chan struct{})}
+	defer close(body.release)
+	req, err := http.NewRequest(http.MethodPut, "http://"+cfg.Listen+"/upload", body)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Nostr "+base64.RawURLEncoding.EncodeToString(raw))
+	start := time.Now()
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusRequestTimeout, res.StatusCode)
+	require.Less(t, time.Since(start), 10*time.Second)
+}
