@@ -511,3 +511,32 @@ func TestNoBounds(t *testing.T) {
 	r := n.do(http.MethodPut, "/upload", alice.auth(t, "upload", []string{hashOf(data[1:])}, nil), io.NopCloser(bytes.NewReader(data[1:])), nil)
 	require.Equal(t, http.StatusCreated, r.status, "chunked: %s", r.reason)
 }
+
+// TestQuotaUnderConcurrentUploads: uploads by one key that each fit what is
+// left but not together do not both get in: the quota is checked again
+// under the key's lock in the transaction that records the claim.
+func TestQuotaUnderConcurrentUploads(t *testing.T) {
+	t.Parallel()
+	n := newNode(t, blossom.Config{QuotaBytes: 1 << 20})
+	alice := n.member(newUser(t))
+	for round := range 5 {
+		blobs := [][]byte{randomBytes(t, 600<<10), randomBytes(t, 600<<10)}
+		statuses := make([]int, 2)
+		var wg sync.WaitGroup
+		for i := range blobs {
+			wg.Add(1)
+			go func() { defer wg.Done(); statuses[i] = n.upload(alice, blobs[i], "").status }()
+		}
+		wg.Wait()
+		require.ElementsMatch(t, []int{http.StatusCreated, http.StatusRequestEntityTooLarge}, statuses, "round %d", round)
+		u, err := n.srv.DB().Usage(context.Background(), n.db.Pool, alice.pk)
+		require.NoError(t, err)
+		require.LessOrEqual(t, u.Bytes, int64(1<<20))
+		for i, s := range statuses { // make room for the next round
+			if s == http.StatusCreated {
+				h := hashOf(blobs[i])
+				require.Equal(t, http.StatusOK, n.do(http.MethodDelete, "/"+h, alice.auth(t, "delete", []string{h}, nil), nil, nil).status)
+			}
+		}
+	}
+}
