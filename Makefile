@@ -38,6 +38,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzHeadEnd$$' -fuzztime $(FUZZTIME) ./internal/relay
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFrames$$' -fuzztime $(FUZZTIME) ./internal/relay/wsconn
 	$(GO) test -run '^$$' -fuzz '^FuzzParseClientMessage$$' -fuzztime $(FUZZTIME) ./internal/protocol
+	$(GO) test -run '^$$' -fuzz '^FuzzParseAuth$$' -fuzztime $(FUZZTIME) ./internal/blossom
 
 ## test-race: the packages with concurrency under the race detector, against the same real Postgres (a few minutes)
 RACE_PKGS ?= ./internal/relay ./internal/relay/wsconn ./internal/eventcache ./internal/store ./internal/ephemeral ./internal/node ./internal/devnode ./pkg/backoff ./internal/admission ./pkg/consumer ./pkg/outbox

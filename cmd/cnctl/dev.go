@@ -62,6 +62,8 @@ func devCommand() *cli.Command {
 				Usage: "trust's seed pubkeys (hex or npub, comma separated); default: the admins, else uniform"},
 			&cli.StringFlag{Name: "node-key-file", Value: nodekey.DefaultFile, EnvVars: []string{"CN_NODE_KEY_FILE"},
 				Usage: "the node's key; created on first run"},
+			&cli.StringFlag{Name: "blossom-dir", EnvVars: []string{"CN_DEV_BLOSSOM_DIR"},
+				Usage: "where the relay's Blossom media server (on the relay's address; docs/media.md) keeps blob files; default: blobs beside --data-dir (.cn/blobs)"},
 			&cli.StringFlag{Name: "membership", Value: string(membership.Open), EnvVars: []string{"CN_RELAY_MEMBERSHIP"},
 				Usage: "NIP-43 relay membership, as relay --membership: open (anyone writes) or invite (only members write; see docs/membership.md)"},
 		}, storerules.Flags()...), // the relay's store rules, as `relay` takes them
@@ -135,6 +137,7 @@ func devOptions(c *cli.Context) (devnode.Options, error) {
 		BridgeListen:       c.String("bridge-listen"),
 		NoBridge:           c.Bool("no-bridge"),
 		NodeKeyFile:        c.String("node-key-file"),
+		BlossomDir:         c.String("blossom-dir"),
 	}
 	var err error
 	if cfg.AdminPubkeys, err = pubkeyList(c.StringSlice("admin-pubkeys"), "--admin-pubkeys"); err != nil {

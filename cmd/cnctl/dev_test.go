@@ -66,6 +66,7 @@ func TestDevFlagsReachTheNode(t *testing.T) {
 		"nats-url":             "nats://elsewhere:4222",
 		"bridge-listen":        "127.0.0.1:8",
 		"no-bridge":            "true",
+		"blossom-dir":          "/tmp/blobs",
 		// The store's rules (storerules.Flags).
 		"max-message-bytes":      "65536",
 		"max-content-bytes":      "1000",
@@ -113,7 +114,8 @@ func TestDevNamesTheRelayAddressFlag(t *testing.T) {
 	defer taken.Close()
 	out, err := cnctl(t, "dev", "--database-url", pgtest.EmptyDatabase(t), "--no-bridge", "--node-key-file", filepath.Join(t.TempDir(), "node.key"),
 		"--relay-listen", "127.0.0.1:0", "--relay-metrics-listen", taken.Addr().String(), "--indexer-listen", "127.0.0.1:0",
-		"--moderator-listen", "127.0.0.1:0", "--trust-listen", "127.0.0.1:0", "--dashboard-listen", "127.0.0.1:0")
+		"--moderator-listen", "127.0.0.1:0", "--trust-listen", "127.0.0.1:0", "--dashboard-listen", "127.0.0.1:0",
+		"--blossom-dir", t.TempDir())
 	require.Error(t, err, out)
 	require.Equal(t, "listen on metrics address "+taken.Addr().String()+": address already in use (set --relay-metrics-listen / CN_RELAY_METRICS_LISTEN)",
 		oneLine(err))

@@ -57,6 +57,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			trustCommand(),
 			groupsCommand(),
 			membersCommand(),
+			blobsCommand(),
 		},
 	}
 }

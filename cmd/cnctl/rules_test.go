@@ -19,6 +19,14 @@ import (
 // environment variables): see TestStoringCommandsTakeEveryRelayRuleFlag.
 var notStoreRules = map[string]string{
 	"listen":                    "where the relay serves",
+	"blossom-dir":               "Blossom media, not events (docs/media.md)",
+	"blossom-listen":            "Blossom media, not events (docs/media.md)",
+	"blossom-url":               "Blossom media, not events (docs/media.md)",
+	"blossom-max-blob-bytes":    "Blossom media, not events (docs/media.md)",
+	"blossom-quota-bytes":       "Blossom media, not events (docs/media.md)",
+	"blossom-quota-blobs":       "Blossom media, not events (docs/media.md)",
+	"blossom-upload-timeout":    "Blossom media, not events (docs/media.md)",
+	"blossom-types":             "Blossom media, not events (docs/media.md)",
 	"groups":                    "NIP-29 groups need the node key to sign their state; import and sync refuse group events, except cnctl import --group-history --node-key-file (a moved or forked group)",
 	"group-creators":            "NIP-29 groups (see groups)",
 	"group-invite-ttl":          "NIP-29 groups (see groups)",

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -115,6 +116,15 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.IntFlag{Name: "group-admit-min-rank", EnvVars: []string{"CN_RELAY_GROUP_ADMIT_MIN_RANK"}, Usage: "honour a NIP-29 join request (kind 9021) to an open group at once only from keys whose trust-v1 rank is at least this, 0-100 (seeds, admins and the node too); others wait for the group's admins (default 0: off; closed groups need an invite code either way)"},
 			&cli.IntFlag{Name: "min-rank", EnvVars: []string{"CN_RELAY_MIN_RANK"}, Usage: "refuse posts from authors whose trust-v1 rank (cmd/trust) is below this, 0-100 (profiles, lists, deletions, seeds, admins and the node exempt; default 0: off)"},
 			&cli.StringSliceFlag{Name: "admin-pubkeys", EnvVars: []string{"CN_RELAY_ADMIN_PUBKEYS"}, Usage: "pubkeys (hex or npub, comma separated) that may manage the relay through NIP-86 (default: none, NIP-86 answers 401)"},
+
+			&cli.StringFlag{Name: "blossom-dir", EnvVars: []string{"CN_RELAY_BLOSSOM_DIR"}, Usage: "serve Blossom media (BUD-01/02/06; docs/media.md) with the blob files in this directory (created if missing; keep it on the same backups as the database); default: no Blossom"},
+			&cli.StringFlag{Name: "blossom-listen", EnvVars: []string{"CN_RELAY_BLOSSOM_LISTEN"}, Usage: "serve Blossom on this address of its own (default: on the relay's address, beside WebSocket and NIP-11)"},
+			&cli.StringFlag{Name: "blossom-url", EnvVars: []string{"CN_RELAY_BLOSSOM_URL"}, Usage: "Blossom's base URL as clients see it (https://host), for blob descriptors and NIP-11 (default: each request's host; NIP-11 says the relay's URL over http(s))"},
+			&cli.Int64Flag{Name: "blossom-max-blob-bytes", Value: node.DefaultBlossomMaxBlobBytes, EnvVars: []string{"CN_RELAY_BLOSSOM_MAX_BLOB_BYTES"}, Usage: "largest Blossom blob; a larger upload is refused 413, as soon as it passes this while streaming"},
+			&cli.Int64Flag{Name: "blossom-quota-bytes", Value: node.DefaultBlossomQuotaBytes, EnvVars: []string{"CN_RELAY_BLOSSOM_QUOTA_BYTES"}, Usage: "bytes of Blossom blobs one key may hold (a blob several keys uploaded counts for each); an upload past it is cut off with 413 (-1: no quota)"},
+			&cli.IntFlag{Name: "blossom-quota-blobs", Value: node.DefaultBlossomQuotaBlobs, EnvVars: []string{"CN_RELAY_BLOSSOM_QUOTA_BLOBS"}, Usage: "Blossom blobs one key may hold; one more is refused 413 (-1: no quota)"},
+			&cli.StringSliceFlag{Name: "blossom-types", EnvVars: []string{"CN_RELAY_BLOSSOM_TYPES"}, Usage: "media types Blossom accepts (comma separated; image/* for a whole top-level type), judged by the upload's Content-Type or, without one, by its first bytes; others are refused 415 (default: any)"},
+			&cli.DurationFlag{Name: "blossom-upload-timeout", Value: node.DefaultBlossomUploadTimeout, EnvVars: []string{"CN_RELAY_BLOSSOM_UPLOAD_TIMEOUT"}, Usage: "longest a Blossom upload's body may take to arrive; a slower one is cut off with 408"},
 
 			&cli.StringSliceFlag{Name: "read-database-url", EnvVars: []string{"CN_RELAY_READ_DATABASE_URL"}, Usage: "a streaming replica of --database-url that serves REQ, COUNT and NIP-50 search (repeat the flag or separate with commas; default: none, the primary serves); see docs/operations.md, \"Read replicas\""},
 			&cli.DurationFlag{Name: "max-replica-lag", Value: node.DefaultMaxReplicaLag, EnvVars: []string{"CN_RELAY_MAX_REPLICA_LAG"}, Usage: "a replica further behind the primary than this (the age of the oldest outbox row it has not replayed) is skipped until it catches up"},
@@ -305,6 +315,23 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 	}
 	if s.SweepInterval < 0 {
 		return node.RelayOptions{}, fmt.Errorf("expiry sweep interval must not be negative, got %s", s.SweepInterval)
+	}
+	if dir := c.String("blossom-dir"); dir != "" {
+		s.Blossom = &node.BlossomOptions{Dir: dir, Listen: c.String("blossom-listen"), PublicURL: c.String("blossom-url"),
+			MaxBlobBytes: c.Int64("blossom-max-blob-bytes"), QuotaBytes: c.Int64("blossom-quota-bytes"),
+			QuotaBlobs: c.Int("blossom-quota-blobs"), UploadTimeout: c.Duration("blossom-upload-timeout")}
+		for _, t := range c.StringSlice("blossom-types") {
+			t = strings.ToLower(strings.TrimSpace(t))
+			if top, sub, ok := strings.Cut(t, "/"); !ok || top == "" || sub == "" || strings.ContainsAny(t, " ;,") {
+				return node.RelayOptions{}, fmt.Errorf("--blossom-types: %q is not a media type (type/subtype or type/*)", t)
+			}
+			s.Blossom.Types = append(s.Blossom.Types, t)
+		}
+		if s.Blossom.MaxBlobBytes < 1 || s.Blossom.UploadTimeout <= 0 || s.Blossom.QuotaBytes == 0 || s.Blossom.QuotaBlobs == 0 {
+			return node.RelayOptions{}, errors.New("--blossom-max-blob-bytes and --blossom-upload-timeout must be positive, --blossom-quota-bytes and --blossom-quota-blobs positive or -1")
+		}
+	} else if c.IsSet("blossom-listen") || c.IsSet("blossom-url") {
+		return node.RelayOptions{}, errors.New("--blossom-listen and --blossom-url need --blossom-dir")
 	}
 	return s, nil
 }

@@ -25,6 +25,9 @@
 //   - cn_role_moderator, cn_role_trust: consumers that write their own schema and
 //     also publish the node's events and hides through the store path, so they are
 //     publishers too (below); the moderator reads cn_admin and records ban hides.
+//   - Blossom media (cn_blossom, internal/blossom): the relay reads and writes
+//     it; the moderator reads it and may only set blobs.hidden and append to
+//     its log; the dashboard reads it.
 //   - cn_role_dashboard: reads cn_relay, and for its console the NIP-86 lists
 //     of cn_admin, cn_moderation and cn_trust.scores (never the NIP-98 replay
 //     record or the change log).
@@ -446,6 +449,16 @@ func grant(ctx context.Context, tx pgx.Tx, cfg Config) error {
 	if has("cn_moderation") {
 		on("INSERT", "cn_moderation.actions", Relay)
 		sql = append(sql, "GRANT USAGE ON ALL SEQUENCES IN SCHEMA cn_moderation TO "+role(Relay))
+	}
+
+	// Blossom media (schema 0038): the relay serves and writes it; the
+	// moderator hides reported blobs; the dashboard shows them.
+	schemaWide("cn_blossom", "SELECT, INSERT, UPDATE, DELETE", true, Relay)
+	schemaWide("cn_blossom", "SELECT", false, Moderator, Dashboard)
+	if has("cn_blossom") {
+		on("UPDATE (hidden, hidden_at)", "cn_blossom.blobs", Moderator)
+		on("INSERT", "cn_blossom.log", Moderator)
+		sql = append(sql, "GRANT USAGE ON ALL SEQUENCES IN SCHEMA cn_blossom TO "+role(Moderator))
 	}
 
 	// The moderator checks bans and records the hides it makes for them.

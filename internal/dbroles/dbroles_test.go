@@ -112,6 +112,13 @@ func TestConsumerRolesKeepToTheirOwn(t *testing.T) {
 	denied(t, mod, "DELETE FROM cn_relay.event_topics")
 	denied(t, mod, "DELETE FROM cn_relay.events_outbox")
 	denied(t, mod, "DELETE FROM cn_relay.members")
+	// Blossom (schema 0038): the moderator hides reported blobs and logs it,
+	// nothing more.
+	require.EqualValues(t, 0, allowed(t, mod, "UPDATE cn_blossom.blobs SET hidden = 'x', hidden_at = now() WHERE hidden IS NULL"))
+	require.EqualValues(t, 1, allowed(t, mod, "INSERT INTO cn_blossom.log (op, sha256) VALUES ('hide', '\\x00')"))
+	denied(t, mod, "UPDATE cn_blossom.blobs SET size = 0")
+	denied(t, mod, "DELETE FROM cn_blossom.owners")
+	denied(t, mod, "DELETE FROM cn_blossom.blobs")
 
 	dash := connect(t, db.LoginAs(t, cfg.Role(dbroles.Dashboard), false))
 	require.NoError(t, dash.QueryRow(ctx, "SELECT count(*) FROM cn_relay.consumer_offsets").Scan(&n))
@@ -128,6 +135,9 @@ func TestConsumerRolesKeepToTheirOwn(t *testing.T) {
 
 	relay := connect(t, db.LoginAs(t, cfg.Role(dbroles.Relay), false))
 	denied(t, relay, "UPDATE cn_relay.consumer_offsets SET last_seq = 0 WHERE consumer = 'index-v1'")
+	require.EqualValues(t, 0, allowed(t, relay, "DELETE FROM cn_blossom.owners"), "the relay serves and writes Blossom")
+	denied(t, dash, "DELETE FROM cn_blossom.owners")
+	require.NoError(t, dash.QueryRow(ctx, "SELECT count(*) FROM cn_blossom.blobs").Scan(&n), "the console reads blobs")
 	denied(t, relay, "DELETE FROM cn_relay.events_outbox")
 	denied(t, relay, "INSERT INTO cn_index.documents (event_id) VALUES ('x')")
 }

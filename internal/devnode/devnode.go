@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -101,7 +102,11 @@ type Options struct {
 	// (node.RelayOptions.Reload); the other daemons take none (zero: no
 	// reloads).
 	Reload daemon.Source[Options]
-	Logger *slog.Logger
+	// BlossomDir holds the relay's Blossom blobs (it serves Blossom on its
+	// address); "": node.DefaultDevBlossomDir beside DataDir, or under .cn
+	// without one.
+	BlossomDir string
+	Logger     *slog.Logger
 	// Out receives the lines a developer reads: URLs and what is running.
 	Out io.Writer
 }
@@ -199,6 +204,8 @@ func Run(ctx context.Context, cfg Options) (err error) {
 	g.Go(func() error { return node.Relay(gctx, d.relay) })
 	fmt.Fprintf(cfg.Out, "relay: %s (NIP-11, NIP-86 and /healthz on the same address; /metrics on http://%s/metrics)\n",
 		d.relayURL(), d.relay.Relay.MetricsListen)
+	fmt.Fprintf(cfg.Out, "blossom: %s/upload (media for members: BUD-01/02/06 on the relay's address; blobs in %s; docs/media.md)\n",
+		d.blossomURL(), d.relay.Blossom.Dir)
 	fmt.Fprintf(cfg.Out, "membership: %s (NIP-43; --membership; docs/membership.md)\n", cmp.Or(d.relay.Membership, membership.Open))
 	printDemoGroup(cfg.Out, demo)
 	g.Go(func() error { return node.Indexer(gctx, d.indexer) })
@@ -275,6 +282,28 @@ func (d daemons) relayURL() string {
 	return console.LocalRelayURL(d.relay.Relay.Listen)
 }
 
+// blossomDir is where the dev node keeps blobs: BlossomDir, else "blobs"
+// beside the database's data directory (.cn/blobs by default).
+func blossomDir(cfg Options) string {
+	if cfg.BlossomDir != "" {
+		return cfg.BlossomDir
+	}
+	parent := ".cn"
+	if cfg.DataDir != "" {
+		parent = filepath.Dir(filepath.Clean(cfg.DataDir))
+	}
+	return filepath.Join(parent, node.DefaultDevBlossomDir)
+}
+
+// blossomURL is the relay's URL over http(s): where Blossom answers.
+func (d daemons) blossomURL() string {
+	u := d.relayURL()
+	if rest, ok := strings.CutPrefix(u, "wss://"); ok {
+		return "https://" + strings.TrimRight(rest, "/")
+	}
+	return "http://" + strings.TrimRight(strings.TrimPrefix(u, "ws://"), "/")
+}
+
 // build turns cfg into the daemons' options, on the database dbURL with the
 // node key.
 func build(cfg Options, dbURL string, key nodekey.Key) (daemons, error) {
@@ -305,7 +334,8 @@ func build(cfg Options, dbURL string, key nodekey.Key) (daemons, error) {
 		bridge: br,
 		relay: node.RelayOptions{DatabaseURL: dbURL, Relay: relayCfg, SweepInterval: node.DefaultSweepInterval,
 			StatsInterval: node.DefaultStatsInterval, AdminPubkeys: cfg.AdminPubkeys, Pending: rules.Pending, NodeKey: key,
-			MembershipKey: key, Membership: cfg.Membership, Logger: logger.With("daemon", "relay")},
+			MembershipKey: key, Membership: cfg.Membership, Logger: logger.With("daemon", "relay"),
+			Blossom: &node.BlossomOptions{Dir: blossomDir(cfg)}},
 		indexer: node.IndexerOptions{DatabaseURL: dbURL, Listen: cmp.Or(cfg.IndexerListen, node.DefaultIndexerListen),
 			Logger: logger.With("daemon", "indexer")},
 		moderator: node.ModeratorOptions{DatabaseURL: dbURL, Listen: cmp.Or(cfg.ModeratorListen, node.DefaultModeratorListen), Key: key,

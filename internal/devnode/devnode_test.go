@@ -33,13 +33,14 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func TestRunMigratesAndStopsOnCancel(t *testing.T) {
 	url := pgtest.EmptyDatabase(t)
 	keyFile := filepath.Join(t.TempDir(), "node.key")
+	blobs := filepath.Join(t.TempDir(), "blobs")
 	var out testkit.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, Options{DatabaseURL: url, Out: &out, RelayListen: "127.0.0.1:0", RelayMetricsListen: "127.0.0.1:0", IndexerListen: "127.0.0.1:0",
 			ModeratorListen: "127.0.0.1:0", TrustListen: "127.0.0.1:0", DashboardListen: "127.0.0.1:0", NodeKeyFile: keyFile,
-			NATSListen: "127.0.0.1:0", BridgeListen: "127.0.0.1:0"})
+			NATSListen: "127.0.0.1:0", BridgeListen: "127.0.0.1:0", BlossomDir: blobs})
 	}()
 	require.Eventually(t, func() bool { return bytes.Contains([]byte(out.String()), []byte("node is up")) },
 		30*time.Second, 20*time.Millisecond)
@@ -50,6 +51,8 @@ func TestRunMigratesAndStopsOnCancel(t *testing.T) {
 	require.Contains(t, out.String(), "dashboard: http://")
 	require.Regexp(t, `group: "Community" community \(created; NIP-29 id 127\.0\.0\.1:0'community\) naddr1`, out.String())
 	require.Contains(t, out.String(), "console: http://", "make run prints the console's URL")
+	require.Regexp(t, `blossom: http://127\.0\.0\.1:\d+/upload \(media for members.*blobs in `+regexp.QuoteMeta(blobs), out.String(), "make run prints Blossom's URL")
+	require.DirExists(t, filepath.Join(blobs, "tmp"))
 	require.Contains(t, out.String(), "topic policy: posts need a t tag", "the URLs are followed by the topic policy a client author must know")
 
 	conn, err := pgx.Connect(context.Background(), url)
@@ -102,6 +105,7 @@ func TestEveryDevOptionReachesADaemon(t *testing.T) {
 		"NATSURL":            "nats://elsewhere:4222",
 		"BridgeListen":       "127.0.0.1:7",
 		"NoBridge":           true,
+		"BlossomDir":         "/tmp/elsewhere/blobs",
 	}
 	// Run itself consumes these before it builds the daemons.
 	consumedByRun := map[string]bool{"DatabaseURL": true, "DataDir": true, "Port": true, "NodeKeyFile": true, "Logger": true, "Out": true, "Reload": true,

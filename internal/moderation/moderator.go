@@ -212,6 +212,9 @@ func (m *Moderator) Handle(ctx context.Context, tx consumer.Tx, rows []outbox.Ro
 	if err := m.runReportRules(ctx, tx, reports, reportRules, targets, &fires); err != nil {
 		return err
 	}
+	if err := m.runBlobRules(ctx, tx, reports, reportRules); err != nil {
+		return err
+	}
 	labels, err := m.writeLabels(ctx, tx, fires)
 	if err != nil {
 		return err

@@ -24,9 +24,57 @@ type report struct {
 
 // parseReport reads a kind 1984 event (NIP-56): each `e` tag names a reported
 // event (its third element, or else the `p` tag's, is the report type); with
-// no `e` tag, each `p` tag names a reported person. Unknown or missing types
-// count as "other".
+// no `e` tag, each `p` tag names a reported person. Each `x` tag (BUD-09)
+// names a reported blob, a Blossom hash, whatever else the report names.
+// Unknown or missing types count as "other".
 func parseReport(ev *nostr.Event) []report {
+	return append(eventReports(ev), blobReports(ev)...)
+}
+
+// blobReports reads a report's `x` targets (BUD-09): target is the blob's
+// hash, target_pubkey the `p` tag's key ("" without one); the type is the
+// tag's third element, or else the `p` tag's.
+func blobReports(ev *nostr.Event) []report {
+	var pubkey, pType string
+	if p := ev.Tags.GetFirst([]string{"p", ""}); p != nil && len((*p)[1]) == 64 {
+		pubkey = (*p)[1]
+		if len(*p) >= 3 {
+			pType = (*p)[2]
+		}
+	}
+	var out []report
+	for _, t := range ev.Tags {
+		if len(t) < 2 || t[0] != "x" || !isHex64(t[1]) {
+			continue
+		}
+		rt := pType
+		if len(t) >= 3 && t[2] != "" {
+			rt = t[2]
+		}
+		if !slices.Contains(ReportTypes, rt) {
+			rt = "other"
+		}
+		out = append(out, report{id: ev.ID, target: t[1], targetKind: "blob", targetPubkey: pubkey,
+			reporter: ev.PubKey, typ: rt, createdAt: int64(ev.CreatedAt)})
+	}
+	return out
+}
+
+// isHex64 reports whether s is 64 lower-case hex digits (a blob hash).
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// eventReports reads a report's event targets, or else its person targets.
+func eventReports(ev *nostr.Event) []report {
 	var pubkey, pType string
 	for _, t := range ev.Tags {
 		if len(t) >= 2 && t[0] == "p" && len(t[1]) == 64 {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"time"
 
@@ -15,12 +16,14 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kukuri/communitynode/internal/blossom"
 	"github.com/kukuri/communitynode/internal/daemon"
 	"github.com/kukuri/communitynode/internal/ephemeral"
 	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/nodekey"
 	"github.com/kukuri/communitynode/internal/platform/dbpool"
+	"github.com/kukuri/communitynode/internal/platform/httpserver"
 	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/relayadmin"
 	"github.com/kukuri/communitynode/internal/replica"
@@ -101,12 +104,15 @@ type RelayOptions struct {
 	// WriterLeaseTTL is how long a renewal of the writer lease holds (zero:
 	// writerlease.DefaultTTL).
 	WriterLeaseTTL time.Duration
-	Logger         *slog.Logger
 	// Reload rebuilds these options on SIGHUP or the NIP-86 method
 	// reloadconfig (daemon.Reloader); applyRelayReload says what a reload
 	// changes in the running relay. Zero: no reloads (the metrics are
 	// served all the same).
 	Reload daemon.Source[RelayOptions]
+	// Blossom, if set, serves Blossom media (package blossom) on the relay's
+	// address or its own (BlossomOptions.Listen).
+	Blossom *BlossomOptions
+	Logger  *slog.Logger
 }
 
 // Relay runs one relay process: it opens the database pool and wires the outbox
@@ -235,6 +241,22 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	if !s.AlwaysReadHead {
 		deps.Sole = lease.Sole
 	}
+	var media *blossom.Server
+	if b := s.Blossom; b != nil {
+		if media, err = openBlossom(*b, pool, s.Relay.Info.Self, admins, policy, logger, reg); err != nil {
+			return err
+		}
+		s.Relay.Media = blossomInfo(*b, s.Relay)
+		if b.Listen == "" {
+			deps.Media = media
+		}
+	}
+	var mediaLn net.Listener
+	if media != nil && s.Blossom.Listen != "" {
+		if mediaLn, err = listenBlossom(s.Blossom.Listen); err != nil {
+			return err
+		}
+	}
 	r, err := relay.New(s.Relay, relay.WithEventCache(s.Relay, deps))
 	if err != nil {
 		return err
@@ -279,6 +301,9 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	g.Go(func() error { return r.Run(gctx) })
 	g.Go(func() error { return policy.Run(gctx) })
 	g.Go(func() error { return reloader.Run(gctx) })
+	if mediaLn != nil {
+		g.Go(func() error { return httpserver.Serve(gctx, mediaLn, media) })
+	}
 	g.Go(func() error { return ranks.Run(gctx) })
 	if admitRanks != nil {
 		g.Go(func() error { return admitRanks.Run(gctx) })

@@ -118,6 +118,9 @@ type Config struct {
 	// means the address Serve listens on, which must then be loopback (Serve
 	// refuses any other): never the client's Host header. See package audience.
 	PublicURLs []string
+	// Media, if set, is the node's Blossom server as NIP-11 names it (its
+	// own field `blossom`); the server itself is Deps.Media or elsewhere.
+	Media *MediaInfo
 	// RealIPHeader names a header set by a trusted reverse proxy that carries the
 	// client's address (X-Real-IP, or X-Forwarded-For: its last entry, the one the
 	// proxy added, is used). A value that is not an IP address is ignored (the TCP

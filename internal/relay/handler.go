@@ -22,6 +22,7 @@ import (
 //	GET /healthz                          200 while serving and the database answers,
 //	                                      else 503 and the reason (see healthCheck)
 //	POST / with application/nostr+json+rpc       NIP-86, when a Management handler is set
+//	any other path                        Deps.Media when set (Blossom), else 404
 //
 // and nothing else: /metrics is MetricsHandler's, served on a private address
 // (Config.MetricsListen), never on the public one. On Serve's listener a
@@ -62,6 +63,10 @@ func (r *Relay) serveHealth(w http.ResponseWriter, _ *http.Request) {
 
 func (r *Relay) serveRoot(w http.ResponseWriter, req *http.Request) {
 	if req.URL.Path != "/" {
+		if r.media != nil {
+			r.media.ServeHTTP(w, req)
+			return
+		}
 		http.NotFound(w, req)
 		return
 	}

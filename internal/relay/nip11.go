@@ -40,6 +40,22 @@ type infoDocument struct {
 	Trust *trustInfo `json:"trust,omitempty"`
 	// NIP29 is NIP-29's support detection (present when the relay hosts groups).
 	NIP29 *nip29Info `json:"nip29,omitempty"`
+	// Blossom is this node's own field: where its Blossom media server is
+	// and what it accepts (absent when it serves none).
+	Blossom *MediaInfo `json:"blossom,omitempty"`
+}
+
+// MediaInfo describes the node's Blossom server in NIP-11 (Config.Media).
+type MediaInfo struct {
+	// URL is the server's base URL (BUD-01 endpoints at its root).
+	URL string `json:"url"`
+	// Who may upload, in words ("members": relay members, docs/media.md).
+	Uploaders    string `json:"uploaders"`
+	MaxBlobBytes int64  `json:"max_blob_bytes,omitempty"`
+	QuotaBytes   int64  `json:"quota_bytes,omitempty"`
+	QuotaBlobs   int    `json:"quota_blobs,omitempty"`
+	// Types are the media types accepted ("image/*"); absent: any.
+	Types []string `json:"types,omitempty"`
 }
 
 // nip29Info is NIP-29's `nip29` object: this relay hosts subgroups.
@@ -185,6 +201,7 @@ func (r *Relay) info() infoDocument {
 		n29 = &nip29Info{Subgroups: true}
 	}
 	return infoDocument{
+		Blossom:        r.cfg.Media,
 		NIP29:          n29,
 		Trust:          ti,
 		Name:           name,

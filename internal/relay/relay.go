@@ -98,6 +98,10 @@ type Deps struct {
 	// (28934) and leave (28936) events, and REQs for invites (28935). Nil
 	// refuses them (membership.ReasonNoNIP43).
 	Members Members
+	// Media, if set, serves every request to a path other than / and
+	// /healthz (package blossom: Blossom media on the relay's address);
+	// Config.Media describes it in NIP-11. Nil: such paths are 404.
+	Media http.Handler
 }
 
 // Members answers NIP-43 requests (membership.Service).
@@ -155,6 +159,7 @@ type Relay struct {
 	members    Members
 	management http.Handler
 	serving    func()
+	media      http.Handler
 	log        *slog.Logger
 	m          *metrics
 	gatherer   prometheus.Gatherer
@@ -212,6 +217,7 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 		withheld:        deps.Withheld,
 		management:      deps.Management,
 		serving:         deps.Serving,
+		media:           deps.Media,
 		log:             deps.Logger,
 		m:               newMetrics(deps.Registerer),
 		gatherer:        deps.Gatherer,

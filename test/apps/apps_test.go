@@ -164,3 +164,31 @@ func TestNIP43App(t *testing.T) {
 		require.Zero(t, tapCount(t, tap.String(), name), name)
 	}
 }
+
+// TestBlossomApp runs test/apps/blossom.app.mjs (blossom-client-sdk: upload,
+// list, download, delete) against a relay with --blossom-dir and otherwise
+// default flags (open membership).
+func TestBlossomApp(t *testing.T) {
+	node, err := exec.LookPath("node")
+	require.NoError(t, err, "node is not installed: make test-apps needs Node.js 20 or later and npm")
+	dir := repoFile("test/apps")
+	_, err = os.Stat(filepath.Join(dir, "node_modules"))
+	require.NoError(t, err, "test/apps has no node_modules: make test-apps installs them (npm ci)")
+	url := startRelay(t, "--blossom-dir", t.TempDir())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "--test", "--test-force-exit", "--test-reporter=tap", "blossom.app.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CN_APPS_BLOSSOM_RELAY="+url)
+	var tap bytes.Buffer
+	cmd.Stdout = &tap
+	cmd.Stderr = os.Stderr
+	runErr := cmd.Run()
+	t.Logf("node --test blossom.app.mjs against %s:\n%s", url, tap.String())
+	require.NoError(t, runErr, "node --test")
+	require.Equal(t, 1, tapCount(t, tap.String(), "pass"))
+	for _, name := range []string{"fail", "cancelled", "skipped", "todo"} {
+		require.Zero(t, tapCount(t, tap.String(), name), name)
+	}
+}

@@ -50,7 +50,8 @@ func startDevNode(t *testing.T, bin, admin string, extra ...string) string {
 		"--relay-metrics-listen", "127.0.0.1:0", "--indexer-listen", "127.0.0.1:0",
 		"--moderator-listen", "127.0.0.1:0", "--trust-listen", "127.0.0.1:0",
 		"--dashboard-listen", "127.0.0.1:0", "--no-bridge",
-		"--node-key-file", filepath.Join(t.TempDir(), "node.key"), "--admin-pubkeys", admin}
+		"--node-key-file", filepath.Join(t.TempDir(), "node.key"), "--admin-pubkeys", admin,
+		"--blossom-dir", filepath.Join(t.TempDir(), "blobs")}
 	var logs testkit.Buffer
 	cmd := exec.Command(bin, append(args, extra...)...)
 	cmd.Stdout, cmd.Stderr = &logs, &logs

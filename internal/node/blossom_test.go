@@ -1,0 +1,177 @@
+package node_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/blossom"
+	"github.com/kukuri/communitynode/internal/node"
+	"github.com/kukuri/communitynode/internal/node/nodetest"
+	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/testkit"
+)
+
+func blossomUpload(t *testing.T, base, sk string, data []byte) *http.Response {
+	t.Helper()
+	sum := sha256.Sum256(data)
+	h := hex.EncodeToString(sum[:])
+	ev := nostr.Event{Kind: blossom.KindAuth, CreatedAt: nostr.Now() - 1, Content: "Upload " + nostr.GeneratePrivateKey()[:8],
+		Tags: nostr.Tags{{"t", "upload"}, {"x", h}, {"expiration", strconv.FormatInt(time.Now().Add(time.Minute).Unix(), 10)}}}
+	require.NoError(t, ev.Sign(sk))
+	raw, _ := json.Marshal(ev)
+	req, err := http.NewRequest(http.MethodPut, base+"/upload", bytes.NewReader(data))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Nostr "+base64.RawURLEncoding.EncodeToString(raw))
+	req.Header.Set("Content-Type", "text/plain")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { res.Body.Close() })
+	return res
+}
+
+// TestRelayServesBlossom: node.Relay with Blossom serves it on the relay's
+// address beside WebSocket, NIP-11 (which names it) and /healthz; uploads
+// follow the relay's notion of a member (here open mode: a key becomes one
+// by its first accepted post).
+func TestRelayServesBlossom(t *testing.T) {
+	db := pgtest.New(t)
+	cfg := nodetest.RelayConfig(t)
+	dir := t.TempDir()
+	nodetest.StartRelay(t, node.RelayOptions{DatabaseURL: db.URL, Relay: cfg, Logger: slog.New(slog.DiscardHandler),
+		Blossom: &node.BlossomOptions{Dir: dir}}, false)
+	base := "http://" + cfg.Listen
+
+	req, _ := http.NewRequest(http.MethodGet, base+"/", nil)
+	req.Header.Set("Accept", "application/nostr+json")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	var info struct {
+		Blossom *struct {
+			URL          string `json:"url"`
+			MaxBlobBytes int64  `json:"max_blob_bytes"`
+		} `json:"blossom"`
+		SupportedNIPs []int `json:"supported_nips"`
+	}
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&info))
+	res.Body.Close()
+	require.NotNil(t, info.Blossom, "NIP-11 names the Blossom server")
+	require.Equal(t, base, info.Blossom.URL)
+	require.Equal(t, int64(node.DefaultBlossomMaxBlobBytes), info.Blossom.MaxBlobBytes)
+	require.NotEmpty(t, info.SupportedNIPs)
+
+	sk := nostr.GeneratePrivateKey()
+	data := []byte("a voice note")
+	res = blossomUpload(t, base, sk, data)
+	require.Equal(t, http.StatusForbidden, res.StatusCode, "not a member yet")
+	require.Contains(t, res.Header.Get("X-Reason"), "members")
+
+	c := testkit.Dial(t, "ws://"+cfg.Listen)
+	post := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Content: "hello", Tags: nostr.Tags{{"t", "general"}}}
+	require.NoError(t, post.Sign(sk))
+	ok, msg := c.Publish(post)
+	require.True(t, ok, msg)
+
+	res = blossomUpload(t, base, sk, data)
+	require.Equal(t, http.StatusCreated, res.StatusCode, res.Header.Get("X-Reason"))
+	var d struct {
+		URL string `json:"url"`
+	}
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&d))
+	got, err := http.Get(d.URL)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(got.Body)
+	got.Body.Close()
+	require.Equal(t, http.StatusOK, got.StatusCode)
+	require.Equal(t, data, body)
+	require.Equal(t, "*", got.Header.Get("Access-Control-Allow-Origin"))
+
+	hz, err := http.Get(base + "/healthz")
+	require.NoError(t, err)
+	hz.Body.Close()
+	require.Equal(t, http.StatusOK, hz.StatusCode, "the relay's own paths are the relay's")
+}
+
+// TestBlossomOnItsOwnAddress: with BlossomOptions.Listen, Blossom answers
+// there and not on the relay's address.
+func TestBlossomOnItsOwnAddress(t *testing.T) {
+	db := pgtest.New(t)
+	cfg := nodetest.RelayConfig(t)
+	own := testkit.FreeAddr(t)
+	nodetest.StartRelay(t, node.RelayOptions{DatabaseURL: db.URL, Relay: cfg, Logger: slog.New(slog.DiscardHandler),
+		Blossom: &node.BlossomOptions{Dir: t.TempDir(), Listen: own}}, false)
+	path := "/list/" + nostr.GeneratePrivateKey()
+	res, err := http.Get("http://" + cfg.Listen + path)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusNotFound, res.StatusCode)
+	require.Eventually(t, func() bool {
+		res, err := http.Get("http://" + own + path)
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	}, 10*time.Second, 20*time.Millisecond)
+}
+
+// stalling sends a few bytes, then nothing until released.
+type stalling struct {
+	first   []byte
+	release chan struct{}
+}
+
+func (b *stalling) Read(p []byte) (int, error) {
+	if len(b.first) > 0 {
+		n := copy(p, b.first)
+		b.first = b.first[n:]
+		return n, nil
+	}
+	<-b.release
+	return 0, io.ErrUnexpectedEOF
+}
+
+// TestSlowUploadOnTheRelayAddress: the upload timeout holds on the relay's
+// own listener (its acceptor hands the connection to net/http, and the read
+// deadline reaches the socket): a stalled body is answered 408.
+func TestSlowUploadOnTheRelayAddress(t *testing.T) {
+	db := pgtest.New(t)
+	cfg := nodetest.RelayConfig(t)
+	nodetest.StartRelay(t, node.RelayOptions{DatabaseURL: db.URL, Relay: cfg, Logger: slog.New(slog.DiscardHandler),
+		Blossom: &node.BlossomOptions{Dir: t.TempDir(), UploadTimeout: 500 * time.Millisecond}}, false)
+	sk := nostr.GeneratePrivateKey()
+	c := testkit.Dial(t, "ws://"+cfg.Listen)
+	post := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Content: "hello", Tags: nostr.Tags{{"t", "general"}}}
+	require.NoError(t, post.Sign(sk))
+	ok, msg := c.Publish(post)
+	require.True(t, ok, msg)
+
+	sum := sha256.Sum256([]byte("never sent"))
+	h := hex.EncodeToString(sum[:])
+	ev := nostr.Event{Kind: blossom.KindAuth, CreatedAt: nostr.Now() - 1, Content: "Upload",
+		Tags: nostr.Tags{{"t", "upload"}, {"x", h}, {"expiration", strconv.FormatInt(time.Now().Add(time.Minute).Unix(), 10)}}}
+	require.NoError(t, ev.Sign(sk))
+	raw, _ := json.Marshal(ev)
+	body := &stalling{first: []byte("0123456789"), release: make(chan struct{})}
+	defer close(body.release)
+	req, err := http.NewRequest(http.MethodPut, "http://"+cfg.Listen+"/upload", body)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Nostr "+base64.RawURLEncoding.EncodeToString(raw))
+	start := time.Now()
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusRequestTimeout, res.StatusCode)
+	require.Less(t, time.Since(start), 10*time.Second)
+}
