@@ -253,5 +253,15 @@ func TestReloadEveryLiveSetting(t *testing.T) {
 	budget := outcomes(post("f1", "f2", "f3"))
 	slices.Sort(budget)
 	require.Equal(t, []string{"classified", "over budget", "over budget"}, budget)
+	// A budget lowered below what today used: nothing more today.
+	reload(map[string]string{"classifier-daily-budget": "3"})
+	require.Equal(t, []string{"classified", "classified"}, outcomes(post("g1", "g2")))
+	reload(map[string]string{"classifier-daily-budget": "2"})
+	require.Equal(t, []string{"over budget"}, outcomes(post("h1")))
+	require.Equal(t, 0, metric("cn_moderation_classifier_budget_remaining"))
+	var used int
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT requests FROM cn_moderation.classifier_usage`).Scan(&used))
+	require.Equal(t, 3, used, "today's count is kept")
+	require.NotContains(t, logs.String(), "panic")
 	require.Equal(t, 0, metric("cn_config_reload_failures_total"))
 }

@@ -275,13 +275,15 @@ func (c *classifier) reserve(ctx context.Context, cfg *ClassifierConfig, n int) 
 	var granted, used int
 	err := c.pool.QueryRow(ctx, `
 		WITH cur AS (SELECT requests FROM cn_moderation.classifier_usage WHERE day = $1 FOR UPDATE)
-		UPDATE cn_moderation.classifier_usage u SET requests = LEAST($2, cur.requests + $3)
+		UPDATE cn_moderation.classifier_usage u SET requests = GREATEST(cur.requests, LEAST($2, cur.requests + $3))
 		FROM cur WHERE u.day = $1
 		RETURNING u.requests - cur.requests, u.requests`, day, cfg.DailyBudget, n).Scan(&granted, &used)
 	if err != nil {
 		return 0, err
 	}
-	c.budgetLeft.Set(float64(cfg.DailyBudget - used))
+	// A budget below what today used (lowered by a reload or by another
+	// moderator's flag) grants nothing and keeps the count.
+	c.budgetLeft.Set(float64(max(0, cfg.DailyBudget-used)))
 	return granted, nil
 }
 
