@@ -133,7 +133,9 @@ func streamSeqs(t *testing.T, url string) []int64 {
 // skipped, none applied twice (the indexer: one search document per event;
 // the moderator: one label and one hide per event; trust: the author's post
 // count is the number of notes; the bridge: the stream holds every outbox
-// row once, in seq order).
+// row once, in seq order). make test-long restarts each three times, then
+// kills the active process (SIGKILL) and checks the same once the lease has
+// expired.
 func TestConsumerRestartWithoutGap(t *testing.T) {
 	for _, tc := range consumerCases {
 		t.Run(tc.bin, func(t *testing.T) { restartConsumer(t, tc) })
@@ -189,17 +191,26 @@ func restartConsumer(t *testing.T, tc consumerCase) {
 		LastSeq    int64 `json:"last_seq"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(cur.line("active")), &active))
-	// make test restarts once; make test-long three times.
-	rounds := 3
+	// make test restarts once; make test-long three times, then kills the
+	// active one (SIGKILL, mid-batch as likely as not): the standby takes over
+	// when the lease expires, and the batch the killed one had not committed
+	// is applied once, by the new one.
+	rounds, killed := 3, true
 	if testing.Short() {
-		rounds = 1
+		rounds, killed = 1, false
 	}
 	var left int64
-	for round := 1; round <= rounds; round++ {
+	for round := 1; round <= rounds+btoi(killed); round++ {
+		kill := round > rounds
 		testkit.WaitOffset(t, db.Pool, tc.consumer, left+1) // the active one made progress
 		next := startProc(t, bin, args, filepath.Join(logs, fmt.Sprintf("%s-%d.log", tc.bin, round)), "another instance is active; waiting as standby")
 		signalled := time.Now()
-		require.NoError(t, cur.stop(t, 30*time.Second), "the old %s exits 0", tc.bin)
+		if kill {
+			require.NoError(t, cur.cmd.Process.Kill())
+			require.Error(t, <-cur.exited, "killed")
+		} else {
+			require.NoError(t, cur.stop(t, 30*time.Second), "the old %s exits 0", tc.bin)
+		}
 		exited := time.Now()
 		var err error
 		left, err = consumer.Offset(ctx, db.Pool, tc.consumer)
@@ -209,9 +220,14 @@ func restartConsumer(t *testing.T, tc consumerCase) {
 		took := time.Since(exited)
 		require.Equal(t, left, active.LastSeq, "the new instance starts at the offset the old one committed")
 		require.Equal(t, prev+1, active.Generation, "one takeover")
-		require.Less(t, took, 2500*time.Millisecond, "the new instance takes over at once, not when the lease (5s) expires")
-		t.Logf("%s restart %d at offset %d: the old one exited %v after SIGTERM, the new one was active %v after that",
-			tc.bin, round, left, exited.Sub(signalled).Round(time.Millisecond), took.Round(time.Millisecond))
+		if kill {
+			require.Less(t, took, 8*time.Second, "the lease (5s) expires and the standby (polling every 1s) takes over")
+			t.Logf("%s killed at offset %d: the new one was active %v after that", tc.bin, left, took.Round(time.Millisecond))
+		} else {
+			require.Less(t, took, 2500*time.Millisecond, "the new instance takes over at once, not when the lease (5s) expires")
+			t.Logf("%s restart %d at offset %d: the old one exited %v after SIGTERM, the new one was active %v after that",
+				tc.bin, round, left, exited.Sub(signalled).Round(time.Millisecond), took.Round(time.Millisecond))
+		}
 		cur = next
 	}
 
@@ -223,5 +239,12 @@ func restartConsumer(t *testing.T, tc consumerCase) {
 	mu.Unlock()
 	once(t, testkit.Pub(key), all)
 	require.NoError(t, cur.stop(t, 30*time.Second))
-	t.Logf("%s: %d restarts, %d events, outbox head %d, each applied once", tc.bin, rounds, len(all), head)
+	t.Logf("%s: %d restarts (and a kill: %v), %d events, outbox head %d, each applied once", tc.bin, rounds, killed, len(all), head)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -26,5 +26,8 @@
 // bridge against an embedded nats-server) the same way, as real processes
 // while events keep coming, and checks that the new process takes over at
 // once (well within the 5s lease) at the old one's committed offset, and that
-// every event had its effect exactly once.
+// every event had its effect exactly once; make test-long restarts each three
+// times and then SIGKILLs the active one (the standby takes over when the
+// lease expires, and the batch the killed one had not committed is applied
+// once).
 package restart
