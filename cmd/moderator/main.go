@@ -47,10 +47,13 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 }
 
 // moderatorLive are the flags a configuration reload (SIGHUP) applies to the
-// running moderator; every other flag needs a restart. The moderation rules are
+// running moderator: the classifier's limits (moderation.Moderator.
+// SetClassifierLimits; the next batch uses them). Every other flag, the
+// classifier's URL among them, needs a restart. The moderation rules are
 // not flags: they are in the database (cnctl moderation rules apply) and
 // every batch reads the ones in force.
-var moderatorLive = daemon.NewLive("log-level")
+var moderatorLive = daemon.NewLive("log-level", "classifier-timeout", "classifier-batch-deadline", "classifier-concurrency",
+	"classifier-daily-budget", "classifier-max-bytes")
 
 // moderatorOptions maps the flags onto the moderator's options and validates them, at
 // start and at each reload.

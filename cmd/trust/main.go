@@ -48,8 +48,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 }
 
 // trustLive are the flags a configuration reload (SIGHUP) applies to the
-// running trust; every other flag needs a restart.
-var trustLive = daemon.NewLive("log-level")
+// running trust (trust.Scheduler.SetPolicy): the seeds (and the admins, the
+// seeds when --seeds is not given), the intervals and the assertion cutoff.
+// Every other flag needs a restart.
+var trustLive = daemon.NewLive("log-level", "seeds", "admin-pubkeys", "recompute-interval", "publish-interval", "assert-min-rank")
 
 // trustOptions maps the flags onto the trust's options and validates them, at
 // start and at each reload.

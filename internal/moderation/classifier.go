@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -97,9 +98,10 @@ const (
 )
 
 // classifier calls the service with a concurrency limit, a budget and a
-// circuit breaker. It is safe for concurrent use.
+// circuit breaker. It is safe for concurrent use; setLimits swaps its limits
+// for the batches that start after it (a batch keeps the ones it started with).
 type classifier struct {
-	cfg  ClassifierConfig
+	cfg  atomic.Pointer[ClassifierConfig]
 	pool *pgxpool.Pool
 	log  *slog.Logger
 
@@ -115,7 +117,7 @@ type classifier struct {
 
 func newClassifier(cfg ClassifierConfig, pool *pgxpool.Pool, reg prometheus.Registerer, log *slog.Logger) *classifier {
 	cfg.setDefaults()
-	c := &classifier{cfg: cfg, pool: pool, log: log,
+	c := &classifier{pool: pool, log: log,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cn_moderation_classifier_requests_total", Help: "Classifier requests, by result (ok, error, timeout).",
 		}, []string{"result"}),
@@ -129,6 +131,7 @@ func newClassifier(cfg ClassifierConfig, pool *pgxpool.Pool, reg prometheus.Regi
 			Name: "cn_moderation_classifier_breaker_open", Help: "1 while the classifier's circuit breaker is open.",
 		}),
 	}
+	c.cfg.Store(&cfg)
 	c.budgetLeft.Set(-1)
 	if reg != nil {
 		reg.MustRegister(c.requests, c.unclassfied, c.budgetLeft, c.breakerOpen)
@@ -146,8 +149,9 @@ type classifyItem struct {
 // classify asks for every item, within the batch deadline, and returns one
 // outcome per item: answers, or unclassified with the reason.
 func (c *classifier) classify(ctx context.Context, items []classifyItem) map[string]Classification {
+	cfg := c.cfg.Load()
 	out := make(map[string]Classification, len(items))
-	granted, err := c.reserve(ctx, len(items))
+	granted, err := c.reserve(ctx, cfg, len(items))
 	if err != nil {
 		c.log.Warn("classifier budget unavailable; not classifying", "err", err)
 		granted = 0
@@ -156,11 +160,11 @@ func (c *classifier) classify(ctx context.Context, items []classifyItem) map[str
 		out[it.id] = Classification{Reason: reasonOverBudget}
 	}
 	items = items[:granted]
-	dctx, cancel := context.WithTimeout(ctx, c.cfg.BatchDeadline)
+	dctx, cancel := context.WithTimeout(ctx, cfg.BatchDeadline)
 	defer cancel()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, c.cfg.Concurrency)
+	sem := make(chan struct{}, cfg.Concurrency)
 	for _, it := range items {
 		wg.Add(1)
 		go func() {
@@ -168,7 +172,7 @@ func (c *classifier) classify(ctx context.Context, items []classifyItem) map[str
 			res := Classification{Reason: reasonTimeout}
 			select {
 			case sem <- struct{}{}:
-				res = c.one(dctx, it)
+				res = c.one(dctx, cfg, it)
 				<-sem
 			case <-dctx.Done():
 			}
@@ -187,14 +191,14 @@ func (c *classifier) classify(ctx context.Context, items []classifyItem) map[str
 }
 
 // one classifies one item, through the breaker.
-func (c *classifier) one(ctx context.Context, it classifyItem) Classification {
+func (c *classifier) one(ctx context.Context, cfg *ClassifierConfig, it classifyItem) Classification {
 	c.mu.Lock()
 	if time.Now().Before(c.openUntil) {
 		c.mu.Unlock()
 		return Classification{Reason: reasonBreakerOpen}
 	}
 	c.mu.Unlock()
-	labels, err := c.request(ctx, it)
+	labels, err := c.request(ctx, cfg, it)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -209,10 +213,10 @@ func (c *classifier) one(ctx context.Context, it classifyItem) Classification {
 		c.requests.WithLabelValues("error").Inc()
 	}
 	c.failures++
-	if c.failures >= c.cfg.BreakerFailures {
-		c.openUntil = time.Now().Add(c.cfg.BreakerCooldown)
+	if c.failures >= cfg.BreakerFailures {
+		c.openUntil = time.Now().Add(cfg.BreakerCooldown)
 		c.breakerOpen.Set(1)
-		c.log.Warn("classifier failing; circuit breaker open", "failures", c.failures, "for", c.cfg.BreakerCooldown, "err", err)
+		c.log.Warn("classifier failing; circuit breaker open", "failures", c.failures, "for", cfg.BreakerCooldown, "err", err)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return Classification{Reason: reasonTimeout}
@@ -221,23 +225,23 @@ func (c *classifier) one(ctx context.Context, it classifyItem) Classification {
 }
 
 // request sends one item: its kind and its content, cut to MaxContentBytes.
-func (c *classifier) request(ctx context.Context, it classifyItem) ([]LabelScore, error) {
+func (c *classifier) request(ctx context.Context, cfg *ClassifierConfig, it classifyItem) ([]LabelScore, error) {
 	content := it.content
-	if len(content) > c.cfg.MaxContentBytes {
-		content = content[:c.cfg.MaxContentBytes]
+	if len(content) > cfg.MaxContentBytes {
+		content = content[:cfg.MaxContentBytes]
 		for !utf8.ValidString(content) {
 			content = content[:len(content)-1]
 		}
 	}
 	body, _ := json.Marshal(map[string]any{"content": content, "kind": it.kind})
-	rctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	rctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.cfg.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, cfg.URL, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.cfg.Client.Do(req)
+	resp, err := cfg.Client.Do(req)
 	if err != nil {
 		if rctx.Err() != nil {
 			return nil, context.DeadlineExceeded
@@ -259,8 +263,8 @@ func (c *classifier) request(ctx context.Context, it classifyItem) ([]LabelScore
 }
 
 // reserve takes up to n requests from today's budget and returns how many.
-func (c *classifier) reserve(ctx context.Context, n int) (int, error) {
-	if c.cfg.DailyBudget <= 0 || n == 0 {
+func (c *classifier) reserve(ctx context.Context, cfg *ClassifierConfig, n int) (int, error) {
+	if cfg.DailyBudget <= 0 || n == 0 {
 		return n, nil
 	}
 	day := time.Now().UTC().Format("2006-01-02")
@@ -271,12 +275,29 @@ func (c *classifier) reserve(ctx context.Context, n int) (int, error) {
 	var granted, used int
 	err := c.pool.QueryRow(ctx, `
 		WITH cur AS (SELECT requests FROM cn_moderation.classifier_usage WHERE day = $1 FOR UPDATE)
-		UPDATE cn_moderation.classifier_usage u SET requests = LEAST($2, cur.requests + $3)
+		UPDATE cn_moderation.classifier_usage u SET requests = GREATEST(cur.requests, LEAST($2, cur.requests + $3))
 		FROM cur WHERE u.day = $1
-		RETURNING u.requests - cur.requests, u.requests`, day, c.cfg.DailyBudget, n).Scan(&granted, &used)
+		RETURNING u.requests - cur.requests, u.requests`, day, cfg.DailyBudget, n).Scan(&granted, &used)
 	if err != nil {
 		return 0, err
 	}
-	c.budgetLeft.Set(float64(c.cfg.DailyBudget - used))
+	// A budget below what today used (lowered by a reload or by another
+	// moderator's flag) grants nothing and keeps the count.
+	c.budgetLeft.Set(float64(max(0, cfg.DailyBudget-used)))
 	return granted, nil
+}
+
+// setLimits installs l's timeout, batch deadline, concurrency, daily budget
+// and content cut (a zero takes its default; the budget's zero is unlimited)
+// for the batches that start from now on; the URL, the breaker and the client
+// stay.
+func (c *classifier) setLimits(l ClassifierConfig) {
+	next := *c.cfg.Load()
+	next.Timeout, next.BatchDeadline, next.Concurrency = l.Timeout, l.BatchDeadline, l.Concurrency
+	next.DailyBudget, next.MaxContentBytes = l.DailyBudget, l.MaxContentBytes
+	next.setDefaults()
+	if next.DailyBudget <= 0 {
+		c.budgetLeft.Set(-1)
+	}
+	c.cfg.Store(&next)
 }

@@ -621,3 +621,14 @@ func (m *Moderator) decide(ctx context.Context, tx consumer.Tx, fires []fired) (
 	sort.Strings(hide)
 	return hide, nil
 }
+
+// SetClassifierLimits installs cfg's timeout, batch deadline, concurrency,
+// daily budget and content cut in the running classifier (a configuration
+// reload): the batches that start after it use them, the batch being
+// classified keeps the old ones. The URL is not changed (a restart is), and
+// without a classifier it does nothing.
+func (m *Moderator) SetClassifierLimits(cfg ClassifierConfig) {
+	if m.classifier != nil {
+		m.classifier.setLimits(cfg)
+	}
+}

@@ -29,9 +29,11 @@ type ModeratorOptions struct {
 	Ready func(addr string)
 	// ReusePort binds Listen with SO_REUSEPORT (--reuse-port).
 	ReusePort bool
-	// Reload rebuilds these options on SIGHUP (daemon.Reloader): only
-	// --log-level is live, every other change is reported as needing a
-	// restart. Zero: no reloads (the metrics are served all the same).
+	// Reload rebuilds these options on SIGHUP (daemon.Reloader): the
+	// classifier's limits (Classifier but its URL:
+	// moderation.Moderator.SetClassifierLimits) and --log-level are live,
+	// every other change is reported as needing a restart. Zero: no reloads
+	// (the metrics are served all the same).
 	Reload daemon.Source[ModeratorOptions]
 }
 
@@ -48,7 +50,6 @@ func Moderator(ctx context.Context, o ModeratorOptions) error {
 	}
 	defer pool.Close()
 	reg := daemon.Registry()
-	reloader := daemon.NewReloader("moderator", o.Reload, nil, reg, logger)
 	notifier := outbox.NewNotifier(pool, 0, logger, reg)
 	namespace := cmp.Or(o.Namespace, moderation.DefaultNamespace)
 	mod := moderation.New(moderation.Config{
@@ -56,6 +57,10 @@ func Moderator(ctx context.Context, o ModeratorOptions) error {
 		Store: store.NewPublisher(), TopicRules: protocol.DefaultTopicRules(),
 		Classifier: o.Classifier, Pool: pool,
 	})
+	reloader := daemon.NewReloader("moderator", o.Reload, func(next ModeratorOptions) error {
+		mod.SetClassifierLimits(next.Classifier)
+		return nil
+	}, reg, logger)
 	c, err := consumer.New(pool, mod, consumer.Config{Name: moderation.ConsumerName, BatchSize: cmp.Or(o.BatchSize, DefaultModeratorBatchSize),
 		Logger: logger, Registerer: reg})
 	if err != nil {

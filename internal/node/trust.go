@@ -38,9 +38,11 @@ type TrustOptions struct {
 	ReusePort bool
 	// AsOf gives the as_of time of a scheduled run; time.Now when nil.
 	AsOf func() int64
-	// Reload rebuilds these options on SIGHUP (daemon.Reloader): only
-	// --log-level is live, every other change is reported as needing a
-	// restart. Zero: no reloads (the metrics are served all the same).
+	// Reload rebuilds these options on SIGHUP (daemon.Reloader): the seeds
+	// (Seeds, Admins), the intervals and AssertMinRank are live
+	// (trust.Scheduler.SetPolicy), with --log-level; every other change is
+	// reported as needing a restart. Zero: no reloads (the metrics are served
+	// all the same).
 	Reload daemon.Source[TrustOptions]
 }
 
@@ -71,7 +73,6 @@ func Trust(ctx context.Context, o TrustOptions) error {
 	}
 	defer pool.Close()
 	reg := daemon.Registry()
-	reloader := daemon.NewReloader("trust", o.Reload, nil, reg, logger)
 	notifier := outbox.NewNotifier(pool, 0, logger, reg)
 	graph := &trust.Graph{NodePubKey: o.NodeKey.PubKey}
 	c, err := consumer.New(pool, graph, consumer.Config{Name: trust.ConsumerName, BatchSize: cmp.Or(o.BatchSize, DefaultTrustBatchSize),
@@ -96,6 +97,15 @@ func Trust(ctx context.Context, o TrustOptions) error {
 		Registerer:        reg,
 		Logger:            logger,
 	}
+	reloader := daemon.NewReloader("trust", o.Reload, func(next TrustOptions) error {
+		sched.SetPolicy(trust.Policy{
+			Seeds:             trust.SeedsFor(next.Seeds, next.Admins),
+			RecomputeInterval: cmp.Or(next.RecomputeInterval, DefaultRecomputeInterval),
+			PublishInterval:   cmp.Or(next.PublishInterval, DefaultPublishInterval),
+			MinRank:           cmp.Or(next.AssertMinRank, DefaultAssertMinRank),
+		})
+		return nil
+	}, reg, logger)
 	logger.Info("trust starting", "provider_pubkey", provider.PubKey, "seeds", len(seeds.Pubkeys), "seeds_source", seeds.Source,
 		"recompute_interval", sched.RecomputeInterval.String())
 	mux := daemon.Mux(reg, pool)

@@ -1,12 +1,15 @@
 package trust
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -40,7 +43,8 @@ func SeedsFor(seeds, admins []string) Seeds {
 // when cnctl asks (cn_trust.requests), and publishes the changed assertions
 // every PublishInterval. One process at a time schedules (an advisory lock held
 // on a dedicated connection); another waits as a standby. Set the fields, then
-// call Run once.
+// call Run once; SetPolicy changes the seeds, the intervals and the cutoff of a
+// running Scheduler.
 type Scheduler struct {
 	Pool      *pgxpool.Pool
 	Publisher *Publisher
@@ -55,6 +59,50 @@ type Scheduler struct {
 	// Registerer takes the cn_trust_* run and publication metrics; nil: none.
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger // nil: discard
+
+	mu   sync.Mutex
+	next *Policy // set by SetPolicy, taken by Run
+}
+
+// Policy is what a configuration reload changes in a running Scheduler.
+type Policy struct {
+	Seeds             Seeds
+	RecomputeInterval time.Duration
+	PublishInterval   time.Duration
+	MinRank           int // the Publisher's cutoff
+}
+
+// SetPolicy installs p in the running Scheduler at its next tick (within a
+// second, or PublishInterval when shorter): new seeds recompute the ranks at
+// once; a new recompute interval counts from the last computation; a new
+// cutoff marks dirty the subjects whose rank lies between the old cutoff and
+// the new one and publishes at once, so the assertions above the new cutoff
+// appear and those below it are withdrawn (NIP-09). A standby (not holding
+// the lock) keeps p for when it leads.
+func (s *Scheduler) SetPolicy(p Policy) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.next = &p
+}
+
+func (s *Scheduler) takePolicy() *Policy {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.next
+	s.next = nil
+	return p
+}
+
+// markCutoff marks dirty the subjects whose rank is in [min(a,b), max(a,b)):
+// those on the other side of the cutoff when it moves from a to b.
+func markCutoff(ctx context.Context, pool *pgxpool.Pool, a, b int) error {
+	_, err := pool.Exec(ctx, `UPDATE cn_trust.subjects s SET dirty = true
+		FROM cn_trust.pubkeys k JOIN cn_trust.scores sc ON sc.pubkey = k.pubkey
+		WHERE k.id = s.id AND NOT s.dirty AND sc.rank >= $1 AND sc.rank < $2`, min(a, b), max(a, b))
+	if err != nil {
+		return fmt.Errorf("trust: mark subjects across the new cutoff: %w", err)
+	}
+	return nil
 }
 
 // Run schedules until ctx is done, and returns ctx's error then, or an error
@@ -108,8 +156,40 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	nextRun := time.Now()
 	tick := time.NewTicker(min(s.PublishInterval, time.Second))
 	defer tick.Stop()
-	lastPublish := time.Time{}
+	lastPublish, lastRun := time.Time{}, time.Time{}
 	for {
+		if p := s.takePolicy(); p != nil {
+			if !slices.Equal(p.Seeds.Pubkeys, s.Seeds.Pubkeys) || p.Seeds.Source != s.Seeds.Source {
+				s.Seeds = p.Seeds
+				nextRun = time.Now()
+			}
+			if p.RecomputeInterval > 0 && p.RecomputeInterval != s.RecomputeInterval {
+				s.RecomputeInterval = p.RecomputeInterval
+				if !lastRun.IsZero() {
+					nextRun = lastRun.Add(p.RecomputeInterval)
+				}
+			}
+			if p.PublishInterval > 0 && p.PublishInterval != s.PublishInterval {
+				s.PublishInterval = p.PublishInterval
+				tick.Reset(min(s.PublishInterval, time.Second))
+			}
+			if old := cmp.Or(pub.MinRank, DefaultAssertMinRank); p.MinRank > 0 && p.MinRank != old {
+				if err := markCutoff(ctx, pool, old, p.MinRank); err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					logger.Error("trust: new assertion cutoff not applied; retrying", "err", err)
+					s.mu.Lock()
+					if s.next == nil {
+						s.next = p
+					}
+					s.mu.Unlock()
+				} else {
+					pub.MinRank = p.MinRank
+					lastPublish = time.Time{}
+				}
+			}
+		}
 		var req int64
 		var reqAsOf *int64
 		err := pool.QueryRow(ctx, `SELECT id, as_of FROM cn_trust.requests WHERE run_id IS NULL ORDER BY id DESC LIMIT 1`).Scan(&req, &reqAsOf)
@@ -143,7 +223,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 					"edges", run.Edges, "iterations", run.Iterations, "changed", run.Changed, "load_ms", run.LoadMS, "compute_ms", run.ComputeMS)
 				m.observeRun(run)
 			}
-			nextRun = time.Now().Add(s.RecomputeInterval)
+			lastRun = time.Now()
+			nextRun = lastRun.Add(s.RecomputeInterval)
 			lastPublish = time.Time{}
 		}
 		if time.Since(lastPublish) >= s.PublishInterval {

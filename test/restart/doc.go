@@ -21,4 +21,13 @@
 // message on the new connection; p50, p99, max), the figures docs/benchmarks.md
 // quotes. make test runs a short version (-short: 10 clients, one restart);
 // make test-long the full one (50 clients, three restarts).
+//
+// consumer_test.go restarts each consumer daemon (indexer, moderator, trust,
+// bridge against an embedded nats-server) the same way, as real processes
+// while events keep coming, and checks that the new process takes over at
+// once (well within the 5s lease) at the old one's committed offset, and that
+// every event had its effect exactly once; make test-long restarts each three
+// times and then SIGKILLs the active one (the standby takes over when the
+// lease expires, and the batch the killed one had not committed is applied
+// once).
 package restart
