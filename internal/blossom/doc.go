@@ -17,6 +17,11 @@
 //
 //   - Every answer carries Access-Control-Allow-Origin: *; a refusal is a
 //     4xx or 5xx with an X-Reason header and a JSON body {"error": reason}.
+//   - Before anything else, a request from a client address Deps.IPBlocked
+//     names (NIP-86 blockip; the address is Deps.ClientIP's, the relay's)
+//     is refused 403, and one past Config.RequestRatePerIP or, for an
+//     upload, Config.UploadRatePerIP 429 with Retry-After; the body of a
+//     refused upload is not read.
 //   - An upload or a delete needs an authorization (BUD-11) that passes every
 //     check: kind 24242, valid id and signature, created_at not in the
 //     future, an expiration tag in the future (and at most

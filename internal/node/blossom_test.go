@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -20,6 +21,10 @@ import (
 	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/node/nodetest"
 	"github.com/kukuri/communitynode/internal/pgtest"
+	"github.com/kukuri/communitynode/internal/platform/ratelimit"
+	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/relayadmin"
+	"github.com/kukuri/communitynode/internal/store"
 	"github.com/kukuri/communitynode/internal/testkit"
 )
 
@@ -174,4 +179,45 @@ func TestSlowUploadOnTheRelayAddress(t *testing.T) {
 	res.Body.Close()
 	require.Equal(t, http.StatusRequestTimeout, res.StatusCode)
 	require.Less(t, time.Since(start), 10*time.Second)
+}
+
+// TestBlossomBlockIPAndRatePerAddress: Blossom requests on the relay's
+// address are held to the relay's per-address protections, with the client
+// address the relay sees (--real-ip-header): an address NIP-86 blockip
+// names is refused 403 with X-Reason (others are served), and one past
+// --blossom-request-rate-ip 429 with Retry-After (others keep their budget).
+func TestBlossomBlockIPAndRatePerAddress(t *testing.T) {
+	db := pgtest.New(t)
+	cfg := nodetest.RelayConfig(t)
+	cfg.RealIPHeader = "X-Real-IP"
+	nodetest.StartRelay(t, node.RelayOptions{DatabaseURL: db.URL, Relay: cfg, Logger: slog.New(slog.DiscardHandler),
+		Blossom: &node.BlossomOptions{Dir: t.TempDir(), RequestRatePerIP: ratelimit.Rate{PerSecond: 0.001, Burst: 3}}}, false)
+	path := "http://" + cfg.Listen + "/list/" + nostr.GeneratePrivateKey()
+	get := func(ip string) *http.Response {
+		req, _ := http.NewRequest(http.MethodGet, path, nil)
+		req.Header.Set("X-Real-IP", ip)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		return res
+	}
+
+	a := &relayadmin.Admin{Pool: db.Pool, Store: store.NewPublisher(), TopicRules: protocol.DefaultTopicRules()}
+	_, err := a.Do(context.Background(), relayadmin.Actor{Name: "test", Source: "cnctl"}, "blockip",
+		[]json.RawMessage{json.RawMessage(`"192.0.2.0/24"`), json.RawMessage(`"abuse"`)})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return get("192.0.2.7").StatusCode == http.StatusForbidden },
+		10*time.Second, 20*time.Millisecond, "the relay's policy learns the block")
+	res := get("192.0.2.8")
+	require.Equal(t, http.StatusForbidden, res.StatusCode)
+	require.Contains(t, res.Header.Get("X-Reason"), "blocked")
+
+	for range 3 {
+		require.Equal(t, http.StatusOK, get("198.51.100.1").StatusCode)
+	}
+	res = get("198.51.100.1")
+	require.Equal(t, http.StatusTooManyRequests, res.StatusCode)
+	require.NotEmpty(t, res.Header.Get("Retry-After"))
+	require.Contains(t, res.Header.Get("X-Reason"), "rate-limited")
+	require.Equal(t, http.StatusOK, get("198.51.100.2").StatusCode, "another address has its own budget")
 }

@@ -243,7 +243,7 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	}
 	var media *blossom.Server
 	if b := s.Blossom; b != nil {
-		if media, err = openBlossom(*b, pool, s.Relay.Info.Self, admins, policy, logger, reg); err != nil {
+		if media, err = openBlossom(*b, pool, s.Relay.Info.Self, admins, policy, s.Relay.RealIPHeader, logger, reg); err != nil {
 			return err
 		}
 		s.Relay.Media = blossomInfo(*b, s.Relay)
