@@ -267,6 +267,9 @@ func Relay(ctx context.Context, s RelayOptions) error {
 			joinRanks: joinRanks, admitRanks: admitRanks, members: members, groups: hosted})
 	}, reg, logger)
 	api.Admin.Extensions = append(api.Admin.Extensions, reloadMethod(reloader.Reload))
+	if media != nil {
+		api.Admin.Extensions = append(api.Admin.Extensions, media.DB()) // hideblob, unhideblob
+	}
 	api.Audience = r.Audience // NIP-98 `u` names the relay's own URLs, as AUTH does
 
 	// The writer outlives the relay: the relay's final flush commits through it.
