@@ -31,6 +31,7 @@ var notStoreRules = map[string]string{
 	"blossom-upload-burst-ip":   "Blossom media, not events (docs/media.md)",
 	"blossom-request-rate-ip":   "Blossom media, not events (docs/media.md)",
 	"blossom-request-burst-ip":  "Blossom media, not events (docs/media.md)",
+	"blossom-mirror-private":    "Blossom media, not events (docs/media.md)",
 	"groups":                    "NIP-29 groups need the node key to sign their state; import and sync refuse group events, except cnctl import --group-history --node-key-file (a moved or forked group)",
 	"group-creators":            "NIP-29 groups (see groups)",
 	"group-invite-ttl":          "NIP-29 groups (see groups)",

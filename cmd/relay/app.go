@@ -130,6 +130,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.IntFlag{Name: "blossom-upload-burst-ip", Value: node.DefaultBlossomUploadRatePerIP.Burst, EnvVars: []string{"CN_RELAY_BLOSSOM_UPLOAD_BURST_IP"}, Usage: "burst for --blossom-upload-rate-ip"},
 			&cli.Float64Flag{Name: "blossom-request-rate-ip", Value: node.DefaultBlossomRequestRatePerIP.PerSecond, EnvVars: []string{"CN_RELAY_BLOSSOM_REQUEST_RATE_IP"}, Usage: "Blossom requests of any kind per second per client address, beyond --blossom-request-burst-ip; past it 429 with Retry-After (0: no limit)"},
 			&cli.IntFlag{Name: "blossom-request-burst-ip", Value: node.DefaultBlossomRequestRatePerIP.Burst, EnvVars: []string{"CN_RELAY_BLOSSOM_REQUEST_BURST_IP"}, Usage: "burst for --blossom-request-rate-ip"},
+			&cli.BoolFlag{Name: "blossom-mirror-private", EnvVars: []string{"CN_RELAY_BLOSSOM_MIRROR_PRIVATE"}, Usage: "let Blossom's PUT /mirror (BUD-04) fetch from loopback, private and link-local addresses (default: refused 403, so that members cannot make the node reach its own network)"},
 
 			&cli.StringSliceFlag{Name: "read-database-url", EnvVars: []string{"CN_RELAY_READ_DATABASE_URL"}, Usage: "a streaming replica of --database-url that serves REQ, COUNT and NIP-50 search (repeat the flag or separate with commas; default: none, the primary serves); see docs/operations.md, \"Read replicas\""},
 			&cli.DurationFlag{Name: "max-replica-lag", Value: node.DefaultMaxReplicaLag, EnvVars: []string{"CN_RELAY_MAX_REPLICA_LAG"}, Usage: "a replica further behind the primary than this (the age of the oldest outbox row it has not replayed) is skipped until it catches up"},
@@ -324,7 +325,8 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 	if dir := c.String("blossom-dir"); dir != "" {
 		s.Blossom = &node.BlossomOptions{Dir: dir, Listen: c.String("blossom-listen"), PublicURL: c.String("blossom-url"),
 			MaxBlobBytes: c.Int64("blossom-max-blob-bytes"), QuotaBytes: c.Int64("blossom-quota-bytes"),
-			QuotaBlobs: c.Int("blossom-quota-blobs"), UploadTimeout: c.Duration("blossom-upload-timeout")}
+			QuotaBlobs: c.Int("blossom-quota-blobs"), UploadTimeout: c.Duration("blossom-upload-timeout"),
+			MirrorPrivate: c.Bool("blossom-mirror-private")}
 		for _, r := range []struct {
 			name string
 			into *ratelimit.Rate

@@ -34,16 +34,17 @@ func TestBlossomFlags(t *testing.T) {
 	t.Setenv("CN_RELAY_BLOSSOM_QUOTA_BLOBS", "7")
 	got, err = run("--blossom-dir", "/srv/blobs", "--blossom-listen", "127.0.0.1:1", "--blossom-url", "https://media.example",
 		"--blossom-max-blob-bytes", "10", "--blossom-quota-bytes", "-1", "--blossom-upload-timeout", "1m", "--blossom-types", "image/*,Application/PDF",
-		"--blossom-upload-rate-ip", "0", "--blossom-request-rate-ip", "2.5", "--blossom-request-burst-ip", "9")
+		"--blossom-upload-rate-ip", "0", "--blossom-request-rate-ip", "2.5", "--blossom-request-burst-ip", "9", "--blossom-mirror-private")
 	require.NoError(t, err)
 	require.Equal(t, &node.BlossomOptions{Dir: "/srv/blobs", Listen: "127.0.0.1:1", PublicURL: "https://media.example",
 		MaxBlobBytes: 10, QuotaBytes: -1, QuotaBlobs: 7, UploadTimeout: time.Minute, Types: []string{"image/*", "application/pdf"},
 		UploadRatePerIP:  ratelimit.Rate{PerSecond: -1, Burst: node.DefaultBlossomUploadRatePerIP.Burst},
-		RequestRatePerIP: ratelimit.Rate{PerSecond: 2.5, Burst: 9}}, got.Blossom)
+		RequestRatePerIP: ratelimit.Rate{PerSecond: 2.5, Burst: 9}, MirrorPrivate: true}, got.Blossom)
 	got, err = run("--blossom-dir", "/b")
 	require.NoError(t, err)
 	require.Equal(t, node.DefaultBlossomUploadRatePerIP, got.Blossom.UploadRatePerIP, "per-address limits are on by default")
 	require.Equal(t, node.DefaultBlossomRequestRatePerIP, got.Blossom.RequestRatePerIP)
+	require.False(t, got.Blossom.MirrorPrivate, "mirrors fetch from public addresses only by default")
 
 	for _, bad := range [][]string{
 		{"--blossom-listen", "127.0.0.1:1"},

@@ -72,6 +72,11 @@ type Config struct {
 	// PerSecond: no limit.
 	UploadRatePerIP  ratelimit.Rate
 	RequestRatePerIP ratelimit.Rate
+	// MirrorPrivate lets PUT /mirror (BUD-04) fetch from loopback, private,
+	// link-local and other non-public addresses; off, such a URL (or a name
+	// resolving to one) is refused 403, so that a member cannot make the
+	// node reach its own network (SSRF).
+	MirrorPrivate bool
 }
 
 // accepts reports whether the media type typ (parameters ignored) is one of
@@ -164,6 +169,7 @@ type Server struct {
 
 	uploads  *ratelimit.Limiter // per client address: Config.UploadRatePerIP
 	requests *ratelimit.Limiter // Config.RequestRatePerIP
+	fetch    *http.Client       // PUT /mirror's (newMirrorClient)
 }
 
 // New returns a Server; it creates the blob directory and clears what
@@ -189,6 +195,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s.uploads = ratelimit.New(cfg.UploadRatePerIP, s.now)
 	s.requests = ratelimit.New(cfg.RequestRatePerIP, s.now)
+	s.fetch = newMirrorClient(cfg.MirrorPrivate)
 	s.m = newMetrics(deps.Registerer)
 	return s, nil
 }
@@ -220,6 +227,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	p := req.URL.Path
 	switch {
+	case p == "/mirror":
+		if req.Method != http.MethodPut {
+			s.refuse(w, http.StatusMethodNotAllowed, "use PUT on /mirror")
+			return
+		}
+		s.mirror(w, req)
 	case p == "/upload":
 		switch req.Method {
 		case http.MethodPut:
@@ -606,7 +619,14 @@ func (s *Server) upload(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
-	typ := contentType(req.Header.Get("Content-Type"), sniff.head)
+	s.store(w, req, pk, hash, n, contentType(req.Header.Get("Content-Type"), sniff.head), tmp)
+}
+
+// store records the blob hash (n bytes of type typ, written and fsynced to
+// tmp) as pk's and answers its descriptor: 201 when new to pk, 200 when pk
+// held it already; the quota is checked again in the transaction (413).
+func (s *Server) store(w http.ResponseWriter, req *http.Request, pk, hash string, n int64, typ, tmp string) {
+	ctx := req.Context()
 	if !s.cfg.accepts(typ) {
 		s.refuse(w, http.StatusUnsupportedMediaType, s.cfg.typesReason())
 		return

@@ -39,6 +39,9 @@ type BlossomOptions struct {
 	// (blossom.Config): zero, the defaults; a negative PerSecond, none.
 	UploadRatePerIP  ratelimit.Rate
 	RequestRatePerIP ratelimit.Rate
+	// MirrorPrivate lets PUT /mirror fetch from private and loopback
+	// addresses (blossom.Config.MirrorPrivate).
+	MirrorPrivate bool
 }
 
 // The Blossom defaults (relay --blossom-*).
@@ -72,7 +75,7 @@ func openBlossom(o BlossomOptions, pool *pgxpool.Pool, self string, admins map[s
 	rule := &membership.Service{Self: self, Admins: admins}
 	return blossom.New(blossom.Config{Dir: o.Dir, PublicURL: o.PublicURL, MaxBlobBytes: o.MaxBlobBytes,
 		QuotaBytes: o.QuotaBytes, QuotaBlobs: o.QuotaBlobs, UploadTimeout: o.UploadTimeout, Types: o.Types,
-		UploadRatePerIP: o.UploadRatePerIP, RequestRatePerIP: o.RequestRatePerIP},
+		UploadRatePerIP: o.UploadRatePerIP, RequestRatePerIP: o.RequestRatePerIP, MirrorPrivate: o.MirrorPrivate},
 		blossom.Deps{Pool: pool, Logger: logger.With("part", "blossom"), Registerer: reg, Banned: policy.PubkeyBanned,
 			IPBlocked: policy.IPBlocked,
 			ClientIP:  func(req *http.Request) string { ip, _ := relay.ClientIP(req, realIPHeader); return ip },
