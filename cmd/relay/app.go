@@ -19,6 +19,7 @@ import (
 	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/node"
 	"github.com/kukuri/communitynode/internal/nodekey"
+	"github.com/kukuri/communitynode/internal/platform/ratelimit"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/relay"
 	"github.com/kukuri/communitynode/internal/storerules"
@@ -125,6 +126,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.IntFlag{Name: "blossom-quota-blobs", Value: node.DefaultBlossomQuotaBlobs, EnvVars: []string{"CN_RELAY_BLOSSOM_QUOTA_BLOBS"}, Usage: "Blossom blobs one key may hold; one more is refused 413 (-1: no quota)"},
 			&cli.StringSliceFlag{Name: "blossom-types", EnvVars: []string{"CN_RELAY_BLOSSOM_TYPES"}, Usage: "media types Blossom accepts (comma separated; image/* for a whole top-level type), judged by the upload's Content-Type or, without one, by its first bytes; others are refused 415 (default: any)"},
 			&cli.DurationFlag{Name: "blossom-upload-timeout", Value: node.DefaultBlossomUploadTimeout, EnvVars: []string{"CN_RELAY_BLOSSOM_UPLOAD_TIMEOUT"}, Usage: "longest a Blossom upload's body may take to arrive; a slower one is cut off with 408"},
+			&cli.Float64Flag{Name: "blossom-upload-rate-ip", Value: node.DefaultBlossomUploadRatePerIP.PerSecond, EnvVars: []string{"CN_RELAY_BLOSSOM_UPLOAD_RATE_IP"}, Usage: "Blossom uploads (PUT /upload, /mirror) per second per client address, beyond --blossom-upload-burst-ip; past it 429 with Retry-After (0: no limit)"},
+			&cli.IntFlag{Name: "blossom-upload-burst-ip", Value: node.DefaultBlossomUploadRatePerIP.Burst, EnvVars: []string{"CN_RELAY_BLOSSOM_UPLOAD_BURST_IP"}, Usage: "burst for --blossom-upload-rate-ip"},
+			&cli.Float64Flag{Name: "blossom-request-rate-ip", Value: node.DefaultBlossomRequestRatePerIP.PerSecond, EnvVars: []string{"CN_RELAY_BLOSSOM_REQUEST_RATE_IP"}, Usage: "Blossom requests of any kind per second per client address, beyond --blossom-request-burst-ip; past it 429 with Retry-After (0: no limit)"},
+			&cli.IntFlag{Name: "blossom-request-burst-ip", Value: node.DefaultBlossomRequestRatePerIP.Burst, EnvVars: []string{"CN_RELAY_BLOSSOM_REQUEST_BURST_IP"}, Usage: "burst for --blossom-request-rate-ip"},
+			&cli.BoolFlag{Name: "blossom-mirror-private", EnvVars: []string{"CN_RELAY_BLOSSOM_MIRROR_PRIVATE"}, Usage: "let Blossom's PUT /mirror (BUD-04) fetch from loopback, private and link-local addresses (default: refused 403, so that members cannot make the node reach its own network)"},
 
 			&cli.StringSliceFlag{Name: "read-database-url", EnvVars: []string{"CN_RELAY_READ_DATABASE_URL"}, Usage: "a streaming replica of --database-url that serves REQ, COUNT and NIP-50 search (repeat the flag or separate with commas; default: none, the primary serves); see docs/operations.md, \"Read replicas\""},
 			&cli.DurationFlag{Name: "max-replica-lag", Value: node.DefaultMaxReplicaLag, EnvVars: []string{"CN_RELAY_MAX_REPLICA_LAG"}, Usage: "a replica further behind the primary than this (the age of the oldest outbox row it has not replayed) is skipped until it catches up"},
@@ -319,7 +325,21 @@ func relayOptions(c *cli.Context) (node.RelayOptions, error) {
 	if dir := c.String("blossom-dir"); dir != "" {
 		s.Blossom = &node.BlossomOptions{Dir: dir, Listen: c.String("blossom-listen"), PublicURL: c.String("blossom-url"),
 			MaxBlobBytes: c.Int64("blossom-max-blob-bytes"), QuotaBytes: c.Int64("blossom-quota-bytes"),
-			QuotaBlobs: c.Int("blossom-quota-blobs"), UploadTimeout: c.Duration("blossom-upload-timeout")}
+			QuotaBlobs: c.Int("blossom-quota-blobs"), UploadTimeout: c.Duration("blossom-upload-timeout"),
+			MirrorPrivate: c.Bool("blossom-mirror-private")}
+		for _, r := range []struct {
+			name string
+			into *ratelimit.Rate
+		}{{"blossom-upload", &s.Blossom.UploadRatePerIP}, {"blossom-request", &s.Blossom.RequestRatePerIP}} {
+			rate := ratelimit.Rate{PerSecond: c.Float64(r.name + "-rate-ip"), Burst: c.Int(r.name + "-burst-ip")}
+			switch {
+			case rate.PerSecond < 0 || (rate.PerSecond > 0 && rate.Burst < 1):
+				return node.RelayOptions{}, fmt.Errorf("--%s-rate-ip must not be negative and --%s-burst-ip must be at least 1", r.name, r.name)
+			case rate.PerSecond == 0:
+				rate.PerSecond = -1 // no limit (a zero Rate is the default)
+			}
+			*r.into = rate
+		}
 		for _, t := range c.StringSlice("blossom-types") {
 			t = strings.ToLower(strings.TrimSpace(t))
 			if top, sub, ok := strings.Cut(t, "/"); !ok || top == "" || sub == "" || strings.ContainsAny(t, " ;,") {

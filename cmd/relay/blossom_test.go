@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kukuri/communitynode/internal/node"
+	"github.com/kukuri/communitynode/internal/platform/ratelimit"
 )
 
 // TestBlossomFlags: Blossom is off without --blossom-dir; its flags reach the
@@ -32,16 +33,26 @@ func TestBlossomFlags(t *testing.T) {
 
 	t.Setenv("CN_RELAY_BLOSSOM_QUOTA_BLOBS", "7")
 	got, err = run("--blossom-dir", "/srv/blobs", "--blossom-listen", "127.0.0.1:1", "--blossom-url", "https://media.example",
-		"--blossom-max-blob-bytes", "10", "--blossom-quota-bytes", "-1", "--blossom-upload-timeout", "1m", "--blossom-types", "image/*,Application/PDF")
+		"--blossom-max-blob-bytes", "10", "--blossom-quota-bytes", "-1", "--blossom-upload-timeout", "1m", "--blossom-types", "image/*,Application/PDF",
+		"--blossom-upload-rate-ip", "0", "--blossom-request-rate-ip", "2.5", "--blossom-request-burst-ip", "9", "--blossom-mirror-private")
 	require.NoError(t, err)
 	require.Equal(t, &node.BlossomOptions{Dir: "/srv/blobs", Listen: "127.0.0.1:1", PublicURL: "https://media.example",
-		MaxBlobBytes: 10, QuotaBytes: -1, QuotaBlobs: 7, UploadTimeout: time.Minute, Types: []string{"image/*", "application/pdf"}}, got.Blossom)
+		MaxBlobBytes: 10, QuotaBytes: -1, QuotaBlobs: 7, UploadTimeout: time.Minute, Types: []string{"image/*", "application/pdf"},
+		UploadRatePerIP:  ratelimit.Rate{PerSecond: -1, Burst: node.DefaultBlossomUploadRatePerIP.Burst},
+		RequestRatePerIP: ratelimit.Rate{PerSecond: 2.5, Burst: 9}, MirrorPrivate: true}, got.Blossom)
+	got, err = run("--blossom-dir", "/b")
+	require.NoError(t, err)
+	require.Equal(t, node.DefaultBlossomUploadRatePerIP, got.Blossom.UploadRatePerIP, "per-address limits are on by default")
+	require.Equal(t, node.DefaultBlossomRequestRatePerIP, got.Blossom.RequestRatePerIP)
+	require.False(t, got.Blossom.MirrorPrivate, "mirrors fetch from public addresses only by default")
 
 	for _, bad := range [][]string{
 		{"--blossom-listen", "127.0.0.1:1"},
 		{"--blossom-dir", "/b", "--blossom-max-blob-bytes", "0"},
 		{"--blossom-dir", "/b", "--blossom-quota-bytes", "0"},
 		{"--blossom-dir", "/b", "--blossom-types", "images"},
+		{"--blossom-dir", "/b", "--blossom-upload-rate-ip", "-1"},
+		{"--blossom-dir", "/b", "--blossom-request-burst-ip", "0"},
 	} {
 		_, err := run(bad...)
 		require.Error(t, err, bad)

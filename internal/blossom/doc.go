@@ -9,6 +9,7 @@
 //	                            uploaded with, range requests (http.ServeContent)
 //	PUT /upload                 BUD-02: store a blob; its descriptor (BUD-08 nip94 tags)
 //	HEAD /upload                BUD-06: would this upload be accepted
+//	PUT /mirror                 BUD-04: fetch {"url"} and store it as an upload
 //	GET /list/<pubkey>          BUD-02/12: the key's blobs (?since, ?until)
 //	DELETE /<sha256>            BUD-02/12: take the key's claim away
 //	OPTIONS (any of them)       the CORS preflight BUD-01 asks for
@@ -17,6 +18,11 @@
 //
 //   - Every answer carries Access-Control-Allow-Origin: *; a refusal is a
 //     4xx or 5xx with an X-Reason header and a JSON body {"error": reason}.
+//   - Before anything else, a request from a client address Deps.IPBlocked
+//     names (NIP-86 blockip; the address is Deps.ClientIP's, the relay's)
+//     is refused 403, and one past Config.RequestRatePerIP or, for an
+//     upload, Config.UploadRatePerIP 429 with Retry-After; the body of a
+//     refused upload is not read.
 //   - An upload or a delete needs an authorization (BUD-11) that passes every
 //     check: kind 24242, valid id and signature, created_at not in the
 //     future, an expiration tag in the future (and at most
@@ -41,6 +47,12 @@
 //     count each key's claims (bytes and number); they are checked again
 //     under a per-key lock in the transaction that records the claim, so
 //     concurrent uploads cannot pass them together.
+//   - A mirror (PUT /mirror) is an upload whose body the server fetches: the
+//     same authorization, member, quota, type and streaming rules, the whole
+//     fetch bounded by Config.UploadTimeout; the fetched hash must be the
+//     x tag's. It fetches only http(s) URLs, and connects only to public
+//     addresses (checked on each connection, after DNS) unless
+//     Config.MirrorPrivate.
 //   - Deleting takes only the deleter's claim away; the file is removed when
 //     no claim remains. Upload and delete of one hash serialise on its
 //     cn_blossom.blobs row lock, and the file is moved into place (upload) or

@@ -38,13 +38,18 @@ type node struct {
 
 func newNode(t *testing.T, cfg blossom.Config) *node {
 	t.Helper()
+	return newNodeWith(t, cfg, nil)
+}
+
+// newNodeWith is newNode with edit applied to the server's Deps.
+func newNodeWith(t *testing.T, cfg blossom.Config, edit func(*blossom.Deps)) *node {
+	t.Helper()
 	n := &node{t: t, db: pgtest.New(t), members: map[string]bool{}, banned: map[string]bool{}}
 	if cfg.Dir == "" {
 		cfg.Dir = t.TempDir()
 	}
 	n.dir = cfg.Dir
-	var err error
-	n.srv, err = blossom.New(cfg, blossom.Deps{Pool: n.db.Pool,
+	deps := blossom.Deps{Pool: n.db.Pool,
 		MayUpload: func(_ context.Context, pk string) (bool, error) {
 			n.mu.Lock()
 			defer n.mu.Unlock()
@@ -54,7 +59,12 @@ func newNode(t *testing.T, cfg blossom.Config) *node {
 			n.mu.Lock()
 			defer n.mu.Unlock()
 			return n.banned[pk]
-		}})
+		}}
+	if edit != nil {
+		edit(&deps)
+	}
+	var err error
+	n.srv, err = blossom.New(cfg, deps)
 	require.NoError(t, err)
 	n.http = httptest.NewServer(n.srv)
 	t.Cleanup(n.http.Close)

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math"
 	"mime"
+	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -20,6 +21,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kukuri/communitynode/internal/platform/ratelimit"
 )
 
 // Defaults of Config's zero fields.
@@ -30,6 +33,14 @@ const (
 	DefaultUploadTimeout   = 10 * time.Minute
 	DefaultMaxAuthLifetime = 24 * time.Hour
 	DefaultListLimit       = 1000
+)
+
+// The default per-address rates (Config.UploadRatePerIP, RequestRatePerIP):
+// an upload every 5 s after a burst of 30, and 50 requests a second after a
+// burst of 300 (a feed's page of pictures).
+var (
+	DefaultUploadRatePerIP  = ratelimit.Rate{PerSecond: 0.2, Burst: 30}
+	DefaultRequestRatePerIP = ratelimit.Rate{PerSecond: 50, Burst: 300}
 )
 
 // Config is a Blossom server's settings.
@@ -54,6 +65,18 @@ type Config struct {
 	// Types, if set, are the media types accepted ("image/png", or "image/*"
 	// for a whole top-level type); others are refused 415. Empty: any.
 	Types []string
+	// UploadRatePerIP bounds the uploads (PUT /upload, PUT /mirror) of one
+	// client address, RequestRatePerIP all its requests (uploads included);
+	// past either the answer is 429 with Retry-After. An IPv6 client counts
+	// by its /64 (ratelimit.AddrKey). Zero: the defaults; a negative
+	// PerSecond: no limit.
+	UploadRatePerIP  ratelimit.Rate
+	RequestRatePerIP ratelimit.Rate
+	// MirrorPrivate lets PUT /mirror (BUD-04) fetch from loopback, private,
+	// link-local and other non-public addresses; off, such a URL (or a name
+	// resolving to one) is refused 403, so that a member cannot make the
+	// node reach its own network (SSRF).
+	MirrorPrivate bool
 }
 
 // accepts reports whether the media type typ (parameters ignored) is one of
@@ -99,6 +122,17 @@ func (c Config) withDefaults() Config {
 		c.MaxAuthLifetime = DefaultMaxAuthLifetime
 	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	rate := func(r, d ratelimit.Rate) ratelimit.Rate {
+		switch {
+		case r == ratelimit.Rate{}:
+			return d
+		case r.PerSecond < 0:
+			return ratelimit.Rate{}
+		}
+		return r
+	}
+	c.UploadRatePerIP = rate(c.UploadRatePerIP, DefaultUploadRatePerIP)
+	c.RequestRatePerIP = rate(c.RequestRatePerIP, DefaultRequestRatePerIP)
 	return c
 }
 
@@ -111,8 +145,15 @@ type Deps struct {
 	// Banned, if set, names banned keys (NIP-86 banpubkey): they may not
 	// upload, and a blob whose every owner is banned is not served.
 	Banned func(pubkey string) bool
-	Now    func() time.Time
-	Logger *slog.Logger
+	// ClientIP, if set, is a request's client address (the node wires the
+	// relay's, relay.ClientIP, which honours its --real-ip-header); nil:
+	// the TCP peer.
+	ClientIP func(req *http.Request) string
+	// IPBlocked, if set, names blocked client addresses (NIP-86 blockip):
+	// every request from one is refused 403.
+	IPBlocked func(ip string) bool
+	Now       func() time.Time
+	Logger    *slog.Logger
 	// Registerer receives the server's metrics; nil leaves them unregistered.
 	Registerer prometheus.Registerer
 }
@@ -125,6 +166,10 @@ type Server struct {
 	log  *slog.Logger
 	now  func() time.Time
 	m    metrics
+
+	uploads  *ratelimit.Limiter // per client address: Config.UploadRatePerIP
+	requests *ratelimit.Limiter // Config.RequestRatePerIP
+	fetch    *http.Client       // PUT /mirror's (newMirrorClient)
 }
 
 // New returns a Server; it creates the blob directory and clears what
@@ -148,6 +193,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.uploads = ratelimit.New(cfg.UploadRatePerIP, s.now)
+	s.requests = ratelimit.New(cfg.RequestRatePerIP, s.now)
+	s.fetch = newMirrorClient(cfg.MirrorPrivate)
 	s.m = newMetrics(deps.Registerer)
 	return s, nil
 }
@@ -161,11 +209,15 @@ var hexKey = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // ServeHTTP answers the Blossom endpoints: GET and HEAD /<sha256>[.ext],
 // DELETE /<sha256>, PUT and HEAD /upload, GET /list/<pubkey>, and OPTIONS
 // on any of them; anything else 404. Every answer carries
-// Access-Control-Allow-Origin: *.
+// Access-Control-Allow-Origin: *. A blocked client address is refused 403
+// and one past its rate 429 before anything else.
 func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Expose-Headers", "X-Reason")
+	h.Set("Access-Control-Expose-Headers", "X-Reason, Retry-After")
+	if !s.admit(w, req) {
+		return
+	}
 	if req.Method == http.MethodOptions {
 		h.Set("Access-Control-Allow-Headers", "Authorization, *")
 		h.Set("Access-Control-Allow-Methods", "GET, HEAD, PUT, DELETE")
@@ -175,6 +227,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	p := req.URL.Path
 	switch {
+	case p == "/mirror":
+		if req.Method != http.MethodPut {
+			s.refuse(w, http.StatusMethodNotAllowed, "use PUT on /mirror")
+			return
+		}
+		s.mirror(w, req)
 	case p == "/upload":
 		switch req.Method {
 		case http.MethodPut:
@@ -205,6 +263,47 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			s.refuse(w, http.StatusMethodNotAllowed, "use GET, HEAD or DELETE on a blob")
 		}
 	}
+}
+
+// admit applies the per-address protections: NIP-86 blockip (403), the
+// request rate and, for an upload, the upload rate (429 with Retry-After).
+// It answers a refusal itself and reports whether the request may go on.
+func (s *Server) admit(w http.ResponseWriter, req *http.Request) bool {
+	ip := s.clientIP(req)
+	if s.deps.IPBlocked != nil && s.deps.IPBlocked(ip) {
+		s.refuse(w, http.StatusForbidden, "your address is blocked from this server")
+		return false
+	}
+	key := ratelimit.AddrKey(ip)
+	if ok, wait := s.requests.Allow(key); !ok {
+		s.limited(w, wait, "rate-limited: too many requests from your address")
+		return false
+	}
+	if req.Method == http.MethodPut && (req.URL.Path == "/upload" || req.URL.Path == "/mirror") {
+		if ok, wait := s.uploads.Allow(key); !ok {
+			s.limited(w, wait, "rate-limited: too many uploads from your address")
+			return false
+		}
+	}
+	return true
+}
+
+// clientIP is req's client address: Deps.ClientIP's, else the TCP peer.
+func (s *Server) clientIP(req *http.Request) string {
+	if s.deps.ClientIP != nil {
+		return s.deps.ClientIP(req)
+	}
+	host, _, err := net.SplitHostPort(req.RemoteAddr)
+	if err != nil {
+		return req.RemoteAddr
+	}
+	return host
+}
+
+// limited answers 429 with Retry-After.
+func (s *Server) limited(w http.ResponseWriter, wait time.Duration, reason string) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
+	s.refuse(w, http.StatusTooManyRequests, reason)
 }
 
 // refuse answers status with the X-Reason header and a JSON body.
@@ -520,7 +619,14 @@ func (s *Server) upload(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
-	typ := contentType(req.Header.Get("Content-Type"), sniff.head)
+	s.store(w, req, pk, hash, n, contentType(req.Header.Get("Content-Type"), sniff.head), tmp)
+}
+
+// store records the blob hash (n bytes of type typ, written and fsynced to
+// tmp) as pk's and answers its descriptor: 201 when new to pk, 200 when pk
+// held it already; the quota is checked again in the transaction (413).
+func (s *Server) store(w http.ResponseWriter, req *http.Request, pk, hash string, n int64, typ, tmp string) {
+	ctx := req.Context()
 	if !s.cfg.accepts(typ) {
 		s.refuse(w, http.StatusUnsupportedMediaType, s.cfg.typesReason())
 		return

@@ -30,6 +30,7 @@ var Pages = []struct{ Path, Title string }{
 	{"members", "Members"},
 	{"reports", "Reports"},
 	{"policy", "Bans and policy"},
+	{"media", "Media"},
 	{"backlog", "Backlog"},
 }
 
@@ -80,7 +81,7 @@ func contentSecurityPolicy(relayURL string) string {
 // Handler serves, under prefix (e.g. "/console/"), read-only:
 //
 //	GET {prefix}                 redirects to the groups page
-//	GET {prefix}{page}           a page: groups, members, reports, policy, backlog
+//	GET {prefix}{page}           a page: groups, members, reports, policy, media, backlog
 //	GET {prefix}assets/...       its script and styles
 //	GET {prefix}api/groups       a page of groups by id (?limit=, ?after=, ?q=): metadata, flags, the first
 //	                             members, pending joins and invites (codes masked), with their counts;
@@ -94,6 +95,9 @@ func contentSecurityPolicy(relayURL string) string {
 //	                             ?group=node: outside groups), each with its event, reporters and their
 //	                             ranks, and the node's labels
 //	GET {prefix}api/policy       the NIP-86 lists: banned and allowed pubkeys and events, kinds, blocked addresses
+//	GET {prefix}api/media        Blossom media: the keys holding the most bytes, and the blobs hidden or
+//	                             named by open reports (most reports first), each a top list of ?limit=
+//	                             (hide and unhide are the relay's NIP-86 hideblob and unhideblob)
 //	GET {prefix}api/backlog      consumers and their dead letters
 //	GET {prefix}api/reset-plan   ?consumer=NAME&seq=N: what reset-offset would replay or skip (changes nothing)
 //
@@ -175,6 +179,16 @@ func (c *Console) Handler(prefix string) http.Handler {
 	})
 	api("policy", func(ctx context.Context, r *http.Request) (any, error) { return c.Policy(ctx) })
 	api("backlog", func(ctx context.Context, r *http.Request) (any, error) { return c.Backlog(ctx) })
+	api("media", func(ctx context.Context, r *http.Request) (any, error) {
+		p, err := parsePage(r)
+		if err != nil {
+			return nil, err
+		}
+		if p.After != "" || p.Q != "" {
+			return nil, badRequest("the media lists are top lists: ?limit= only")
+		}
+		return c.Media(ctx, p.Limit)
+	})
 	api("reset-plan", func(ctx context.Context, r *http.Request) (any, error) {
 		seq, err := strconv.ParseInt(r.URL.Query().Get("seq"), 10, 64)
 		if err != nil || seq < 0 {

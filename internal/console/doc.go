@@ -17,7 +17,8 @@
 //     the functions of the package that owns its table (groups.LivePage,
 //     store.CommunityMembersPage and EventSummaries, relayadmin.Load and
 //     PubkeyStatuses, trust.Ranks, moderation.QueuePage, OpenReports and
-//     LabelsOf, membership's pages, consumer.ReadStatus), so a change of
+//     LabelsOf, membership's pages, consumer.ReadStatus, blossom.DB's
+//     TopUploaders and Flagged), so a change of
 //     schema has one place to follow (TestConsoleWritesNoSQL).
 //   - Secrets stay secret: group invite codes are shown masked in the read
 //     views, NIP-43 invites by their id only (a claim's SHA-256 prefix: the
@@ -30,7 +31,9 @@
 //   - Lists come a page at a time (Page, PageQuery): keyset paging in each
 //     list's stable order, never OFFSET, each page an index range scan; a bad
 //     limit, cursor or search is answered 400 with a JSON error. The page
-//     renders one page of each list, its place kept in the page's URL.
+//     renders one page of each list, its place kept in the page's URL. The
+//     Media page's two lists are top lists of ?limit= instead (the largest
+//     uploaders, the most reported blobs), not pages.
 //   - No page can be framed and no inline script runs: every answer carries
 //     X-Frame-Options: DENY and a Content-Security-Policy with
 //     frame-ancestors 'none' and script-src 'self' (the status page's

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kukuri/communitynode/internal/blossom"
 	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/membership"
 	"github.com/kukuri/communitynode/internal/moderation"
@@ -572,4 +573,56 @@ func (c *Console) NIP43Invites(ctx context.Context, p PageQuery) (Page[membershi
 		return Page[membership.Invite]{}, err
 	}
 	return pageOf(out, p.Limit, func(i int) string { return timeCursor(times[i], out[i].ID) }), nil
+}
+
+// MediaView is the Media page: the keys holding the most Blossom bytes, and
+// the blobs hidden or named by open reports (package blossom reads both).
+type MediaView struct {
+	Uploaders []MediaUploader `json:"uploaders"`
+	Blobs     []MediaBlob     `json:"blobs"`
+}
+
+// MediaUploader is a key and what its claims add up to.
+type MediaUploader struct {
+	Pubkey string `json:"pubkey"`
+	Bytes  int64  `json:"bytes"`
+	Blobs  int    `json:"blobs"`
+}
+
+// MediaBlob is a blob an operator should look at.
+type MediaBlob struct {
+	SHA256  string   `json:"sha256"`
+	Size    int64    `json:"size"`
+	Type    string   `json:"type"`
+	Created int64    `json:"created_at"`
+	Reports int      `json:"reports"` // open NIP-56 reports naming it
+	Owners  []string `json:"owners"`
+	Hidden  string   `json:"hidden"` // why it is hidden; "": served
+}
+
+// Media reads the top limit uploaders (blossom.DB.TopUploaders) and flagged
+// blobs (blossom.DB.Flagged): top lists, not pages.
+func (c *Console) Media(ctx context.Context, limit int) (MediaView, error) {
+	db := &blossom.DB{Pool: c.cfg.Pool}
+	ups, err := db.TopUploaders(ctx, limit)
+	if err != nil {
+		return MediaView{}, err
+	}
+	flagged, err := db.Flagged(ctx, limit)
+	if err != nil {
+		return MediaView{}, fmt.Errorf("flagged blobs: %w", err)
+	}
+	v := MediaView{Uploaders: make([]MediaUploader, 0, len(ups)), Blobs: make([]MediaBlob, 0, len(flagged))}
+	for _, u := range ups {
+		v.Uploaders = append(v.Uploaders, MediaUploader{Pubkey: u.Pubkey, Bytes: u.Bytes, Blobs: u.Blobs})
+	}
+	for _, b := range flagged {
+		owners := b.Owners
+		if owners == nil {
+			owners = []string{}
+		}
+		v.Blobs = append(v.Blobs, MediaBlob{SHA256: b.SHA256, Size: b.Size, Type: b.Type, Created: b.Created.Unix(),
+			Reports: b.Reports, Owners: owners, Hidden: b.Hidden})
+	}
+	return v, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/blossom"
 	"github.com/kukuri/communitynode/internal/membership"
+	"github.com/kukuri/communitynode/internal/platform/ratelimit"
 	"github.com/kukuri/communitynode/internal/relay"
 )
 
@@ -33,6 +35,13 @@ type BlossomOptions struct {
 	UploadTimeout time.Duration
 	// Types are the media types accepted (blossom.Config.Types); none: any.
 	Types []string
+	// UploadRatePerIP and RequestRatePerIP are the per-address rates
+	// (blossom.Config): zero, the defaults; a negative PerSecond, none.
+	UploadRatePerIP  ratelimit.Rate
+	RequestRatePerIP ratelimit.Rate
+	// MirrorPrivate lets PUT /mirror fetch from private and loopback
+	// addresses (blossom.Config.MirrorPrivate).
+	MirrorPrivate bool
 }
 
 // The Blossom defaults (relay --blossom-*).
@@ -46,18 +55,30 @@ const (
 	DefaultDevBlossomDir = "blobs"
 )
 
+// The default per-address Blossom rates (relay --blossom-*-rate-ip).
+var (
+	DefaultBlossomUploadRatePerIP  = blossom.DefaultUploadRatePerIP
+	DefaultBlossomRequestRatePerIP = blossom.DefaultRequestRatePerIP
+)
+
 // openBlossom builds the Blossom server. Who may upload is the node's one
 // notion of a relay member (membership.Service.IsMember: the node, an admin,
 // a NIP-43 member, or with no NIP-43 register a community member), with no
 // exception for invite or open mode: in open mode a key becomes a member by
 // its first accepted post. Banned keys (NIP-86) may not upload and their
-// blobs are not served.
+// blobs are not served. A request's client address is the relay's
+// (relay.ClientIP with its RealIPHeader), on the relay's address or
+// Blossom's own: NIP-86 blockip refuses it, and the per-address rates count
+// it as the relay's limits do.
 func openBlossom(o BlossomOptions, pool *pgxpool.Pool, self string, admins map[string]bool, policy relay.Policy,
-	logger *slog.Logger, reg prometheus.Registerer) (*blossom.Server, error) {
+	realIPHeader string, logger *slog.Logger, reg prometheus.Registerer) (*blossom.Server, error) {
 	rule := &membership.Service{Self: self, Admins: admins}
 	return blossom.New(blossom.Config{Dir: o.Dir, PublicURL: o.PublicURL, MaxBlobBytes: o.MaxBlobBytes,
-		QuotaBytes: o.QuotaBytes, QuotaBlobs: o.QuotaBlobs, UploadTimeout: o.UploadTimeout, Types: o.Types},
+		QuotaBytes: o.QuotaBytes, QuotaBlobs: o.QuotaBlobs, UploadTimeout: o.UploadTimeout, Types: o.Types,
+		UploadRatePerIP: o.UploadRatePerIP, RequestRatePerIP: o.RequestRatePerIP, MirrorPrivate: o.MirrorPrivate},
 		blossom.Deps{Pool: pool, Logger: logger.With("part", "blossom"), Registerer: reg, Banned: policy.PubkeyBanned,
+			IPBlocked: policy.IPBlocked,
+			ClientIP:  func(req *http.Request) string { ip, _ := relay.ClientIP(req, realIPHeader); return ip },
 			MayUpload: func(ctx context.Context, pk string) (bool, error) { return rule.IsMember(ctx, pool, pk) }})
 }
 

@@ -243,7 +243,7 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	}
 	var media *blossom.Server
 	if b := s.Blossom; b != nil {
-		if media, err = openBlossom(*b, pool, s.Relay.Info.Self, admins, policy, logger, reg); err != nil {
+		if media, err = openBlossom(*b, pool, s.Relay.Info.Self, admins, policy, s.Relay.RealIPHeader, logger, reg); err != nil {
 			return err
 		}
 		s.Relay.Media = blossomInfo(*b, s.Relay)
@@ -267,6 +267,9 @@ func Relay(ctx context.Context, s RelayOptions) error {
 			joinRanks: joinRanks, admitRanks: admitRanks, members: members, groups: hosted})
 	}, reg, logger)
 	api.Admin.Extensions = append(api.Admin.Extensions, reloadMethod(reloader.Reload))
+	if media != nil {
+		api.Admin.Extensions = append(api.Admin.Extensions, media.DB()) // hideblob, unhideblob
+	}
 	api.Audience = r.Audience // NIP-98 `u` names the relay's own URLs, as AUTH does
 
 	// The writer outlives the relay: the relay's final flush commits through it.

@@ -184,7 +184,15 @@ func connEnded(c *conn) {
 // reports badHeader, so that a client whose proxy passes its header through
 // cannot pick a fresh limit key per connection.
 func (r *Relay) clientIP(req *http.Request) (ip string, badHeader bool) {
-	if h := r.cfg.RealIPHeader; h != "" {
+	return ClientIP(req, r.cfg.RealIPHeader)
+}
+
+// ClientIP is req's client address as the relay sees it (Relay.clientIP)
+// with realIPHeader its Config.RealIPHeader: the node's Blossom server uses
+// it, so that its per-address limits and NIP-86 blockip count what the
+// relay's do.
+func ClientIP(req *http.Request, realIPHeader string) (ip string, badHeader bool) {
+	if h := realIPHeader; h != "" {
 		if values := req.Header.Values(h); len(values) > 0 {
 			v := values[len(values)-1]
 			if addr, ok := parseAddr(strings.TrimSpace(v[strings.LastIndexByte(v, ',')+1:])); ok {

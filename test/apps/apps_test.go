@@ -166,15 +166,16 @@ func TestNIP43App(t *testing.T) {
 }
 
 // TestBlossomApp runs test/apps/blossom.app.mjs (blossom-client-sdk: upload,
-// list, download, delete) against a relay with --blossom-dir and otherwise
-// default flags (open membership).
+// list, download, mirror, delete) against a relay with --blossom-dir,
+// --blossom-mirror-private (the mirrored blob is on a local server) and
+// otherwise default flags (open membership).
 func TestBlossomApp(t *testing.T) {
 	node, err := exec.LookPath("node")
 	require.NoError(t, err, "node is not installed: make test-apps needs Node.js 20 or later and npm")
 	dir := repoFile("test/apps")
 	_, err = os.Stat(filepath.Join(dir, "node_modules"))
 	require.NoError(t, err, "test/apps has no node_modules: make test-apps installs them (npm ci)")
-	url := startRelay(t, "--blossom-dir", t.TempDir())
+	url := startRelay(t, "--blossom-dir", t.TempDir(), "--blossom-mirror-private")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -1,20 +1,24 @@
 // Blossom media with a stock client library (issue 53): blossom-client-sdk,
 // as Nostr apps use it, uploads a blob to the node's relay address (HEAD
 // /upload first, then PUT with a kind 24242 it signs on the 401), lists it,
-// downloads it, and deletes it; a key that is not a member of the
-// community is refused, and becomes one with its first post (open mode).
+// downloads it, mirrors a blob from another server (BUD-04, PUT /mirror),
+// and deletes them; a key that is not a member of the community is
+// refused, and becomes one with its first post (open mode).
 //
 // test/apps (TestBlossomApp, `make test-apps`) starts bin/relay with
-// --blossom-dir and sets CN_APPS_BLOSSOM_RELAY (ws://). The name does not
+// --blossom-dir (and --blossom-mirror-private: the other server is a local
+// one) and sets CN_APPS_BLOSSOM_RELAY (ws://). The name does not
 // match node --test's default patterns: it runs only against that relay.
 import { test } from 'node:test'
+import { createHash } from 'node:crypto'
+import { createServer } from 'node:http'
 import assert from 'node:assert/strict'
 import WebSocket from 'ws'
 import { Relay, useWebSocketImplementation } from 'nostr-tools/relay'
 import { finalizeEvent, generateSecretKey, getPublicKey } from 'nostr-tools/pure'
-import { Actions, createDeleteAuth, createUploadAuth } from 'blossom-client-sdk'
+import { Actions, createDeleteAuth, createMirrorAuth, createUploadAuth } from 'blossom-client-sdk'
 
-const { deleteBlob, downloadBlob, hasBlob, listBlobs, uploadBlob } = Actions
+const { deleteBlob, downloadBlob, hasBlob, listBlobs, mirrorBlob, uploadBlob } = Actions
 
 const relayURL = process.env.CN_APPS_BLOSSOM_RELAY
 if (!relayURL) {
@@ -63,7 +67,32 @@ test('blossom-client-sdk uploads, lists, downloads and deletes on the node', { t
   assert.deepEqual(new Uint8Array(await part.arrayBuffer()), bytes.slice(100, 200))
   assert.equal(await hasBlob(server, desc.sha256), true)
 
-  assert.equal(await deleteBlob(server, desc.sha256, { onAuth: async (_server, hash) => createDeleteAuth(signer, hash) }), true)
+  // BUD-04: the SDK asks the node to fetch a blob another server holds.
+  const other = new TextEncoder().encode('a voice note on another server ' + pk)
+  const otherHash = createHash('sha256').update(other).digest('hex')
+  const origin = createServer((req, res) => {
+    if (req.url !== `/${otherHash}.ogg`) { res.writeHead(404).end(); return }
+    res.writeHead(200, { 'Content-Type': 'audio/ogg', 'Content-Length': other.length }).end(other)
+  })
+  await new Promise((resolve) => origin.listen(0, '127.0.0.1', resolve))
+  try {
+    const remote = { url: `http://127.0.0.1:${origin.address().port}/${otherHash}.ogg`, sha256: otherHash, size: other.length, type: 'audio/ogg', uploaded: now() }
+    const mirrored = await mirrorBlob(server, remote, { onAuth: async (_server, hash) => createMirrorAuth(signer, hash) })
+    assert.equal(mirrored.sha256, otherHash)
+    assert.equal(mirrored.type, 'audio/ogg')
+    const got = await downloadBlob(server, otherHash)
+    assert.deepEqual(new Uint8Array(await got.arrayBuffer()), other)
+    const wrong = { ...remote, sha256: createHash('sha256').update('not it').digest('hex') }
+    await assert.rejects(mirrorBlob(server, wrong, { onAuth: async (_server, hash) => createMirrorAuth(signer, hash) }), /x tag/,
+      'a blob whose hash is not the one asked for')
+  } finally {
+    origin.close()
+  }
+  assert.equal((await listBlobs(server, pk)).length, 2)
+
+  for (const hash of [desc.sha256, otherHash]) {
+    assert.equal(await deleteBlob(server, hash, { onAuth: async (_server, h) => createDeleteAuth(signer, h) }), true)
+  }
   assert.equal(await hasBlob(server, desc.sha256), false)
   assert.deepEqual(await listBlobs(server, pk), [])
 })

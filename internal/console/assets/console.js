@@ -747,6 +747,46 @@
     },
   };
 
+  // ---- media page (Blossom)
+  const bytes = (n) => (n < 1024 ? n + " B" : n < 1048576 ? (n / 1024).toFixed(1) + " KiB" : n < 1073741824 ? (n / 1048576).toFixed(1) + " MiB" : (n / 1073741824).toFixed(2) + " GiB");
+  pages.media = {
+    async load() {
+      const m = await getJSON("api/media", { limit: 50 });
+      render(`${signedNote()}
+        <section aria-labelledby="flagged-h"><h2 id="flagged-h">Reported or hidden blobs (${esc(m.blobs.length)})</h2>
+          <p class="muted">Most open reports first. Hiding (NIP-86 <code>hideblob</code>) stops the node serving a blob (451) and refuses its re-upload; unhiding (<code>unhideblob</code>) is final for the report rules.</p>
+          ${m.blobs.length ? `<table id="flagged-blobs"><thead><tr><th scope="col">hash</th><th scope="col" class="num">size</th><th scope="col">type</th><th scope="col" class="num">reports</th><th scope="col">owners</th><th scope="col">state</th><th scope="col">action</th></tr></thead><tbody>
+            ${m.blobs.map((b) => `<tr data-blob="${esc(b.sha256)}"><td class="mono" title="${esc(b.sha256)}">${esc(b.sha256.slice(0, 16))}…</td><td class="num">${esc(bytes(b.size))}</td><td>${esc(b.type)}</td>
+              <td class="num">${esc(b.reports)}</td><td>${b.owners.length ? b.owners.map(who).join("<br>") : '<span class="muted">none (file removed)</span>'}</td>
+              <td>${b.hidden ? `<span class="pill bad">hidden</span> ${esc(b.hidden)}` : '<span class="pill ok">served</span>'}</td>
+              <td>${b.hidden ? `<button type="button" class="secondary" data-act="unhideblob" data-hash="${esc(b.sha256)}">Unhide</button>`
+                : `<button type="button" class="danger" data-act="hideblob" data-hash="${esc(b.sha256)}">Hide</button>`}</td></tr>`).join("")}</tbody></table>` : '<p class="muted">No reported or hidden blob.</p>'}
+          <form data-form="hideblob"><label>Hide a blob by its sha256<input name="hash" data-keep="blob:hash" required pattern="[0-9a-f]{64}"></label><label>Reason<input name="reason" data-keep="blob:reason"></label><button type="submit" class="danger">Hide blob</button></form>
+        </section>
+        <section aria-labelledby="uploaders-h"><h2 id="uploaders-h">Largest uploaders</h2>
+          ${m.uploaders.length ? `<table id="uploaders"><thead><tr><th scope="col">pubkey</th><th scope="col" class="num">bytes</th><th scope="col" class="num">blobs</th></tr></thead><tbody>
+            ${m.uploaders.map((u) => `<tr data-uploader="${esc(u.pubkey)}"><td>${who(u.pubkey)}</td><td class="num" title="${esc(u.bytes)} bytes">${esc(bytes(u.bytes))}</td><td class="num">${esc(u.blobs)}</td></tr>`).join("")}</tbody></table>` : '<p class="muted">No blob stored.</p>'}
+        </section>`);
+    },
+    async submit(form, data) {
+      const hash = data.hash.trim().toLowerCase();
+      return act("Hide blob " + hash.slice(0, 12), async () => {
+        const changed = await nip86("hideblob", data.reason ? [hash, data.reason] : [hash]);
+        resetForm(form);
+        return changed ? "hidden (hideblob)" : "already hidden";
+      });
+    },
+    async click(b) {
+      const hash = b.dataset.hash;
+      if (b.dataset.act === "hideblob") {
+        return act("Hide blob " + hash.slice(0, 12), async () => (await nip86("hideblob", [hash, "hidden from the console"])) ? "hidden (hideblob)" : "already hidden");
+      }
+      if (b.dataset.act === "unhideblob") {
+        return act("Unhide blob " + hash.slice(0, 12), async () => (await nip86("unhideblob", [hash])) ? "served again (unhideblob)" : "already served");
+      }
+    },
+  };
+
   // ---- backlog page
   let snapshot = null;
   pages.backlog = {
