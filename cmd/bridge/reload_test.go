@@ -4,10 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
-	"time"
-
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/stretchr/testify/require"
 
 	"github.com/kukuri/communitynode/internal/daemon/daemontest"
 	"github.com/kukuri/communitynode/internal/pgtest"
@@ -19,11 +15,7 @@ import (
 // refuses a file with an unknown key whole; /metrics counts both.
 func TestReload(t *testing.T) {
 	db := pgtest.New(t)
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	require.NoError(t, err)
-	ns.Start()
-	t.Cleanup(ns.Shutdown)
-	require.True(t, ns.ReadyForConnections(10*time.Second))
+	ns := testkit.NATS(t)
 	addr := testkit.FreeAddr(t)
 	file := filepath.Join(t.TempDir(), "node.yaml")
 	section := fmt.Sprintf("bridge:\n  listen: %s\n", addr)
