@@ -10,20 +10,16 @@ import (
 
 	"github.com/kukuri/communitynode/internal/audience"
 	"github.com/kukuri/communitynode/internal/negentropy"
+	"github.com/kukuri/communitynode/internal/platform/ratelimit"
 	"github.com/kukuri/communitynode/internal/protocol"
 )
 
 // Rate is a token bucket: PerSecond tokens are added per second up to Burst.
-// A zero PerSecond disables the limit.
-type Rate struct {
-	PerSecond float64
-	Burst     int
-}
+// A zero PerSecond disables the limit. (The relay's per-IP and per-pubkey
+// limits, and Blossom's, are the same limiter: package ratelimit.)
+type Rate = ratelimit.Rate
 
-// Enabled reports whether the rate limits anything.
-func (r Rate) Enabled() bool { return r.PerSecond > 0 }
-
-func (r Rate) validate(name string) error {
+func validateRate(name string, r Rate) error {
 	switch {
 	case r.PerSecond < 0:
 		return fmt.Errorf("%s: rate must not be negative, got %v", name, r.PerSecond)
@@ -170,7 +166,7 @@ type Config struct {
 	// running at once; its further messages are read when one ends.
 	MaxQueriesPerConn int
 	// MaxConnsPerIP is the number of simultaneous connections per client address.
-	// This and the per-IP rates count an IPv6 client by its /64 (see ipKey).
+	// This and the per-IP rates count an IPv6 client by its /64 (see ratelimit.AddrKey).
 	MaxConnsPerIP int
 	// Deflate offers permessage-deflate (RFC 7692) to clients that ask for it,
 	// in its no-context-takeover form only: nothing is kept per connection,
@@ -442,7 +438,7 @@ func (c Config) Validate() error {
 		name string
 		r    Rate
 	}{{"event rate per ip", c.EventRatePerIP}, {"event rate per pubkey", c.EventRatePerPubkey}, {"req rate per ip", c.ReqRatePerIP}} {
-		if err := r.r.validate(r.name); err != nil {
+		if err := validateRate(r.name, r.r); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -42,21 +42,3 @@ func TestConfigValidate(t *testing.T) {
 	public.Listen, public.PublicURLs = "0.0.0.0:7777", []string{"wss://relay.example.com", "wss://nostr.example.com"}
 	require.NoError(t, public.Validate(), "any address behind configured public URLs")
 }
-
-func TestLimiter(t *testing.T) {
-	t.Parallel()
-	now := time.Unix(1000, 0)
-	l := newLimiter(Rate{PerSecond: 2, Burst: 3}, func() time.Time { return now })
-	for range 3 {
-		require.True(t, l.allow("a"))
-	}
-	require.False(t, l.allow("a"))
-	require.True(t, l.allow("b"), "keys have their own buckets")
-	now = now.Add(500 * time.Millisecond) // one token back
-	require.True(t, l.allow("a"))
-	require.False(t, l.allow("a"))
-	now = now.Add(time.Hour)
-	l.forgetIdle()
-	require.Empty(t, l.buckets, "full buckets are forgotten")
-	require.True(t, newLimiter(Rate{}, time.Now).allow("x"), "a zero rate allows everything")
-}

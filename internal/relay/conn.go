@@ -69,7 +69,7 @@ type conn struct {
 	r   *Relay
 	ws  *wsconn.Conn
 	ip  string // the client's address, for logs
-	key string // what the per-IP limits count: ipKey(ip)
+	key string // what the per-IP limits count: ratelimit.AddrKey(ip)
 
 	// ctx is cancelled when the connection starts closing: it is the
 	// connection itself (connCtx, Done is quit), so an idle connection holds no

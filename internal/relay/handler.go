@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/kukuri/communitynode/internal/platform/oneline"
+	"github.com/kukuri/communitynode/internal/platform/ratelimit"
 	"github.com/kukuri/communitynode/internal/relay/wsconn"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -140,7 +141,7 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "your address is blocked from this relay", http.StatusForbidden)
 		return
 	}
-	key := ipKey(ip)
+	key := ratelimit.AddrKey(ip)
 	if !r.connsPerIP.acquire(key) {
 		r.m.refusedConns.WithLabelValues("per_ip_limit").Inc()
 		http.Error(w, "too many connections from your address", http.StatusTooManyRequests)
@@ -176,7 +177,7 @@ func connEnded(c *conn) {
 	c.r.connsPerIP.release(c.key)
 }
 
-// clientIP is the client's address (ipKey turns it into the key of the per-IP
+// clientIP is the client's address (ratelimit.AddrKey turns it into the key of the per-IP
 // limits): the last entry of the last RealIPHeader line when configured and
 // present (the address the trusted proxy saw; earlier entries may come from the
 // client), else the TCP peer. Only an IP address (optionally with a port, which is
@@ -220,30 +221,6 @@ func parseAddr(s string) (netip.Addr, bool) {
 		addr = ap.Addr()
 	}
 	return addr.WithZone(""), true
-}
-
-// ipKey is what per-IP limits count for a client address: an IPv4 address (also
-// when IPv4-mapped, or given with a port) as is, an IPv6 address as its /64, which
-// a single client typically owns in whole ("2001:db8:1:2::/64"), and anything
-// unparsable as the raw string.
-func ipKey(ip string) string {
-	addr, err := netip.ParseAddr(ip)
-	if err != nil {
-		ap, perr := netip.ParseAddrPort(ip)
-		if perr != nil {
-			return ip
-		}
-		addr = ap.Addr()
-	}
-	addr = addr.Unmap()
-	if addr.Is4() {
-		return addr.String()
-	}
-	prefix, err := addr.Prefix(64) // drops a zone
-	if err != nil {
-		return ip
-	}
-	return prefix.String()
 }
 
 // newChallenge returns a fresh NIP-42 challenge.

@@ -11,6 +11,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kukuri/communitynode/internal/platform/ratelimit"
 	"github.com/kukuri/communitynode/internal/protocol"
 )
 
@@ -205,7 +206,7 @@ func TestIPKey(t *testing.T) {
 		{"", ""},
 	}
 	for _, tc := range cases {
-		require.Equal(t, tc.want, ipKey(tc.ip), tc.ip)
+		require.Equal(t, tc.want, ratelimit.AddrKey(tc.ip), tc.ip)
 	}
 }
 

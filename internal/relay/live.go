@@ -72,9 +72,9 @@ func (r *Relay) SetLive(l Live) error {
 		return fmt.Errorf("live settings: %w", err)
 	}
 	nl := next.LiveOf()
-	r.eventsPerIP.setRate(nl.EventRatePerIP)
-	r.eventsPerPubkey.setRate(nl.EventRatePerPubkey)
-	r.reqsPerIP.setRate(nl.ReqRatePerIP)
+	r.eventsPerIP.SetRate(nl.EventRatePerIP)
+	r.eventsPerPubkey.SetRate(nl.EventRatePerPubkey)
+	r.reqsPerIP.SetRate(nl.ReqRatePerIP)
 	r.connsPerIP.setMax(nl.MaxConnsPerIP)
 	r.live.Store(&nl)
 	return nil

@@ -197,7 +197,7 @@ func (c *conn) publishEphemeral(ev *nostr.Event) (bool, string) {
 // writes), then the admission chain with this connection's author budget and
 // NIP-70 check (internal/admission).
 func (c *conn) admit(ev *nostr.Event) string {
-	if !c.r.eventsPerIP.allow(c.key) {
+	if ok, _ := c.r.eventsPerIP.Allow(c.key); !ok {
 		return reasonEventRateIP
 	}
 	if c.r.cfg.Auth.RequiredForWrites && len(c.authed) == 0 {
@@ -215,7 +215,7 @@ func (c *conn) admit(ev *nostr.Event) string {
 // AuthorReason spends one event of the author's rate budget
 // (admission.Conn).
 func (c *conn) AuthorReason(pubkey string) string {
-	if !c.r.eventsPerPubkey.allow(pubkey) {
+	if ok, _ := c.r.eventsPerPubkey.Allow(pubkey); !ok {
 		return reasonEventRatePubkey
 	}
 	return ""
@@ -245,7 +245,7 @@ func (c *conn) onAuth(ev *nostr.Event) {
 		c.enqueue(okMsg(ev.ID, false, reasonAuthDisabled))
 		return
 	}
-	if !c.r.eventsPerIP.allow(c.key) {
+	if ok, _ := c.r.eventsPerIP.Allow(c.key); !ok {
 		c.enqueue(okMsg(ev.ID, false, reasonEventRateIP))
 		return
 	}
@@ -278,7 +278,7 @@ func (c *conn) checkRead(filters []nostr.Filter) ([]nostr.Filter, string) {
 		c.sendChallenge()
 		return nil, reasonAuthForReads
 	}
-	if !c.r.reqsPerIP.allow(c.key) {
+	if ok, _ := c.r.reqsPerIP.Allow(c.key); !ok {
 		return nil, reasonReqRate
 	}
 	out := make([]nostr.Filter, len(filters))

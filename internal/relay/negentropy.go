@@ -271,7 +271,7 @@ func (c *conn) onNegMsg(subID, msg string) {
 		c.enqueue(negErrMsg(subID, reasonNegUnknown))
 		return
 	}
-	if !c.r.reqsPerIP.allow(c.key) {
+	if ok, _ := c.r.reqsPerIP.Allow(c.key); !ok {
 		c.closeNeg(subID)
 		c.enqueue(negErrMsg(subID, reasonNegRate))
 		return

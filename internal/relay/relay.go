@@ -21,6 +21,7 @@ import (
 	"github.com/kukuri/communitynode/internal/admission"
 	"github.com/kukuri/communitynode/internal/audience"
 	"github.com/kukuri/communitynode/internal/platform/httpserver"
+	"github.com/kukuri/communitynode/internal/platform/ratelimit"
 	"github.com/kukuri/communitynode/internal/relay/wsconn"
 )
 
@@ -173,9 +174,9 @@ type Relay struct {
 	groups   *groupGate    // the private and hidden groups' rule (groupgate.go)
 	withheld WithheldStore // nil: withheld group events are read by nobody (withheld.go)
 
-	eventsPerIP     *limiter
-	eventsPerPubkey *limiter
-	reqsPerIP       *limiter
+	eventsPerIP     *ratelimit.Limiter
+	eventsPerPubkey *ratelimit.Limiter
+	reqsPerIP       *ratelimit.Limiter
 	connsPerIP      *connCounter
 
 	wsUpgrader  wsconn.Upgrader              // the handshake of every client connection
@@ -224,9 +225,9 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 		now:             deps.Now,
 		mem:             newBudget(cfg.TotalQueueBytes, nil),
 		index:           newSubIndex(),
-		eventsPerIP:     newLimiter(cfg.EventRatePerIP, deps.Now),
-		eventsPerPubkey: newLimiter(cfg.EventRatePerPubkey, deps.Now),
-		reqsPerIP:       newLimiter(cfg.ReqRatePerIP, deps.Now),
+		eventsPerIP:     ratelimit.New(cfg.EventRatePerIP, deps.Now),
+		eventsPerPubkey: ratelimit.New(cfg.EventRatePerPubkey, deps.Now),
+		reqsPerIP:       ratelimit.New(cfg.ReqRatePerIP, deps.Now),
 		connsPerIP:      newConnCounter(cfg.MaxConnsPerIP),
 		conns:           make(map[*conn]struct{}),
 		headTimeout:     defaultHeadTimeout,
@@ -683,9 +684,9 @@ func (r *Relay) forgetIdleBuckets(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			r.eventsPerIP.forgetIdle()
-			r.eventsPerPubkey.forgetIdle()
-			r.reqsPerIP.forgetIdle()
+			r.eventsPerIP.ForgetIdle()
+			r.eventsPerPubkey.ForgetIdle()
+			r.reqsPerIP.ForgetIdle()
 		}
 	}
 }

@@ -1,6 +1,8 @@
-// Package ratelimit is a set of token buckets keyed by client address (the
-// relay's per-address approach, internal/relay/ratelimit.go, with the wait an
-// HTTP answer's Retry-After needs), and the key an address counts under.
+// Package ratelimit is a set of token buckets keyed by client address or
+// pubkey, with the wait an HTTP answer's Retry-After needs, and the key an
+// address counts under (an IPv6 client by its /64). The relay's per-IP and
+// per-pubkey limits and Blossom's per-address limits are its users; rates are
+// live (SetRate), so a configuration reload changes them in place.
 package ratelimit
 
 import (
