@@ -104,6 +104,9 @@ func TestCORS(t *testing.T) {
 	r := n.do(http.MethodGet, "/"+hashOf([]byte("x")), "", nil, nil)
 	require.Equal(t, http.StatusNotFound, r.status)
 	require.Equal(t, "*", r.header.Get("Access-Control-Allow-Origin"), "refusals too")
+	for _, h := range []string{"X-Reason", "Content-Range", "Accept-Ranges", "ETag"} {
+		require.Contains(t, r.header.Get("Access-Control-Expose-Headers"), h, "a browser app reads it")
+	}
 }
 
 // TestAuthChecks: every BUD-11 check refuses an upload that fails it, and
@@ -140,6 +143,9 @@ func TestAuthChecks(t *testing.T) {
 		r := n.do(http.MethodPut, "/upload", c.auth, bytes.NewReader(data), nil)
 		require.Equal(t, c.status, r.status, "%s: %s", name, r.reason)
 		require.NotEmpty(t, r.reason, name)
+		if c.status == http.StatusUnauthorized {
+			require.Equal(t, "Nostr", r.header.Get("WWW-Authenticate"), name)
+		}
 	}
 	bad := alice.auth(t, "upload", []string{h}, nil)
 	bad = bad[:len(bad)-4] + "AAAA" // breaks the signature

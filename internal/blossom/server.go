@@ -214,7 +214,10 @@ var hexKey = regexp.MustCompile(`^[0-9a-f]{64}$`)
 func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Expose-Headers", "X-Reason, Retry-After")
+	// What a browser app on another origin may read: the refusal's reason and
+	// wait, and what range requests and caches need (BUD-01 asks for none of
+	// them, but a client without them cannot resume a download).
+	h.Set("Access-Control-Expose-Headers", "X-Reason, Retry-After, Content-Length, Content-Range, Accept-Ranges, ETag, Last-Modified")
 	if !s.admit(w, req) {
 		return
 	}
@@ -310,6 +313,10 @@ func (s *Server) limited(w http.ResponseWriter, wait time.Duration, reason strin
 func (s *Server) refuse(w http.ResponseWriter, status int, reason string) {
 	s.m.refused.WithLabelValues(strconv.Itoa(status)).Inc()
 	w.Header().Set("X-Reason", reason)
+	if status == http.StatusUnauthorized {
+		// RFC 9110: a 401 names its scheme; the relay's NIP-86 endpoint says the same.
+		w.Header().Set("WWW-Authenticate", "Nostr")
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": reason})
