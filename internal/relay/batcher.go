@@ -22,15 +22,16 @@ import (
 // the readers that submit them wait (backpressure to the clients).
 //
 // Pipelined (IngestConcurrency 1, the default): a slot is given back as soon as
-// its batch holds its write turn and its COMMIT is sent (outbox.WithTurn), so
-// the next batch takes a connection, begins, and queues its reads on the
-// server while the previous COMMIT waits for its WAL flush (and standbys);
-// those reads run once that commit is durable and visible, so a batch sees
-// everything the batch before it wrote (an event, then its deletion; a
-// replaceable event, then its newer version). At most two batches are in
-// flight: one before its COMMIT, one committing or holding its answers (the
-// writer lease's hold). Parsing and signature checks need no batch: each
-// connection's reader does them before submit, while batches commit.
+// its batch holds its write turn and its COMMIT is sent (outbox.WithTurn), and
+// a full batch (BatchMaxEvents) then starts at once: it takes a connection and
+// sends its reads, which the server runs once the previous commit is durable
+// and visible, so a batch sees everything the batch before it wrote (an event,
+// then its deletion; a replaceable event, then its newer version). A batch
+// that is not full waits until no batch is in flight (see idle). At most two
+// batches are in flight: one before its COMMIT, one committing or holding its
+// answers (the writer lease's hold). Parsing and signature checks need no
+// batch: each connection's reader does them before submit, while batches
+// commit.
 //
 // Promises: every submitted event gets exactly one reply, and only after the
 // Ingest call that carried it returned (so an OK true means committed). close
@@ -125,7 +126,9 @@ func (b *batcher) run() {
 				timer.Reset(b.maxDelay)
 			}
 		case <-b.freed:
-			flush() // what queued up while every slot was busy
+			if len(batch) >= b.maxBatch || b.idle() {
+				flush() // what queued up while every slot was busy
+			}
 		case <-timer.C:
 			flush()
 		case <-b.stop:
@@ -149,8 +152,16 @@ func (b *batcher) run() {
 	}
 }
 
-// idle reports whether a flush could start at once.
+// idle reports whether a batch that is not full should be flushed now: a flush
+// could start at once and, pipelined, no batch is in flight (a batch started
+// early, while the previous one commits, would be small: it would have
+// gathered only what arrived since the previous one started, and every batch
+// pays a WAL flush; measured in docs/benchmarks.md). A full batch starts as soon
+// as a slot is free.
 func (b *batcher) idle() bool {
+	if b.turn != "" {
+		return len(b.inflight) == 0
+	}
 	return len(b.slots) < cap(b.slots) && len(b.inflight) < cap(b.inflight)
 }
 

@@ -115,14 +115,10 @@ func (w *Writer) WriteBatch(ctx context.Context, fn func(ctx context.Context, tx
 		return Range{}, fmt.Errorf("acquire connection: %w", err)
 	}
 	conn := pc.Conn()
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		pc.Release()
-		return Range{}, fmt.Errorf("begin write: %w", err)
-	}
+	tx := &lazyTx{conn: conn} // BEGIN goes with the first statement
 	// Until the pipeline below starts, a failure rolls back here.
 	rollback := func() {
-		_ = tx.Rollback(context.WithoutCancel(ctx))
+		tx.rollback(context.WithoutCancel(ctx))
 		pc.Release()
 	}
 	var inner pgx.Tx = tx
@@ -152,6 +148,7 @@ func (w *Writer) WriteBatch(ctx context.Context, fn func(ctx context.Context, tx
 			return Range{}, err
 		}
 	}
+	tx.queueBegin(&b) // fn ran no statement
 	committed := false
 	b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
 		committed = tag.String() == "COMMIT" // an aborted transaction answers ROLLBACK
@@ -174,9 +171,9 @@ func (w *Writer) WriteBatch(ctx context.Context, fn func(ctx context.Context, tx
 				w.Notify(r.Last)
 			}
 		} else {
-			// Open or aborted: pgx closes a connection whose rollback fails, so
+			// Open or aborted: the pool closes a connection left in a transaction, so
 			// none is handed out in a transaction.
-			_ = tx.Rollback(context.WithoutCancel(ctx))
+			tx.rollback(context.WithoutCancel(ctx))
 		}
 		pc.Release()
 		done <- err
