@@ -42,7 +42,9 @@ type turn struct {
 // transaction of the pipeline, whose turn lock request then reaches the
 // server after this one's lock was granted. It may be called more than once
 // (a caller that retries a failed WriteBatch with the same ctx); callers act
-// on the first call.
+// on the first call. A retry takes the turn again: if the next transaction
+// started meanwhile, the retry reads and commits after it, as if the two had
+// arrived in the other order (each still sees the other's rows or none).
 func WithTurn(ctx context.Context, pipeline string, sent func()) context.Context {
 	return context.WithValue(ctx, turnKey{}, &turn{pipeline: pipeline, sent: sent})
 }
