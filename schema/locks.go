@@ -83,6 +83,12 @@ const (
 	// and before any EffectiveKeyLockSQL, before it counts the groups the key
 	// created (groups.Limits): so the count holds across relay processes.
 	GroupCreatorLockSQL = "hashtextextended('group-creator:' || $1, 0)"
+	// TurnLockSQL is the transaction-level lock of one write pipeline ($1, a
+	// random name per pipeline: the relay's group commit, one per process),
+	// taken as the first statement of each of its transactions and held to
+	// commit (pkg/outbox.WithTurn): a transaction's reads wait, on the server,
+	// until the pipeline's previous transaction has committed (or rolled back).
+	TurnLockSQL = "hashtextextended('turn:' || $1, 0)"
 	// TemplateLockSQL serialises test binaries that build the migrated
 	// template database (internal/pgtest, session level).
 	TemplateLockSQL = "hashtext('cn_pgtest_template')"

@@ -2,12 +2,16 @@ package relay
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
 // batcher groups events from all connections into Store.Ingest calls (group
@@ -16,6 +20,18 @@ import (
 // a lone event is not delayed, and under load batches grow while the slots are
 // busy. At most IngestConcurrency flushes run at once; while they all run, events queue up and, once the queue is full,
 // the readers that submit them wait (backpressure to the clients).
+//
+// Pipelined (IngestConcurrency 1, the default): a slot is given back as soon as
+// its batch holds its write turn and its COMMIT is sent (outbox.WithTurn), and
+// a full batch (BatchMaxEvents) then starts at once: it takes a connection and
+// sends its reads, which the server runs once the previous commit is durable
+// and visible, so a batch sees everything the batch before it wrote (an event,
+// then its deletion; a replaceable event, then its newer version). A batch
+// that is not full waits until no batch is in flight (see idle). At most two
+// batches are in flight: one before its COMMIT, one committing or holding its
+// answers (the writer lease's hold). Parsing and signature checks need no
+// batch: each connection's reader does them before submit, while batches
+// commit.
 //
 // Promises: every submitted event gets exactly one reply, and only after the
 // Ingest call that carried it returned (so an OK true means committed). close
@@ -29,9 +45,11 @@ type batcher struct {
 	log      *slog.Logger
 	onCommit func() // called after each successful Ingest
 
-	in    chan ingestJob
-	slots chan struct{}
-	freed chan struct{} // a flush finished: its slot is free again
+	in       chan ingestJob
+	slots    chan struct{} // batches before their COMMIT
+	inflight chan struct{} // batches until they replied
+	freed    chan struct{} // a flush sent its COMMIT or finished: a slot may be free again
+	turn     string        // the pipeline's write turn (outbox.WithTurn); "" when not pipelined
 
 	mu      sync.RWMutex // submit holds it shared; close exclusively
 	closed  bool
@@ -46,7 +64,13 @@ type ingestJob struct {
 }
 
 func newBatcher(cfg Config, store Store, m *metrics, log *slog.Logger, onCommit func()) *batcher {
+	inflight, turn := cfg.IngestConcurrency, ""
+	if cfg.IngestConcurrency == 1 {
+		inflight, turn = 2, pipelineName()
+	}
 	return &batcher{
+		inflight: make(chan struct{}, inflight),
+		turn:     turn,
 		store:    store,
 		maxBatch: cfg.BatchMaxEvents,
 		maxDelay: cfg.BatchMaxDelay,
@@ -94,7 +118,7 @@ func (b *batcher) run() {
 		case j := <-b.in:
 			batch = append(batch, j)
 			switch {
-			case len(batch) >= b.maxBatch || len(b.slots) < cap(b.slots):
+			case len(batch) >= b.maxBatch || b.idle():
 				// Full, or a flush slot is idle: waiting would only add latency.
 				// Under load the slots are busy and batches grow by themselves.
 				flush()
@@ -102,7 +126,9 @@ func (b *batcher) run() {
 				timer.Reset(b.maxDelay)
 			}
 		case <-b.freed:
-			flush() // what queued up while every slot was busy
+			if len(batch) >= b.maxBatch || b.idle() {
+				flush() // what queued up while every slot was busy
+			}
 		case <-timer.C:
 			flush()
 		case <-b.stop:
@@ -126,25 +152,58 @@ func (b *batcher) run() {
 	}
 }
 
+// idle reports whether a batch that is not full should be flushed now: a flush
+// could start at once and, pipelined, no batch is in flight (a batch started
+// early, while the previous one commits, would be small: it would have
+// gathered only what arrived since the previous one started, and every batch
+// pays a WAL flush; measured in docs/benchmarks.md). A full batch starts as soon
+// as a slot is free.
+func (b *batcher) idle() bool {
+	if b.turn != "" {
+		return len(b.inflight) == 0
+	}
+	return len(b.slots) < cap(b.slots) && len(b.inflight) < cap(b.inflight)
+}
+
 // flush starts an Ingest of batch as soon as a slot is free.
 func (b *batcher) flush(batch []ingestJob) {
+	b.inflight <- struct{}{}
 	b.slots <- struct{}{}
 	b.m.ingestWaiting.Sub(float64(len(batch)))
 	b.flushes.Add(1)
+	// sent gives the slot back: when the batch's COMMIT is sent (pipelined),
+	// else when its Ingest returned.
+	sent := sync.OnceFunc(func() {
+		<-b.slots
+		b.wake()
+	})
 	go func() {
 		defer b.flushes.Done()
 		defer func() {
-			<-b.slots
-			select {
-			case b.freed <- struct{}{}:
-			default:
-			}
+			sent()
+			<-b.inflight
+			b.wake()
 		}()
-		b.ingest(batch)
+		b.ingest(batch, sent)
 	}()
 }
 
-func (b *batcher) ingest(batch []ingestJob) {
+// wake tells run that a slot may be free.
+func (b *batcher) wake() {
+	select {
+	case b.freed <- struct{}{}:
+	default:
+	}
+}
+
+// pipelineName is a random name for the batcher's write turn.
+func pipelineName() string {
+	var r [12]byte
+	_, _ = rand.Read(r[:])
+	return "relay-ingest-" + hex.EncodeToString(r[:])
+}
+
+func (b *batcher) ingest(batch []ingestJob, sent func()) {
 	evs := make([]*nostr.Event, len(batch))
 	for i, j := range batch {
 		evs[i] = j.ev
@@ -152,6 +211,9 @@ func (b *batcher) ingest(batch []ingestJob) {
 	// Not tied to the relay's context: a batch that started is finished even
 	// during shutdown, so that its clients get their answers.
 	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	if b.turn != "" {
+		ctx = outbox.WithTurn(ctx, b.turn, sent)
+	}
 	start := time.Now()
 	results, err := b.callIngest(ctx, evs)
 	cancel()

@@ -11,7 +11,11 @@
 // whatever arrived within BatchMaxDelay, to one Store.Ingest call: one transaction
 // ending with the outbox append (batched because the append holds the outbox
 // lock to commit: see pkg/outbox/doc.go). The OK is sent only after that
-// call returned, with the store's verdict; so OK true means committed.
+// call returned, with the store's verdict; so OK true means committed. With
+// IngestConcurrency 1 (the default) the batches are pipelined: a full batch
+// starts while the previous one's COMMIT waits for the disk, and its reads
+// wait on the server for that commit (outbox.WithTurn), so it decides on what
+// the previous batch wrote (see batcher).
 //
 // # Live delivery: following the outbox
 //

@@ -16,6 +16,13 @@
 // ever exist is already visible. A reader may therefore follow the outbox with nothing
 // but "WHERE seq > last_seq ORDER BY seq" and never miss a row.
 //
+// A caller that pipelines its writes (the relay's group commit: the next
+// transaction begins while the previous one's COMMIT waits for the disk) gives
+// each of them the same turn (WithTurn): a transaction lock taken before its
+// first statement and held to its end, so that each transaction reads only
+// after the previous one committed. The append lock is taken as before, under
+// the turn, right before the insert.
+//
 // Within one Append the rows receive increasing seq values in the order of the slice.
 // Seq values are not gap-free: a rolled-back transaction consumes its values, and the
 // gap it leaves is permanent. Readers must not wait for gaps to fill.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -103,26 +104,42 @@ func (w *Writer) Write(ctx context.Context, fn func(ctx context.Context, tx pgx.
 // nothing is committed and WriteBatch returns its error. fn may still run
 // statements (reads, typically) through tx.
 func (w *Writer) WriteBatch(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx, b *pgx.Batch) ([]Record, error)) (Range, error) {
+	t := turnOf(ctx)
+	sent := func() {}
+	if t != nil {
+		sent = sync.OnceFunc(t.sent)
+		defer sent() // a failure before the pipeline below
+	}
 	pc, err := w.pool.Acquire(ctx)
 	if err != nil {
 		return Range{}, fmt.Errorf("acquire connection: %w", err)
 	}
 	conn := pc.Conn()
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		pc.Release()
-		return Range{}, fmt.Errorf("begin write: %w", err)
-	}
+	tx := &lazyTx{conn: conn} // BEGIN goes with the first statement
 	// Until the pipeline below starts, a failure rolls back here.
 	rollback := func() {
-		_ = tx.Rollback(context.WithoutCancel(ctx))
+		tx.rollback(context.WithoutCancel(ctx))
 		pc.Release()
 	}
+	var inner pgx.Tx = tx
+	var turned *turnTx
+	if t != nil {
+		turned = &turnTx{Tx: tx, pipeline: t.pipeline}
+		inner = turned
+	}
 	var b pgx.Batch
-	recs, err := fn(ctx, writeTx{tx}, &b)
+	recs, err := fn(ctx, writeTx{inner}, &b)
 	if err != nil {
 		rollback()
 		return Range{}, err
+	}
+	if turned != nil {
+		// The turn must be granted before sent lets the next transaction ask
+		// for it: fn read nothing, so it is taken here, on its own.
+		if err := turned.take(ctx); err != nil {
+			rollback()
+			return Range{}, fmt.Errorf("take the write turn: %w", err)
+		}
 	}
 	var r Range
 	if len(recs) > 0 {
@@ -131,6 +148,7 @@ func (w *Writer) WriteBatch(ctx context.Context, fn func(ctx context.Context, tx
 			return Range{}, err
 		}
 	}
+	tx.queueBegin(&b) // fn ran no statement
 	committed := false
 	b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
 		committed = tag.String() == "COMMIT" // an aborted transaction answers ROLLBACK
@@ -153,13 +171,14 @@ func (w *Writer) WriteBatch(ctx context.Context, fn func(ctx context.Context, tx
 				w.Notify(r.Last)
 			}
 		} else {
-			// Open or aborted: pgx closes a connection whose rollback fails, so
+			// Open or aborted: the pool closes a connection left in a transaction, so
 			// none is handed out in a transaction.
-			_ = tx.Rollback(context.WithoutCancel(ctx))
+			tx.rollback(context.WithoutCancel(ctx))
 		}
 		pc.Release()
 		done <- err
 	}()
+	sent() // the turn is held, the COMMIT on its way: the next may start
 	select {
 	case err = <-done:
 	case <-ctx.Done():
