@@ -2,12 +2,9 @@ package blossom
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -187,23 +184,13 @@ func (s *Server) mirror(w http.ResponseWriter, req *http.Request) {
 		s.refuse(w, http.StatusRequestEntityTooLarge, s.tooLarge(limit))
 		return
 	}
-	f, err := s.db.Files.Temp()
-	if err != nil {
+	sp, err := s.spool(res.Body, limit)
+	if sp.tmp == "" {
 		s.failed(w, "mirror", err)
 		return
 	}
-	tmp := f.Name()
-	defer func() { _ = os.Remove(tmp) }() // no-op once placed
-	hasher := sha256.New()
-	var sniff sniffer
-	n, err := io.Copy(io.MultiWriter(f, hasher, &sniff), io.LimitReader(res.Body, limit+1))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if n > limit {
+	defer func() { _ = os.Remove(sp.tmp) }() // no-op once placed
+	if sp.n > limit {
 		s.refuse(w, http.StatusRequestEntityTooLarge, s.tooLarge(limit))
 		return
 	}
@@ -211,7 +198,7 @@ func (s *Server) mirror(w http.ResponseWriter, req *http.Request) {
 		s.mirrorFailed(w, err)
 		return
 	}
-	hash := hex.EncodeToString(hasher.Sum(nil))
+	hash := sp.hash
 	if !a.Covers(hash) {
 		s.refuse(w, http.StatusConflict, "mirror: the URL's blob does not match the authorization's x tag")
 		return
@@ -222,7 +209,7 @@ func (s *Server) mirror(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
-	s.store(w, req, pk, hash, n, contentType(res.Header.Get("Content-Type"), sniff.head), tmp)
+	s.store(w, req, pk, hash, sp.n, contentType(res.Header.Get("Content-Type"), sp.head), sp.tmp)
 }
 
 // mirrorFailed answers a fetch that failed: 403 for a forbidden address, 504

@@ -574,23 +574,13 @@ func (s *Server) upload(w http.ResponseWriter, req *http.Request) {
 		s.failed(w, "upload", err)
 		return
 	}
-	f, err := s.db.Files.Temp()
-	if err != nil {
+	sp, err := s.spool(req.Body, limit)
+	if sp.tmp == "" {
 		s.failed(w, "upload", err)
 		return
 	}
-	tmp := f.Name()
-	defer func() { _ = os.Remove(tmp) }() // no-op once placed
-	hasher := sha256.New()
-	var sniff sniffer
-	n, err := io.Copy(io.MultiWriter(f, hasher, &sniff), io.LimitReader(req.Body, limit+1))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if n > limit {
+	defer func() { _ = os.Remove(sp.tmp) }() // no-op once placed
+	if sp.n > limit {
 		s.refuse(w, http.StatusRequestEntityTooLarge, s.tooLarge(limit))
 		closeAfter(w, rc)
 		return
@@ -607,7 +597,7 @@ func (s *Server) upload(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	_ = rc.SetReadDeadline(time.Time{})
-	hash := hex.EncodeToString(hasher.Sum(nil))
+	hash := sp.hash
 	if claimed != "" && hash != claimed {
 		s.refuse(w, http.StatusConflict, "body does not match X-SHA-256")
 		return
@@ -626,7 +616,39 @@ func (s *Server) upload(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
-	s.store(w, req, pk, hash, n, contentType(req.Header.Get("Content-Type"), sniff.head), tmp)
+	s.store(w, req, pk, hash, sp.n, contentType(req.Header.Get("Content-Type"), sp.head), sp.tmp)
+}
+
+// spooled is a body written to a temporary file of the blob store while it
+// was hashed (spool).
+type spooled struct {
+	tmp  string // the file ("" when it could not be created); the caller removes it unless store placed it
+	n    int64  // bytes read: at most the limit + 1, so that a caller sees a body past the limit
+	hash string // hex SHA-256 of those bytes
+	head []byte // their first 512 bytes, for the type (contentType)
+}
+
+// spool copies at most limit+1 bytes of body into a new temporary file of the
+// blob store, hashing them, then fsyncs and closes the file: the one path an
+// upload's and a mirror's bytes take to disk, never held in memory. An error
+// with tmp set is the body's or the disk's; with tmp "", the file's creation.
+func (s *Server) spool(body io.Reader, limit int64) (spooled, error) {
+	f, err := s.db.Files.Temp()
+	if err != nil {
+		return spooled{}, err
+	}
+	sp := spooled{tmp: f.Name()}
+	hasher := sha256.New()
+	var sniff sniffer
+	sp.n, err = io.Copy(io.MultiWriter(f, hasher, &sniff), io.LimitReader(body, limit+1))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	sp.hash, sp.head = hex.EncodeToString(hasher.Sum(nil)), sniff.head
+	return sp, err
 }
 
 // store records the blob hash (n bytes of type typ, written and fsynced to
