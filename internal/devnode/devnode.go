@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -201,6 +202,9 @@ func Run(ctx context.Context, cfg Options) (err error) {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
+	relayUp := make(chan struct{})
+	var upOnce sync.Once
+	d.relay.Serving = func() { upOnce.Do(func() { close(relayUp) }) }
 	g.Go(func() error { return node.Relay(gctx, d.relay) })
 	fmt.Fprintf(cfg.Out, "relay: %s (NIP-11, NIP-86 and /healthz on the same address; /metrics on http://%s/metrics)\n",
 		d.relayURL(), d.relay.Relay.MetricsListen)
@@ -253,7 +257,13 @@ func Run(ctx context.Context, cfg Options) (err error) {
 	fmt.Fprintf(cfg.Out, "dashboard: http://%s/ (read-only status page)\n", dashLn.Addr())
 	fmt.Fprintf(cfg.Out, "console: http://%s/console/ (groups, members, reports, bans, backlog; sign in with a NIP-07 extension or a NIP-46 bunker as an admin: --admin-pubkeys)\n", dashLn.Addr())
 	fmt.Fprintf(cfg.Out, "topic policy: %s (NIP-11 topic_policy; docs/clients.md)\n", d.relay.Relay.Limits.TopicRules.Summary())
-	fmt.Fprintln(cfg.Out, "node is up; press Ctrl-C to stop")
+	// "node is up" means the relay accepts connections, as a script that
+	// waits for the line expects (and its Blossom directory exists).
+	select {
+	case <-relayUp:
+		fmt.Fprintln(cfg.Out, "node is up; press Ctrl-C to stop")
+	case <-gctx.Done():
+	}
 	<-gctx.Done()
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return err

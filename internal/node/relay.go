@@ -113,6 +113,10 @@ type RelayOptions struct {
 	// address or its own (BlossomOptions.Listen).
 	Blossom *BlossomOptions
 	Logger  *slog.Logger
+	// Serving, if set, is called once the relay accepts connections (its
+	// store, cache and Blossom directory ready): `cnctl dev` says "node is
+	// up" only then.
+	Serving func()
 }
 
 // Relay runs one relay process: it opens the database pool and wires the outbox
@@ -232,6 +236,9 @@ func Relay(ctx context.Context, s RelayOptions) error {
 		Serving: func() {
 			if err := daemon.NotifyReady(); err != nil {
 				logger.Warn("systemd notify", "err", err)
+			}
+			if s.Serving != nil {
+				s.Serving()
 			}
 		},
 	}
