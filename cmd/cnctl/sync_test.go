@@ -44,7 +44,7 @@ func newSyncNode(t testing.TB) *syncNode {
 	st := store.New(db.Pool, w, protocol.DefaultTopicRules())
 	cfg := relay.DefaultConfig()
 	cfg.EventRatePerIP, cfg.EventRatePerPubkey, cfg.ReqRatePerIP = relay.Rate{}, relay.Rate{}, relay.Rate{}
-	r, err := relay.New(cfg, relay.Deps{Store: st, Sync: st, Recent: st, GroupAccess: st, SyncTree: st, Feed: relay.NewPGFeed(db.Pool, nil), Registerer: prometheus.NewRegistry()})
+	r, err := relay.New(cfg, relay.Deps{Store: st, Feed: relay.NewPGFeed(db.Pool, nil), Registerer: prometheus.NewRegistry()})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

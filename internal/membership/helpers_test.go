@@ -87,7 +87,7 @@ func start(t *testing.T, o opts) *env {
 	require.NoError(t, svc.EnsureAdmins(context.Background()))
 	api := &relayadmin.API{Admin: &relayadmin.Admin{Pool: db.Pool, Store: st.Publisher(), TopicRules: st.Rules(),
 		Extensions: []relayadmin.Extension{svc}}, Admins: admins}
-	r, err := relay.New(cfg, relay.Deps{Store: st, Sync: st, Recent: st, GroupAccess: st, SyncTree: st, Feed: relay.NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg,
+	r, err := relay.New(cfg, relay.Deps{Store: st, Feed: relay.NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg,
 		Management: api, Members: svc})
 	require.NoError(t, err)
 	api.Audience = r.Audience

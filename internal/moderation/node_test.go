@@ -50,7 +50,7 @@ func newTestNode(t *testing.T) *testNode {
 
 	cfg := relay.DefaultConfig()
 	cfg.EventRatePerIP, cfg.EventRatePerPubkey, cfg.ReqRatePerIP = relay.Rate{}, relay.Rate{}, relay.Rate{}
-	r, err := relay.New(cfg, relay.Deps{Store: n.store, Sync: n.store, Recent: n.store, GroupAccess: n.store, SyncTree: n.store, Feed: relay.NewPGFeed(db.Pool, nil), Registerer: prometheus.NewRegistry()})
+	r, err := relay.New(cfg, relay.Deps{Store: n.store, Feed: relay.NewPGFeed(db.Pool, nil), Registerer: prometheus.NewRegistry()})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

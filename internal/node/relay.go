@@ -215,22 +215,16 @@ func Relay(ctx context.Context, s RelayOptions) error {
 	}
 	feed := relay.NewPGFeed(pool, logger)
 	deps := relay.Deps{
-		Ranks:       ranks,
-		Store:       leasedStore{Store: st, lease: lease},
-		Reads:       reads,
-		Primary:     st,
-		Sync:        st,
-		Recent:      st,
-		GroupAccess: st,
-		Withheld:    st,
-		SyncTree:    st,
-		Feed:        feed,
-		Logger:      logger,
-		Registerer:  reg,
-		Gatherer:    reg,
-		Policy:      policy,
-		Management:  api,
-		Ephemeral:   ephemeral.New(pool, logger),
+		Ranks:      ranks,
+		Store:      leasedStore{Store: st, lease: lease},
+		Reads:      reads,
+		Feed:       feed,
+		Logger:     logger,
+		Registerer: reg,
+		Gatherer:   reg,
+		Policy:     policy,
+		Management: api,
+		Ephemeral:  ephemeral.New(pool, logger),
 		// systemd (Type=notify) learns the relay serves: a restart starts
 		// the new process and stops the old one only then.
 		Serving: func() {

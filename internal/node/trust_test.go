@@ -66,7 +66,7 @@ func (e *trustEnv) serveRelay(t *testing.T) string {
 	t.Helper()
 	cfg := relay.DefaultConfig()
 	cfg.EventRatePerIP, cfg.EventRatePerPubkey, cfg.ReqRatePerIP = relay.Rate{}, relay.Rate{}, relay.Rate{}
-	r, err := relay.New(cfg, relay.Deps{Store: e.store, Sync: e.store, Recent: e.store, GroupAccess: e.store, SyncTree: e.store, Feed: relay.NewPGFeed(e.db.Pool, nil), Registerer: prometheus.NewRegistry()})
+	r, err := relay.New(cfg, relay.Deps{Store: e.store, Feed: relay.NewPGFeed(e.db.Pool, nil), Registerer: prometheus.NewRegistry()})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -28,7 +28,7 @@ func startAppRelay(t *testing.T, db *pgtest.DB, edit func(*Config)) (*testRelay,
 		edit(&cfg)
 	}
 	st := store.New(db.Pool, startWriter(t, db), cfg.Limits.TopicRules)
-	r, err := New(cfg, WithEventCache(cfg, Deps{Store: pgStore{st}, Sync: pgStore{st}, Recent: pgStore{st}, GroupAccess: pgStore{st}, SyncTree: pgStore{st}, Feed: NewPGFeed(db.Pool, nil), Registerer: prometheus.NewRegistry(),
+	r, err := New(cfg, WithEventCache(cfg, Deps{Store: pgStore{st}, Feed: NewPGFeed(db.Pool, nil), Registerer: prometheus.NewRegistry(),
 		Ephemeral: ephemeral.New(db.Pool, nil)}))
 	require.NoError(t, err)
 	return serveRelay(t, r), st

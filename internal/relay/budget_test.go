@@ -128,7 +128,7 @@ func startBudgetRelay(t *testing.T, db *pgtest.DB, st pgStore, logs *testkit.Buf
 	cfg.WriteTimeout = 2 * time.Second
 	edit(&cfg)
 	reg := prometheus.NewRegistry()
-	r, err := New(cfg, WithEventCache(cfg, Deps{Store: st, Sync: st, Recent: st, GroupAccess: st, SyncTree: st, Feed: NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg,
+	r, err := New(cfg, WithEventCache(cfg, Deps{Store: st, Feed: NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))}))
 	require.NoError(t, err)
 	tr := serveRelay(t, r)

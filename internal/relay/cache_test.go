@@ -218,7 +218,7 @@ func (cw *cacheWorld) randomFilter() nostr.Filter {
 func (cw *cacheWorld) cacheRelay(cacheBytes int) *Relay {
 	cfg := testConfig()
 	cfg.CacheBytes = cacheBytes
-	r, err := New(cfg, WithEventCache(cfg, Deps{Store: pgStore{cw.st}, Sync: pgStore{cw.st}, Recent: pgStore{cw.st}, GroupAccess: pgStore{cw.st}, SyncTree: pgStore{cw.st}, Feed: NewPGFeed(cw.db.Pool, nil), Registerer: prometheus.NewRegistry()}))
+	r, err := New(cfg, WithEventCache(cfg, Deps{Store: pgStore{cw.st}, Feed: NewPGFeed(cw.db.Pool, nil), Registerer: prometheus.NewRegistry()}))
 	require.NoError(cw.t, err)
 	require.NotNil(cw.t, cacheOf(r))
 	ctx, cancel := context.WithCancel(context.Background())

@@ -181,8 +181,8 @@ type Config struct {
 	Auth AuthConfig
 	Info Info
 
-	// Negentropy serves NIP-77 (NEG-OPEN, NEG-MSG, NEG-CLOSE) when the relay
-	// has a SyncStore (Deps.Sync); NIP-11 lists 77 only then. Default true.
+	// Negentropy serves NIP-77 (NEG-OPEN, NEG-MSG, NEG-CLOSE) from the
+	// store's SyncStore part; NIP-11 lists 77 only then. Default true.
 	Negentropy bool
 	// NegTree keeps the NIP-77 fingerprint tree (negentropy_tree.go) of the
 	// events an anonymous reader may read, so that sessions of {} or a time
@@ -263,8 +263,8 @@ type Config struct {
 	// a REQ whose whole answer it provably holds is answered without the
 	// database. 0 turns it off (every REQ reads the database). The
 	// composition root (node.Relay) builds the cache with it and puts its
-	// Reader in front of Deps.Reads (Deps.Cache); the relay fills it from a
-	// RecentStore (Deps.Recent).
+	// Reader in front of Deps.Reads (Deps.Cache); the relay fills it from its
+	// store's RecentStore part (Deps.Store).
 	CacheBytes int
 
 	// QueryTimeout bounds one read of a REQ's stored part (Reader.Read, and

@@ -48,7 +48,7 @@ func testExactlyOnce(t *testing.T, otherPublisher bool) {
 	)
 	db := pgtest.New(t)
 	st := pgStore{store.New(db.Pool, startWriter(t, db), protocol.DefaultTopicRules())}
-	r, err := New(testConfig(), WithEventCache(testConfig(), Deps{Store: st, Sync: st, Recent: st, GroupAccess: st, SyncTree: st, Feed: NewPGFeed(db.Pool, nil), Registerer: prometheus.NewRegistry()}))
+	r, err := New(testConfig(), WithEventCache(testConfig(), Deps{Store: st, Feed: NewPGFeed(db.Pool, nil), Registerer: prometheus.NewRegistry()}))
 	require.NoError(t, err)
 	tr := serveRelay(t, r)
 	topic := fmt.Sprintf("once%d", rand.Int64())
@@ -145,7 +145,7 @@ func testExactlyOnce(t *testing.T, otherPublisher bool) {
 		cfg := testConfig()
 		cfg.CacheBytes = 0
 		st2 := pgStore{store.New(db.Pool, startWriter(t, db), protocol.DefaultTopicRules())}
-		r2, err := New(cfg, WithEventCache(cfg, Deps{Store: st2, Sync: st2, Recent: st2, GroupAccess: st2, SyncTree: st2, Feed: NewPGFeed(db.Pool, nil), Registerer: prometheus.NewRegistry()}))
+		r2, err := New(cfg, WithEventCache(cfg, Deps{Store: st2, Feed: NewPGFeed(db.Pool, nil), Registerer: prometheus.NewRegistry()}))
 		require.NoError(t, err)
 		pubURL = serveRelay(t, r2).url
 	}

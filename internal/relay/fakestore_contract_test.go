@@ -149,7 +149,7 @@ func (l laggingReader) Count(_ context.Context, filters []nostr.Filter, v protoc
 // replica's answer runs without Postgres: with the fake as the primary and
 // a copy of it taken before four more notes as the replica (Deps.Reads), a
 // REQ gets the primary's answer (the newest Limit notes, the four the
-// replica missed among them, handoffCaught); without a Primary the REQ is
+// replica missed among them, handoffCaught); when the primary cannot be read the REQ is
 // CLOSED with an error, never answered with the replica's stale page.
 func TestHandoffOnTheFake(t *testing.T) {
 	t.Parallel()
@@ -167,7 +167,7 @@ func TestHandoffOnTheFake(t *testing.T) {
 		cfg := testConfig()
 		cfg.CacheBytes = 0
 		reg := prometheus.NewRegistry()
-		r, err := New(cfg, Deps{Store: fake, Feed: fake, Reads: lag, Primary: primary, Registerer: reg, Gatherer: reg})
+		r, err := New(cfg, Deps{Store: primaryOf{fake, primary}, Feed: fake, Reads: lag, Registerer: reg, Gatherer: reg})
 		require.NoError(t, err)
 		tr := serveRelay(t, r)
 		tr.store, tr.reg = fake, reg
@@ -183,8 +183,34 @@ func TestHandoffOnTheFake(t *testing.T) {
 	require.Equal(t, want, got.ids, "the primary's newest 8")
 	require.EqualValues(t, 4, testutil.ToFloat64(tr.m.handoffCaught), "the notes the replica missed")
 
-	bare := start(nil)
+	bare := start(failingPrimary{})
 	got = dial(t, bare.url).req("go", map[string]any{"#t": []string{"go"}, "limit": 8})
 	require.Equal(t, reasonQueryFailed, got.closed)
 	require.Empty(t, got.ids)
+}
+
+// primaryOf is a fakeStore whose Primary parts (the handoff's reads) are
+// another's.
+type primaryOf struct {
+	*fakeStore
+	p Primary
+}
+
+func (s primaryOf) Window(ctx context.Context, after int64, limit int) (readpath.Window, error) {
+	return s.p.Window(ctx, after, limit)
+}
+
+func (s primaryOf) InSnapshot(ctx context.Context, fn func(readpath.Snapshot) error) error {
+	return s.p.InSnapshot(ctx, fn)
+}
+
+// failingPrimary is a primary that cannot be read (unreachable).
+type failingPrimary struct{}
+
+func (failingPrimary) Window(context.Context, int64, int) (readpath.Window, error) {
+	return readpath.Window{}, errNotOnTheFake
+}
+
+func (failingPrimary) InSnapshot(context.Context, func(readpath.Snapshot) error) error {
+	return errNotOnTheFake
 }

@@ -3,6 +3,7 @@ package relay
 import (
 	"cmp"
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/kukuri/communitynode/internal/groups"
+	"github.com/kukuri/communitynode/internal/negentropy"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/readpath"
 	"github.com/kukuri/communitynode/pkg/outbox"
@@ -344,4 +347,71 @@ func (s *fakeStore) Listen(ctx context.Context, wake func()) {
 	s.mu.Unlock()
 	wake()
 	<-ctx.Done()
+}
+
+// The optional parts of Store (Deps.Store): the fake serves NIP-77 from its
+// events, holds no group (every group public) and no withheld event, and
+// keeps no event cache fill or NIP-77 tree (a test that wants either uses a
+// Postgres store).
+
+// errNotOnTheFake answers the parts the fake does not keep.
+var errNotOnTheFake = errors.New("fakeStore: not kept by the fake (use a Postgres store)")
+
+// SyncItems implements SyncStore: the (created_at, id) of the events matching
+// f that v may read, at most max, or readpath.ErrTooManySyncItems; take is
+// asked for each (readpath.ErrSyncBudget at its first refusal).
+func (s *fakeStore) SyncItems(_ context.Context, f nostr.Filter, v protocol.Viewer, max int, take func(n int) bool) ([]negentropy.Item, error) {
+	var items []negentropy.Item
+	for _, ev := range s.sorted() {
+		if !protocol.Match(f, ev) || !v.MayRead(ev) {
+			continue
+		}
+		if len(items) == max {
+			return nil, readpath.ErrTooManySyncItems
+		}
+		if take != nil && !take(len(ev.ID)+8) {
+			return nil, readpath.ErrSyncBudget
+		}
+		items = append(items, negentropy.Item{CreatedAt: ev.CreatedAt, ID: ev.ID})
+	}
+	return items, nil
+}
+
+// SyncTreeItems implements SyncTreeStore: the fake is unscoped (it may hold
+// events without a topic), so the relay keeps no NIP-77 tree on it.
+func (s *fakeStore) SyncTreeItems(context.Context, func(negentropy.Candidate)) (int64, bool, error) {
+	return 0, true, nil
+}
+
+// Recent implements RecentStore: the fake fills no event cache.
+func (s *fakeStore) Recent(context.Context, int, func(*nostr.Event, []byte) bool) (int64, []int, error) {
+	return 0, nil, errNotOnTheFake
+}
+
+// StoredKeys implements RecentStore: the fake fills no event cache.
+func (s *fakeStore) StoredKeys(context.Context, func(int), func(string, []byte)) error {
+	return errNotOnTheFake
+}
+
+// Committed implements RecentStore: every row the fake appended.
+func (s *fakeStore) Committed() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seq
+}
+
+// GroupAccess implements GroupAccessStore: the fake holds no private,
+// hidden or deleted group.
+func (s *fakeStore) GroupAccess(context.Context, []string) (map[string]protocol.GroupRule, error) {
+	return map[string]protocol.GroupRule{}, nil
+}
+
+// GroupWithheld implements WithheldStore: the fake withholds nothing.
+func (s *fakeStore) GroupWithheld(context.Context, nostr.Filter, groups.WithheldReader) ([]*nostr.Event, error) {
+	return nil, nil
+}
+
+// GroupState implements WithheldStore: the fake keeps no group state.
+func (s *fakeStore) GroupState(context.Context, string) (*groups.State, error) {
+	return nil, errNotOnTheFake
 }

@@ -18,8 +18,8 @@ import (
 )
 
 // GroupAccessStore reads the rule of the private and hidden NIP-29 groups
-// (store.Reader.GroupAccess: cn_relay.group_access; ids nil: all of them). A
-// relay that has it (Deps.GroupAccess) gets private and hidden groups
+// (store.Reader.GroupAccess: cn_relay.group_access; ids nil: all of them). The
+// relay (Deps.Store, always) has private and hidden groups
 // enforced on the paths it answers from memory (live fan-out, the event
 // cache, a replica's handoff) as the database enforces them on every query.
 type GroupAccessStore interface {

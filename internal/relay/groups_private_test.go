@@ -35,13 +35,7 @@ type groupLeakRelays struct {
 	st             pgStore
 	cached, direct *testRelay
 	// start serves a relay over s (the store, or a lagging replica of it).
-	start func(s interface {
-		Store
-		SyncStore
-		RecentStore
-		GroupAccessStore
-		SyncTreeStore
-	}, cache bool) *testRelay
+	start func(s Store, cache bool) *testRelay
 	// indexed waits until the indexer has applied the outbox.
 	indexed func()
 }
@@ -56,21 +50,17 @@ func newGroupLeakRelays(t *testing.T) *groupLeakRelays {
 	st := pgStore{store.New(db.Pool, startWriter(t, db), protocol.DefaultTopicRules())}
 	require.NoError(t, st.SetGroups(store.Groups{Sign: node.Sign,
 		Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsMembers, Admins: map[string]bool{admin.pk: true}}}))
-	// (s: the store, or a lagging replica of it; either has every optional part)
-	start := func(s interface {
-		Store
-		SyncStore
-		RecentStore
-		GroupAccessStore
-		SyncTreeStore
-	}, cache bool) *testRelay {
+	// (s: the store, or a lagging replica of it whose Read is a frozen
+	// snapshot's; either has every other part of the store, its Primary
+	// parts the primary's)
+	start := func(s Store, cache bool) *testRelay {
 		cfg := testConfig()
 		cfg.Info.Self, cfg.Groups, cfg.GroupAdmins = node.PubKey, true, []string{admin.pk}
 		if !cache {
 			cfg.CacheBytes = 0
 		}
 		reg := prometheus.NewRegistry()
-		r, err := New(cfg, WithEventCache(cfg, Deps{Store: s, Sync: s, Recent: s, GroupAccess: s, SyncTree: s, Primary: st, Feed: NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg}))
+		r, err := New(cfg, WithEventCache(cfg, Deps{Store: s, Feed: NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg}))
 		require.NoError(t, err)
 		return serveRelay(t, r)
 	}

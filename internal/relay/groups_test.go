@@ -38,7 +38,7 @@ func startGroupRelay(t *testing.T, edit func(*groups.Policy)) *groupRelay {
 	}
 	require.NoError(t, st.SetGroups(store.Groups{Policy: pol, Sign: node.Sign}))
 	reg := prometheus.NewRegistry()
-	r, err := New(cfg, WithEventCache(cfg, Deps{Store: pgStore{st}, Sync: pgStore{st}, Recent: pgStore{st}, GroupAccess: pgStore{st}, Withheld: pgStore{st}, SyncTree: pgStore{st}, Feed: NewPGFeed(db.Pool, nil), Registerer: reg}))
+	r, err := New(cfg, WithEventCache(cfg, Deps{Store: pgStore{st}, Feed: NewPGFeed(db.Pool, nil), Registerer: reg}))
 	require.NoError(t, err)
 	return &groupRelay{testRelay: serveRelay(t, r), db: db, node: node}
 }

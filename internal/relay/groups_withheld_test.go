@@ -189,7 +189,7 @@ func startWithheldRelay(t *testing.T, wrap func(pgStore, *Relay) WithheldStore) 
 	st := pgStore{store.New(db.Pool, startWriter(t, db), cfg.Limits.TopicRules)}
 	require.NoError(t, st.SetGroups(store.Groups{Sign: node.Sign,
 		Policy: groups.Policy{Node: node.PubKey, Creators: groups.CreatorsMembers, Admins: map[string]bool{relayAdmin.pk: true}}}))
-	deps := Deps{Store: st, Sync: st, Recent: st, GroupAccess: st, Withheld: st, SyncTree: st,
+	deps := Deps{Store: st,
 		Feed: NewPGFeed(db.Pool, nil), Registerer: prometheus.NewRegistry()}
 	r, err := New(cfg, WithEventCache(cfg, deps))
 	require.NoError(t, err)

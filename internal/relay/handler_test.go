@@ -45,7 +45,7 @@ func TestNIP11(t *testing.T) {
 	require.NotEmpty(t, resp.Header.Get("Access-Control-Allow-Methods"))
 	require.Equal(t, "test relay", doc["name"])
 	require.Equal(t, "mailto:ops@example.com", doc["contact"])
-	require.Equal(t, []any{1.0, 9.0, 11.0, 40.0, 42.0, 45.0, 70.0}, doc["supported_nips"], "AUTH is offered by default (direct messages)")
+	require.Equal(t, []any{1.0, 9.0, 11.0, 40.0, 42.0, 45.0, 70.0, 77.0}, doc["supported_nips"], "AUTH is offered by default (direct messages), NIP-77 too")
 	lim := doc["limitation"].(map[string]any)
 	require.Equal(t, 5000.0, lim["max_message_length"])
 	require.Equal(t, 7.0, lim["max_subscriptions"])
@@ -73,7 +73,7 @@ func TestNIP11(t *testing.T) {
 		c.Auth = AuthConfig{Enabled: true, RequiredForReads: true, RequiredForWrites: true}
 	})
 	_, doc = getInfo(t, authed.http)
-	require.Equal(t, []any{1.0, 9.0, 11.0, 40.0, 42.0, 45.0, 50.0, 70.0}, doc["supported_nips"], "search is on by default")
+	require.Equal(t, []any{1.0, 9.0, 11.0, 40.0, 42.0, 45.0, 50.0, 70.0, 77.0}, doc["supported_nips"], "search is on by default")
 	strict := startRelay(t, nil, func(c *Config) {
 		c.Limits.RequireTopicInREQ = true
 		c.Limits.AllowedTopics = map[string]bool{"go": true, "nostr": true}

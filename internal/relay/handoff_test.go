@@ -271,7 +271,7 @@ func TestHandoffFromAFrozenReplica(t *testing.T) {
 	cfg := testConfig()
 	cfg.CacheBytes = 0 // (the event cache would answer the REQs)
 	reg := prometheus.NewRegistry()
-	r, err := New(cfg, WithEventCache(cfg, Deps{Store: fr, Sync: fr, Recent: fr, GroupAccess: fr, SyncTree: fr, Primary: fr, Feed: NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg}))
+	r, err := New(cfg, WithEventCache(cfg, Deps{Store: fr, Feed: NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg}))
 	require.NoError(t, err)
 	tr := serveRelay(t, r)
 	conns := map[string]*client{} // subscription -> its own connection

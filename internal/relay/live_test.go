@@ -110,7 +110,8 @@ func TestFollowerSkipsLoadsWithoutSubscriptions(t *testing.T) {
 	store := newFakeStore()
 	var loads atomic.Int32
 	store.eventsHook = func(context.Context) error { loads.Add(1); return nil }
-	tr := startRelay(t, store, nil)
+	// (no NIP-77 tree and no event cache: either loads every row's event)
+	tr := startRelay(t, store, func(c *Config) { c.NegTree = false })
 	store.store([]*nostr.Event{newKey(t).note(t, "nobody listens", func(ev *nostr.Event) { ev.Tags = nostr.Tags{{"t", "rust"}} })})
 	require.Eventually(t, func() bool { return testutil.ToFloat64(tr.m.followerSeq) == 1 }, waitTimeout, time.Millisecond)
 	require.Zero(t, loads.Load())

@@ -19,8 +19,8 @@ import (
 // the (created_at, id) of every stored event matching f that v may read, with
 // REQ's visibility, at most max of them, or readpath.ErrTooManySyncItems. It
 // asks take for each item before it keeps it (when take is not nil), and
-// returns readpath.ErrSyncBudget at the first refusal. A relay that has one
-// (Deps.Sync) serves NIP-77 while Config.Negentropy is set.
+// returns readpath.ErrSyncBudget at the first refusal. The relay reads it
+// (Deps.Store) while Config.Negentropy is set.
 type SyncStore interface {
 	SyncItems(ctx context.Context, f nostr.Filter, v protocol.Viewer, max int, take func(n int) bool) ([]negentropy.Item, error)
 }

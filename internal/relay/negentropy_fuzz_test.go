@@ -52,7 +52,7 @@ func FuzzNegMessages(f *testing.F) {
 	store := syncFake{fakeStore: newFakeStore(), items: items}
 	cfg := testConfig()
 	cfg.MaxConnsPerIP = 1 << 20 // every input dials; closed ones may linger a moment
-	r, err := New(cfg, Deps{Store: store, Sync: store, Feed: store.fakeStore, Registerer: prometheus.NewRegistry()})
+	r, err := New(cfg, Deps{Store: store, Feed: store.fakeStore, Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		f.Fatal(err)
 	}

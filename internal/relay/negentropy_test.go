@@ -44,7 +44,7 @@ func newNegEnvTB(t testing.TB, edit func(*Config)) *negEnv {
 		edit(&cfg)
 	}
 	reg := prometheus.NewRegistry()
-	r, err := New(cfg, WithEventCache(cfg, Deps{Store: st, Sync: st, Recent: st, GroupAccess: st, SyncTree: st, Feed: NewPGFeed(db.Pool, nil), Registerer: reg}))
+	r, err := New(cfg, WithEventCache(cfg, Deps{Store: st, Feed: NewPGFeed(db.Pool, nil), Registerer: reg}))
 	require.NoError(t, err)
 	return &negEnv{t: t, db: db, st: st, relay: serveRelay(t, r)}
 }
@@ -54,7 +54,7 @@ func (e *negEnv) another(edit func(*Config)) *testRelay {
 	e.t.Helper()
 	cfg := testConfig()
 	edit(&cfg)
-	r, err := New(cfg, WithEventCache(cfg, Deps{Store: e.st, Sync: e.st, Recent: e.st, GroupAccess: e.st, SyncTree: e.st, Feed: NewPGFeed(e.db.Pool, nil), Registerer: prometheus.NewRegistry()}))
+	r, err := New(cfg, WithEventCache(cfg, Deps{Store: e.st, Feed: NewPGFeed(e.db.Pool, nil), Registerer: prometheus.NewRegistry()}))
 	require.NoError(e.t, err)
 	return serveRelay(e.t, r)
 }

@@ -272,7 +272,7 @@ func TestNegTreeFillDoesNotHoldLiveDelivery(t *testing.T) {
 	var releaseOnce sync.Once
 	release := func() { releaseOnce.Do(func() { close(slow.release) }) }
 	t.Cleanup(release)
-	r, err := New(testConfig(), WithEventCache(testConfig(), Deps{Store: e.st, Sync: e.st, Recent: e.st, GroupAccess: e.st, SyncTree: slow,
+	r, err := New(testConfig(), WithEventCache(testConfig(), Deps{Store: slow,
 		Feed: NewPGFeed(e.db.Pool, nil), Registerer: prometheus.NewRegistry()}))
 	require.NoError(t, err)
 	tr := serveRelayWait(t, r, false) // (the old follower waited for the fill)

@@ -107,7 +107,7 @@ func TestTwoRelaysShareDatabase(t *testing.T) {
 	st := pgStore{store.New(db.Pool, startWriter(t, db), protocol.DefaultTopicRules())}
 	start := func() *testRelay {
 		reg := prometheus.NewRegistry()
-		r, err := New(testConfig(), WithEventCache(testConfig(), Deps{Store: st, Sync: st, Recent: st, GroupAccess: st, SyncTree: st, Feed: NewPGFeed(db.Pool, nil), Registerer: reg}))
+		r, err := New(testConfig(), WithEventCache(testConfig(), Deps{Store: st, Feed: NewPGFeed(db.Pool, nil), Registerer: reg}))
 		require.NoError(t, err)
 		return serveRelay(t, r)
 	}

@@ -27,30 +27,27 @@ import (
 
 // Deps are the relay's collaborators.
 type Deps struct {
-	Store Store // required: the primary database
-	Feed  Feed  // required: the outbox the live fan-out follows
+	// Store is the primary database with every part the relay's features
+	// read (package store implements them all). Which parts are used is
+	// Config's to say, and Config's alone: NIP-77 (SyncStore) while
+	// Config.Negentropy, its tree (SyncTreeStore) while Config.NegTree, the
+	// event cache's fill (RecentStore) while Config.CacheBytes > 0 (see
+	// WithEventCache), the withheld NIP-29 events (WithheldStore) while
+	// Config.Groups; the groups' read rule (GroupAccessStore) always, and
+	// the handoff of a stored part read on a replica (Primary) whenever
+	// Reads answers from one. Required.
+	Store Store
+	Feed  Feed // required: the outbox the live fan-out follows
 	// Reads, if set, reads REQs' stored parts and COUNTs instead of Store
 	// (package replica: read replicas in front of the primary). A stored
-	// part it reads on a replica is handed off to Primary.
+	// part it reads on a replica is handed off to Store (Relay.handoff).
 	Reads Reader
-	// Primary, if set, is the primary's outbox window and snapshot reads
-	// (package store), which a stored part read on a replica is handed off
-	// with (Relay.handoff). Required when Reads may answer from a replica:
-	// without it such a REQ fails (CLOSED "error: ...").
-	Primary Primary
-	// The primary's optional parts (package store implements them all; the
-	// composition root passes the primary's store for each). A feature whose
-	// part is nil is off, whatever Config says:
-	//
-	// Sync, if set, serves NIP-77 while Config.Negentropy is set.
-	Sync SyncStore
-	// Recent, if set, fills Cache.
-	Recent RecentStore
-	// Cache, if set with Recent, is the event cache (package eventcache),
-	// which the follower fills from Recent and keeps with the outbox rows,
-	// and files database answers into (learn.go). Its reads are the
-	// composition root's: it puts the cache's Reader (eventcache.Reader) in
-	// front of Reads, built with Config.CacheBytes (0: no cache).
+	// Cache, if set, is the event cache (package eventcache), which the
+	// follower fills from Store (RecentStore) and keeps with the outbox
+	// rows, and files database answers into (learn.go). Its reads are the
+	// composition root's: WithEventCache puts the cache's Reader
+	// (eventcache.Reader) in front of Reads, built with Config.CacheBytes
+	// (0: no cache), and sets Cache.
 	Cache EventCache
 	// Sole, if set, says whether this relay is the only process
 	// acknowledging clients' writes, and from which outbox seq on
@@ -58,16 +55,6 @@ type Deps struct {
 	// Reader (eventcache.Reader.Sole), which then answers without reading
 	// the outbox head. Nil: every cached answer reads the head.
 	Sole func() (floor int64, ok bool)
-	// GroupAccess, if set, has private and hidden NIP-29 groups enforced on
-	// the paths the relay answers from memory (groupgate.go).
-	GroupAccess GroupAccessStore
-	// Withheld, if set (with Config.Groups), serves the NIP-29 events
-	// withheld for their invite codes to the REQs of the readers allowed to
-	// read them, stored and live (withheld.go). Nil: nobody reads them.
-	Withheld WithheldStore
-	// SyncTree, if set, with Sync and GroupAccess, fills the NIP-77
-	// fingerprint tree while Config.NegTree is set (negentropy_tree.go).
-	SyncTree SyncTreeStore
 	// Logger may be nil (discard).
 	Logger *slog.Logger
 	// Registerer receives the relay's metrics; nil leaves them unregistered.
@@ -210,12 +197,12 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 		cfg:             cfg,
 		store:           deps.Store,
 		reads:           deps.Reads,
-		primary:         deps.Primary,
+		primary:         deps.Store,
 		policy:          deps.Policy,
 		ranks:           deps.Ranks,
 		ephemeral:       deps.Ephemeral,
 		members:         deps.Members,
-		withheld:        deps.Withheld,
+		withheld:        deps.Store,
 		management:      deps.Management,
 		serving:         deps.Serving,
 		media:           deps.Media,
@@ -248,8 +235,8 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 	if r.reads == nil {
 		r.reads = deps.Store
 	}
-	if deps.Sync != nil && cfg.Negentropy {
-		r.sync = deps.Sync
+	if cfg.Negentropy {
+		r.sync = deps.Store
 		r.negSlots = make(chan struct{}, cfg.NegConcurrency)
 		r.negLoads = newNegQueue(cfg, r.m)
 	}
@@ -261,22 +248,19 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 	r.follower = newFollower(deps.Feed, deps.Store, r.fanoutJSON, r.m, r.log)
 	r.groups = newGroupGate()
 	r.follower.gate = r.groups
-	if deps.GroupAccess != nil {
-		r.follower.access = deps.GroupAccess
-	}
-	if rs := deps.Recent; rs != nil && deps.Cache != nil {
+	r.follower.access = deps.Store
+	if deps.Cache != nil {
 		r.cache = deps.Cache
-		r.follower.cache, r.follower.recent = r.cache, rs
+		r.follower.cache, r.follower.recent = r.cache, deps.Store
 		r.m.registerCache(deps.Registerer, r.cache)
 		r.learns = make(chan learnItem, learnQueue)
 	}
 	// The NIP-77 tree follows the outbox: it can hold only what has outbox
 	// rows (events with a topic: RequireTopic; the exempt kinds take the
 	// person scope), and needs the groups' rule.
-	if ts := deps.SyncTree; ts != nil && r.sync != nil && cfg.NegTree && r.follower.access != nil &&
-		cfg.Limits.TopicRules.RequireTopic {
+	if r.sync != nil && cfg.NegTree && cfg.Limits.TopicRules.RequireTopic {
 		r.negTree = newNegTree(r.groups, r.now)
-		r.follower.tree, r.follower.treeStore = r.negTree, ts
+		r.follower.tree, r.follower.treeStore = r.negTree, deps.Store
 	}
 	r.follower.listening = func() bool { return r.index.size() > 0 }
 	r.batcher = newBatcher(cfg, deps.Store, r.m, r.log, r.follower.poke)

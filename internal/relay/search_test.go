@@ -27,7 +27,7 @@ func TestNIP50Search(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	st := pgStore{store.New(db.Pool, startWriter(t, db), protocol.DefaultTopicRules())}
-	r, err := New(testConfig(), WithEventCache(testConfig(), Deps{Store: st, Sync: st, Recent: st, GroupAccess: st, SyncTree: st, Feed: NewPGFeed(db.Pool, nil), Registerer: prometheus.NewRegistry()}))
+	r, err := New(testConfig(), WithEventCache(testConfig(), Deps{Store: st, Feed: NewPGFeed(db.Pool, nil), Registerer: prometheus.NewRegistry()}))
 	require.NoError(t, err)
 	tr := serveRelay(t, r)
 	ix, err := consumer.New(db.Pool, &indexer.Handler{Kinds: indexer.NewKinds(indexer.DefaultKinds)}, consumer.Config{Name: indexer.ConsumerName})

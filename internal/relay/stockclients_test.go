@@ -27,7 +27,7 @@ func startPGRelay(t *testing.T, edit func(*Config)) (*testRelay, *pgtest.DB) {
 	}
 	st := pgStore{store.New(db.Pool, startWriter(t, db), cfg.Limits.TopicRules)}
 	reg := prometheus.NewRegistry()
-	r, err := New(cfg, WithEventCache(cfg, Deps{Store: st, Sync: st, Recent: st, GroupAccess: st, SyncTree: st, Feed: NewPGFeed(db.Pool, nil), Registerer: reg}))
+	r, err := New(cfg, WithEventCache(cfg, Deps{Store: st, Feed: NewPGFeed(db.Pool, nil), Registerer: reg}))
 	require.NoError(t, err)
 	return serveRelay(t, r), db
 }

@@ -30,6 +30,16 @@ type Store interface {
 	// Ping reports whether the database answers (for /healthz, which calls it about
 	// once a second at most, with a short deadline).
 	Ping(ctx context.Context) error
+
+	// The parts below are read only while Config switches their feature on
+	// (see Deps.Store); a store that serves no such feature still has them
+	// (a test's fake answers them empty).
+	Primary
+	SyncStore
+	SyncTreeStore
+	RecentStore
+	GroupAccessStore
+	WithheldStore
 }
 
 // Reader is the relay's read contract: a REQ's stored part and a COUNT. The
@@ -45,7 +55,7 @@ type Reader interface {
 	// where it was read (readpath.Result). It asks req.Take for each event
 	// before keeping it and stops at the first refusal (Result.Stopped).
 	// A Result read on a replica (Source readpath.Replica) may be older than
-	// the REQ: the relay hands it off to the primary (Deps.Primary).
+	// the REQ: the relay hands it off to the primary (Deps.Store's Primary part).
 	Read(ctx context.Context, req readpath.Request) (readpath.Result, error)
 	// Count returns the number of stored, visible events matching any filter
 	// that v may read (NIP-45). A replica's count is as old as its lag.
@@ -114,18 +124,17 @@ type EventCache interface {
 }
 
 // WithEventCache composes the event cache (internal/eventcache) into deps,
-// when cfg.CacheBytes > 0 and deps.Recent is set (otherwise it returns deps
-// as they are): the cache answers in front of deps.Reads (deps.Store when
+// when cfg.CacheBytes > 0 (otherwise it returns deps as they are): the cache answers in front of deps.Reads (deps.Store when
 // nil) the REQs it can prove it holds, once it has applied what this process
-// committed (deps.Recent.Committed) and what deps.Feed's notifications
+// committed (deps.Store.Committed) and what deps.Feed's notifications
 // announced (and, unless deps.Sole says this relay is the only one
 // acknowledging writes, an outbox head read after the REQ arrived); the
-// relay's follower fills it from deps.Recent and keeps it with the outbox
+// relay's follower fills it from deps.Store and keeps it with the outbox
 // (deps.Cache). Its answers counter
 // (cn_relay_cache_answers_total) is registered on deps.Registerer. The
 // composition root (internal/node) calls it; so do tests that build a relay.
 func WithEventCache(cfg Config, deps Deps) Deps {
-	if cfg.CacheBytes <= 0 || deps.Recent == nil {
+	if cfg.CacheBytes <= 0 {
 		return deps
 	}
 	next := deps.Reads
@@ -133,14 +142,14 @@ func WithEventCache(cfg Config, deps Deps) Deps {
 		next = deps.Store
 	}
 	rd, c := eventcache.Compose(cfg.CacheBytes, !cfg.Limits.TopicRules.RequireTopic,
-		next, deps.Recent.Committed, deps.Feed, deps.Now, deps.Registerer)
+		next, deps.Store.Committed, deps.Feed, deps.Now, deps.Registerer)
 	rd.Sole = deps.Sole
 	deps.Reads, deps.Cache = rd, c
 	return deps
 }
 
 // RecentStore fills the relay's event cache (package eventcache;
-// Deps.Recent, Deps.Cache): package store implements it.
+// Deps.Store, Deps.Cache): package store implements it.
 type RecentStore interface {
 	// Recent streams at most max visible public events that have a topic
 	// newest first (ties by lowest id) with their JSON to add, until it

@@ -15,7 +15,7 @@ import (
 // WithheldStore reads the NIP-29 group events withheld for their invite
 // codes (cn_relay.group_withheld: a 9009, a 9021 with a code), which have no
 // row in cn_relay.events nor in the outbox (store.Reader implements it, on
-// the primary). A relay that has it (Deps.Withheld) serves them to the REQs
+// the primary). While Config.Groups is set the relay (Deps.Store) serves them to the REQs
 // of the readers groups.WithheldReader allows, and nothing else does.
 type WithheldStore interface {
 	// GroupWithheld returns the withheld events matching f that r may read

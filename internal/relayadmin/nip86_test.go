@@ -59,7 +59,7 @@ func startRelay(t *testing.T, db *pgtest.DB, admins ...string) *testRelay {
 	cfg := relay.DefaultConfig()
 	cfg.EventRatePerIP, cfg.EventRatePerPubkey, cfg.ReqRatePerIP = relay.Rate{}, relay.Rate{}, relay.Rate{}
 	api := &relayadmin.API{Admin: &relayadmin.Admin{Pool: pool, Store: st.Publisher(), TopicRules: st.Rules()}, Admins: set}
-	r, err := relay.New(cfg, relay.Deps{Store: st, Sync: st, Recent: st, GroupAccess: st, SyncTree: st, Feed: relay.NewPGFeed(pool, nil), Registerer: prometheus.NewRegistry(),
+	r, err := relay.New(cfg, relay.Deps{Store: st, Feed: relay.NewPGFeed(pool, nil), Registerer: prometheus.NewRegistry(),
 		Policy: policy, Management: api})
 	require.NoError(t, err)
 	policy.OnChange(func(*relayadmin.State) { r.DisconnectBlocked() })

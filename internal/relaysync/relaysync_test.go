@@ -65,7 +65,7 @@ func (s side) serve(t *testing.T, edit func(*relay.Config)) string {
 	if edit != nil {
 		edit(&cfg)
 	}
-	r, err := relay.New(cfg, relay.Deps{Store: s.st, Sync: s.st, Recent: s.st, GroupAccess: s.st, SyncTree: s.st,
+	r, err := relay.New(cfg, relay.Deps{Store: s.st,
 		Feed: relay.NewPGFeed(s.db.Pool, nil), Registerer: prometheus.NewRegistry()})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -58,7 +58,7 @@ func Name(dbURL string) string {
 // Set spreads the relay's reads (relay.Reader: Read and Count) over
 // replicas, in front of the primary's reader (see package doc); the
 // composition root hands it to the relay as Deps.Reads, beside the primary
-// (Deps.Store, Deps.Primary). Run keeps the replicas' health current.
+// (Deps.Store, whose Primary part the handoff reads). Run keeps the replicas' health current.
 type Set struct {
 	reader   *store.Reader // the primary's
 	primary  *pgxpool.Pool

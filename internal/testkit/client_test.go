@@ -36,7 +36,7 @@ func startRelay(t *testing.T, admin string, edit func(*relay.Config)) (string, s
 		edit(&cfg)
 	}
 	api := &relayadmin.API{Admin: &relayadmin.Admin{Pool: db.Pool, Store: st.Publisher(), TopicRules: st.Rules()}, Admins: map[string]bool{admin: true}}
-	r, err := relay.New(cfg, relay.Deps{Store: st, Sync: st, Recent: st, GroupAccess: st, SyncTree: st,
+	r, err := relay.New(cfg, relay.Deps{Store: st,
 		Feed: relay.NewPGFeed(db.Pool, nil), Registerer: prometheus.NewRegistry(), Management: api})
 	require.NoError(t, err)
 	api.Audience = r.Audience

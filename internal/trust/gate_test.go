@@ -32,7 +32,7 @@ func TestMinRankGate(t *testing.T) {
 	cfg := relay.DefaultConfig()
 	cfg.EventRatePerIP, cfg.EventRatePerPubkey, cfg.ReqRatePerIP = relay.Rate{}, relay.Rate{}, relay.Rate{}
 	cfg.Limits.MaxPastAge = 100 * 365 * 24 * time.Hour // (the events here are from 1970: created_at 100, 200, ...)
-	r, err := relay.New(cfg, relay.Deps{Store: e.store, Sync: e.store, Recent: e.store, GroupAccess: e.store, SyncTree: e.store, Feed: relay.NewPGFeed(e.db.Pool, nil), Registerer: prometheus.NewRegistry(), Ranks: g})
+	r, err := relay.New(cfg, relay.Deps{Store: e.store, Feed: relay.NewPGFeed(e.db.Pool, nil), Registerer: prometheus.NewRegistry(), Ranks: g})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

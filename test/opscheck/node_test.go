@@ -106,8 +106,8 @@ func startNode(t *testing.T) *node {
 		replica.Config{MaxLag: cnnode.DefaultMaxReplicaLag, CheckInterval: cnnode.DefaultReplicaCheckInterval, Registerer: reg})
 	sdone := make(chan error, 1)
 	go func() { sdone <- reads.Run(ctx) }()
-	r, err := relay.New(cfg, relay.WithEventCache(cfg, relay.Deps{Store: st, Sync: st, Recent: st, GroupAccess: st, SyncTree: st, Reads: reads,
-		Primary: st, Feed: relay.NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg}))
+	r, err := relay.New(cfg, relay.WithEventCache(cfg, relay.Deps{Store: st, Reads: reads,
+		Feed: relay.NewPGFeed(db.Pool, nil), Registerer: reg, Gatherer: reg}))
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
