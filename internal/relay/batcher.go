@@ -61,7 +61,6 @@ type batcher struct {
 	lastTook  atomic.Int64
 	lastMark  atomic.Int64
 	since     func(time.Time) time.Duration // time.Since; tests stretch it
-	now       func() time.Time              // time.Now; tests move it on
 
 	mu      sync.RWMutex // submit holds it shared; close exclusively
 	closed  bool
@@ -91,7 +90,6 @@ func newBatcher(cfg Config, store Store, m *metrics, log *slog.Logger, onCommit 
 		log:      log,
 		onCommit: onCommit,
 		since:    time.Since,
-		now:      time.Now,
 		in:       make(chan ingestJob, 2*cfg.BatchMaxEvents),
 		slots:    make(chan struct{}, cfg.IngestConcurrency),
 		freed:    make(chan struct{}, 1),
@@ -122,8 +120,7 @@ func (b *batcher) run() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	var l linger
-	var taken int64   // events taken from in
-	var due time.Time // when the batch's first event has waited maxDelay
+	var taken int64 // events taken from in
 	flush := func() {
 		if len(batch) > 0 {
 			timer.Stop()
@@ -140,13 +137,8 @@ func (b *batcher) run() {
 			return false
 		}
 		if !l.on() {
-			if l = b.lingerAfterReply(taken); len(batch) > 0 {
-				l.wait = min(l.wait, due.Sub(b.now())) // (the batch's bound)
-			}
-			if l.on() && l.wait > 0 {
+			if l = b.lingerAfterReply(taken); l.on() {
 				timer.Reset(l.wait)
-			} else {
-				l = linger{}
 			}
 		}
 		return !l.holds(taken)
@@ -156,9 +148,6 @@ func (b *batcher) run() {
 		case j := <-b.in:
 			taken++
 			batch = append(batch, j)
-			if len(batch) == 1 {
-				due = b.now().Add(b.maxDelay)
-			}
 			switch {
 			case len(batch) >= b.maxBatch || ready():
 				// Full, or a flush slot is idle: waiting would only add latency.
@@ -209,9 +198,8 @@ func (b *batcher) run() {
 // 7.7 events per batch at 16 connections). So the next batch waits until n
 // events submitted after the replies have been taken, or for `wait`,
 // whichever comes first, or until it is full: wait is half the replied
-// batch's Ingest, at most BatchMaxDelay, and never beyond the moment the
-// batch's first event has waited BatchMaxDelay. A lone client's next event
-// starts its batch at once (it is the one awaited).
+// batch's Ingest, at most BatchMaxDelay. A lone client's next event starts
+// its batch at once (it is the one awaited).
 type linger struct {
 	until int64 // how many events taken in all end the wait
 	wait  time.Duration

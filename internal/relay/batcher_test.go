@@ -3,7 +3,6 @@ package relay
 import (
 	"context"
 	"log/slog"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,11 +14,11 @@ import (
 // lingeringBatcher returns a running pipelined batcher on store whose batches
 // seem to take a minute each (so that a linger, half of it, outlasts the test
 // unless the events it waits for end it) and whose timer never fires first.
-func lingeringBatcher(t *testing.T, store Store, maxDelay time.Duration) *batcher {
+func lingeringBatcher(t *testing.T, store Store) *batcher {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.IngestConcurrency = 1
-	cfg.BatchMaxDelay = maxDelay
+	cfg.BatchMaxDelay = 10 * time.Minute
 	b := newBatcher(cfg, store, newMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler), func([]*nostr.Event, []IngestResult) {})
 	b.since = func(time.Time) time.Duration { return time.Minute }
 	go b.run()
@@ -67,7 +66,7 @@ func TestBatcherWaitsForWhatItsRepliesBringBack(t *testing.T) {
 		}
 		return store.store(evs), nil
 	}
-	b := lingeringBatcher(t, store, 10*time.Minute)
+	b := lingeringBatcher(t, store)
 	replied := make(chan IngestResult, 3)
 	reply := func(r IngestResult) { replied <- r }
 	require.True(t, b.submit(e1, reply))
@@ -88,7 +87,7 @@ func TestBatcherLoneClientDoesNotWait(t *testing.T) {
 	t.Parallel()
 	k := newKey(t)
 	store := newFakeStore()
-	b := lingeringBatcher(t, store, 10*time.Minute)
+	b := lingeringBatcher(t, store)
 	replied := make(chan IngestResult, 1)
 	reply := func(r IngestResult) { replied <- r }
 	for i := range 3 {
@@ -101,52 +100,4 @@ func TestBatcherLoneClientDoesNotWait(t *testing.T) {
 		}
 	}
 	require.Len(t, batchesOf(t, store, 3), 3)
-}
-
-// TestBatcherLingerKeepsTheMaxDelay: a linger ends, at the latest, when the
-// batch's first event has waited BatchMaxDelay: client 2's event has waited
-// all but 100 ms of its minute when the batch before it replies, so it goes
-// then, without the event the linger (30 s) would wait for.
-func TestBatcherLingerKeepsTheMaxDelay(t *testing.T) {
-	t.Parallel()
-	k := newKey(t)
-	e1, e2 := k.note(t, "client 1", nil), k.note(t, "client 2", nil)
-	store := newFakeStore()
-	release := make(chan struct{})
-	store.ingestHook = func(ctx context.Context, evs []*nostr.Event) ([]IngestResult, error) {
-		if evs[0].ID == e1.ID {
-			<-release
-		}
-		return store.store(evs), nil
-	}
-	b := lingeringBatcher(t, store, time.Minute)
-	var ahead atomic.Int64 // how far the batcher's clock is ahead
-	asked := make(chan struct{}, 16)
-	b.now = func() time.Time {
-		select {
-		case asked <- struct{}{}:
-		default:
-		}
-		return time.Now().Add(time.Duration(ahead.Load()))
-	}
-	replied := make(chan IngestResult, 2)
-	reply := func(r IngestResult) { replied <- r }
-	require.True(t, b.submit(e1, reply))
-	batchesOf(t, store, 1)
-	for len(asked) > 0 {
-		<-asked
-	}
-	require.True(t, b.submit(e2, reply))
-	<-asked // e2 taken, its minute running (nothing else asks while e1 commits)
-	ahead.Store(int64(time.Minute - 100*time.Millisecond))
-	close(release)
-	require.True(t, (<-replied).OK)
-	// (client 1 sends nothing more)
-	select {
-	case r := <-replied:
-		require.True(t, r.OK)
-	case <-time.After(15 * time.Second):
-		t.Fatal("client 2's event waited out the linger, past BatchMaxDelay")
-	}
-	require.Equal(t, [][]string{{e1.ID}, {e2.ID}}, batchesOf(t, store, 2))
 }
