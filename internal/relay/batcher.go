@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -52,16 +51,6 @@ type batcher struct {
 	freed    chan struct{} // a flush sent its COMMIT or finished: a slot may be free again
 	turn     string        // the pipeline's write turn (outbox.WithTurn); "" when not pipelined
 
-	// submitted counts the events submitted. The last batch that replied
-	// (pipelined only; see linger): its size, how long its Ingest took (in
-	// nanoseconds) and submitted before it replied. Written by its flush
-	// before it gives its slot back, read by run.
-	submitted atomic.Int64
-	lastN     atomic.Int64
-	lastTook  atomic.Int64
-	lastMark  atomic.Int64
-	since     func(time.Time) time.Duration // time.Since; tests stretch it
-
 	mu      sync.RWMutex // submit holds it shared; close exclusively
 	closed  bool
 	stop    chan struct{}
@@ -89,7 +78,6 @@ func newBatcher(cfg Config, store Store, m *metrics, log *slog.Logger, onCommit 
 		m:        m,
 		log:      log,
 		onCommit: onCommit,
-		since:    time.Since,
 		in:       make(chan ingestJob, 2*cfg.BatchMaxEvents),
 		slots:    make(chan struct{}, cfg.IngestConcurrency),
 		freed:    make(chan struct{}, 1),
@@ -108,7 +96,6 @@ func (b *batcher) submit(ev *nostr.Event, reply func(IngestResult)) bool {
 		return false
 	}
 	b.m.ingestWaiting.Inc()
-	b.submitted.Add(1)
 	b.in <- ingestJob{ev: ev, reply: reply}
 	return true
 }
@@ -119,59 +106,36 @@ func (b *batcher) run() {
 	var batch []ingestJob
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	var l linger
-	var taken int64 // events taken from in
 	flush := func() {
 		if len(batch) > 0 {
 			timer.Stop()
-			l = linger{}
 			b.flush(batch)
 			batch = nil
 		}
 	}
-	// ready reports whether a batch that is not full should start now: when
-	// a flush could start at once and the linger after the last reply, if
-	// any, is over.
-	ready := func() bool {
-		if !b.idle() {
-			return false
-		}
-		if !l.on() {
-			if l = b.lingerAfterReply(taken); l.on() {
-				timer.Reset(l.wait)
-			}
-		}
-		return !l.holds(taken)
-	}
 	for {
 		select {
 		case j := <-b.in:
-			taken++
 			batch = append(batch, j)
 			switch {
-			case len(batch) >= b.maxBatch || ready():
+			case len(batch) >= b.maxBatch || b.idle():
 				// Full, or a flush slot is idle: waiting would only add latency.
 				// Under load the slots are busy and batches grow by themselves.
 				flush()
-			case len(batch) == 1 && !l.on():
+			case len(batch) == 1:
 				timer.Reset(b.maxDelay)
 			}
 		case <-b.freed:
-			if len(batch) >= b.maxBatch || ready() {
+			if len(batch) >= b.maxBatch || b.idle() {
 				flush() // what queued up while every slot was busy
 			}
 		case <-timer.C:
-			if len(batch) == 0 {
-				l = linger{} // the events it waited for did not come
-				continue
-			}
 			flush()
 		case <-b.stop:
 			// No submit is in progress or can start: take what is queued.
 			for {
 				select {
 				case j := <-b.in:
-					taken++
 					batch = append(batch, j)
 					if len(batch) >= b.maxBatch {
 						flush()
@@ -186,45 +150,6 @@ func (b *batcher) run() {
 			return
 		}
 	}
-}
-
-// linger is how a pipelined batcher waits, after a batch replied, for the
-// events the replies bring back: with one event in flight per client (a
-// client sends its next event once it has its OK), the n clients of the batch
-// that replied send n events within about a round trip, and a batch started
-// before they arrive carries only those that queued while the batch
-// committed. The clients then split into two groups that alternate, each
-// paying a WAL flush for half the events (measured in docs/benchmarks.md:
-// 7.7 events per batch at 16 connections). So the next batch waits until n
-// events submitted after the replies have been taken, or for `wait`,
-// whichever comes first, or until it is full: wait is half the replied
-// batch's Ingest, at most BatchMaxDelay. A lone client's next event starts
-// its batch at once (it is the one awaited).
-type linger struct {
-	until int64 // how many events taken in all end the wait
-	wait  time.Duration
-}
-
-// on reports whether the batcher lingers.
-func (l linger) on() bool { return l.until > 0 }
-
-// holds reports whether a batch waits, taken events taken in all.
-func (l linger) holds(taken int64) bool { return l.on() && taken < l.until }
-
-// lingerAfterReply returns the linger after the last batch replied, taken
-// events taken in all; none when not pipelined, when nothing replied since
-// the last call, or when the events it waits for are already taken.
-func (b *batcher) lingerAfterReply(taken int64) linger {
-	if b.turn == "" {
-		return linger{}
-	}
-	n := b.lastN.Swap(0)
-	until := b.lastMark.Load() + n
-	wait := min(b.maxDelay, time.Duration(b.lastTook.Load())/2)
-	if n <= 0 || taken >= until || wait <= 0 {
-		return linger{}
-	}
-	return linger{until: until, wait: wait}
 }
 
 // idle reports whether a batch that is not full should be flushed now: a flush
@@ -292,16 +217,7 @@ func (b *batcher) ingest(batch []ingestJob, sent func()) {
 	start := time.Now()
 	results, err := b.callIngest(ctx, evs)
 	cancel()
-	took := b.since(start)
-	b.m.ingestSeconds.Observe(took.Seconds())
-	if b.turn != "" {
-		mark := b.submitted.Load() // (before the replies)
-		defer func() {             // (before the slot is given back: see flush)
-			b.lastTook.Store(int64(took))
-			b.lastMark.Store(mark)
-			b.lastN.Store(int64(len(batch)))
-		}()
-	}
+	b.m.ingestSeconds.Observe(time.Since(start).Seconds())
 	b.m.batchSize.Observe(float64(len(batch)))
 	if err == nil && len(results) != len(evs) {
 		err = fmt.Errorf("store returned %d results for %d events", len(results), len(evs))
