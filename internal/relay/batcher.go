@@ -43,7 +43,7 @@ type batcher struct {
 	timeout  time.Duration
 	m        *metrics
 	log      *slog.Logger
-	onCommit func() // called after each successful Ingest
+	onCommit func(evs []*nostr.Event, results []IngestResult) // called after each successful Ingest
 
 	in       chan ingestJob
 	slots    chan struct{} // batches before their COMMIT
@@ -63,7 +63,7 @@ type ingestJob struct {
 	reply func(IngestResult)
 }
 
-func newBatcher(cfg Config, store Store, m *metrics, log *slog.Logger, onCommit func()) *batcher {
+func newBatcher(cfg Config, store Store, m *metrics, log *slog.Logger, onCommit func([]*nostr.Event, []IngestResult)) *batcher {
 	inflight, turn := cfg.IngestConcurrency, ""
 	if cfg.IngestConcurrency == 1 {
 		inflight, turn = 2, pipelineName()
@@ -229,10 +229,10 @@ func (b *batcher) ingest(batch []ingestJob, sent func()) {
 		}
 		return
 	}
+	b.onCommit(evs, results) // (before the replies: a client's next REQ may follow them)
 	for i, j := range batch {
 		j.reply(results[i])
 	}
-	b.onCommit()
 }
 
 // callIngest calls Store.Ingest and turns a panic into an error, so that one bad

@@ -19,10 +19,12 @@ import (
 // so that every relay process sharing the database delivers every event, whichever
 // process stored it. It starts at the outbox head (events committed before it
 // started are for REQ queries, not live delivery), reads rows after the last seq it
-// handled, loads the events of its upsert rows with Store.Events and fans them out
-// in seq order, each with the seq of its row (a subscription skips what its
-// stored part holds, see subscription). It wakes on a notification
-// (Feed.Listen), on a local commit (poke), and at least every pollInterval.
+// handled, loads the events of its upsert rows with Store.Events (those this
+// process stored since its previous read it takes from memory instead: local)
+// and fans them out in seq order, each with the seq of its row (a subscription
+// skips what its stored part holds, see subscription). It wakes on a
+// notification (Feed.Listen), on a local commit (committed), and at least every
+// pollInterval.
 //
 // Each run of upsert rows adjacent in seq for the same event (one row per topic
 // of one change, which can straddle two reads) is one delivery, with the seq of
@@ -34,7 +36,10 @@ import (
 //
 // A failed read or load is retried with back-off from the same seq, so no row is
 // skipped; a row whose event is no longer visible by the time it is loaded (deleted,
-// replaced, expired) is not delivered.
+// replaced, expired) is not delivered. An event this process stored counts as
+// loaded when its batch committed: it is delivered even if a change committed
+// after it (a row later in seq order, delivered or applied after it) has
+// hidden it since, as it would have been had the follower read it at once.
 type follower struct {
 	feed  Feed
 	store Store
@@ -77,6 +82,10 @@ type follower struct {
 	tree      *negTree
 	treeStore SyncTreeStore
 
+	// local holds the events this process's batches stored since the
+	// follower's previous read (committed), so that it does not load them.
+	local localEvents
+
 	wake  chan struct{} // capacity 1: wake-ups coalesce
 	ready chan struct{} // closed once the start position (the head) is known
 }
@@ -96,6 +105,14 @@ func newFollower(feed Feed, store Store, fanout func(*nostr.Event, []byte, int64
 		wake:         make(chan struct{}, 1),
 		ready:        make(chan struct{}),
 	}
+}
+
+// committed is called after each batch of this process committed (its Ingest
+// returned, with results): it keeps the events the batch stored for the next
+// read and asks for that read. It never blocks.
+func (f *follower) committed(evs []*nostr.Event, results []IngestResult) {
+	f.local.add(evs, results)
+	f.poke()
 }
 
 // poke asks for a read soon; it never blocks.
@@ -164,9 +181,11 @@ func (f *follower) run(ctx context.Context) {
 	var prev outbox.Row // the last row handled
 	for attempt := 0; ctx.Err() == nil; {
 		var err error
+		// (taken before the read: their rows are committed, so it sees them)
+		local := f.local.take()
 		rows, err = f.feed.ReadAfter(ctx, last, f.batchSize, rows)
 		if err == nil && len(rows) > 0 {
-			err = f.deliver(ctx, rows, prev)
+			err = f.deliver(ctx, rows, prev, local)
 		}
 		switch {
 		case err != nil:
@@ -316,8 +335,9 @@ func (f *follower) buildSeen(ctx context.Context) {
 // deliver loads and fans out the events of rows' upsert rows: one delivery per
 // run of adjacent upsert rows of one event (see follower), with the seq of its
 // first row; prev is the row before rows[0] (zero at the start), whose run may
-// continue into rows.
-func (f *follower) deliver(ctx context.Context, rows []outbox.Row, prev outbox.Row) error {
+// continue into rows. The events in local (stored by this process, committed
+// before the read of rows) are not loaded.
+func (f *follower) deliver(ctx context.Context, rows []outbox.Row, prev outbox.Row, local map[string]*nostr.Event) error {
 	type delivery struct {
 		id  string
 		seq int64
@@ -358,15 +378,25 @@ func (f *follower) deliver(ctx context.Context, rows []outbox.Row, prev outbox.R
 	if len(todo) > 0 {
 		slices.Sort(ids)
 		ids = slices.Compact(ids)
-		lctx, cancel := context.WithTimeout(ctx, f.loadTimeout)
-		evs, err := f.store.Events(lctx, ids)
-		cancel()
-		if err != nil {
-			return err
+		byID = make(map[string]*nostr.Event, len(ids))
+		load := ids[:0]
+		for _, id := range ids {
+			if ev := local[id]; ev != nil {
+				byID[id] = ev
+			} else {
+				load = append(load, id)
+			}
 		}
-		byID = make(map[string]*nostr.Event, len(evs))
-		for _, ev := range evs {
-			byID[ev.ID] = ev
+		if len(load) > 0 {
+			lctx, cancel := context.WithTimeout(ctx, f.loadTimeout)
+			evs, err := f.store.Events(lctx, load)
+			cancel()
+			if err != nil {
+				return err
+			}
+			for _, ev := range evs {
+				byID[ev.ID] = ev
+			}
 		}
 	}
 	var loaded map[string]eventcache.Loaded

@@ -80,3 +80,51 @@ func TestFollowerDeliversAVersionThatComesBack(t *testing.T) {
 		})
 	}
 }
+
+// TestFollowerTakesThisProcessEventsFromMemory: the events a batch of this
+// process stored (committed: OK true, no message) are fanned out as the batch
+// had them, without a load from the store; the events of rows it did not
+// store (another process's, or a duplicate it was answered for) are loaded.
+func TestFollowerTakesThisProcessEventsFromMemory(t *testing.T) {
+	t.Parallel()
+	k := newKey(t)
+	mine := k.note(t, "stored by this process", nil)
+	other := k.note(t, "stored by another process", nil)
+	dup := k.note(t, "a duplicate here, stored by another process", nil)
+	store := newFakeStore()
+	var mu sync.Mutex
+	got := map[string]*nostr.Event{}
+	f := newFollower(store, store, func(ev *nostr.Event, _ []byte, _ int64) {
+		mu.Lock()
+		got[ev.ID] = ev
+		mu.Unlock()
+	}, newMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
+	f.pollInterval = time.Hour // reads only when committed pokes
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	<-f.ready
+
+	// The store holds copies (what a load returns); the rows commit without
+	// waking the follower.
+	store.mu.Lock()
+	for _, ev := range []*nostr.Event{mine, other, dup} {
+		c := *ev
+		store.events[ev.ID] = &c
+		store.seq++
+		store.rows = append(store.rows, outbox.Row{Seq: store.seq, Op: outbox.OpUpsert, EventID: ev.ID, TopicID: "go", Kind: ev.Kind})
+	}
+	store.mu.Unlock()
+	f.committed([]*nostr.Event{mine, dup}, []IngestResult{{OK: true}, {OK: true, Message: "duplicate: already have this event"}})
+
+	require.Eventually(t, func() bool { return testutil.ToFloat64(f.m.followerSeq) == 3 }, waitTimeout, time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, got, 3)
+	require.Same(t, mine, got[mine.ID], "this process's event is the batch's, not loaded")
+	require.NotSame(t, other, got[other.ID])
+	require.Equal(t, other.ID, got[other.ID].ID)
+	require.NotSame(t, dup, got[dup.ID], "a duplicate is loaded: the stored event is the first one's")
+	require.Empty(t, f.local.take(), "a read takes what was kept")
+}

@@ -263,7 +263,7 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 		r.follower.tree, r.follower.treeStore = r.negTree, deps.Store
 	}
 	r.follower.listening = func() bool { return r.index.size() > 0 }
-	r.batcher = newBatcher(cfg, deps.Store, r.m, r.log, r.follower.poke)
+	r.batcher = newBatcher(cfg, deps.Store, r.m, r.log, r.follower.committed)
 	return r, nil
 }
 

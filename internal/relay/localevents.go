@@ -1,0 +1,56 @@
+package relay
+
+import (
+	"sync"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// localEventsMax bounds the events localEvents holds: the events committed
+// between two reads of the follower, which takes them all at each read. A
+// follower that falls behind (the database slow or down) stops taking; then
+// further events are not kept, and the follower loads them, as it loads
+// every other process's events.
+const localEventsMax = 4096
+
+// localEvents hands the follower the events this process's batches have just
+// stored, so that it fans them out without loading them back from the
+// database (Store.Events): the follower still reads every outbox row, in seq
+// order, and loads whatever its rows name that is not here.
+//
+// Promise: an event is kept only once its batch committed (Ingest returned)
+// and it was stored by that batch (OK true without a message: not a
+// duplicate, not pending, not withheld); an event id names one content (the
+// id is its hash), and this is the event as stored. Safe for concurrent use.
+type localEvents struct {
+	mu  sync.Mutex
+	evs map[string]*nostr.Event
+}
+
+// add keeps the events of a committed batch that the batch stored.
+func (l *localEvents) add(evs []*nostr.Event, results []IngestResult) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, ev := range evs {
+		r := results[i]
+		if !r.OK || r.Message != "" || r.Withheld || len(l.evs) >= localEventsMax {
+			continue
+		}
+		if l.evs == nil {
+			l.evs = make(map[string]*nostr.Event, len(evs))
+		}
+		l.evs[ev.ID] = ev
+	}
+}
+
+// take returns the events kept so far and forgets them: every one of them was
+// committed before take returned, so a read of the outbox that starts after
+// it sees their rows (unless it is cut off by its limit; the events of rows
+// read later are loaded).
+func (l *localEvents) take() map[string]*nostr.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	evs := l.evs
+	l.evs = nil
+	return evs
+}
