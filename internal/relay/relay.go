@@ -166,7 +166,7 @@ type Relay struct {
 	gatherer   prometheus.Gatherer
 	now        func() time.Time
 
-	mem      *budget // what every connection holds together; see budget
+	mem      *wsconn.Budget // what every connection holds together; see wsconn.Budget
 	index    *subIndex
 	batcher  *batcher
 	follower *follower
@@ -223,7 +223,7 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 		m:               newMetrics(deps.Registerer),
 		gatherer:        deps.Gatherer,
 		now:             deps.Now,
-		mem:             newBudget(cfg.TotalQueueBytes, nil),
+		mem:             wsconn.NewBudget(cfg.TotalQueueBytes, nil),
 		index:           newSubIndex(),
 		eventsPerIP:     ratelimit.New(cfg.EventRatePerIP, deps.Now),
 		eventsPerPubkey: ratelimit.New(cfg.EventRatePerPubkey, deps.Now),
@@ -482,7 +482,7 @@ func (r *Relay) shutdown(acc *acceptor, srv *http.Server) {
 	case <-ctx.Done():
 		r.connsMu.Lock()
 		for c := range r.conns {
-			_ = c.ws.Close()
+			_ = c.w.Conn().Close()
 			cut++
 		}
 		r.connsMu.Unlock()
@@ -714,8 +714,8 @@ func (r *Relay) pinger(ctx context.Context) {
 		case now := <-t.C:
 			r.connsMu.Lock()
 			for c := range r.conns {
-				if rt := r.cfg.ReadTimeout; rt > 0 && c.ws.Idle(now) > rt {
-					_ = c.ws.Close() // (the read deadline: the connection ends)
+				if rt := r.cfg.ReadTimeout; rt > 0 && c.w.Conn().Idle(now) > rt {
+					_ = c.w.Conn().Close() // (the read deadline: the connection ends)
 					continue
 				}
 				if now.Sub(c.lastPing) >= every && !c.closing() {
