@@ -36,16 +36,17 @@ const (
 
 // conn is one WebSocket client. Its messages are read and handled one at a
 // time, in order, on the transport's reading turns (wsconn.Handler: a
-// goroutine only while the socket has something to read); its writer, the only one to
-// write to the socket, runs while something is due (see kick; the live
-// fan-out writes itself while the socket takes the frames, see kickInline) and
-// sends the data frames in queue order. Everything else (query goroutines, the batcher's
-// answers, the live fan-out) only puts complete messages into the send queue,
-// which is bounded by SendQueueSize messages and by the connection's memory
-// budget (mem, SendQueueBytes, drawn from the relay's TotalQueueBytes), and holds
-// no buffer while it is empty (see sendQueue). The budget covers everything held
-// for the connection: the queue, live events held while its queries run, and
-// the stored events its queries have read (a query stops reading at the budget):
+// goroutine only while the socket has something to read); its writer
+// (wsconn.Writer, w), the only one to write to the socket, runs while
+// something is due (see kick; the live fan-out writes itself while the socket
+// takes the frames, see kickInline) and sends the data frames in queue order.
+// Everything else (query goroutines, the batcher's answers, the live fan-out)
+// only puts complete messages into the send queue, which is bounded by
+// SendQueueSize messages and by the connection's memory budget (mem,
+// SendQueueBytes, drawn from the relay's TotalQueueBytes), and holds no buffer
+// while it is empty. The budget covers everything held for the connection:
+// the queue, live events held while its queries run, and the stored events
+// its queries have read (a query stops reading at the budget):
 //
 //   - enqueue never blocks. When the message would take the connection past its
 //     budget, the client is too slow: it is disconnected, so that a client that
@@ -494,7 +495,7 @@ func (c *conn) tooSlow(why string) {
 	c.slowDisconnected(why)
 	c.w.Clear()
 	// The writer may be blocked on the stuck socket for up to WriteTimeout (a
-	// deadline nudge would not stick: the writer sets its own, batchDeadline).
+	// deadline nudge would not stick: the writer sets its own).
 	// Closing the socket is safe from any goroutine and ends that write; the
 	// goodbye gets slowGrace.
 	time.AfterFunc(slowGrace, func() { _ = c.w.Conn().Close() })

@@ -238,7 +238,8 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 			// A held connection keeps its read buffer (a message longer than
 			// it is read in several reads), and takes a write buffer from the
 			// pool only while gorilla writes a data frame (the goodbye's;
-			// writeBatch writes the others from buffers of its own).
+			// the connections' wsconn.Writer writes the others from
+			// buffers of its own).
 			ReadBufferSize:  readBufferSize,
 			WriteBufferPool: &sync.Pool{},
 			// Nostr clients run in browsers on any origin.
