@@ -126,7 +126,7 @@ func (w *Writer) KickInline(o Owner) {
 }
 
 // Active reports whether a writer runs or is due (a kick not answered yet).
-func (w *Writer) Active() bool { return w.wake.Load() != 0 }
+func (w *Writer) Active() bool { return w.wake.Load() > 0 }
 
 // PingSoon asks the writer for a ping.
 func (w *Writer) PingSoon(o Owner) {
