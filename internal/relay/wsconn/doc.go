@@ -91,15 +91,17 @@
 //     queue never empties), AnswerPing has it answer the latest ping with
 //     its payload (RFC 6455 5.5.3), each within the write timeout;
 //   - close codes: the closing side's goodbye (Owner.Goodbye, on the writer)
-//     sends a close frame with its code (WriteClose: 1000-1003, 1007-1011,
-//     3000-4999), the peer's close frame is echoed with its code and a
-//     refused frame answered with the refusal's (1002, 1007, 1009: the
-//     Reading above; CloseReply), and the socket is closed after the goodbye,
-//     soon after the peer's answer or a short wait; the writer then ends for
-//     good (Done).
+//     sends a close frame with its code (WriteClose: 1000-1003, 1007-1014,
+//     3000-4999; the relay's are 1001 shutting down, 1008 too slow or
+//     blocked, 1012 restarting), the peer's close frame is echoed with its
+//     code and a refused frame answered with the refusal's (1002, 1007,
+//     1009: see Reading above; CloseReply), and the socket is closed after
+//     the goodbye, soon after the peer's answer or a short wait; the writer
+//     then ends for good (Done).
 //
 // Conn.WriteControl and Conn.WriteMessage are for a connection without a
-// Writer (the handshake's refusal, the tests): the caller is its one writer.
+// Writer (the relay's refusal of a connection it cannot take after the
+// upgrade, the tests): the caller is its one writer.
 //
 // # The handshake
 //
