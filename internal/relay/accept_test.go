@@ -22,7 +22,7 @@ func heldNetConns(r *Relay) []net.Conn {
 	defer r.connsMu.Unlock()
 	var out []net.Conn
 	for c := range r.conns {
-		out = append(out, c.ws.NetConn())
+		out = append(out, c.w.Conn().NetConn())
 	}
 	return out
 }

@@ -163,7 +163,7 @@ func TestNeverReadingClient(t *testing.T) {
 	t.Logf("never-reading client, 12 x REQ limit 500 over 120 events of ~115 KB: peak heap +%.1f MiB, peak RSS +%.1f MiB",
 		float64(heap)/(1<<20), float64(rss)/(1<<20))
 	require.Less(t, heap, int64(24<<20), "the heap grew by %d bytes", heap)
-	require.Eventually(t, func() bool { return tr.mem.held() == 0 }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return tr.mem.Held() == 0 }, 10*time.Second, 10*time.Millisecond,
 		"everything held for the client is given back")
 }
 
@@ -200,7 +200,7 @@ func testRelayWideBudget(t *testing.T, cached bool) {
 		tick := time.NewTicker(time.Millisecond) // a sampling period, not a synchronisation
 		defer tick.Stop()
 		for {
-			peakHeld = max(peakHeld, tr.mem.held())
+			peakHeld = max(peakHeld, tr.mem.Held())
 			select {
 			case <-stop:
 				return
@@ -224,7 +224,7 @@ func testRelayWideBudget(t *testing.T, cached bool) {
 		for deadline := time.Now().Add(60 * time.Second); testutil.ToFloat64(tr.m.slowDisconnects) != clients; time.Sleep(20 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%v of %d clients disconnected as too slow after 60 s; the relay holds %d bytes; its log:\n%s",
-					testutil.ToFloat64(tr.m.slowDisconnects), clients, tr.mem.held(), logs.String())
+					testutil.ToFloat64(tr.m.slowDisconnects), clients, tr.mem.Held(), logs.String())
 			}
 		}
 		require.Positive(t, cacheAnswers(tr.Relay, "hit"))
@@ -250,7 +250,7 @@ func testRelayWideBudget(t *testing.T, cached bool) {
 	for _, ws := range conns {
 		_ = ws.Close()
 	}
-	require.Eventually(t, func() bool { return tr.mem.held() == 0 }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return tr.mem.Held() == 0 }, 10*time.Second, 10*time.Millisecond,
 		"what was held for the clients is given back when they leave")
 }
 

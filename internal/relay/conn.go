@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -37,16 +36,17 @@ const (
 
 // conn is one WebSocket client. Its messages are read and handled one at a
 // time, in order, on the transport's reading turns (wsconn.Handler: a
-// goroutine only while the socket has something to read); its writer, the only one to
-// write to the socket, runs while something is due (see kick; the live
-// fan-out writes itself while the socket takes the frames, see kickInline) and
-// sends the data frames in queue order. Everything else (query goroutines, the batcher's
-// answers, the live fan-out) only puts complete messages into the send queue,
-// which is bounded by SendQueueSize messages and by the connection's memory
-// budget (mem, SendQueueBytes, drawn from the relay's TotalQueueBytes), and holds
-// no buffer while it is empty (see sendQueue). The budget covers everything held
-// for the connection: the queue, live events held while its queries run, and
-// the stored events its queries have read (a query stops reading at the budget):
+// goroutine only while the socket has something to read); its writer
+// (wsconn.Writer, w), the only one to write to the socket, runs while
+// something is due (see kick; the live fan-out writes itself while the socket
+// takes the frames, see kickInline) and sends the data frames in queue order.
+// Everything else (query goroutines, the batcher's answers, the live fan-out)
+// only puts complete messages into the send queue, which is bounded by
+// SendQueueSize messages and by the connection's memory budget (mem,
+// SendQueueBytes, drawn from the relay's TotalQueueBytes), and holds no buffer
+// while it is empty. The budget covers everything held for the connection:
+// the queue, live events held while its queries run, and the stored events
+// its queries have read (a query stops reading at the budget):
 //
 //   - enqueue never blocks. When the message would take the connection past its
 //     budget, the client is too slow: it is disconnected, so that a client that
@@ -67,7 +67,6 @@ const (
 // blocked address) is counted and logged at info.
 type conn struct {
 	r   *Relay
-	ws  *wsconn.Conn
 	ip  string // the client's address, for logs
 	key string // what the per-IP limits count: ratelimit.AddrKey(ip)
 
@@ -80,49 +79,32 @@ type conn struct {
 	afterMu sync.Mutex
 	afters  []*connAfter
 
-	mem      budget // everything held for this connection; see budget
-	negMem   budget // the items of its NIP-77 sessions (see negItemBytes), beside mem
-	send     sendQueue
+	mem      wsconn.Budget // everything held for this connection; see wsconn.Budget
+	negMem   wsconn.Budget // the items of its NIP-77 sessions (see negItemBytes), beside mem
 	quit     chan struct{} // closed once, when the connection starts closing
 	quitOnce sync.Once
 	mode     atomic.Int32 // closeMode
 	// inflight counts the EVENTs being handled or waiting for the batcher's
 	// answer: a restart's goodbye waits for their OKs (see trackEvent).
 	inflight atomic.Int32
-
-	// The writer runs only while there is something to write (see kick):
-	// wake counts the kicks it has not answered yet; writerEnded once it has
-	// said goodbye (writerDone is closed then).
-	wake    atomic.Int64
-	pingDue atomic.Bool // the relay's pinger asks for a ping (Relay.pinger)
 	// challenges counts the NIP-42 challenge messages sent (at most
 	// maxChallenges); authTried: an AUTH was received. Reader goroutine only.
-	// (Here, beside pingDue, they take no padding of their own.)
+	// (Here, beside inflight, they take no padding of their own.)
 	challenges uint8
 	authTried  bool
-	pongData   atomic.Pointer[string] // the payload of the latest ping to answer
-	// closeReply is the close frame the reading ended with (the peer's, or
-	// the transport's refusal of a frame): the writer's goodbye answers it.
-	closeReply atomic.Pointer[wsconn.CloseError]
-	// writerDone and readerDone are made by closeWith, before it closes quit:
-	// an open connection holds neither. Both close only once the connection
-	// is closing (the writer ends for good and the reader closes readerDone
-	// after closeWith), so whoever closes or waits on them has seen quit
-	// closed, and them made.
-	writerDone chan struct{}
+
+	// w is the connection's socket and its writing half: the send queue,
+	// whose bytes are charged to mem, and the one writer, which runs only
+	// while something is due (see kick). conn is its wsconn.Owner.
+	w wsconn.Writer
+	// readerDone is made by closeWith, before it closes quit, as the writer's
+	// Done is (BeginClose): an open connection holds neither. Both close only
+	// once the connection is closing (the writer ends for good and the reader
+	// closes readerDone after closeWith), so whoever closes or waits on them
+	// has seen quit closed, and them made.
 	readerDone chan struct{}
 	onEnd      func(*conn) // run by start's connection once it has ended
 	lastPing   time.Time   // when the pinger last pinged it; under Relay.connsMu
-	// wdl is the write deadline writeDue last set on the socket (unix
-	// nanoseconds), 0 when unknown (gorilla's control writes set their own);
-	// writer only. See batchDeadline.
-	wdl int64
-	// rest is what an inline write left unwritten of its frames (the socket's
-	// buffer was full), and restN the queue bytes those frames hold until it
-	// is written: the writer goroutine writes it before anything else (see
-	// kickInline). Writer only.
-	rest  []byte
-	restN int
 
 	challenge string              // NIP-42; "" when AUTH is off
 	born      int64               // when the connection was accepted (unix nanoseconds, the relay's clock)
@@ -258,10 +240,6 @@ func (c *conn) runAfters() {
 	}
 }
 
-// writerEnded is wake once the writer has ended for good: no kick reaches 1
-// from there, so no writer starts again.
-const writerEnded = math.MinInt64 / 2
-
 // newConn is newConnOn for a connection gorilla's upgrader (Relay.upgrader)
 // answered: its socket, of which nothing has been read since.
 func newConn(r *Relay, ws *websocket.Conn, ip, key string) *conn {
@@ -270,18 +248,16 @@ func newConn(r *Relay, ws *websocket.Conn, ip, key string) *conn {
 
 func newConnOn(r *Relay, ws *wsconn.Conn, ip, key string) *conn {
 	c := &conn{
-		r:      r,
-		ws:     ws,
-		ip:     ip,
-		key:    key,
-		mem:    budget{limit: int64(r.cfg.SendQueueBytes), parent: r.mem},
-		negMem: budget{limit: int64(r.cfg.MaxSyncEvents * negItemBytes), parent: r.mem},
-		quit:   make(chan struct{}),
+		r:    r,
+		ip:   ip,
+		key:  key,
+		quit: make(chan struct{}),
 	}
 	c.ctx = (*connCtx)(c)
-	c.send.init(r.cfg.SendQueueSize, &c.mem)
+	c.mem.Init(int64(r.cfg.SendQueueBytes), r.mem)
+	c.negMem.Init(int64(r.cfg.MaxSyncEvents*negItemBytes), r.mem)
 	// No writer runs before start: it holds one kick that start answers.
-	c.wake.Store(1)
+	c.w.Init(ws, r.cfg.SendQueueSize, &c.mem)
 	if r.cfg.Auth.Enabled {
 		c.challenge = newChallenge()
 		c.born = r.now().UnixNano()
@@ -314,12 +290,12 @@ func (c *conn) start(onEnd func(*conn)) {
 	if a := cfg.Auth; a.ChallengeOnConnect || a.RequiredForReads || a.RequiredForWrites {
 		c.sendChallenge()
 	}
-	go c.writeLoop() // (answers the kick newConn holds)
+	c.w.Start(c) // (answers the kick newConn holds)
 	// Messages up to twice the limit are read so that the client gets a NOTICE
 	// (protocol.ParseClientMessage refuses them); larger ones close the socket
 	// with 1009 (message too big). A client silent for ReadTimeout is closed
 	// by the pinger (Relay.pinger).
-	c.ws.Serve(c, wsconn.Options{MaxMessage: 2 * int64(c.r.limits().MaxMessageBytes)})
+	c.w.Conn().Serve(c, wsconn.Options{MaxMessage: 2 * int64(c.r.limits().MaxMessageBytes)})
 }
 
 // OnMessage handles one message (wsconn.Handler): the transport hands them
@@ -331,11 +307,7 @@ func (c *conn) OnMessage(data []byte) {
 
 // OnPing has the writer answer the ping (the latest one, RFC 6455 5.5.3): it
 // alone writes to the socket.
-func (c *conn) OnPing(payload []byte) {
-	data := string(payload)
-	c.pongData.Store(&data)
-	c.kick()
-}
+func (c *conn) OnPing(payload []byte) { c.w.AnswerPing(c, payload) }
 
 // OnPong: a pong only shows the client is there (the transport notes when
 // it last read a frame, which the pinger's read timeout looks at).
@@ -354,7 +326,7 @@ func (c *conn) OnEnd(err error) {
 		} else if !ce.Remote {
 			c.logger().Debug("frame refused; closing", "code", ce.Code, "reason", ce.Text)
 		}
-		c.closeReply.Store(ce)
+		c.w.SetCloseReply(ce)
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 	default:
 		c.logger().Debug("read ended", "err", err)
@@ -367,304 +339,47 @@ func (c *conn) OnEnd(err error) {
 	}
 }
 
-// kick makes sure a writer runs to write what is due (queued messages, a ping,
-// a pong, the goodbye): it starts one when none runs. It never blocks. A
-// writer answers every kick that came before it found nothing more to do, so
-// no kick is lost and at most one writer runs at a time.
-func (c *conn) kick() {
-	if c.wake.Add(1) == 1 {
-		go c.writeLoop()
-	}
-}
+// kick makes sure the connection's writer runs to write what is due (see
+// wsconn.Writer.Kick); it never blocks.
+func (c *conn) kick() { c.w.Kick(c) }
+
+// kickInline is kick for the live fan-out, which must never block: it
+// writes what the socket takes now itself (wsconn.Writer.KickInline).
+func (c *conn) kickInline() { c.w.KickInline(c) }
 
 // pingSoon asks the writer for a ping (Relay.pinger).
-func (c *conn) pingSoon() {
-	c.pingDue.Store(true)
-	c.kick()
-}
+func (c *conn) pingSoon() { c.w.PingSoon(c) }
 
-// writeLoop is the only writer to the socket; it runs while something is due
-// and ends when nothing is (see kick). It sends the queued messages in order,
-// as many frames per write as are queued (up to writeBatchBytes): one syscall
-// for a burst of query results instead of one per message. It sends the pings
-// the relay's pinger asks for (also while the queue never empties, so that a
-// client that only listens keeps answering) and answers pings, and when the
-// connection closes it says goodbye as the close mode asks, closes the socket
-// and ends for good (writerDone).
-func (c *conn) writeLoop() { c.answerKicks(c.writeDue) }
+// The connection is its writer's wsconn.Owner: the methods below decide
+// what the transport does not.
 
-// writeOutcome is what a writer's turn (writeDue, writeDueNow) ended with.
-type writeOutcome int
+// WriteTimeout bounds every write to the socket (Config.WriteTimeout).
+func (c *conn) WriteTimeout() time.Duration { return c.r.cfg.WriteTimeout }
 
-const (
-	wroteAll   writeOutcome = iota // nothing more is due
-	wouldBlock                     // something due needs the writer goroutine
-	writerGone                     // the writer ended for good: the connection closed, or a write failed
-)
+// Closing reports whether the connection has started closing (closing).
+func (c *conn) Closing() bool { return c.closing() }
 
-// answerKicks runs write, as the connection's writer, until it has answered
-// every kick that came before it found nothing more to do (wroteAll and no
-// kick since), or hands the writer's part to a new writer goroutine
-// (wouldBlock), or the writer has ended for good (writerGone).
-func (c *conn) answerKicks(write func() writeOutcome) {
-	for {
-		k := c.wake.Load()
-		switch write() {
-		case wouldBlock:
-			go c.writeLoop() // (the kicks held here are its to answer)
-			return
-		case writerGone:
-			c.wake.Store(writerEnded)
-			close(c.writerDone)
-			return
-		}
-		if c.wake.Add(-k) == 0 {
-			return
-		}
-	}
-}
-
-// getBatch returns a batch buffer from batchPool (nil when it has none).
-func getBatch() []outMsg {
-	if b := batchPool.Get(); b != nil {
-		return *(b.(*[]outMsg))
-	}
-	return nil
-}
-
-// putBatch gives a batch buffer back, cleared: it must not pin the messages.
-func putBatch(batch []outMsg) {
-	clear(batch)
-	batch = batch[:0]
-	batchPool.Put(&batch)
-}
-
-// writeDue writes what is due until nothing is (wroteAll), or until the
-// writer has ended for good (writerGone).
-func (c *conn) writeDue() writeOutcome {
-	batch := getBatch()
-	defer func() { putBatch(batch) }()
-	for {
-		select {
-		case <-c.quit:
-			if closeMode(c.mode.Load()) == closeRestart && c.inflight.Load() > 0 {
-				// Their OKs come first: the last one's eventDone kicks the
-				// writer again.
-				break
-			}
-			c.goodbye()
-			return writerGone
-		default:
-		}
-		if c.rest != nil { // (before any frame: it ends one)
-			if err := c.writeRest(c.batchDeadline()); err != nil {
-				c.writeFailed(err)
-				return writerGone
-			}
-		}
-		if data := c.pongData.Swap(nil); data != nil && !c.pong(*data) {
-			return writerGone
-		}
-		if c.pingDue.Swap(false) && !c.ping() {
-			return writerGone
-		}
-		msgs, n := c.send.popBatch(batch, writeBatchBytes)
-		if len(msgs) == 0 {
-			return wroteAll
-		}
-		err := c.writeBatch(msgs, c.batchDeadline())
-		clear(msgs)
-		batch = msgs[:0]
-		c.send.sent(n)
-		if err != nil {
-			c.writeFailed(err)
-			return writerGone
-		}
-	}
-}
-
-// batchDeadline returns the write deadline writeBatch must set for a batch
-// written now: now + WriteTimeout, or the zero Time when the deadline already
-// on the socket is less than a quarter of WriteTimeout short of it. Setting a
-// deadline moves a runtime timer (11% of the relay's CPU fanning a note out
-// to 9,000 connections, one write each), so a connection written to often
-// sets it about once per quarter WriteTimeout. The promise stays: a write
-// that cannot complete within WriteTimeout fails (it may fail after three
-// quarters of it), and the client is dropped as too slow.
-func (c *conn) batchDeadline() time.Time {
-	wt := c.r.cfg.WriteTimeout
-	want := time.Now().Add(wt)
-	if c.wdl != 0 && want.UnixNano()-c.wdl < int64(wt/4) {
-		return time.Time{}
-	}
-	c.wdl = want.UnixNano()
-	return want
-}
-
-// batchPool holds the writers' batch buffers (*[]outMsg), so that an idle
-// connection holds none.
-var batchPool sync.Pool
-
-// framePool holds writeBatch's frame buffers.
-var framePool = sync.Pool{New: func() any { return new(frameBuf) }}
-
-// frameBuf is writeBatch's buffer: the frame headers of one batch and the
-// pieces of its vectored write.
-type frameBuf struct {
-	hdrs []byte
-	bufs net.Buffers
-
-	// An inline write's callback (writeNow): writeFD is write, bound once;
-	// out what it writes, n and err what write(2) said.
-	writeFD func(fd uintptr) bool
-	out     []byte
-	n       int
-	err     error
-}
-
-// writeBatchBytes bounds the messages the writer sends with one write; a longer
-// message goes alone. The bytes stay taken from the connection's budget until
-// written (sendQueue.popBatch).
-const writeBatchBytes = 64 << 10
-
-// writeBatch writes msgs as unfragmented, unmasked text frames (RFC 6455 5.2;
-// no extension is negotiated) with one vectored write to the socket. gorilla's
-// writer would make a syscall per message; the socket is written by the
-// writer goroutine alone, control frames included, so frames never interleave.
-// A zero deadline leaves the socket's write deadline as it is (batchDeadline).
-func (c *conn) writeBatch(msgs []outMsg, deadline time.Time) error {
-	nc := c.ws.UnderlyingConn()
-	if !deadline.IsZero() {
-		if err := nc.SetWriteDeadline(deadline); err != nil {
-			return err
-		}
-	}
-	fb := framePool.Get().(*frameBuf)
-	defer framePool.Put(fb)
-	// A small batch (a live event, an EOSE) is copied into one buffer and
-	// written with write(2): a vectored write makes the socket keep an iovec
-	// array for good (internal/poll caches it per descriptor).
-	small := framesSize(msgs)
-	if small <= writeCopyBytes || c.ws.Deflating() {
-		if cap(fb.hdrs) < small {
-			fb.hdrs = make([]byte, 0, small)
-		}
-		_, err := nc.Write(c.appendFrames(fb.hdrs[:0], msgs))
-		return err
-	}
-	// Each message is two pieces: its frame header with an EVENT's head (and
-	// the "]" that closes the EVENT before it), copied into hdrs, then its
-	// body. hdrs is sized first: the pieces point into it.
-	need := 1
-	for _, m := range msgs {
-		need += maxFrameHeader + len(m.head) + 1
-	}
-	if cap(fb.hdrs) < need {
-		fb.hdrs = make([]byte, 0, need)
-	}
-	hdrs, bufs := fb.hdrs[:0], fb.bufs[:0]
-	closing := false // the last message was an EVENT: its "]" is due
-	for _, m := range msgs {
-		start := len(hdrs)
-		if closing {
-			hdrs = append(hdrs, ']')
-		}
-		hdrs = appendFrameHeader(hdrs, m.size())
-		hdrs = append(hdrs, m.head...)
-		bufs = append(bufs, hdrs[start:len(hdrs):len(hdrs)], m.body)
-		closing = m.head != nil
-	}
-	if closing {
-		start := len(hdrs)
-		hdrs = append(hdrs, ']')
-		bufs = append(bufs, hdrs[start:len(hdrs):len(hdrs)])
-	}
-	fb.bufs = bufs
-	w := bufs // (WriteTo consumes its receiver)
-	_, err := w.WriteTo(nc)
-	clear(bufs) // (the frame buffer must not pin the messages)
-	return err
-}
-
-// writeCopyBytes bounds the batches writeBatch copies into one buffer.
-const writeCopyBytes = 4 << 10
-
-// maxFrameHeader is the longest header of a server's frame.
-const maxFrameHeader = 10
-
-// framesSize bounds the length of msgs as frames (appendFrames).
-func framesSize(msgs []outMsg) int {
-	n := 0
-	for _, m := range msgs {
-		n += maxFrameHeader + m.size()
-	}
-	return n
-}
-
-// appendFrames is the package's appendFrames, or with permessage-deflate
-// negotiated each message through wsconn's AppendText (compressed when long
-// enough).
-func (c *conn) appendFrames(b []byte, msgs []outMsg) []byte {
-	if !c.ws.Deflating() {
-		return appendFrames(b, msgs)
-	}
-	for _, m := range msgs {
-		var tail []byte
-		if m.head != nil {
-			tail = eventTail
-		}
-		b = c.ws.AppendText(b, m.head, m.body, tail)
-	}
-	return b
-}
-
-// eventTail ends an EVENT message (outMsg).
-var eventTail = []byte("]")
-
-// appendFrames appends msgs to b as unfragmented, unmasked text frames, each
-// EVENT whole (head, body, "]").
-func appendFrames(b []byte, msgs []outMsg) []byte {
-	for _, m := range msgs {
-		b = appendFrameHeader(b, m.size())
-		b = append(b, m.head...)
-		b = append(b, m.body...)
-		if m.head != nil {
-			b = append(b, ']')
-		}
-	}
-	return b
-}
-
-// appendFrameHeader appends the header of a final, unmasked text frame of n
-// payload bytes.
-func appendFrameHeader(b []byte, n int) []byte {
-	return wsconn.AppendFrameHeader(b, wsconn.OpText, n)
-}
-
-// pong answers a ping; when that fails it closes the connection and reports false.
-func (c *conn) pong(data string) bool {
-	c.wdl = 0 // WriteControl sets the socket's deadline
-	if err := c.ws.WriteControl(wsconn.OpPong, []byte(data), time.Now().Add(c.r.cfg.WriteTimeout)); err != nil {
-		c.writeFailed(err)
+// GoodbyeDue reports whether the writer says goodbye now: once the
+// connection is closing (quit), except for a restart's close while EVENTs
+// are in flight: their OKs come first, and the last one's eventDone kicks the
+// writer again.
+func (c *conn) GoodbyeDue() bool {
+	select {
+	case <-c.quit:
+		return closeMode(c.mode.Load()) != closeRestart || c.inflight.Load() == 0
+	default:
 		return false
 	}
-	return true
 }
 
-// ping sends a ping; when that fails it closes the connection and reports false.
-func (c *conn) ping() bool {
-	c.wdl = 0 // WriteControl sets the socket's deadline
-	if err := c.ws.WriteControl(wsconn.OpPing, nil, time.Now().Add(c.r.cfg.WriteTimeout)); err != nil {
-		c.writeFailed(err)
-		return false
-	}
-	return true
-}
+// Goodbye is goodbye (the writer closes the socket after it).
+func (c *conn) Goodbye() { c.goodbye() }
 
-// writeFailed closes the connection after a failed write. A write that timed
+// WriteFailed closes the connection after a failed write. A write that timed
 // out (the client stopped reading for WriteTimeout) is a slow client: counted
-// and logged as tooSlow does.
-func (c *conn) writeFailed(err error) {
+// and logged as tooSlow does. (The writer then drops what it holds and
+// closes the socket.)
+func (c *conn) WriteFailed(err error) {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() && c.closeWith(closePeerGone) {
 		c.slowDisconnected("write timed out")
@@ -672,20 +387,15 @@ func (c *conn) writeFailed(err error) {
 		c.logger().Debug("write failed", "err", err)
 		c.closeWith(closePeerGone)
 	}
-	c.dropRest()
-	c.send.clear()
-	_ = c.ws.Close()
 }
 
-func (c *conn) write(msg []byte, deadline time.Time) error {
-	c.wdl = 0
-	return c.ws.WriteMessage(msg, deadline)
-}
+// InlineBlocked counts a live write the socket did not take whole.
+func (c *conn) InlineBlocked() { c.r.m.liveWriteBlocked.Inc() }
 
-// goodbye ends a closing connection: it sends what the close mode asks for, a
-// close frame, waits briefly for the client's close frame and closes the socket.
+// goodbye ends a closing connection, as its writer: it sends what the close
+// mode asks for, a close frame, and waits briefly for the client's close
+// frame (the writer then closes the socket).
 func (c *conn) goodbye() {
-	defer func() { _ = c.ws.Close() }()
 	var code int
 	var text string
 	var deadline time.Time
@@ -698,26 +408,26 @@ func (c *conn) goodbye() {
 	}
 	// A frame an inline write began is finished first (or dropped with the
 	// socket): a frame of ours never follows half of another.
-	if c.rest != nil {
-		if mode == closePeerGone || c.writeRest(deadline) != nil {
-			c.dropRest()
+	if c.w.Unfinished() {
+		if mode == closePeerGone || c.w.FinishFrame(deadline) != nil {
+			c.w.DropFrame()
 			return
 		}
 	}
 	switch mode {
 	case closeSlow:
-		_ = c.write(noticeMsg("error: too slow, disconnecting"), deadline)
+		_ = c.w.WriteMessage(noticeMsg("error: too slow, disconnecting"), deadline)
 		code, text = wsconn.ClosePolicyViolation, "too slow"
 	case closeBlocked:
-		_ = c.write(noticeMsg("blocked: your address is blocked from this relay"), deadline)
+		_ = c.w.WriteMessage(noticeMsg("blocked: your address is blocked from this relay"), deadline)
 		code, text = wsconn.ClosePolicyViolation, "address blocked"
 	case closeShutdown, closeRestart:
 		for {
-			msg, ok := c.send.pop()
+			msg, ok := c.w.Pop()
 			if !ok {
 				break
 			}
-			if err := c.write(msg.bytes(), deadline); err != nil {
+			if err := c.w.WriteMessage(msg.Bytes(), deadline); err != nil {
 				return
 			}
 		}
@@ -726,7 +436,7 @@ func (c *conn) goodbye() {
 			code, text = wsconn.CloseServiceRestart, "relay restarting"
 		}
 	default: // the reading ended: the peer left, the socket failed, or a close frame came
-		if ce := c.closeReply.Load(); ce != nil {
+		if ce := c.w.CloseReply(); ce != nil {
 			// The client's close is echoed (its code, RFC 6455 5.5.1), a
 			// refused frame answered with the refusal's code.
 			if ce.Remote {
@@ -734,11 +444,11 @@ func (c *conn) goodbye() {
 			} else {
 				code, text = ce.Code, ce.Text
 			}
-			_ = c.ws.WriteControl(wsconn.OpClose, wsconn.ClosePayload(code, text), time.Now().Add(slowGrace))
+			_ = c.w.WriteClose(code, text, time.Now().Add(slowGrace))
 		}
 		return
 	}
-	if err := c.ws.WriteControl(wsconn.OpClose, wsconn.ClosePayload(code, text), deadline); err != nil {
+	if err := c.w.WriteClose(code, text, deadline); err != nil {
 		return
 	}
 	t := time.NewTimer(min(time.Until(deadline), closeWait))
@@ -755,7 +465,7 @@ func (c *conn) closeWith(mode closeMode) bool {
 	first := false
 	c.quitOnce.Do(func() {
 		first = true
-		c.writerDone = make(chan struct{})
+		c.w.BeginClose()
 		c.readerDone = make(chan struct{})
 		c.mode.Store(int32(mode)) // (after both are made: see closing)
 		close(c.quit)
@@ -783,28 +493,28 @@ func (c *conn) tooSlow(why string) {
 		return
 	}
 	c.slowDisconnected(why)
-	c.send.clear()
+	c.w.Clear()
 	// The writer may be blocked on the stuck socket for up to WriteTimeout (a
-	// deadline nudge would not stick: the writer sets its own, batchDeadline).
+	// deadline nudge would not stick: the writer sets its own).
 	// Closing the socket is safe from any goroutine and ends that write; the
 	// goodbye gets slowGrace.
-	time.AfterFunc(slowGrace, func() { _ = c.ws.Close() })
+	time.AfterFunc(slowGrace, func() { _ = c.w.Conn().Close() })
 }
 
 // slowDisconnected counts and logs a disconnect for slowness.
 func (c *conn) slowDisconnected(why string) {
 	c.r.m.slowDisconnects.Inc()
-	msgs, bytes := c.send.size()
+	msgs, bytes := c.w.Queued()
 	c.logger().Info("client too slow; disconnecting", "reason", why, "queued_messages", msgs, "queued_bytes", bytes,
-		"held_bytes", c.mem.held())
+		"held_bytes", c.mem.Held())
 }
 
 // enqueue queues msg for the writer without blocking; see conn. It reports
 // whether msg was queued.
 func (c *conn) enqueue(msg []byte) bool { return c.enqueueMsg(plainMsg(msg)) }
 
-// enqueueMsg is enqueue for any outMsg (an EVENT without a copy).
-func (c *conn) enqueueMsg(msg outMsg) bool {
+// enqueueMsg is enqueue for any message (an EVENT without a copy).
+func (c *conn) enqueueMsg(msg wsconn.Msg) bool {
 	if !c.push(msg) {
 		return false
 	}
@@ -814,17 +524,17 @@ func (c *conn) enqueueMsg(msg outMsg) bool {
 
 // push is enqueueMsg without the kick: the caller kicks the writer (kick or
 // kickInline) when it reports true.
-func (c *conn) push(msg outMsg) bool {
+func (c *conn) push(msg wsconn.Msg) bool {
 	// A restart's close still queues what comes before its goodbye, which
 	// waits for the EVENTs in flight (trackEvent): their OKs.
 	if m := closeMode(c.mode.Load()); m != closeNone && (m != closeRestart || c.inflight.Load() == 0) {
 		return false
 	}
-	res := c.send.tryPush(msg)
-	if res == relayFull && c.r.shed(c) {
-		res = c.send.tryPush(msg)
+	res := c.w.Push(msg)
+	if res == wsconn.RelayFull && c.r.shed(c) {
+		res = c.w.Push(msg)
 	}
-	if res != taken {
+	if res != wsconn.Taken {
 		c.tooSlow(res.String())
 		return false
 	}
@@ -842,11 +552,11 @@ func (c *conn) push(msg outMsg) bool {
 // at once disconnected clients whose queries had not run (and, since a shed
 // client's rows come back only once its queries notice, shed one client after
 // another for the same message). Bytes given back by any connection wake the
-// wait (budget.whenGiven). Only when no room has come within WriteTimeout does
+// wait (wsconn.Budget.WhenGiven). Only when no room has come within WriteTimeout does
 // a full relay budget shed the connection holding the most (then the wait
 // begins again, for the shed client's bytes to come back); a full connection
 // budget makes this client too slow.
-func (c *conn) enqueueBulk(ctx context.Context, msg outMsg) bool {
+func (c *conn) enqueueBulk(ctx context.Context, msg wsconn.Msg) bool {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -861,14 +571,14 @@ func (c *conn) enqueueBulk(ctx context.Context, msg outMsg) bool {
 			return false
 		default:
 		}
-		res, room := c.send.tryPushBulk(msg)
+		res, room := c.w.PushBulk(msg)
 		var relayRoom <-chan struct{}
-		if res == relayFull {
+		if res == wsconn.RelayFull {
 			// (asked for before trying again: a give in between closes it)
-			relayRoom = c.r.mem.whenGiven()
-			res, room = c.send.tryPushBulk(msg)
+			relayRoom = c.r.mem.WhenGiven()
+			res, room = c.w.PushBulk(msg)
 		}
-		if res == taken {
+		if res == wsconn.Taken {
 			c.kick()
 			return true
 		}
@@ -884,7 +594,7 @@ func (c *conn) enqueueBulk(ctx context.Context, msg outMsg) bool {
 			return false
 		case <-timer.C:
 			timer = nil
-			if res == relayFull && c.r.shed(c) {
+			if res == wsconn.RelayFull && c.r.shed(c) {
 				continue
 			}
 			c.tooSlow("no room for query results within the write timeout")
@@ -895,7 +605,7 @@ func (c *conn) enqueueBulk(ctx context.Context, msg outMsg) bool {
 
 // held is what the connection holds of the relay's memory budget: its own
 // budget's bytes and its NIP-77 sessions' items.
-func (c *conn) held() int64 { return c.mem.held() + c.negMem.held() }
+func (c *conn) held() int64 { return c.mem.Held() + c.negMem.Held() }
 
 // maxPendingMsgs bounds the live events a subscription holds while its query
 // runs: as many as the send queue holds, which is where they go after EOSE
@@ -921,17 +631,17 @@ func (c *conn) teardown() {
 	}
 	c.queries.Wait()
 	if closeMode(c.mode.Load()) == closePeerGone {
-		if c.closeReply.Load() != nil {
+		if c.w.CloseReply() != nil {
 			// The writer answers the close frame first (within slowGrace).
 			t := time.NewTimer(slowGrace)
 			select {
-			case <-c.writerDone:
+			case <-c.w.Done():
 			case <-t.C:
 			}
 			t.Stop()
 		}
-		_ = c.ws.Close() // unblocks a writer stuck on a dead socket
+		_ = c.w.Conn().Close() // unblocks a writer stuck on a dead socket
 	}
-	<-c.writerDone
-	c.send.clear() // what the writer did not send goes back to the relay's budget
+	<-c.w.Done()
+	c.w.Clear() // what the writer did not send goes back to the relay's budget
 }

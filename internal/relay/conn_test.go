@@ -1,11 +1,9 @@
 package relay
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,8 +12,6 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
-
-	"github.com/kukuri/communitynode/internal/relay/wsconn"
 )
 
 // TestTooSlowGoodbye: a message that would take the send queue past either of its
@@ -80,55 +76,6 @@ func TestTooSlowGoodbye(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestWriteBatchFrames: the writer's frames of each length class (7-bit,
-// 16-bit, 64-bit), plain and EVENT messages (head, shared body, "]") in any
-// succession, reach a stock WebSocket client as the messages written, in order:
-// from a large batch (a vectored write) and from a small one (copied into one
-// buffer, writeCopyBytes).
-func TestWriteBatchFrames(t *testing.T) {
-	t.Parallel()
-	ev := func(sub string, body []byte) outMsg { return outMsg{head: eventHead(sub), body: body} }
-	msgs := []outMsg{ev("s", []byte("{}")), plainMsg([]byte("a")), plainMsg(bytes.Repeat([]byte("b"), 125)),
-		ev("s", bytes.Repeat([]byte("1"), 111)), ev("t", bytes.Repeat([]byte("2"), 112)), // 125 and 126 bytes
-		plainMsg(bytes.Repeat([]byte("c"), 126)), plainMsg(bytes.Repeat([]byte("d"), 65535)),
-		ev("sub", bytes.Repeat([]byte("3"), 65536)), plainMsg(bytes.Repeat([]byte("e"), 65536)), plainMsg([]byte("f")),
-		ev("last", []byte(`{"id":"x"}`))}
-	require.Equal(t, 125, msgs[3].size())
-	require.Equal(t, 126, msgs[4].size())
-	small := []outMsg{ev("s", []byte("{}")), ev("t", bytes.Repeat([]byte("2"), 112)), plainMsg([]byte("a")),
-		ev("u", bytes.Repeat([]byte("4"), 200)), plainMsg(bytes.Repeat([]byte("c"), 126)), ev("last", []byte(`{"id":"y"}`))}
-	n := 0
-	for _, m := range small {
-		n += maxFrameHeader + m.size()
-	}
-	require.LessOrEqual(t, n, writeCopyBytes, "the small batch is copied")
-	written := make(chan error, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
-		if err != nil {
-			written <- err
-			return
-		}
-		c := &conn{ws: wsconn.New(ws.NetConn())}
-		if err := c.writeBatch(msgs, time.Now().Add(10*time.Second)); err != nil {
-			written <- err
-			return
-		}
-		written <- c.writeBatch(small, time.Now().Add(10*time.Second))
-	}))
-	defer srv.Close()
-	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
-	require.NoError(t, err)
-	defer ws.Close()
-	for i, want := range append(slices.Clone(msgs), small...) {
-		typ, got, err := ws.ReadMessage()
-		require.NoError(t, err, "message %d", i)
-		require.Equal(t, websocket.TextMessage, typ)
-		require.Equal(t, want.bytes(), got, "message %d", i)
-	}
-	require.NoError(t, <-written)
 }
 
 // TestPingGetsPong: a client's ping is answered with a pong carrying its
@@ -259,22 +206,4 @@ func TestQueriesPerConnBounded(t *testing.T) {
 	}
 	require.Equal(t, map[string]bool{"a": true, "b": true, "c": true}, got)
 	require.Equal(t, int32(2), peak.Load(), "never more than MaxQueriesPerConn at once")
-}
-
-// TestBatchDeadline: the writer moves the socket's write deadline only when
-// the one set is a quarter of WriteTimeout short of now + WriteTimeout, and
-// always after a write of gorilla's (which sets its own).
-func TestBatchDeadline(t *testing.T) {
-	c := &conn{r: &Relay{cfg: Config{WriteTimeout: 8 * time.Second}}}
-	before := time.Now()
-	first := c.batchDeadline()
-	require.False(t, first.IsZero(), "the first batch sets a deadline")
-	require.WithinDuration(t, before.Add(8*time.Second), first, time.Second)
-	require.True(t, c.batchDeadline().IsZero(), "a deadline set just now stays")
-	c.wdl -= int64(time.Second)
-	require.True(t, c.batchDeadline().IsZero(), "one second short of 8: it stays")
-	c.wdl -= int64(2 * time.Second)
-	require.False(t, c.batchDeadline().IsZero(), "three seconds short: it moves")
-	c.wdl = 0 // a ping, a pong or the goodbye
-	require.False(t, c.batchDeadline().IsZero(), "after a write of gorilla's it is set again")
 }

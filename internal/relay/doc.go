@@ -43,7 +43,8 @@
 // messages (SendQueueSize) and bytes (SendQueueBytes), which holds no memory while
 // empty: a goroutine started while something is due, or, for the live fan-out,
 // the fan-out's own goroutine, which writes to the socket without waiting and
-// hands what the socket does not take to a writer goroutine (kickInline). The
+// hands what the socket does not take to a writer goroutine (kickInline; the
+// writer and its queue are the transport's, internal/relay/wsconn). The
 // fan-out and the batcher's answers never wait for a socket: when a
 // message would take a connection's queue past either limit, the client is sent
 // (best effort) NOTICE "error: too slow, disconnecting" and is disconnected. Query

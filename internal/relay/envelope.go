@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/kukuri/communitynode/internal/relay/wsconn"
 )
 
 // The relay-to-client messages of NIP-01, NIP-42 and NIP-45. Every string is JSON
@@ -75,10 +77,13 @@ func eventJSON(ev *nostr.Event) []byte {
 }
 
 // eventHead is the start of subID's EVENT messages, `["EVENT",<subID>,`:
-// outMsg{head, event JSON} is the message.
+// wsconn.Msg{Head: eventHead, Body: event JSON} is the message.
 func eventHead(subID string) []byte {
 	b := make([]byte, 0, len(`["EVENT","",`)+len(subID))
 	b = append(b, `["EVENT",`...)
 	b = appendQuoted(b, subID)
 	return append(b, ',')
 }
+
+// plainMsg is a message of one slice.
+func plainMsg(b []byte) wsconn.Msg { return wsconn.Msg{Body: b} }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/relay/wsconn"
 )
 
 // TestQuoteAsEncodingJSON: every string is quoted exactly as json.Marshal
@@ -15,7 +17,7 @@ func TestQuoteAsEncodingJSON(t *testing.T) {
 		want, err := json.Marshal(s)
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(quote(s)), "%q", s)
-		require.Equal(t, `["EVENT",`+string(want)+`,{}]`, string(outMsg{head: eventHead(s), body: []byte(`{}`)}.bytes()), "%q", s)
+		require.Equal(t, `["EVENT",`+string(want)+`,{}]`, string(wsconn.Msg{Head: eventHead(s), Body: []byte(`{}`)}.Bytes()), "%q", s)
 	}
 }
 

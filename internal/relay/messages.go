@@ -11,6 +11,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/readpath"
+	"github.com/kukuri/communitynode/internal/relay/wsconn"
 )
 
 // Reasons the relay itself gives (the protocol package gives the validation ones).
@@ -522,7 +523,7 @@ func (c *conn) runQuery(s *subscription) {
 	// answer is what fit: EOSE follows it, and the client pages with until.
 	held, stopped := 0, false
 	budget := func(n int) bool {
-		if c.mem.take(n, c.mem.bulkLimit(), false) != taken {
+		if c.mem.Take(n, c.mem.BulkLimit(), false) != wsconn.Taken {
 			stopped = true
 			return false
 		}
@@ -539,7 +540,7 @@ func (c *conn) runQuery(s *subscription) {
 	// (Request.Cap), and its messages take their share of the budget as they
 	// are queued.
 	res, err := c.r.reads.Read(ctx, readpath.Request{Filters: s.filters, Viewer: s.viewer, Take: budget,
-		Cap: c.mem.bulkLimit()})
+		Cap: c.mem.BulkLimit()})
 	if res.Source == readpath.Cache {
 		stopped = res.Stopped // (the cache asked no Take)
 	}
@@ -559,7 +560,7 @@ func (c *conn) runQuery(s *subscription) {
 		c.logger().Debug("query stopped at the memory budget", "sub", s.id, "events", len(events), "held_bytes", held)
 	}
 	if err != nil {
-		c.mem.give(held)
+		c.mem.Give(held)
 		if s.ctx.Err() != nil {
 			return // closed, replaced, or the connection ended
 		}
@@ -585,7 +586,7 @@ func (c *conn) runQuery(s *subscription) {
 		events, err = c.r.addWithheld(wctx, s, events, sv)
 		wcancel()
 		if err != nil {
-			c.mem.give(held)
+			c.mem.Give(held)
 			if s.ctx.Err() == nil {
 				c.logger().Warn("withheld group events query failed", "sub", s.id, "err", err)
 				c.dropSub(s)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/relay/wsconn"
 )
 
 // metrics are the relay's instruments, registered on the injected Registerer.
@@ -213,14 +214,14 @@ func resultLabel(ok bool, reason string) string {
 
 // registerHeld registers the gauge of the bytes every connection holds
 // together (the relay's budget in use).
-func (m *metrics) registerHeld(reg prometheus.Registerer, b *budget) {
+func (m *metrics) registerHeld(reg prometheus.Registerer, b *wsconn.Budget) {
 	if reg == nil {
 		return
 	}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "cn_relay_held_bytes",
 		Help: "Bytes held for all connections (send queues, held live events, query rows read), bounded by --total-queue-bytes.",
-	}, func() float64 { return float64(b.held()) }))
+	}, func() float64 { return float64(b.Held()) }))
 }
 
 // registerCache registers the event cache's size gauges (its answers are

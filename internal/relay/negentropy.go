@@ -13,6 +13,7 @@ import (
 	"github.com/kukuri/communitynode/internal/negentropy"
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/readpath"
+	"github.com/kukuri/communitynode/internal/relay/wsconn"
 )
 
 // SyncStore is what NIP-77 needs of the store (package store implements it):
@@ -169,7 +170,7 @@ func (c *conn) treeOrQueue(s *negSession, f nostr.Filter, v protocol.Viewer, msg
 func (c *conn) queueLoad(s *negSession, f nostr.Filter, v protocol.Viewer, msg string) {
 	s.load = func() { c.loadNeg(s, f, v, msg) }
 	s.waitBytes = negQueuedBytes + len(msg)
-	if c.negMem.take(s.waitBytes, c.negMem.limit, true) != taken {
+	if c.negMem.Take(s.waitBytes, c.negMem.Limit(), true) != wsconn.Taken {
 		c.failNeg(s, negErrMsg(s.id, reasonNegMemory))
 		close(s.ready)
 		return
@@ -184,7 +185,7 @@ func (c *conn) queueLoad(s *negSession, f nostr.Filter, v protocol.Viewer, msg s
 		c.r.m.negQueueRefused.WithLabelValues("relay").Inc()
 		c.failNeg(s, negErrMsg(s.id, reasonNegBusy))
 	}
-	c.negMem.give(s.waitBytes)
+	c.negMem.Give(s.waitBytes)
 	close(s.ready)
 }
 
@@ -201,13 +202,13 @@ func (c *conn) queueLoad(s *negSession, f nostr.Filter, v protocol.Viewer, msg s
 // until the session ends.
 func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg string) {
 	defer close(s.ready)
-	c.negMem.give(s.waitBytes) // (it waits no more)
+	c.negMem.Give(s.waitBytes) // (it waits no more)
 	defer c.r.negLoads.done()  // after the first answer is queued (deferred calls run last first)
-	held, refused := 0, taken
-	defer func() { c.negMem.give(held) }() // unless the session took them (held = 0)
+	held, refused := 0, wsconn.Taken
+	defer func() { c.negMem.Give(held) }() // unless the session took them (held = 0)
 	ctx, cancel := context.WithTimeout(s.ctx, c.r.lv().QueryTimeout)
 	take := func(int) bool {
-		if refused = c.negMem.take(negItemBytes, c.negMem.limit, false); refused != taken {
+		if refused = c.negMem.Take(negItemBytes, c.negMem.Limit(), false); refused != wsconn.Taken {
 			return false
 		}
 		held += negItemBytes
@@ -218,7 +219,7 @@ func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg str
 	cancel()
 	c.r.m.querySeconds.WithLabelValues("neg").Observe(time.Since(start).Seconds())
 	if err != nil {
-		c.negMem.give(held) // before the NEG-ERR, which needs room too
+		c.negMem.Give(held) // before the NEG-ERR, which needs room too
 		held = 0
 		if s.ctx.Err() != nil {
 			return // closed, replaced, or the connection ended
@@ -227,7 +228,7 @@ func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg str
 		case errors.Is(err, readpath.ErrTooManySyncItems):
 			c.failNeg(s, negErrMsg(s.id, fmt.Sprintf("blocked: more than %d events match, sync with narrower filters", c.r.cfg.MaxSyncEvents),
 				c.r.cfg.MaxSyncEvents))
-		case errors.Is(err, readpath.ErrSyncBudget) && refused == connFull:
+		case errors.Is(err, readpath.ErrSyncBudget) && refused == wsconn.ConnFull:
 			c.failNeg(s, negErrMsg(s.id, fmt.Sprintf("blocked: this connection's sync sessions would hold more than %d events together, close one or sync with narrower filters", c.r.cfg.MaxSyncEvents),
 				c.r.cfg.MaxSyncEvents))
 		case errors.Is(err, readpath.ErrSyncBudget):
@@ -339,7 +340,7 @@ func (c *conn) endNeg(s *negSession) bool {
 	first := !s.closed
 	s.closed = true
 	s.srv = nil
-	c.negMem.give(s.held)
+	c.negMem.Give(s.held)
 	s.held = 0
 	if s.idle != nil {
 		s.idle.Stop()
@@ -347,7 +348,7 @@ func (c *conn) endNeg(s *negSession) bool {
 	s.mu.Unlock()
 	s.cancel()
 	if c.r.negLoads.remove(c, s) { // (after cancel: see negQueue.push)
-		c.negMem.give(s.waitBytes)
+		c.negMem.Give(s.waitBytes)
 		close(s.ready) // (its load never runs)
 	}
 	return first

@@ -22,6 +22,7 @@ import (
 	"github.com/kukuri/communitynode/internal/negentropy"
 	"github.com/kukuri/communitynode/internal/pgtest"
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/relay/wsconn"
 	"github.com/kukuri/communitynode/internal/store"
 )
 
@@ -600,7 +601,7 @@ func negHeld(r *Relay) int64 {
 	defer r.connsMu.Unlock()
 	var n int64
 	for c := range r.conns {
-		n += c.negMem.held()
+		n += c.negMem.Held()
 	}
 	return n
 }
@@ -633,7 +634,7 @@ func TestNegentropyMemoryBudget(t *testing.T) {
 	c.send("NEG-OPEN", "a", filter, "61")
 	c.expect("NEG-MSG")
 	require.EqualValues(t, 30*negItemBytes, negHeld(e.relay.Relay))
-	require.GreaterOrEqual(t, e.relay.mem.held(), int64(30*negItemBytes), "drawn from the relay's budget")
+	require.GreaterOrEqual(t, e.relay.mem.Held(), int64(30*negItemBytes), "drawn from the relay's budget")
 
 	c.send("NEG-OPEN", "b", filter, "61") // 60 items together: over 50
 	msg := negErr(t, c, "b")
@@ -650,14 +651,14 @@ func TestNegentropyMemoryBudget(t *testing.T) {
 	c.expect("NEG-MSG")
 	require.EqualValues(t, 30*negItemBytes, negHeld(e.relay.Relay))
 	_ = c.tk.Close()
-	waitFor(t, "the closed connection's bytes back", func() bool { return e.relay.mem.held() == 0 })
+	waitFor(t, "the closed connection's bytes back", func() bool { return e.relay.mem.Held() == 0 })
 
 	// A relay whose budget cannot hold the items (others hold all but ten
 	// items' worth) refuses the session.
 	tight := e.another(func(*Config) {})
-	others := int(tight.mem.limit) - 10*negItemBytes
-	require.Equal(t, taken, tight.mem.take(others, tight.mem.limit, false))
-	defer tight.mem.give(others)
+	others := int(tight.mem.Limit()) - 10*negItemBytes
+	require.Equal(t, wsconn.Taken, tight.mem.Take(others, tight.mem.Limit(), false))
+	defer tight.mem.Give(others)
 	tc := dial(t, tight.url)
 	tc.send("NEG-OPEN", "t", filter, "61")
 	require.Equal(t, reasonNegMemory, str(t, negErr(t, tc, "t")[2]))

@@ -14,6 +14,7 @@ import (
 	"github.com/kukuri/communitynode/internal/groups"
 	"github.com/kukuri/communitynode/internal/negentropy"
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/relay/wsconn"
 	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
@@ -574,13 +575,13 @@ func (c *conn) treeNeg(s *negSession, f nostr.Filter, msg string) bool {
 			c.r.cfg.MaxSyncEvents))
 		return true
 	}
-	if c.negMem.take(negTreeSessionBytes, c.negMem.limit, false) != taken {
+	if c.negMem.Take(negTreeSessionBytes, c.negMem.Limit(), false) != wsconn.Taken {
 		c.failNeg(s, negErrMsg(s.id, reasonNegMemory))
 		return true
 	}
 	srv, err := negentropy.NewTreeServer(snap.Window(lo, hi), c.r.cfg.NegFrameLimit)
 	if err != nil {
-		c.negMem.give(negTreeSessionBytes)
+		c.negMem.Give(negTreeSessionBytes)
 		c.logger().Warn("negentropy session failed", "sub", s.id, "err", err)
 		c.failNeg(s, negErrMsg(s.id, reasonNegFailed))
 		return true
@@ -588,7 +589,7 @@ func (c *conn) treeNeg(s *negSession, f nostr.Filter, msg string) bool {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		c.negMem.give(negTreeSessionBytes)
+		c.negMem.Give(negTreeSessionBytes)
 		return true
 	}
 	s.srv, s.held, s.items, s.tree = srv, negTreeSessionBytes, n, true

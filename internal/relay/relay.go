@@ -153,7 +153,7 @@ type Relay struct {
 	gatherer   prometheus.Gatherer
 	now        func() time.Time
 
-	mem      *budget // what every connection holds together; see budget
+	mem      *wsconn.Budget // what every connection holds together; see wsconn.Budget
 	index    *subIndex
 	batcher  *batcher
 	follower *follower
@@ -210,7 +210,7 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 		m:               newMetrics(deps.Registerer),
 		gatherer:        deps.Gatherer,
 		now:             deps.Now,
-		mem:             newBudget(cfg.TotalQueueBytes, nil),
+		mem:             wsconn.NewBudget(cfg.TotalQueueBytes, nil),
 		index:           newSubIndex(),
 		eventsPerIP:     ratelimit.New(cfg.EventRatePerIP, deps.Now),
 		eventsPerPubkey: ratelimit.New(cfg.EventRatePerPubkey, deps.Now),
@@ -225,7 +225,8 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 			// A held connection keeps its read buffer (a message longer than
 			// it is read in several reads), and takes a write buffer from the
 			// pool only while gorilla writes a data frame (the goodbye's;
-			// writeBatch writes the others from buffers of its own).
+			// the connections' wsconn.Writer writes the others from
+			// buffers of its own).
 			ReadBufferSize:  readBufferSize,
 			WriteBufferPool: &sync.Pool{},
 			// Nostr clients run in browsers on any origin.
@@ -466,7 +467,7 @@ func (r *Relay) shutdown(acc *acceptor, srv *http.Server) {
 	case <-ctx.Done():
 		r.connsMu.Lock()
 		for c := range r.conns {
-			_ = c.ws.Close()
+			_ = c.w.Conn().Close()
 			cut++
 		}
 		r.connsMu.Unlock()
@@ -698,8 +699,8 @@ func (r *Relay) pinger(ctx context.Context) {
 		case now := <-t.C:
 			r.connsMu.Lock()
 			for c := range r.conns {
-				if rt := r.cfg.ReadTimeout; rt > 0 && c.ws.Idle(now) > rt {
-					_ = c.ws.Close() // (the read deadline: the connection ends)
+				if rt := r.cfg.ReadTimeout; rt > 0 && c.w.Conn().Idle(now) > rt {
+					_ = c.w.Conn().Close() // (the read deadline: the connection ends)
 					continue
 				}
 				if now.Sub(c.lastPing) >= every && !c.closing() {

@@ -22,7 +22,7 @@ func pipeConn(t *testing.T, r *Relay) *conn {
 	ours, theirs := net.Pipe()
 	go func() { _, _ = io.Copy(io.Discard, theirs) }()
 	c := newConnOn(r, wsconn.New(ours), "127.0.0.1", "127.0.0.1")
-	c.wake.Store(0) // (no writer yet: the first kick starts one)
+	c.w.Start(c) // (the first writer finds nothing and ends: the first kick starts one)
 	require.True(t, r.track(c))
 	t.Cleanup(func() {
 		c.closeWith(closePeerGone)
@@ -53,7 +53,7 @@ func TestQueryResultsWaitForRelayRoom(t *testing.T) {
 
 	// a's query holds 192 KiB of rows it has read and not queued yet.
 	const rows = 192 << 10
-	require.Equal(t, taken, a.mem.take(rows, a.mem.bulkLimit(), false))
+	require.Equal(t, wsconn.Taken, a.mem.Take(rows, a.mem.BulkLimit(), false))
 	queued := make(chan bool, 1)
 	go func() {
 		queued <- b.enqueueBulk(context.Background(), plainMsg(bytes.Repeat([]byte("x"), 80<<10)))
@@ -61,7 +61,7 @@ func TestQueryResultsWaitForRelayRoom(t *testing.T) {
 	// b waits (it asked to be woken by the relay's budget) or, on the step
 	// before, shed a: polled, not slept.
 	deadline := time.Now().Add(waitTimeout)
-	for r.mem.given.Load() == nil && !a.closing() {
+	for !r.mem.Waited() && !a.closing() {
 		require.True(t, time.Now().Before(deadline), "b neither waits nor sheds")
 		time.Sleep(time.Millisecond)
 	}
@@ -71,7 +71,7 @@ func TestQueryResultsWaitForRelayRoom(t *testing.T) {
 		t.Fatalf("the result did not wait for room (queued: %v)", ok)
 	default:
 	}
-	a.mem.give(rows) // a's query queues or ends: its rows come back
+	a.mem.Give(rows) // a's query queues or ends: its rows come back
 	select {
 	case ok := <-queued:
 		require.True(t, ok, "b's result is queued once the room came back")
@@ -98,8 +98,8 @@ func TestQueryResultsShedAfterWriteTimeout(t *testing.T) {
 	a, b, c := pipeConn(t, r), pipeConn(t, r), pipeConn(t, r)
 
 	// a holds 160 KiB, c 32 KiB: neither is queued (their queries hold them).
-	require.Equal(t, taken, a.mem.take(160<<10, a.mem.bulkLimit(), false))
-	require.Equal(t, taken, c.mem.take(32<<10, c.mem.bulkLimit(), false))
+	require.Equal(t, wsconn.Taken, a.mem.Take(160<<10, a.mem.BulkLimit(), false))
+	require.Equal(t, wsconn.Taken, c.mem.Take(32<<10, c.mem.BulkLimit(), false))
 	queued := make(chan bool, 1)
 	go func() {
 		queued <- b.enqueueBulk(context.Background(), plainMsg(bytes.Repeat([]byte("x"), 80<<10)))
@@ -115,7 +115,7 @@ func TestQueryResultsShedAfterWriteTimeout(t *testing.T) {
 		t.Fatalf("the result was not waiting for the shed client's bytes (queued: %v)", ok)
 	default:
 	}
-	a.mem.give(160 << 10) // a's query notices it is closed and ends
+	a.mem.Give(160 << 10) // a's query notices it is closed and ends
 	select {
 	case ok := <-queued:
 		require.True(t, ok)
@@ -125,5 +125,5 @@ func TestQueryResultsShedAfterWriteTimeout(t *testing.T) {
 	require.False(t, c.closing(), "only the connection holding the most is shed")
 	require.False(t, b.closing())
 	require.Equal(t, 1.0, testutil.ToFloat64(r.m.slowDisconnects))
-	c.mem.give(32 << 10)
+	c.mem.Give(32 << 10)
 }

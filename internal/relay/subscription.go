@@ -8,6 +8,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/kukuri/communitynode/internal/protocol"
+	"github.com/kukuri/communitynode/internal/relay/wsconn"
 )
 
 // subscription is one REQ of one connection: its normalised filters, registered in
@@ -68,13 +69,13 @@ type pendingLive struct {
 }
 
 // event is the EVENT message of evJSON for this subscription (evJSON is
-// shared, not copied: see outMsg).
-func (s *subscription) event(evJSON []byte) outMsg {
+// shared, not copied: see wsconn.Msg).
+func (s *subscription) event(evJSON []byte) wsconn.Msg {
 	head := s.head
 	if head == nil { // (a subscription made by a test, not newSubscription)
 		head = eventHead(s.id)
 	}
-	return outMsg{head: head, body: evJSON}
+	return wsconn.Msg{Head: head, Body: evJSON}
 }
 
 func newSubscription(c *conn, id string, filters []nostr.Filter, v protocol.Viewer) *subscription {
@@ -126,7 +127,7 @@ func (s *subscription) take(ev *nostr.Event, seq int64, evJSON []byte) (ok, queu
 			s.conn.tooSlow("too many live events held while a query runs")
 			return false, false
 		}
-		if r := s.conn.mem.take(len(evJSON), s.conn.mem.limit, false); r != taken {
+		if r := s.conn.mem.Take(len(evJSON), s.conn.mem.Limit(), false); r != wsconn.Taken {
 			s.conn.tooSlow(r.String())
 			return false, false
 		}
@@ -154,7 +155,7 @@ func (s *subscription) take(ev *nostr.Event, seq int64, evJSON []byte) (ok, queu
 // none.
 func (s *subscription) replay(stored []*nostr.Event, sv *servedJSON, seq int64, held int) {
 	c := s.conn
-	defer func() { c.mem.give(held) }()
+	defer func() { c.mem.Give(held) }()
 	s.mu.Lock()
 	s.snapshot = seq
 	s.mu.Unlock()
@@ -178,8 +179,8 @@ func (s *subscription) replay(stored []*nostr.Event, sv *servedJSON, seq int64, 
 			continue
 		}
 		msg := s.event(js)
-		back := min(held, msg.size())
-		c.mem.give(back)
+		back := min(held, msg.Size())
+		c.mem.Give(back)
 		held -= back
 		if !c.enqueueBulk(s.ctx, msg) {
 			return
@@ -203,13 +204,13 @@ func (s *subscription) replay(stored []*nostr.Event, sv *servedJSON, seq int64, 
 		}
 		s.mu.Unlock()
 		for i, p := range pending {
-			c.mem.give(len(p.json)) // (taken by deliver)
+			c.mem.Give(len(p.json)) // (taken by deliver)
 			if s.covered(p.seq) || s.sentWithheld(p.seq, p.ev) || !mayWrite(s.viewer, p.ev, p.json) {
 				continue
 			}
 			if !c.enqueueBulk(s.ctx, s.event(p.json)) {
 				for _, rest := range pending[i+1:] {
-					c.mem.give(len(rest.json))
+					c.mem.Give(len(rest.json))
 				}
 				return
 			}
@@ -222,7 +223,7 @@ func (s *subscription) replay(stored []*nostr.Event, sv *servedJSON, seq int64, 
 func (s *subscription) close() {
 	s.mu.Lock()
 	s.closed = true
-	s.conn.mem.give(s.pendingBytes)
+	s.conn.mem.Give(s.pendingBytes)
 	s.pending, s.pendingBytes = nil, 0
 	cancel := s.cancel
 	s.mu.Unlock()

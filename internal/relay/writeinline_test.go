@@ -15,6 +15,8 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kukuri/communitynode/internal/relay/wsconn"
 )
 
 // TestInlineWriteHandsOver: the live fan-out's inline writes (kickInline)
@@ -57,7 +59,7 @@ func TestInlineWriteHandsOver(t *testing.T) {
 	_, got, err := cl.ReadMessage()
 	require.NoError(t, err)
 	require.Contains(t, string(got), `["AUTH",`)
-	for deadline := time.Now().Add(waitTimeout); c.wake.Load() != 0; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(waitTimeout); c.w.Active(); time.Sleep(time.Millisecond) {
 		require.True(t, time.Now().Before(deadline), "the first writer did not end")
 	}
 
@@ -68,7 +70,7 @@ func TestInlineWriteHandsOver(t *testing.T) {
 	go func() {
 		defer close(fanned)
 		for i := range n {
-			if !c.push(outMsg{head: eventHead("s"), body: body(i)}) {
+			if !c.push(wsconn.Msg{Head: eventHead("s"), Body: body(i)}) {
 				return
 			}
 			c.kickInline()
@@ -86,22 +88,22 @@ func TestInlineWriteHandsOver(t *testing.T) {
 		typ, got, err := cl.ReadMessage()
 		require.NoError(t, err, "message %d", i)
 		require.Equal(t, websocket.TextMessage, typ)
-		require.Equal(t, string(outMsg{head: eventHead("s"), body: body(i)}.bytes()), string(got), "message %d", i)
+		require.Equal(t, string(wsconn.Msg{Head: eventHead("s"), Body: body(i)}.Bytes()), string(got), "message %d", i)
 	}
 	// Every byte written goes back to the budget (after the client had it:
 	// polled, not slept).
 	deadline := time.Now().Add(waitTimeout)
-	for c.mem.held() != 0 && time.Now().Before(deadline) {
+	for c.mem.Held() != 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	require.Zero(t, c.mem.held(), "bytes still taken from the connection's budget")
+	require.Zero(t, c.mem.Held(), "bytes still taken from the connection's budget")
 	require.NoError(t, cl.Close())
 	select {
 	case <-ended:
 	case <-time.After(waitTimeout):
 		t.Fatal("the connection did not end")
 	}
-	require.Zero(t, r.mem.held(), "bytes still taken from the relay's budget")
+	require.Zero(t, r.mem.Held(), "bytes still taken from the relay's budget")
 }
 
 // TestLiveFanoutShares: a fan-out large enough to be split among goroutines

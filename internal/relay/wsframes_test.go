@@ -30,7 +30,7 @@ func TestIdleConnectionsHoldNoGoroutine(t *testing.T) {
 				return false
 			}
 			for c := range tr.conns {
-				if c.wake.Load() != 0 { // (a writer runs: the AUTH challenge)
+				if c.w.Active() { // (a writer runs: the AUTH challenge)
 					return false
 				}
 			}

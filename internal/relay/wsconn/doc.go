@@ -1,6 +1,8 @@
 // Package wsconn is the relay's WebSocket transport (RFC 6455): the
-// handshake, the reading of a client's frames, and the frame format its
-// writer uses. It knows nothing of Nostr.
+// handshake, the reading of a client's frames (Conn), and the writing of the
+// frames queued for it (Writer), with the memory budget their bytes are
+// charged to (Budget). It knows nothing of Nostr (a Msg is any text message,
+// or a JSON array whose last element is shared: see Msg).
 //
 // # Reading: no goroutine per idle connection
 //
@@ -46,31 +48,74 @@
 //
 // # Writing: one writer, frames whole and in order
 //
-// The transport never writes on its own: the close frame a reading ended
-// with is answered by the owner's writer. The owner keeps these promises
-// (the relay's conn does; see internal/relay's writeinline.go and
-// sendqueue.go):
+// A Writer (held by value in its owner's connection, Init) is the writing
+// half: a queue of messages and the connection's one writer, which runs only
+// while something is due. Producers (any goroutine) Push or PushBulk a
+// message and Kick the writer: a goroutine is started when none runs, and
+// ends when nothing more is due; KickInline makes a caller that must not
+// block (the relay's live fan-out) the writer for as long as the socket takes
+// the frames without waiting. An idle Writer holds no goroutine, no buffer
+// (the queue's ring, the batch and frame buffers are pooled) and no timer.
+// What the transport does not decide it asks of its Owner, passed in on
+// every call that may write (a Writer keeps no pointer to it). The promises:
 //
-//   - one writer at a time per connection (WriteControl, WriteMessage and
-//     the owner's own writes of frames made with AppendFrameHeader);
-//   - frames go out in queue order, and a frame is never interleaved with
-//     another: what a non-blocking write left unwritten is written before
-//     anything else;
-//   - a frame's bytes stay charged to the connection's and the relay's
-//     budgets until written;
-//   - a slow reader is dropped when its budget fills or a write does not
-//     complete within the write timeout (Close ends a write in progress);
-//   - pings are answered with the latest ping's payload; the closing side
-//     sends a close frame with its code (1000-1003, 1007-1011, 3000-4999)
-//     and closes the socket soon after the peer's answer or a short wait.
+//   - one writer at a time per connection: the kicks are counted (wake), the
+//     writer answers every kick that came before it found nothing more to do,
+//     so no kick is lost and no second writer starts while one runs; the
+//     owner writes to the socket only as the writer (Owner.Goodbye and the
+//     Writer methods it calls);
+//   - frames go out in queue order, each message one unfragmented text frame
+//     (compressed with permessage-deflate when negotiated), as many per write
+//     as are queued (up to 64 KiB: one vectored write, a small batch copied
+//     into one buffer); a frame is never interleaved with another: what a
+//     non-blocking write left unwritten is written before anything else
+//     (ping, pong, close frame included), or dropped with the socket;
+//   - a message's bytes are charged to the connection's Budget, and so to the
+//     relay's (its parent), from Push until the frame is written (or the
+//     connection drops it): a batch on its way to the socket counts as it did
+//     in the queue. Push never blocks and refuses what would take the queue
+//     past its number of messages or the budget past its limit (ConnFull) or
+//     the parent past its own (RelayFull); a message into an empty queue is
+//     taken whatever its size, within the parent. PushBulk leaves a quarter of
+//     either limit to Push and hands out a channel closed when room comes;
+//   - slow readers are dropped: by budget (a refused Push: the owner drops
+//     the peer; the relay's conn disconnects it as too slow, or first the
+//     connection holding the most when the relay's budget refused), and by
+//     write timeout: a write that cannot complete within
+//     Owner.WriteTimeout fails (it may fail after three quarters of it: the
+//     socket's deadline is moved about once per quarter of it, not per
+//     write), the owner is told (WriteFailed), and the writer drops what the
+//     connection holds, gives its bytes back and closes the socket. Closing
+//     the socket (Conn.Close, from any goroutine) ends a write in progress;
+//   - ping and pong: PingSoon has the writer send a ping (also while the
+//     queue never empties), AnswerPing has it answer the latest ping with
+//     its payload (RFC 6455 5.5.3), each within the write timeout;
+//   - close codes: the closing side's goodbye (Owner.Goodbye, on the writer)
+//     sends a close frame with its code (WriteClose: 1000-1003, 1007-1014,
+//     3000-4999; the relay's are 1001 shutting down, 1008 too slow or
+//     blocked, 1012 restarting), the peer's close frame is echoed with its
+//     code and a refused frame answered with the refusal's (1002, 1007,
+//     1009: see Reading above; CloseReply), and the socket is closed after
+//     the goodbye, soon after the peer's answer or a short wait; the writer
+//     then ends for good (Done).
+//
+// Conn.WriteControl and Conn.WriteMessage are for a connection without a
+// Writer (the relay's refusal of a connection it cannot take after the
+// upgrade, the tests): the caller is its one writer.
 //
 // # The handshake
 //
 // Upgrader.Upgrade answers a handshake with the 101 and nothing kept but the
-// Conn; what it refuses it answers as gorilla/websocket did. The relay's
-// acceptor reads the request head before it (at most 8 KiB, within the head
-// timeout; 431 beyond) and applies the per-address limits; see
-// internal/relay/accept.go.
+// Conn; what it refuses it answers as gorilla/websocket did. In front of it
+// the relay's acceptor (internal/relay/accept.go, handler.go) promises:
+//
+//   - the request head is read at most 8 KiB (request line and headers,
+//     into a pooled buffer), within the head timeout (10 s); a longer head is
+//     answered 431 and the connection closed, a slow one closed;
+//   - per address: a blocked address is refused (403), and an address at its
+//     connection limit (MaxConnsPerIP, counted per ratelimit.AddrKey: an IPv6
+//     /64 as one) refused with 429, before the upgrade; a relay shutting down
+//     answers 503.
 //
 // # permessage-deflate
 //

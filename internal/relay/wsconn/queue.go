@@ -1,4 +1,4 @@
-package relay
+package wsconn
 
 import "sync"
 
@@ -9,92 +9,92 @@ const queueMinSlots = 4
 
 // smallRing is a ring of queueMinSlots; ringPool holds the free ones, each
 // with every slot zero.
-type smallRing [queueMinSlots]outMsg
+type smallRing [queueMinSlots]Msg
 
 var ringPool = sync.Pool{New: func() any { return new(smallRing) }}
 
 // releaseRing gives a drained queue's ring back (to ringPool when it is a
 // small one); its slots are zero (pop and popBatch clear them).
-func (q *sendQueue) releaseRing() {
+func (q *queue) releaseRing() {
 	if len(q.ring) == queueMinSlots {
 		ringPool.Put((*smallRing)(q.ring))
 	}
 	q.ring, q.head = nil, 0
 }
 
-// outMsg is one message to send: body alone, or an EVENT of a subscription:
-// head (the subscription's `["EVENT",<quoted id>,`, see eventHead), then body
-// (the event's JSON, shared with the event cache or the live fan-out and never
-// written to), then "]". So an EVENT is queued and written without a copy of
-// its own: the writer sends the parts with one vectored write (writeBatch).
-type outMsg struct {
-	head, body []byte
+// Msg is one text message to send: Body alone, or a JSON array whose last
+// element is Body: Head (which opens it, as the relay's
+// `["EVENT",<quoted id>,`), then Body (shared, never written to: the relay's
+// event JSON, held by its event cache or its live fan-out), then the "]" that
+// closes it, which the writer adds. So an EVENT is queued and written without
+// a copy of its own: the writer sends the parts with one vectored write
+// (writeBatch).
+type Msg struct {
+	Head, Body []byte
 }
 
-// plainMsg is a message of one slice.
-func plainMsg(b []byte) outMsg { return outMsg{body: b} }
-
-// size is the message's length on the wire (the frame's payload).
-func (m outMsg) size() int {
-	if m.head == nil {
-		return len(m.body)
+// Size is the message's length on the wire (the frame's payload).
+func (m Msg) Size() int {
+	if m.Head == nil {
+		return len(m.Body)
 	}
-	return len(m.head) + len(m.body) + 1
+	return len(m.Head) + len(m.Body) + 1
 }
 
-// bytes returns the message in one slice: body, or for an EVENT a new slice.
-func (m outMsg) bytes() []byte {
-	if m.head == nil {
-		return m.body
+// Bytes returns the message in one slice: Body, or with a Head a new slice.
+func (m Msg) Bytes() []byte {
+	if m.Head == nil {
+		return m.Body
 	}
-	b := make([]byte, 0, m.size())
-	return append(append(append(b, m.head...), m.body...), ']')
+	b := make([]byte, 0, m.Size())
+	return append(append(append(b, m.Head...), m.Body...), ']')
 }
 
-// sendQueue is a connection's FIFO of outgoing messages, bounded by a number of
-// messages and by a byte budget: the connection's (see budget), which the queue
-// shares with what else is held for the connection. It is safe for any number
-// of producers and one consumer (the writer).
+// queue is a Writer's FIFO of outgoing messages, bounded by a number of
+// messages and by a byte budget: the connection's (see Budget), which the
+// queue shares with what else its owner holds for the connection. It is safe
+// for any number of producers and one consumer (the writer).
 //
-// It allocates lazily: an idle queue holds no buffer, the ring grows by doubling
-// as messages wait, and a drained queue gives its ring back (see queueMinSlots). A message is accepted into an empty queue whatever its size
+// It allocates lazily: an idle queue holds no buffer, the ring grows by
+// doubling as messages wait, and a drained queue gives its ring back (see
+// queueMinSlots). A message is accepted into an empty queue whatever its size
 // (beyond the connection's budget, never beyond the relay's), so no single
 // message is undeliverable.
-type sendQueue struct {
+type queue struct {
 	maxMsgs, bulkMsgs int     // the message limits of push and pushBulk (three quarters)
-	mem               *budget // the bytes of the queued messages are taken from it
+	mem               *Budget // the bytes of the queued messages are taken from it
 
-	// ready, if not nil (newSendQueue), holds a signal (capacity 1) once a
-	// message has been pushed. A connection's queue has none: its writer is
-	// kicked after each push instead (conn.kick).
+	// ready, if not nil (newQueue), holds a signal (capacity 1) once a
+	// message has been pushed. A Writer's queue has none: its writer is
+	// kicked after each push instead (Writer.Kick).
 	ready chan struct{}
 
 	mu    sync.Mutex
-	ring  []outMsg      // nil until the first push and after a drain that releases it
+	ring  []Msg         // nil until the first push and after a drain that releases it
 	head  int           // index of the oldest message in ring
 	n     int           // messages queued
 	bytes int           // their total length
 	room  chan struct{} // closed at the next pop; made by a pushBulk that found no room
 }
 
-// newSendQueue returns a queue with a budget of its own of maxBytes, which
+// newQueue returns a queue with a budget of its own of maxBytes, which
 // signals ready.
-func newSendQueue(maxMsgs, maxBytes int) *sendQueue {
-	q := &sendQueue{ready: make(chan struct{}, 1)}
-	q.init(maxMsgs, newBudget(maxBytes, nil))
+func newQueue(maxMsgs, maxBytes int) *queue {
+	q := &queue{ready: make(chan struct{}, 1)}
+	q.init(maxMsgs, NewBudget(maxBytes, nil))
 	return q
 }
 
 // init sets up an empty queue whose messages are taken from mem, without ready.
-func (q *sendQueue) init(maxMsgs int, mem *budget) {
+func (q *queue) init(maxMsgs int, mem *Budget) {
 	q.maxMsgs, q.bulkMsgs, q.mem = maxMsgs, maxMsgs-maxMsgs/4, mem
 }
 
 // push appends msg unless that would exceed a limit; it never blocks.
-func (q *sendQueue) push(msg outMsg) bool { return q.tryPush(msg) == taken }
+func (q *queue) push(msg Msg) bool { return q.tryPush(msg) == Taken }
 
 // tryPush is push saying whose limit refused msg, if any.
-func (q *sendQueue) tryPush(msg outMsg) takeResult {
+func (q *queue) tryPush(msg Msg) TakeResult {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.pushLocked(msg, q.maxMsgs, q.mem.limit)
@@ -104,18 +104,18 @@ func (q *sendQueue) tryPush(msg outMsg) takeResult {
 // quarters of a limit, leaving the rest to push. When it does not, it returns a
 // channel that is closed at the writer's next pop: the caller retries then, and
 // no wake-up is ever missed.
-func (q *sendQueue) pushBulk(msg outMsg) (bool, <-chan struct{}) {
+func (q *queue) pushBulk(msg Msg) (bool, <-chan struct{}) {
 	r, room := q.tryPushBulk(msg)
-	return r == taken, room
+	return r == Taken, room
 }
 
 // tryPushBulk is pushBulk saying whose limit refused msg, if any.
-func (q *sendQueue) tryPushBulk(msg outMsg) (takeResult, <-chan struct{}) {
+func (q *queue) tryPushBulk(msg Msg) (TakeResult, <-chan struct{}) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	r := q.pushLocked(msg, q.bulkMsgs, q.mem.bulkLimit())
-	if r == taken {
-		return taken, nil
+	r := q.pushLocked(msg, q.bulkMsgs, q.mem.BulkLimit())
+	if r == Taken {
+		return Taken, nil
 	}
 	if q.room == nil {
 		q.room = make(chan struct{})
@@ -123,11 +123,11 @@ func (q *sendQueue) tryPushBulk(msg outMsg) (takeResult, <-chan struct{}) {
 	return r, q.room
 }
 
-func (q *sendQueue) pushLocked(msg outMsg, maxMsgs int, maxBytes int64) takeResult {
+func (q *queue) pushLocked(msg Msg, maxMsgs int, maxBytes int64) TakeResult {
 	if q.n > 0 && q.n+1 > maxMsgs {
-		return connFull
+		return ConnFull
 	}
-	if r := q.mem.take(msg.size(), maxBytes, q.n == 0); r != taken {
+	if r := q.mem.Take(msg.Size(), maxBytes, q.n == 0); r != Taken {
 		return r
 	}
 	if q.n == len(q.ring) {
@@ -135,22 +135,22 @@ func (q *sendQueue) pushLocked(msg outMsg, maxMsgs int, maxBytes int64) takeResu
 	}
 	q.ring[(q.head+q.n)%len(q.ring)] = msg
 	q.n++
-	q.bytes += msg.size()
+	q.bytes += msg.Size()
 	select {
 	case q.ready <- struct{}{}:
 	default:
 	}
-	return taken
+	return Taken
 }
 
 // grow doubles the ring (or takes the first one from ringPool), keeping the
 // FIFO order.
-func (q *sendQueue) grow() {
+func (q *queue) grow() {
 	if q.ring == nil {
 		q.ring, q.head = ringPool.Get().(*smallRing)[:], 0
 		return
 	}
-	ring := make([]outMsg, 2*len(q.ring))
+	ring := make([]Msg, 2*len(q.ring))
 	for i := range q.n {
 		ring[i] = q.ring[(q.head+i)%len(q.ring)]
 	}
@@ -163,18 +163,18 @@ func (q *sendQueue) grow() {
 }
 
 // pop removes and returns the oldest message; false means the queue is empty.
-func (q *sendQueue) pop() (outMsg, bool) {
+func (q *queue) pop() (Msg, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.n == 0 {
-		return outMsg{}, false
+		return Msg{}, false
 	}
 	msg := q.ring[q.head]
-	q.ring[q.head] = outMsg{}
+	q.ring[q.head] = Msg{}
 	q.head = (q.head + 1) % len(q.ring)
 	q.n--
-	q.bytes -= msg.size()
-	q.mem.give(msg.size())
+	q.bytes -= msg.Size()
+	q.mem.Give(msg.Size())
 	if q.n == 0 {
 		q.releaseRing()
 	}
@@ -191,21 +191,21 @@ func (q *sendQueue) pop() (outMsg, bool) {
 // from the budget: the caller gives them back with sent(n) once written, so
 // that a batch on its way to the socket counts against the connection as it
 // did in the queue. An empty queue returns no message.
-func (q *sendQueue) popBatch(dst []outMsg, maxBytes int) (msgs []outMsg, n int) {
+func (q *queue) popBatch(dst []Msg, maxBytes int) (msgs []Msg, n int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	msgs = dst[:0]
 	for q.n > 0 {
 		msg := q.ring[q.head]
-		if len(msgs) > 0 && n+msg.size() > maxBytes {
+		if len(msgs) > 0 && n+msg.Size() > maxBytes {
 			break
 		}
 		msgs = append(msgs, msg)
-		n += msg.size()
-		q.ring[q.head] = outMsg{}
+		n += msg.Size()
+		q.ring[q.head] = Msg{}
 		q.head = (q.head + 1) % len(q.ring)
 		q.n--
-		q.bytes -= msg.size()
+		q.bytes -= msg.Size()
 	}
 	if q.n == 0 {
 		q.releaseRing()
@@ -215,10 +215,10 @@ func (q *sendQueue) popBatch(dst []outMsg, maxBytes int) (msgs []outMsg, n int) 
 
 // sent gives back the n bytes of a batch from popBatch, now written (or
 // dropped), and wakes a pushBulk waiting for room.
-func (q *sendQueue) sent(n int) {
+func (q *queue) sent(n int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.mem.give(n)
+	q.mem.Give(n)
 	if q.room != nil {
 		close(q.room)
 		q.room = nil
@@ -226,7 +226,7 @@ func (q *sendQueue) sent(n int) {
 }
 
 // size returns the number of queued messages and their total length.
-func (q *sendQueue) size() (msgs, bytes int) {
+func (q *queue) size() (msgs, bytes int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.n, q.bytes
@@ -234,10 +234,10 @@ func (q *sendQueue) size() (msgs, bytes int) {
 
 // clear drops every queued message and gives their bytes back: the connection
 // is closing and will send none of them.
-func (q *sendQueue) clear() {
+func (q *queue) clear() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.mem.give(q.bytes)
+	q.mem.Give(q.bytes)
 	clear(q.ring)
 	q.releaseRing()
 	q.n, q.bytes = 0, 0

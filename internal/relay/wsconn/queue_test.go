@@ -1,4 +1,4 @@
-package relay
+package wsconn
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestSendQueueLimits(t *testing.T) {
+func TestQueueLimits(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name               string
@@ -31,7 +31,7 @@ func TestSendQueueLimits(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			q := newSendQueue(tc.maxMsgs, tc.maxBytes)
+			q := newQueue(tc.maxMsgs, tc.maxBytes)
 			for i, n := range tc.sizes {
 				var ok bool
 				if tc.bulk {
@@ -55,9 +55,9 @@ func TestSendQueueLimits(t *testing.T) {
 	}
 }
 
-func TestSendQueueFIFO(t *testing.T) {
+func TestQueueFIFO(t *testing.T) {
 	t.Parallel()
-	q := newSendQueue(1000, 1<<20)
+	q := newQueue(1000, 1<<20)
 	next, want := 0, 0
 	// Interleave pushes and pops so that the ring wraps around and grows while
 	// wrapped.
@@ -69,7 +69,7 @@ func TestSendQueueFIFO(t *testing.T) {
 		for range step.pop {
 			msg, ok := q.pop()
 			require.True(t, ok)
-			require.Equal(t, strconv.Itoa(want), string(msg.bytes()))
+			require.Equal(t, strconv.Itoa(want), string(msg.Bytes()))
 			want++
 		}
 	}
@@ -80,11 +80,11 @@ func TestSendQueueFIFO(t *testing.T) {
 	require.Zero(t, size)
 }
 
-// TestSendQueueMemory: an idle queue holds no ring, a drained one gives its
+// TestQueueMemory: an idle queue holds no ring, a drained one gives its
 // ring back, small or large; popped slots let go of messages.
-func TestSendQueueMemory(t *testing.T) {
+func TestQueueMemory(t *testing.T) {
 	t.Parallel()
-	q := newSendQueue(1000, 1<<20)
+	q := newQueue(1000, 1<<20)
 	require.Nil(t, q.ring, "allocated before the first message")
 
 	require.True(t, q.push(plainMsg([]byte("a"))))
@@ -107,11 +107,11 @@ func TestSendQueueMemory(t *testing.T) {
 	require.Nil(t, q.ring, "a large ring is kept after the queue drained")
 }
 
-// TestSendQueueSignals: a push signals ready (coalescing); a pop closes the channel
+// TestQueueSignals: a push signals ready (coalescing); a pop closes the channel
 // a refused pushBulk returned.
-func TestSendQueueSignals(t *testing.T) {
+func TestQueueSignals(t *testing.T) {
 	t.Parallel()
-	q := newSendQueue(4, 1000)
+	q := newQueue(4, 1000)
 	require.Empty(t, q.ready)
 	require.True(t, q.push(plainMsg([]byte("a"))))
 	require.True(t, q.push(plainMsg([]byte("b"))))
@@ -138,10 +138,10 @@ func TestSendQueueSignals(t *testing.T) {
 	require.True(t, ok)
 }
 
-// TestSendQueueConcurrent: producers using push and pushBulk and one consumer;
+// TestQueueConcurrent: producers using push and pushBulk and one consumer;
 // every message arrives once, each producer's in its order, and the queue never
 // holds more than its limits.
-func TestSendQueueConcurrent(t *testing.T) {
+func TestQueueConcurrent(t *testing.T) {
 	t.Parallel()
 	const (
 		producers = 4
@@ -149,7 +149,7 @@ func TestSendQueueConcurrent(t *testing.T) {
 		maxMsgs   = 64
 		maxBytes  = 2000
 	)
-	q := newSendQueue(maxMsgs, maxBytes)
+	q := newQueue(maxMsgs, maxBytes)
 	var wg sync.WaitGroup
 	for p := range producers {
 		wg.Add(1)
@@ -189,7 +189,7 @@ func TestSendQueueConcurrent(t *testing.T) {
 			continue
 		}
 		var p, i int
-		_, err := fmt.Sscanf(string(msg.bytes()), "%d:%d:", &p, &i)
+		_, err := fmt.Sscanf(string(msg.Bytes()), "%d:%d:", &p, &i)
 		require.NoError(t, err)
 		require.Equal(t, next[p], i, "producer %d out of order", p)
 		next[p]++
@@ -200,20 +200,20 @@ func TestSendQueueConcurrent(t *testing.T) {
 	require.False(t, ok)
 }
 
-// TestSendQueueBatchHeldUntilSent: popBatch takes messages in order up to its
+// TestQueueBatchHeldUntilSent: popBatch takes messages in order up to its
 // byte bound (a longer first one alone), and their bytes stay taken from the
 // budget, with a pushBulk waiting for room, until sent gives them back.
-func TestSendQueueBatchHeldUntilSent(t *testing.T) {
+func TestQueueBatchHeldUntilSent(t *testing.T) {
 	t.Parallel()
-	q := newSendQueue(100, 100)
+	q := newQueue(100, 100)
 	for _, n := range []int{30, 30, 15} {
 		require.True(t, q.push(plainMsg(bytes.Repeat([]byte{byte(n)}, n))))
 	}
 	msgs, n := q.popBatch(nil, 60)
 	require.Len(t, msgs, 2)
 	require.Equal(t, 60, n)
-	require.Equal(t, byte(30), msgs[0].body[0])
-	require.Equal(t, int64(75), q.mem.held(), "a popped batch still counts until sent")
+	require.Equal(t, byte(30), msgs[0].Body[0])
+	require.Equal(t, int64(75), q.mem.Held(), "a popped batch still counts until sent")
 	ok, room := q.pushBulk(plainMsg(make([]byte, 10))) // 75 + 10 > three quarters of 100
 	require.False(t, ok)
 	select {
@@ -223,7 +223,7 @@ func TestSendQueueBatchHeldUntilSent(t *testing.T) {
 	}
 	q.sent(n)
 	<-room
-	require.Equal(t, int64(15), q.mem.held())
+	require.Equal(t, int64(15), q.mem.Held())
 	msgs, n = q.popBatch(msgs, 1) // the first message goes whatever its length
 	require.Len(t, msgs, 1)
 	require.Equal(t, 15, n)
@@ -231,5 +231,8 @@ func TestSendQueueBatchHeldUntilSent(t *testing.T) {
 	msgs, n = q.popBatch(msgs, 60)
 	require.Empty(t, msgs)
 	require.Zero(t, n)
-	require.Zero(t, q.mem.held())
+	require.Zero(t, q.mem.Held())
 }
+
+// plainMsg is a message of one slice.
+func plainMsg(b []byte) Msg { return Msg{Body: b} }
