@@ -2,7 +2,6 @@ package relay
 
 import (
 	"crypto/rand"
-	"encoding/hex"
 	"mime"
 	"net"
 	"net/http"
@@ -223,9 +222,12 @@ func parseAddr(s string) (netip.Addr, bool) {
 	return addr.WithZone(""), true
 }
 
-// newChallenge returns a fresh NIP-42 challenge.
-func newChallenge() string {
+// newChallenge returns a fresh NIP-42 challenge (conn.challengeText is how
+// it is sent), never all zero.
+func newChallenge() [16]byte {
 	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return hex.EncodeToString(b[:])
+	for b == [16]byte{} {
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	}
+	return b
 }

@@ -78,7 +78,7 @@ func (s *subscription) event(evJSON []byte) outMsg {
 }
 
 func newSubscription(c *conn, id string, filters []nostr.Filter, v protocol.Viewer) *subscription {
-	ctx, cancel := context.WithCancel(c.ctx)
+	ctx, cancel := c.childContext(0)
 	// (id is copied: it is a slice of the REQ message, which the
 	// subscription would keep whole; see detach)
 	s := &subscription{conn: c, id: strings.Clone(id), head: eventHead(id), filters: filters, viewer: v, ctx: ctx, cancel: cancel}
