@@ -436,8 +436,10 @@ func (c *conn) onReq(subID string, filters []nostr.Filter) {
 		}
 	}
 	c.mu.Lock()
-	s := newSubscription(c, subID, filters, c.viewer())
-	s.withheld = c.r.withheldFilters(filters, s.viewer)
+	s, ctx := newSubscription(c, subID, filters, c.viewer())
+	if wf := c.r.withheldFilters(filters, s.viewer()); wf != nil {
+		s.withheld = &subWithheld{filters: wf}
+	}
 	c.subs.put(s)
 	c.mu.Unlock()
 	if invite != nil { // before the query starts: before EOSE
@@ -445,7 +447,7 @@ func (c *conn) onReq(subID string, filters []nostr.Filter) {
 	}
 	c.r.index.add(s)
 	c.r.m.subscriptions.Inc()
-	if !c.startQuery(func() { c.runQuery(s) }) {
+	if !c.startQuery(func() { c.runQuery(s, ctx) }) {
 		s.query.Done()
 	}
 }
@@ -502,7 +504,7 @@ func (c *conn) endQuerySlot() {
 	}
 }
 
-func (c *conn) runQuery(s *subscription) {
+func (c *conn) runQuery(s *subscription, sctx context.Context) {
 	defer s.query.Done()
 	defer s.endQuery()
 	// The stored part must hold every row below the follower's start: a
@@ -515,10 +517,10 @@ func (c *conn) runQuery(s *subscription) {
 	if c.r.served.Load() {
 		select {
 		case <-c.r.follower.ready:
-		case <-s.ctx.Done():
+		case <-sctx.Done():
 		}
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, c.r.lv().QueryTimeout)
+	ctx, cancel := context.WithTimeout(sctx, c.r.lv().QueryTimeout)
 	// The rows the query reads are taken from the connection's budget (its
 	// bulk part) as they are read; the query stops when it is full, and the
 	// answer is what fit: EOSE follows it, and the client pages with until.
@@ -540,7 +542,7 @@ func (c *conn) runQuery(s *subscription) {
 	// are the cache's): it is only capped as the rows budget caps a query's
 	// (Request.Cap), and its messages take their share of the budget as they
 	// are queued.
-	res, err := c.r.reads.Read(ctx, readpath.Request{Filters: s.filters, Viewer: s.viewer, Take: budget,
+	res, err := c.r.reads.Read(ctx, readpath.Request{Filters: s.filters, Viewer: s.viewer(), Take: budget,
 		Cap: c.mem.bulkLimit()})
 	if res.Source == readpath.Cache {
 		stopped = res.Stopped // (the cache asked no Take)
@@ -552,7 +554,7 @@ func (c *conn) runQuery(s *subscription) {
 	if err == nil && replica {
 		// (the primary's window is read whole; the events it adds take their
 		// share of the budget)
-		cctx, ccancel := context.WithTimeout(s.ctx, c.r.lv().QueryTimeout)
+		cctx, ccancel := context.WithTimeout(sctx, c.r.lv().QueryTimeout)
 		events, seq, err = c.r.handoff(cctx, s, events, sv, seq, stopped, budget)
 		ccancel()
 	}
@@ -562,7 +564,7 @@ func (c *conn) runQuery(s *subscription) {
 	}
 	if err != nil {
 		c.mem.give(held)
-		if s.ctx.Err() != nil {
+		if sctx.Err() != nil {
 			return // closed, replaced, or the connection ended
 		}
 		reason := reasonQueryFailed
@@ -578,17 +580,17 @@ func (c *conn) runQuery(s *subscription) {
 	if res.Source == readpath.Primary && !stopped {
 		c.r.offerLearn(s, events, sv, seq)
 	}
-	if len(s.withheld) > 0 {
+	if len(s.withheldFilters()) > 0 {
 		// After the cache learnt the shared answer (never these). On the
 		// primary, after the stored part: a withheld event committed since
 		// the subscription was filed is read here or delivered live, and
 		// withheldSent keeps it from coming twice.
-		wctx, wcancel := context.WithTimeout(s.ctx, c.r.lv().QueryTimeout)
+		wctx, wcancel := context.WithTimeout(sctx, c.r.lv().QueryTimeout)
 		events, err = c.r.addWithheld(wctx, s, events, sv)
 		wcancel()
 		if err != nil {
 			c.mem.give(held)
-			if s.ctx.Err() == nil {
+			if sctx.Err() == nil {
 				c.logger().Warn("withheld group events query failed", "sub", s.id, "err", err)
 				c.dropSub(s)
 				c.enqueue(closedMsg(s.id, reasonQueryFailed))
@@ -596,7 +598,7 @@ func (c *conn) runQuery(s *subscription) {
 			return
 		}
 	}
-	s.replay(events, sv, seq, held)
+	s.replay(sctx, events, sv, seq, held)
 }
 
 // onCount answers a NIP-45 COUNT.

@@ -579,7 +579,7 @@ const fanoutShare = 256
 func deliverAll(subs []*subscription, ev *nostr.Event, seq int64, js []byte) int {
 	n := 0
 	for _, s := range subs {
-		if s.viewer.MayRead(ev) && s.deliver(ev, seq, js) {
+		if s.viewer().MayRead(ev) && s.deliver(ev, seq, js) {
 			n++
 		}
 	}

@@ -26,11 +26,13 @@ type subIndex struct {
 	count int // subscriptions
 }
 
+// indexEntry is one filter of a filed subscription. Its keys are not kept:
+// keys computes them from the filter, the same when it is filed and when it
+// is unfiled.
 type indexEntry struct {
 	sub    *subscription
 	filter protocol.LiveFilter // sub.filters[i] without its tag map (some 400 bytes): what a live subscription keeps of it
 	search *textsearch.Query   // the filter's NIP-50 search, parsed; nil without one
-	keys   []indexKey          // empty: filed in rest (unless never)
 	never  bool                // matches no event; not filed
 }
 
@@ -63,32 +65,39 @@ func newSubIndex() *subIndex {
 	return &subIndex{keyed: make(map[indexKey]map[*indexEntry]struct{}), rest: make(map[*indexEntry]struct{})}
 }
 
-// keysFor picks the field a filter is filed under. never reports a filter that
-// matches nothing (a present but empty list), which is not filed at all.
-func keysFor(f nostr.Filter) (keys []indexKey, never bool) {
-	if emptyList(f) {
-		return nil, true
-	}
+// keys yields the keys the entry's filter is filed under: the values of
+// its most selective field (ids, else authors, else the values of one
+// single-letter tag, else kinds). A filter with none of these yields none and
+// is filed in rest.
+func (e *indexEntry) keys(yield func(indexKey) bool) {
+	f := &e.filter
 	switch {
 	case len(f.IDs) > 0:
 		for _, id := range f.IDs {
-			keys = append(keys, indexKey{dim: dimID, s: id})
+			if !yield(indexKey{dim: dimID, s: id}) {
+				return
+			}
 		}
 	case len(f.Authors) > 0:
 		for _, a := range f.Authors {
-			keys = append(keys, indexKey{dim: dimAuthor, s: a})
+			if !yield(indexKey{dim: dimAuthor, s: a}) {
+				return
+			}
 		}
-	case bestTag(f) != "":
-		name := bestTag(f)
-		for _, v := range f.Tags[name] {
-			keys = append(keys, indexKey{dim: dimTag, s: name + "\x00" + v})
+	case bestTag(f) != nil:
+		t := bestTag(f)
+		for _, v := range t.Values {
+			if !yield(indexKey{dim: dimTag, s: t.Name + "\x00" + v}) {
+				return
+			}
 		}
 	case len(f.Kinds) > 0:
 		for _, k := range f.Kinds {
-			keys = append(keys, indexKey{dim: dimKind, kind: k})
+			if !yield(indexKey{dim: dimKind, kind: k}) {
+				return
+			}
 		}
 	}
-	return keys, false
 }
 
 // emptyList reports whether f has a present but empty list, so matches nothing.
@@ -105,50 +114,59 @@ func emptyList(f nostr.Filter) bool {
 	return false
 }
 
-// bestTag is the single-letter tag of f with the fewest values ("" if none).
-func bestTag(f nostr.Filter) string {
-	best, n := "", 0
-	for name, values := range f.Tags {
-		if len(name) != 1 || len(values) == 0 {
+// bestTag is the single-letter tag condition of f with the fewest values,
+// the first name in order among those (nil if none).
+func bestTag(f *protocol.LiveFilter) *protocol.TagValues {
+	var best *protocol.TagValues
+	for i := range f.Tags {
+		t := &f.Tags[i]
+		if len(t.Name) != 1 || len(t.Values) == 0 {
 			continue
 		}
-		if best == "" || len(values) < n || (len(values) == n && name < best) {
-			best, n = name, len(values)
+		if best == nil || len(t.Values) < len(best.Values) || (len(t.Values) == len(best.Values) && t.Name < best.Name) {
+			best = t
 		}
 	}
 	return best
 }
 
-// add files every filter of s.
+// add files every filter of s. A subscription of one filter holds its entry
+// itself (subscription.one).
 func (x *subIndex) add(s *subscription) {
-	entries := make([]*indexEntry, len(s.filters))
+	var entries []indexEntry
+	if len(s.filters) == 1 {
+		entries = s.one[:]
+	} else {
+		entries = make([]indexEntry, len(s.filters))
+	}
 	for i, f := range s.filters {
-		keys, never := keysFor(f)
-		e := &indexEntry{sub: s, filter: detach(protocol.NewLiveFilter(f)), keys: keys, never: never}
+		e := &entries[i]
+		*e = indexEntry{sub: s, filter: detach(protocol.NewLiveFilter(f)), never: emptyList(f)}
 		if f.Search != "" {
 			q, ok := protocol.ParseSearch(f.Search)
-			e.search, e.never = &q, never || !ok
+			e.search, e.never = &q, e.never || !ok
 		}
-		entries[i] = e
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	s.entries = entries
-	for _, e := range entries {
+	for i := range entries {
+		e := &entries[i]
 		if e.never {
 			continue
 		}
-		if len(e.keys) == 0 {
-			x.rest[e] = struct{}{}
-			continue
-		}
-		for _, k := range e.keys {
+		keyed := false
+		for k := range e.keys {
+			keyed = true
 			set := x.keyed[k]
 			if set == nil {
 				set = make(map[*indexEntry]struct{}, 1)
 				x.keyed[k] = set
 			}
 			set[e] = struct{}{}
+		}
+		if !keyed {
+			x.rest[e] = struct{}{}
 		}
 	}
 	x.count++
@@ -207,20 +225,22 @@ func (x *subIndex) remove(s *subscription) bool {
 	if s.entries == nil {
 		return false
 	}
-	for _, e := range s.entries {
+	for i := range s.entries {
+		e := &s.entries[i]
 		if e.never {
 			continue
 		}
-		if len(e.keys) == 0 {
-			delete(x.rest, e)
-			continue
-		}
-		for _, k := range e.keys {
+		keyed := false
+		for k := range e.keys {
+			keyed = true
 			set := x.keyed[k]
 			delete(set, e)
 			if len(set) == 0 {
 				delete(x.keyed, k)
 			}
+		}
+		if !keyed {
+			delete(x.rest, e)
 		}
 	}
 	s.entries = nil
@@ -277,8 +297,8 @@ func (x *subIndex) matching(ev *nostr.Event, out []*subscription) []*subscriptio
 func (x *subIndex) matchesSub(s *subscription, ev *nostr.Event) bool {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	for _, e := range s.entries {
-		if !e.never && e.matches(ev) {
+	for i := range s.entries {
+		if e := &s.entries[i]; !e.never && e.matches(ev) {
 			return true
 		}
 	}

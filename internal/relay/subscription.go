@@ -36,29 +36,51 @@ type subscription struct {
 	id      string
 	head    []byte          // eventHead(id), the start of its EVENT messages
 	filters []nostr.Filter  // read by its query; nil once the query has ended (endQuery)
-	viewer  protocol.Viewer // who reads: private kinds are delivered to their parties only
-	// withheld are the filters that can match withheld group events its
-	// reader may read (Relay.withheldFilters; nil for nearly every
-	// subscription): live, Relay.fanoutWithheld delivers by them.
-	withheld []nostr.Filter
-	entries  []*indexEntry // owned by subIndex
+	// authed and allGroups are who reads (see viewer): private kinds are
+	// delivered to their parties only.
+	authed []string
+	// withheld is nil for nearly every subscription: see subWithheld.
+	withheld *subWithheld
+	entries  []indexEntry  // owned by subIndex; nil while not filed
+	one      [1]indexEntry // entries, for a subscription of one filter
 
-	// ctx is cancelled when the subscription closes. It is the query's: the
-	// query goroutine alone reads it, and drops it when it ends (endQuery),
-	// so that a live subscription holds no context.
-	ctx    context.Context
-	cancel context.CancelFunc // under mu once the query may run; nil after endQuery
+	// cancel cancels the query's context (newSubscription returns it to the
+	// query goroutine, the only one to read it, so that a live subscription
+	// holds no context): when the subscription closes, or the query ends.
+	// Under mu once the query may run; nil after endQuery.
+	cancel context.CancelFunc
 	// query is done when its query goroutine has ended (or did not start): a
 	// WaitGroup of one, not a channel, which a live subscription would keep.
 	query sync.WaitGroup
 
 	mu           sync.Mutex
+	allGroups    bool
 	closed       bool
-	snapshot     int64           // the stored part's outbox seq; set by replay
-	live         bool            // stored events and EOSE are queued; deliver directly
-	pending      []pendingLive   // live matches held until EOSE
-	pendingBytes int             // the total length of their JSON, taken from the connection's budget
-	withheldSent map[string]bool // the withheld events the stored part holds (Relay.addWithheld): not delivered live again
+	live         bool          // stored events and EOSE are queued; deliver directly
+	snapshot     int64         // the stored part's outbox seq; set by replay
+	pending      []pendingLive // live matches held until EOSE
+	pendingBytes int           // the total length of their JSON, taken from the connection's budget
+}
+
+// subWithheld is what a subscription whose reader may read withheld group
+// events keeps of them.
+type subWithheld struct {
+	// filters are the filters that can match withheld group events its
+	// reader may read (Relay.withheldFilters): live, Relay.fanoutWithheld
+	// delivers by them.
+	filters []nostr.Filter
+	// sent are the withheld events the stored part holds
+	// (Relay.addWithheld): not delivered live again. Under the
+	// subscription's mu.
+	sent map[string]bool
+}
+
+// withheldFilters is subWithheld.filters, nil without.
+func (s *subscription) withheldFilters() []nostr.Filter {
+	if s.withheld == nil {
+		return nil
+	}
+	return s.withheld.filters
 }
 
 type pendingLive struct {
@@ -77,13 +99,28 @@ func (s *subscription) event(evJSON []byte) outMsg {
 	return outMsg{head: head, body: evJSON}
 }
 
-func newSubscription(c *conn, id string, filters []nostr.Filter, v protocol.Viewer) *subscription {
+// viewer is who reads the subscription: the connection's viewer (conn.viewer)
+// when it was made.
+func (s *subscription) viewer() protocol.Viewer {
+	v := protocol.Viewer{Authed: s.authed, AllGroups: s.allGroups}
+	if s.conn != nil { // (a subscription made by a test, not newSubscription, has none)
+		v.Groups = s.conn.r.groups
+	}
+	return v
+}
+
+// newSubscription returns the subscription and its query's context, which
+// is cancelled when the subscription closes or the connection does. v is
+// c.viewer(): the subscription keeps its pubkeys and AllGroups, and reads
+// its Groups from the relay (see viewer).
+func newSubscription(c *conn, id string, filters []nostr.Filter, v protocol.Viewer) (*subscription, context.Context) {
 	ctx, cancel := c.childContext(0)
 	// (id is copied: it is a slice of the REQ message, which the
 	// subscription would keep whole; see detach)
-	s := &subscription{conn: c, id: strings.Clone(id), head: eventHead(id), filters: filters, viewer: v, ctx: ctx, cancel: cancel}
+	s := &subscription{conn: c, id: strings.Clone(id), head: eventHead(id), filters: filters, authed: v.Authed,
+		allGroups: v.AllGroups, cancel: cancel}
 	s.query.Add(1)
-	return s
+	return s, ctx
 }
 
 // covered reports whether the stored part holds the live event of outbox row
@@ -98,7 +135,7 @@ func (s *subscription) covered(seq int64) bool {
 // without an outbox row (seq 0) that may be a withheld group event
 // (Relay.fanoutWithheld). Under s.mu, or in replay after the stored part.
 func (s *subscription) sentWithheld(seq int64, ev *nostr.Event) bool {
-	return seq == 0 && s.withheldSent != nil && s.withheldSent[ev.ID]
+	return seq == 0 && s.withheld != nil && s.withheld.sent[ev.ID]
 }
 
 // deliver hands a live event, made visible by outbox row seq (0: ephemeral), to
@@ -134,7 +171,7 @@ func (s *subscription) take(ev *nostr.Event, seq int64, evJSON []byte) (ok, queu
 		s.pendingBytes += len(evJSON)
 		return true, false
 	}
-	if s.covered(seq) || s.sentWithheld(seq, ev) || !mayWrite(s.viewer, ev, evJSON) {
+	if s.covered(seq) || s.sentWithheld(seq, ev) || !mayWrite(s.viewer(), ev, evJSON) {
 		return false, false
 	}
 	ok = s.conn.push(s.event(evJSON))
@@ -151,8 +188,8 @@ func (s *subscription) take(ev *nostr.Event, seq int64, evJSON []byte) (ok, queu
 // returns.
 //
 // stored's JSON is sv's (readpath.Result.JSON), or encoded here when sv has
-// none.
-func (s *subscription) replay(stored []*nostr.Event, sv *servedJSON, seq int64, held int) {
+// none. ctx is the query's (newSubscription).
+func (s *subscription) replay(ctx context.Context, stored []*nostr.Event, sv *servedJSON, seq int64, held int) {
 	c := s.conn
 	defer func() { c.mem.give(held) }()
 	s.mu.Lock()
@@ -163,8 +200,8 @@ func (s *subscription) replay(stored []*nostr.Event, sv *servedJSON, seq int64, 
 	// just joined what the query rightly gave them; if the follower does
 	// not get there in time, the check applies the rule it has (it can
 	// only keep more back).
-	if s.viewer.Groups != nil && s.viewer.Groups.Any() && c.r.groups != nil &&
-		!c.r.groups.waitFor(seq, cacheWait, s.ctx.Done()) && s.ctx.Err() == nil {
+	if s.viewer().Groups != nil && s.viewer().Groups.Any() && c.r.groups != nil &&
+		!c.r.groups.waitFor(seq, cacheWait, ctx.Done()) && ctx.Err() == nil {
 		c.r.m.groupGateBehind.Inc()
 	}
 	for i, ev := range stored {
@@ -173,7 +210,7 @@ func (s *subscription) replay(stored []*nostr.Event, sv *servedJSON, seq int64, 
 			js = eventJSON(ev)
 		}
 		stored[i] = nil // (the queued message is all that is kept of it)
-		if !mayWrite(s.viewer, ev, js) {
+		if !mayWrite(s.viewer(), ev, js) {
 			c.r.m.groupWithheld.Inc()
 			continue
 		}
@@ -181,11 +218,11 @@ func (s *subscription) replay(stored []*nostr.Event, sv *servedJSON, seq int64, 
 		back := min(held, msg.size())
 		c.mem.give(back)
 		held -= back
-		if !c.enqueueBulk(s.ctx, msg) {
+		if !c.enqueueBulk(ctx, msg) {
 			return
 		}
 	}
-	if !c.enqueueBulk(s.ctx, plainMsg(eoseMsg(s.id))) {
+	if !c.enqueueBulk(ctx, plainMsg(eoseMsg(s.id))) {
 		return
 	}
 	for {
@@ -204,10 +241,10 @@ func (s *subscription) replay(stored []*nostr.Event, sv *servedJSON, seq int64, 
 		s.mu.Unlock()
 		for i, p := range pending {
 			c.mem.give(len(p.json)) // (taken by deliver)
-			if s.covered(p.seq) || s.sentWithheld(p.seq, p.ev) || !mayWrite(s.viewer, p.ev, p.json) {
+			if s.covered(p.seq) || s.sentWithheld(p.seq, p.ev) || !mayWrite(s.viewer(), p.ev, p.json) {
 				continue
 			}
-			if !c.enqueueBulk(s.ctx, s.event(p.json)) {
+			if !c.enqueueBulk(ctx, s.event(p.json)) {
 				for _, rest := range pending[i+1:] {
 					c.mem.give(len(rest.json))
 				}
@@ -231,14 +268,15 @@ func (s *subscription) close() {
 	}
 }
 
-// endQuery drops the subscription's context once its query goroutine is done
-// with it (it cancels it: the query's work is over either way), and its
-// filters: the query was their last reader (the live fan-out matches the
-// index entries' LiveFilters), and a live subscription keeps no tag map.
+// endQuery cancels the query's context once its query goroutine is done
+// with it (the query's work is over either way), and drops the
+// subscription's filters: the query was their last reader (the live fan-out
+// matches the index entries' LiveFilters), and a live subscription keeps no
+// tag map.
 func (s *subscription) endQuery() {
 	s.mu.Lock()
 	cancel := s.cancel
-	s.ctx, s.cancel = nil, nil
+	s.cancel = nil
 	s.filters = nil
 	s.mu.Unlock()
 	if cancel != nil {
