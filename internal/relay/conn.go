@@ -113,7 +113,7 @@ type conn struct {
 	writerDone chan struct{}
 	readerDone chan struct{}
 	onEnd      func(*conn) // run by start's connection once it has ended
-	lastPing   time.Time   // when the pinger last pinged it; under Relay.connsMu
+	lastPing   int64       // when the pinger last pinged it (unix nanoseconds, as wsconn.Conn.Idle's clock); under Relay.connsMu
 	// wdl is the write deadline writeDue last set on the socket (unix
 	// nanoseconds), 0 when unknown (gorilla's control writes set their own);
 	// writer only. See batchDeadline.
@@ -187,14 +187,23 @@ func (c *conn) authOn() bool { return c.challenge != [16]byte{} }
 // digits, the same every time. Only when authOn.
 func (c *conn) challengeText() string { return hex.EncodeToString(c.challenge[:]) }
 
-// subList is a connection's open subscriptions, in no order: a slice, not a
-// map, since a connection holds few (MaxSubscriptions) and most hold one (a
-// map of one costs a 200-byte group).
-type subList []*subscription
+// subList is a connection's open subscriptions, in no order, linked through
+// subscription.next: a connection holds few (MaxSubscriptions) and most hold
+// one, which costs it no slice.
+type subList struct{ head *subscription }
+
+// len returns the number of subscriptions.
+func (l subList) len() int {
+	n := 0
+	for s := l.head; s != nil; s = s.next {
+		n++
+	}
+	return n
+}
 
 // get returns the subscription id, or nil.
 func (l subList) get(id string) *subscription {
-	for _, s := range l {
+	for s := l.head; s != nil; s = s.next {
 		if s.id == id {
 			return s
 		}
@@ -203,13 +212,16 @@ func (l subList) get(id string) *subscription {
 }
 
 // put adds s, whose id is not in l.
-func (l *subList) put(s *subscription) { *l = append(*l, s) }
+func (l *subList) put(s *subscription) {
+	s.next = l.head
+	l.head = s
+}
 
 // take removes and returns the subscription id, or nil.
 func (l *subList) take(id string) *subscription {
-	for i, s := range *l {
-		if s.id == id {
-			l.removeAt(i)
+	for p := &l.head; *p != nil; p = &(*p).next {
+		if s := *p; s.id == id {
+			*p, s.next = s.next, nil
 			return s
 		}
 	}
@@ -218,24 +230,12 @@ func (l *subList) take(id string) *subscription {
 
 // remove removes s if it is in l.
 func (l *subList) remove(s *subscription) {
-	for i, x := range *l {
-		if x == s {
-			l.removeAt(i)
+	for p := &l.head; *p != nil; p = &(*p).next {
+		if *p == s {
+			*p, s.next = s.next, nil
 			return
 		}
 	}
-}
-
-func (l *subList) removeAt(i int) {
-	old := *l
-	last := len(old) - 1
-	old[i] = old[last]
-	old[last] = nil
-	if last == 0 {
-		*l = nil // (an empty connection holds no slice)
-		return
-	}
-	*l = old[:last]
 }
 
 // connCtx is a connection seen as its context (conn.context): done once the
@@ -997,13 +997,16 @@ func (c *conn) maxPendingMsgs() int { return c.r.cfg.SendQueueSize }
 func (c *conn) teardown() {
 	c.closeWith(closePeerGone)
 	c.mu.Lock()
-	subs := c.subs
-	c.subs = nil
+	subs := c.subs.head
+	c.subs = subList{}
 	negs := c.negs()
 	c.mu.Unlock()
-	for _, s := range subs {
+	for s := subs; s != nil; {
+		next := s.next
+		s.next = nil
 		s.close()
 		c.r.dropSub(s)
+		s = next
 	}
 	for _, s := range negs {
 		c.endNeg(s)

@@ -141,6 +141,9 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	key := ratelimit.AddrKey(ip)
+	if strings.HasPrefix(ip, key) {
+		key = ip[:len(key)] // (one string for both: an IPv4 client's key is its address)
+	}
 	if !r.connsPerIP.acquire(key) {
 		r.m.refusedConns.WithLabelValues("per_ip_limit").Inc()
 		http.Error(w, "too many connections from your address", http.StatusTooManyRequests)

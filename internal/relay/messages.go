@@ -457,7 +457,7 @@ func (c *conn) onReq(subID string, filters []nostr.Filter) {
 func (c *conn) full() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.subs)+len(c.negs()) >= c.r.lv().MaxSubscriptions
+	return c.subs.len()+len(c.negs()) >= c.r.lv().MaxSubscriptions
 }
 
 // startQuery runs fn in a goroutine once one of the connection's query slots is

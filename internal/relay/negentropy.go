@@ -125,7 +125,7 @@ func (c *conn) onNegOpen(subID string, filter nostr.Filter, msg string) {
 		return
 	}
 	c.mu.Lock()
-	if len(c.subs)+len(c.negs()) >= c.r.lv().MaxSubscriptions {
+	if c.subs.len()+len(c.negs()) >= c.r.lv().MaxSubscriptions {
 		c.mu.Unlock()
 		c.enqueue(negErrMsg(subID, reasonTooManySubs))
 		return

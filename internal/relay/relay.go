@@ -519,7 +519,7 @@ func (r *Relay) track(c *conn) bool {
 	if r.closing.Load() {
 		return false
 	}
-	c.lastPing = time.Now()
+	c.lastPing = time.Now().UnixNano()
 	r.conns[c] = struct{}{}
 	r.connsWG.Add(1)
 	return true
@@ -718,8 +718,8 @@ func (r *Relay) pinger(ctx context.Context) {
 					_ = c.ws.Close() // (the read deadline: the connection ends)
 					continue
 				}
-				if now.Sub(c.lastPing) >= every && !c.closing() {
-					c.lastPing = now
+				if now.UnixNano()-c.lastPing >= int64(every) && !c.closing() {
+					c.lastPing = now.UnixNano()
 					c.pingSoon()
 				}
 			}

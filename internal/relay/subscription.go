@@ -33,6 +33,7 @@ import (
 // Ephemeral events have no seq and are always delivered.
 type subscription struct {
 	conn    *conn
+	next    *subscription // the connection's subList; under conn.mu
 	id      string
 	head    []byte          // eventHead(id), the start of its EVENT messages
 	filters []nostr.Filter  // read by its query; nil once the query has ended (endQuery)
