@@ -35,8 +35,8 @@ type subscription struct {
 	conn    *conn
 	next    *subscription // the connection's subList; under conn.mu
 	id      string
-	head    []byte          // eventHead(id), the start of its EVENT messages
-	filters []nostr.Filter  // read by its query; nil once the query has ended (endQuery)
+	head    []byte         // eventHead(id), the start of its EVENT messages
+	filters []nostr.Filter // read by its query; nil once the query has ended (endQuery)
 	// authed and allGroups are who reads (see viewer): private kinds are
 	// delivered to their parties only.
 	authed []string
