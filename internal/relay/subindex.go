@@ -21,10 +21,55 @@ import (
 // values V can only match events whose F is in V, so no match is ever missed.
 type subIndex struct {
 	mu    sync.RWMutex
-	keyed map[indexKey]map[*indexEntry]struct{}
-	rest  map[*indexEntry]struct{}
+	keyed map[indexKey]*entrySet
+	rest  entrySet
 	count int // subscriptions
 }
+
+// entrySet is the entries filed under one key (or in rest). An entry filed
+// under this key alone (nearly every one) is in one, at its pos; one filed
+// under several keys is in many.
+type entrySet struct {
+	one  []*indexEntry
+	many map[*indexEntry]struct{}
+}
+
+// put adds e; single says e is filed under this key alone.
+func (s *entrySet) put(e *indexEntry, single bool) {
+	if single {
+		e.pos = int32(len(s.one))
+		s.one = append(s.one, e)
+		return
+	}
+	if s.many == nil {
+		s.many = make(map[*indexEntry]struct{}, 1)
+	}
+	s.many[e] = struct{}{}
+}
+
+// drop removes e, put with the same single.
+func (s *entrySet) drop(e *indexEntry, single bool) {
+	if !single {
+		delete(s.many, e)
+		if len(s.many) == 0 {
+			s.many = nil
+		}
+		return
+	}
+	i, last := int(e.pos), len(s.one)-1
+	s.one[i] = s.one[last]
+	s.one[i].pos = int32(i)
+	s.one[last] = nil
+	s.one = s.one[:last]
+	if last == 0 {
+		s.one = nil
+	} else if cap(s.one) > 64 && last < cap(s.one)/4 {
+		s.one = slices.Clip(slices.Clone(s.one)) // (gives the memory back)
+	}
+}
+
+// len returns the number of entries.
+func (s *entrySet) len() int { return len(s.one) + len(s.many) }
 
 // indexEntry is one filter of a filed subscription. Its keys are not kept:
 // keys computes them from the filter, the same when it is filed and when it
@@ -34,6 +79,7 @@ type indexEntry struct {
 	filter protocol.LiveFilter // sub.filters[i] without its tag map (some 400 bytes): what a live subscription keeps of it
 	search *textsearch.Query   // the filter's NIP-50 search, parsed; nil without one
 	never  bool                // matches no event; not filed
+	pos    int32               // where it is in its entrySet's one, when filed under one key (or none); under subIndex.mu
 }
 
 // matches reports whether ev matches the entry's filter, its search included: a
@@ -62,7 +108,7 @@ type indexKey struct {
 }
 
 func newSubIndex() *subIndex {
-	return &subIndex{keyed: make(map[indexKey]map[*indexEntry]struct{}), rest: make(map[*indexEntry]struct{})}
+	return &subIndex{keyed: make(map[indexKey]*entrySet)}
 }
 
 // keys yields the keys the entry's filter is filed under: the values of
@@ -98,6 +144,16 @@ func (e *indexEntry) keys(yield func(indexKey) bool) {
 			}
 		}
 	}
+}
+
+// keyCount returns how many keys the entry yields (keys), counting a key
+// listed twice twice.
+func (e *indexEntry) keyCount() int {
+	n := 0
+	for range e.keys {
+		n++
+	}
+	return n
 }
 
 // emptyList reports whether f has a present but empty list, so matches nothing.
@@ -155,18 +211,18 @@ func (x *subIndex) add(s *subscription) {
 		if e.never {
 			continue
 		}
-		keyed := false
+		n := e.keyCount()
+		if n == 0 {
+			x.rest.put(e, true)
+			continue
+		}
 		for k := range e.keys {
-			keyed = true
 			set := x.keyed[k]
 			if set == nil {
-				set = make(map[*indexEntry]struct{}, 1)
+				set = &entrySet{}
 				x.keyed[k] = set
 			}
-			set[e] = struct{}{}
-		}
-		if !keyed {
-			x.rest[e] = struct{}{}
+			set.put(e, n == 1)
 		}
 	}
 	x.count++
@@ -230,17 +286,20 @@ func (x *subIndex) remove(s *subscription) bool {
 		if e.never {
 			continue
 		}
-		keyed := false
+		n := e.keyCount()
+		if n == 0 {
+			x.rest.drop(e, true)
+			continue
+		}
 		for k := range e.keys {
-			keyed = true
 			set := x.keyed[k]
-			delete(set, e)
-			if len(set) == 0 {
+			if set == nil {
+				continue // (a key listed twice: dropped the first time)
+			}
+			set.drop(e, n == 1)
+			if set.len() == 0 {
 				delete(x.keyed, k)
 			}
-		}
-		if !keyed {
-			delete(x.rest, e)
 		}
 	}
 	s.entries = nil
@@ -261,18 +320,27 @@ func (x *subIndex) matching(ev *nostr.Event, out []*subscription) []*subscriptio
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	var seen map[*subscription]struct{}
-	try := func(set map[*indexEntry]struct{}) {
-		for e := range set {
-			if _, ok := seen[e.sub]; ok {
-				continue
+	tryOne := func(e *indexEntry) {
+		if _, ok := seen[e.sub]; ok {
+			return
+		}
+		if e.matches(ev) {
+			if seen == nil {
+				seen = make(map[*subscription]struct{})
 			}
-			if e.matches(ev) {
-				if seen == nil {
-					seen = make(map[*subscription]struct{})
-				}
-				seen[e.sub] = struct{}{}
-				out = append(out, e.sub)
-			}
+			seen[e.sub] = struct{}{}
+			out = append(out, e.sub)
+		}
+	}
+	try := func(set *entrySet) {
+		if set == nil {
+			return
+		}
+		for _, e := range set.one {
+			tryOne(e)
+		}
+		for e := range set.many {
+			tryOne(e)
 		}
 	}
 	try(x.keyed[indexKey{dim: dimID, s: ev.ID}])
@@ -288,7 +356,7 @@ func (x *subIndex) matching(ev *nostr.Event, out []*subscription) []*subscriptio
 		try(x.keyed[indexKey{dim: dimTag, s: tag[0] + "\x00" + v}])
 	}
 	try(x.keyed[indexKey{dim: dimKind, kind: ev.Kind}])
-	try(x.rest)
+	try(&x.rest)
 	return out
 }
 
