@@ -37,9 +37,9 @@ type subscription struct {
 	id      string
 	head    []byte         // eventHead(id), the start of its EVENT messages
 	filters []nostr.Filter // read by its query; nil once the query has ended (endQuery)
-	// authed and allGroups are who reads (see viewer): private kinds are
-	// delivered to their parties only.
-	authed []string
+	// authed is who reads, when the reader has authenticated (nil: no one
+	// has; see viewer): private kinds are delivered to their parties only.
+	authed *protocol.Viewer
 	// withheld is nil for nearly every subscription: see subWithheld.
 	withheld *subWithheld
 	entries  []indexEntry  // owned by subIndex; nil while not filed
@@ -54,13 +54,11 @@ type subscription struct {
 	// WaitGroup of one, not a channel, which a live subscription would keep.
 	query sync.WaitGroup
 
-	mu           sync.Mutex
-	allGroups    bool
-	closed       bool
-	live         bool          // stored events and EOSE are queued; deliver directly
-	snapshot     int64         // the stored part's outbox seq; set by replay
-	pending      []pendingLive // live matches held until EOSE
-	pendingBytes int           // the total length of their JSON, taken from the connection's budget
+	mu       sync.Mutex
+	closed   bool
+	live     bool      // stored events and EOSE are queued; deliver directly
+	snapshot int64     // the stored part's outbox seq; set by replay
+	pending  *heldLive // live matches held until EOSE; nil while none is
 }
 
 // subWithheld is what a subscription whose reader may read withheld group
@@ -84,6 +82,20 @@ func (s *subscription) withheldFilters() []nostr.Filter {
 	return s.withheld.filters
 }
 
+// heldLive is the live matches a subscription holds until EOSE.
+type heldLive struct {
+	msgs  []pendingLive
+	bytes int // the total length of their JSON, taken from the connection's budget
+}
+
+// len returns the number of matches held (none for a nil heldLive).
+func (h *heldLive) len() int {
+	if h == nil {
+		return 0
+	}
+	return len(h.msgs)
+}
+
 type pendingLive struct {
 	seq  int64
 	json []byte
@@ -103,7 +115,10 @@ func (s *subscription) event(evJSON []byte) outMsg {
 // viewer is who reads the subscription: the connection's viewer (conn.viewer)
 // when it was made.
 func (s *subscription) viewer() protocol.Viewer {
-	v := protocol.Viewer{Authed: s.authed, AllGroups: s.allGroups}
+	if s.authed != nil {
+		return *s.authed
+	}
+	var v protocol.Viewer
 	if s.conn != nil { // (a subscription made by a test, not newSubscription, has none)
 		v.Groups = s.conn.r.groups
 	}
@@ -112,14 +127,16 @@ func (s *subscription) viewer() protocol.Viewer {
 
 // newSubscription returns the subscription and its query's context, which
 // is cancelled when the subscription closes or the connection does. v is
-// c.viewer(): the subscription keeps its pubkeys and AllGroups, and reads
-// its Groups from the relay (see viewer).
+// c.viewer(): the subscription keeps it when it names a pubkey (an anonymous
+// reader's is the relay's Groups alone: see viewer).
 func newSubscription(c *conn, id string, filters []nostr.Filter, v protocol.Viewer) (*subscription, context.Context) {
 	ctx, cancel := c.childContext(0)
 	// (id is copied: it is a slice of the REQ message, which the
 	// subscription would keep whole; see detach)
-	s := &subscription{conn: c, id: strings.Clone(id), head: eventHead(id), filters: filters, authed: v.Authed,
-		allGroups: v.AllGroups, cancel: cancel}
+	s := &subscription{conn: c, id: strings.Clone(id), head: eventHead(id), filters: filters, cancel: cancel}
+	if len(v.Authed) > 0 || v.AllGroups || v.Operator {
+		s.authed = &v
+	}
 	s.query.Add(1)
 	return s, ctx
 }
@@ -160,7 +177,7 @@ func (s *subscription) take(ev *nostr.Event, seq int64, evJSON []byte) (ok, queu
 		return false, false
 	}
 	if !s.live {
-		if len(s.pending) >= s.conn.maxPendingMsgs() {
+		if s.pending.len() >= s.conn.maxPendingMsgs() {
 			s.conn.tooSlow("too many live events held while a query runs")
 			return false, false
 		}
@@ -168,8 +185,11 @@ func (s *subscription) take(ev *nostr.Event, seq int64, evJSON []byte) (ok, queu
 			s.conn.tooSlow(r.String())
 			return false, false
 		}
-		s.pending = append(s.pending, pendingLive{seq: seq, json: evJSON, ev: ev})
-		s.pendingBytes += len(evJSON)
+		if s.pending == nil {
+			s.pending = &heldLive{}
+		}
+		s.pending.msgs = append(s.pending.msgs, pendingLive{seq: seq, json: evJSON, ev: ev})
+		s.pending.bytes += len(evJSON)
 		return true, false
 	}
 	if s.covered(seq) || s.sentWithheld(seq, ev) || !mayWrite(s.viewer(), ev, evJSON) {
@@ -232,8 +252,11 @@ func (s *subscription) replay(ctx context.Context, stored []*nostr.Event, sv *se
 			s.mu.Unlock()
 			return
 		}
-		pending := s.pending
-		s.pending, s.pendingBytes = nil, 0
+		var pending []pendingLive
+		if s.pending != nil {
+			pending = s.pending.msgs
+		}
+		s.pending = nil
 		if len(pending) == 0 {
 			s.live = true
 			s.mu.Unlock()
@@ -260,8 +283,10 @@ func (s *subscription) replay(ctx context.Context, stored []*nostr.Event, sv *se
 func (s *subscription) close() {
 	s.mu.Lock()
 	s.closed = true
-	s.conn.mem.give(s.pendingBytes)
-	s.pending, s.pendingBytes = nil, 0
+	if s.pending != nil {
+		s.conn.mem.give(s.pending.bytes)
+	}
+	s.pending = nil
 	cancel := s.cancel
 	s.mu.Unlock()
 	if cancel != nil {
