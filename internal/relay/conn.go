@@ -3,6 +3,7 @@ package relay
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"io"
 	"log/slog"
@@ -70,26 +71,26 @@ type conn struct {
 	ip  string // the client's address, for logs
 	key string // what the per-IP limits count: ratelimit.AddrKey(ip)
 
-	// ctx is cancelled when the connection starts closing: it is the
-	// connection itself (connCtx, Done is quit), so an idle connection holds no
-	// context, no done channel and no map of children of its own. afters are
-	// the functions its children's contexts registered (connCtx.AfterFunc),
-	// while they run; closeWith runs them.
-	ctx     context.Context
+	// The connection is its own context (connCtx, see context): done once it
+	// starts closing, never before, so an idle connection holds no context,
+	// no done channel and no map of children of its own. afters are the
+	// functions its children's contexts registered (connCtx.AfterFunc), while
+	// they run, newest first; closeWith runs them. Under afterMu, which also
+	// makes closeWith's first call the only one.
 	afterMu sync.Mutex
-	afters  []*connAfter
+	afters  *connAfter
 
-	mem      wsconn.Budget // everything held for this connection; see wsconn.Budget
-	negMem   wsconn.Budget // the items of its NIP-77 sessions (see negItemBytes), beside mem
-	quit     chan struct{} // closed once, when the connection starts closing
-	quitOnce sync.Once
-	mode     atomic.Int32 // closeMode
+	mem    wsconn.Budget // everything held for this connection; see wsconn.Budget
+	negMem wsconn.Budget // the items of its NIP-77 sessions (see negItemBytes), beside mem
+	mode   atomic.Int32  // closeMode; closeNone until closeWith
 	// inflight counts the EVENTs being handled or waiting for the batcher's
 	// answer: a restart's goodbye waits for their OKs (see trackEvent).
 	inflight atomic.Int32
+	// running counts the query goroutines (startQuery), at most
+	// MaxQueriesPerConn. Under mu.
+	running int32
 	// challenges counts the NIP-42 challenge messages sent (at most
 	// maxChallenges); authTried: an AUTH was received. Reader goroutine only.
-	// (Here, beside inflight, they take no padding of their own.)
 	challenges uint8
 	authTried  bool
 
@@ -97,39 +98,94 @@ type conn struct {
 	// whose bytes are charged to mem, and the one writer, which runs only
 	// while something is due (see kick). conn is its wsconn.Owner.
 	w wsconn.Writer
-	// readerDone is made by closeWith, before it closes quit, as the writer's
-	// Done is (BeginClose): an open connection holds neither. Both close only
-	// once the connection is closing (the writer ends for good and the reader
-	// closes readerDone after closeWith), so whoever closes or waits on them
-	// has seen quit closed, and them made.
+	// readerDone is made by closeWith, before it sets the mode, as the
+	// writer's Done is (BeginClose): an open connection holds neither. Both
+	// close only once the connection is closing (the writer ends for good and
+	// the reader closes readerDone after closeWith), so whoever closes or
+	// waits on them has seen the mode set, and them made.
 	readerDone chan struct{}
 	onEnd      func(*conn) // run by start's connection once it has ended
-	lastPing   time.Time   // when the pinger last pinged it; under Relay.connsMu
+	lastPing   int64       // when the pinger last pinged it (unix nanoseconds, as wsconn.Conn.Idle's clock); under Relay.connsMu
 
-	challenge string              // NIP-42; "" when AUTH is off
-	born      int64               // when the connection was accepted (unix nanoseconds, the relay's clock)
-	holding   *heldReqs           // REQs held for the first AUTH (signin.go), nil until one is; under mu
-	authed    map[string]struct{} // authenticated pubkeys, nil before the first; reading turns only
+	challenge [16]byte // NIP-42 (see challengeText); all zero when AUTH is off
+	born      int64    // when the connection was accepted (unix nanoseconds, the relay's clock)
 
 	mu      sync.Mutex
 	subs    subList
-	negs    map[string]*negSession // NIP-77 sessions, nil before the first; they count against MaxSubscriptions
-	queries sync.WaitGroup         // running query goroutines
-	// running counts the query goroutines (startQuery), at most
-	// MaxQueriesPerConn; slotFree, made by a startQuery that found none free,
-	// is closed when one ends. Under mu.
-	running  int
+	queries sync.WaitGroup // running query goroutines
+
+	// more is what few connections use, made on first use (see extra).
+	more atomic.Pointer[connExtra]
+}
+
+// connExtra is the part of a connection that few connections need: made by
+// the first that does (conn.extra), kept for the connection's life.
+type connExtra struct {
+	// quit is the connection's done channel (connCtx.Done), made by the
+	// first who asks for it: closed once the connection starts closing.
+	// Under quitMu.
+	quitMu sync.Mutex
+	quit   chan struct{}
+
+	holding *heldReqs              // REQs held for the first AUTH (signin.go), nil until one is; under conn.mu
+	authed  map[string]struct{}    // authenticated pubkeys, nil before the first; reading turns only
+	negs    map[string]*negSession // NIP-77 sessions, nil before the first; they count against MaxSubscriptions; under conn.mu
+	// slotFree, made by a startQuery that found no query slot free (or by
+	// teardown waiting for the queries), is closed when one ends. Under
+	// conn.mu.
 	slotFree chan struct{}
 }
 
-// subList is a connection's open subscriptions, in no order: a slice, not a
-// map, since a connection holds few (MaxSubscriptions) and most hold one (a
-// map of one costs a 200-byte group).
-type subList []*subscription
+// extra returns the connection's connExtra, making it if none is yet.
+func (c *conn) extra() *connExtra {
+	if x := c.more.Load(); x != nil {
+		return x
+	}
+	c.more.CompareAndSwap(nil, new(connExtra))
+	return c.more.Load()
+}
+
+// authed is the connection's authenticated pubkeys (nil before the first
+// AUTH). Reading turns only.
+func (c *conn) authed() map[string]struct{} {
+	if x := c.more.Load(); x != nil {
+		return x.authed
+	}
+	return nil
+}
+
+// negs is the connection's NIP-77 sessions (nil before the first). Under mu.
+func (c *conn) negs() map[string]*negSession {
+	if x := c.more.Load(); x != nil {
+		return x.negs
+	}
+	return nil
+}
+
+// authOn reports whether the connection speaks NIP-42 (AUTH is on).
+func (c *conn) authOn() bool { return c.challenge != [16]byte{} }
+
+// challengeText is the connection's NIP-42 challenge as it is sent: 32 hex
+// digits, the same every time. Only when authOn.
+func (c *conn) challengeText() string { return hex.EncodeToString(c.challenge[:]) }
+
+// subList is a connection's open subscriptions, in no order, linked through
+// subscription.next: a connection holds few (MaxSubscriptions) and most hold
+// one, which costs it no slice.
+type subList struct{ head *subscription }
+
+// len returns the number of subscriptions.
+func (l subList) len() int {
+	n := 0
+	for s := l.head; s != nil; s = s.next {
+		n++
+	}
+	return n
+}
 
 // get returns the subscription id, or nil.
 func (l subList) get(id string) *subscription {
-	for _, s := range l {
+	for s := l.head; s != nil; s = s.next {
 		if s.id == id {
 			return s
 		}
@@ -138,13 +194,16 @@ func (l subList) get(id string) *subscription {
 }
 
 // put adds s, whose id is not in l.
-func (l *subList) put(s *subscription) { *l = append(*l, s) }
+func (l *subList) put(s *subscription) {
+	s.next = l.head
+	l.head = s
+}
 
 // take removes and returns the subscription id, or nil.
 func (l *subList) take(id string) *subscription {
-	for i, s := range *l {
-		if s.id == id {
-			l.removeAt(i)
+	for p := &l.head; *p != nil; p = &(*p).next {
+		if s := *p; s.id == id {
+			*p, s.next = s.next, nil
 			return s
 		}
 	}
@@ -153,47 +212,97 @@ func (l *subList) take(id string) *subscription {
 
 // remove removes s if it is in l.
 func (l *subList) remove(s *subscription) {
-	for i, x := range *l {
-		if x == s {
-			l.removeAt(i)
+	for p := &l.head; *p != nil; p = &(*p).next {
+		if *p == s {
+			*p, s.next = s.next, nil
 			return
 		}
 	}
 }
 
-func (l *subList) removeAt(i int) {
-	old := *l
-	last := len(old) - 1
-	old[i] = old[last]
-	old[last] = nil
-	if last == 0 {
-		*l = nil // (an empty connection holds no slice)
-		return
-	}
-	*l = old[:last]
-}
-
-// connCtx is a connection seen as its context (conn.ctx): done once the
-// connection starts closing (quit), never before; canceled then. It has no
-// deadline and no values.
+// connCtx is a connection seen as its context (conn.context): done once the
+// connection starts closing (closeWith), never before; canceled then. It has
+// no deadline and no values.
 type connCtx conn
 
+// context is the connection as a context: see connCtx. Children made with
+// childContext cost the connection nothing once they end; a child made with
+// the context package asks for Done, which makes the connection a channel
+// it keeps.
+func (c *conn) context() context.Context { return (*connCtx)(c) }
+
 func (x *connCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (x *connCtx) Done() <-chan struct{}       { return x.quit }
 func (x *connCtx) Value(any) any               { return nil }
 func (x *connCtx) String() string              { return "relay connection" }
 
+// Done makes the connection's done channel when first asked for (closed at
+// once when the connection has started closing; else closeWith closes it).
+func (x *connCtx) Done() <-chan struct{} {
+	c := (*conn)(x)
+	m := c.extra()
+	m.quitMu.Lock()
+	defer m.quitMu.Unlock()
+	if m.quit == nil {
+		m.quit = make(chan struct{})
+		// (closeWith sets the mode before it looks for the channel: either
+		// it finds this one, or the mode is set here)
+		if c.closing() {
+			close(m.quit)
+		}
+	}
+	return m.quit
+}
+
 func (x *connCtx) Err() error {
-	select {
-	case <-x.quit:
+	if (*conn)(x).closing() {
 		return context.Canceled
-	default:
-		return nil
+	}
+	return nil
+}
+
+// closeQuit closes the done channel, if anyone made it and it is open
+// (closeWith, after setting the mode).
+func (c *conn) closeQuit() {
+	m := c.more.Load()
+	if m == nil {
+		return
+	}
+	m.quitMu.Lock()
+	defer m.quitMu.Unlock()
+	if m.quit != nil {
+		select {
+		case <-m.quit: // (Done closed it: it saw the mode set)
+		default:
+			close(m.quit)
+		}
 	}
 }
 
-// connAfter is one function registered with connCtx.AfterFunc.
-type connAfter struct{ f func() }
+// childContext is context.WithCancel(c.context()) without asking the
+// connection for its done channel (which the connection would keep for its
+// life): the child is cancelled by cancel, or once the connection starts
+// closing. With timeout > 0 it is also cancelled after timeout.
+func (c *conn) childContext(timeout time.Duration) (context.Context, context.CancelFunc) {
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if timeout > 0 {
+		ctx, cancel = context.WithTimeout(context.Background(), timeout)
+	} else {
+		ctx, cancel = context.WithCancel(context.Background())
+	}
+	stop := (*connCtx)(c).AfterFunc(cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
+
+// connAfter is one function registered with connCtx.AfterFunc; next is the
+// one registered before it.
+type connAfter struct {
+	f    func()
+	next *connAfter
+}
 
 // AfterFunc arranges for f to run once the connection starts closing (at
 // once, in a goroutine, when it already has); stop unregisters it and
@@ -204,39 +313,25 @@ func (x *connCtx) AfterFunc(f func()) (stop func() bool) {
 	c := (*conn)(x)
 	a := &connAfter{f: f}
 	c.afterMu.Lock()
-	if c.closing() { // (runAfters runs, or ran, the ones registered before)
+	if c.closing() { // (closeWith runs, or ran, the ones registered before)
 		c.afterMu.Unlock()
 		go f()
 		return func() bool { return false }
 	}
-	c.afters = append(c.afters, a)
+	a.next = c.afters
+	c.afters = a
 	c.afterMu.Unlock()
 	return func() bool {
 		c.afterMu.Lock()
 		defer c.afterMu.Unlock()
-		for i, b := range c.afters {
-			if b == a {
-				last := len(c.afters) - 1
-				c.afters[i], c.afters[last] = c.afters[last], nil
-				c.afters = c.afters[:last]
-				if last == 0 {
-					c.afters = nil
-				}
+		for p := &c.afters; *p != nil; p = &(*p).next {
+			if *p == a {
+				*p = a.next
+				a.next = nil
 				return true
 			}
 		}
 		return false
-	}
-}
-
-// runAfters runs the functions registered with AfterFunc (closeWith, once).
-func (c *conn) runAfters() {
-	c.afterMu.Lock()
-	afters := c.afters
-	c.afters = nil
-	c.afterMu.Unlock()
-	for _, a := range afters {
-		a.f()
 	}
 }
 
@@ -248,12 +343,10 @@ func newConn(r *Relay, ws *websocket.Conn, ip, key string) *conn {
 
 func newConnOn(r *Relay, ws *wsconn.Conn, ip, key string) *conn {
 	c := &conn{
-		r:    r,
-		ip:   ip,
-		key:  key,
-		quit: make(chan struct{}),
+		r:   r,
+		ip:  ip,
+		key: key,
 	}
-	c.ctx = (*connCtx)(c)
 	c.mem.Init(int64(r.cfg.SendQueueBytes), r.mem)
 	c.negMem.Init(int64(r.cfg.MaxSyncEvents*negItemBytes), r.mem)
 	// No writer runs before start: it holds one kick that start answers.
@@ -360,16 +453,12 @@ func (c *conn) WriteTimeout() time.Duration { return c.r.cfg.WriteTimeout }
 func (c *conn) Closing() bool { return c.closing() }
 
 // GoodbyeDue reports whether the writer says goodbye now: once the
-// connection is closing (quit), except for a restart's close while EVENTs
-// are in flight: their OKs come first, and the last one's eventDone kicks the
+// connection is closing, except for a restart's close while EVENTs are in
+// flight: their OKs come first, and the last one's eventDone kicks the
 // writer again.
 func (c *conn) GoodbyeDue() bool {
-	select {
-	case <-c.quit:
-		return closeMode(c.mode.Load()) != closeRestart || c.inflight.Load() == 0
-	default:
-		return false
-	}
+	m := closeMode(c.mode.Load())
+	return m != closeNone && (m != closeRestart || c.inflight.Load() == 0)
 }
 
 // Goodbye is goodbye (the writer closes the socket after it).
@@ -462,25 +551,30 @@ func (c *conn) goodbye() {
 // closeWith starts closing the connection (once; the first mode wins) and
 // cancels its queries. It reports whether this call started the close.
 func (c *conn) closeWith(mode closeMode) bool {
-	first := false
-	c.quitOnce.Do(func() {
-		first = true
-		c.w.BeginClose()
-		c.readerDone = make(chan struct{})
-		c.mode.Store(int32(mode)) // (after both are made: see closing)
-		close(c.quit)
-		c.runAfters()
-	})
-	if first {
-		c.kick() // (the writer says goodbye)
+	c.afterMu.Lock()
+	if c.closing() {
+		c.afterMu.Unlock()
+		return false
 	}
-	return first
+	c.w.BeginClose()
+	c.readerDone = make(chan struct{})
+	c.mode.Store(int32(mode)) // (after both are made: see closing)
+	afters := c.afters
+	c.afters = nil
+	c.afterMu.Unlock()
+	c.closeQuit()
+	for a := afters; a != nil; {
+		next := a.next
+		a.next = nil
+		a.f()
+		a = next
+	}
+	c.kick() // (the writer says goodbye)
+	return true
 }
 
 // closing reports whether the connection has started closing (closeWith set
-// its mode; quit is closed then or soon after). It reads the mode, not quit:
-// the fan-out asks every connection it writes to, and the channel is one more
-// cache line to miss.
+// its mode; its done channel, if made, is closed then or soon after).
 func (c *conn) closing() bool {
 	return closeMode(c.mode.Load()) != closeNone
 }
@@ -543,7 +637,9 @@ func (c *conn) push(msg wsconn.Msg) bool {
 
 // enqueueBulk queues msg, waiting while msg would take the queue past three
 // quarters of either limit; see conn. It gives up (false) when ctx or the
-// connection ends, or when no room has come within WriteTimeout.
+// connection ends, or when no room has come within WriteTimeout. ctx is a
+// child of the connection's context (conn.childContext): it ends when the
+// connection does.
 //
 // A query result waits for room at the relay's limit as at its connection's:
 // the relay's budget fills with the rows the queries of every connection are
@@ -564,12 +660,8 @@ func (c *conn) enqueueBulk(ctx context.Context, msg wsconn.Msg) bool {
 		}
 	}()
 	for {
-		select {
-		case <-c.quit:
+		if c.closing() || ctx.Err() != nil {
 			return false
-		case <-ctx.Done():
-			return false
-		default:
 		}
 		res, room := c.w.PushBulk(msg)
 		var relayRoom <-chan struct{}
@@ -588,9 +680,7 @@ func (c *conn) enqueueBulk(ctx context.Context, msg wsconn.Msg) bool {
 		select {
 		case <-room:
 		case <-relayRoom:
-		case <-c.quit:
-			return false
-		case <-ctx.Done():
+		case <-ctx.Done(): // (also once the connection closes)
 			return false
 		case <-timer.C:
 			timer = nil
@@ -618,13 +708,16 @@ func (c *conn) maxPendingMsgs() int { return c.r.cfg.SendQueueSize }
 func (c *conn) teardown() {
 	c.closeWith(closePeerGone)
 	c.mu.Lock()
-	subs := c.subs
-	c.subs = nil
-	negs := c.negs
+	subs := c.subs.head
+	c.subs = subList{}
+	negs := c.negs()
 	c.mu.Unlock()
-	for _, s := range subs {
+	for s := subs; s != nil; {
+		next := s.next
+		s.next = nil
 		s.close()
 		c.r.dropSub(s)
+		s = next
 	}
 	for _, s := range negs {
 		c.endNeg(s)

@@ -207,3 +207,66 @@ func TestQueriesPerConnBounded(t *testing.T) {
 	require.Equal(t, map[string]bool{"a": true, "b": true, "c": true}, got)
 	require.Equal(t, int32(2), peak.Load(), "never more than MaxQueriesPerConn at once")
 }
+
+// TestConnContext: the connection's context and the children made with
+// childContext (or with the context package) are cancelled when the
+// connection starts closing, and a child cancelled before leaves nothing
+// registered. The done channel is made only when someone asks for it, and is
+// closed whether asked for before the close or after.
+func TestConnContext(t *testing.T) {
+	t.Parallel()
+	registered := func(c *conn) int {
+		c.afterMu.Lock()
+		defer c.afterMu.Unlock()
+		n := 0
+		for a := c.afters; a != nil; a = a.next {
+			n++
+		}
+		return n
+	}
+	c := &conn{}
+	c.w.Init(nil, 1, &c.mem) // (as newConnOn: closeWith's kick starts no writer)
+	ctx := c.context()
+	a, cancelA := c.childContext(0)
+	defer cancelA()
+	b, cancelB := c.childContext(time.Hour)
+	require.Equal(t, 2, registered(c))
+	cancelB()
+	require.ErrorIs(t, b.Err(), context.Canceled)
+	require.Equal(t, 1, registered(c), "a cancelled child is unregistered")
+	require.Nil(t, c.more.Load(), "no one asked for the done channel: the connection has none")
+
+	done := ctx.Done()
+	require.NotNil(t, c.more.Load())
+	std, cancelStd := context.WithCancel(ctx)
+	defer cancelStd()
+	require.NoError(t, ctx.Err())
+	require.NoError(t, a.Err())
+
+	require.True(t, c.closeWith(closePeerGone))
+	require.False(t, c.closeWith(closeSlow), "the first mode wins")
+	<-done
+	<-a.Done()
+	<-std.Done()
+	require.ErrorIs(t, ctx.Err(), context.Canceled)
+	require.Zero(t, registered(c))
+	late, cancelLate := c.childContext(0)
+	defer cancelLate()
+	<-late.Done()
+
+	// Asked for only after the close: closed already.
+	c2 := &conn{}
+	c2.w.Init(nil, 1, &c2.mem)
+	c2.closeWith(closePeerGone)
+	<-c2.context().Done()
+
+	// Asked for while the close runs: closed once (a second close panics).
+	for range 200 {
+		c3 := &conn{}
+		c3.w.Init(nil, 1, &c3.mem)
+		got := make(chan (<-chan struct{}))
+		go func() { got <- c3.context().Done() }()
+		c3.closeWith(closeShutdown)
+		<-<-got
+	}
+}

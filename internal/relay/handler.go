@@ -2,7 +2,6 @@ package relay
 
 import (
 	"crypto/rand"
-	"encoding/hex"
 	"mime"
 	"net"
 	"net/http"
@@ -142,6 +141,9 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	key := ratelimit.AddrKey(ip)
+	if strings.HasPrefix(ip, key) {
+		key = ip[:len(key)] // (one string for both: an IPv4 client's key is its address)
+	}
 	if !r.connsPerIP.acquire(key) {
 		r.m.refusedConns.WithLabelValues("per_ip_limit").Inc()
 		http.Error(w, "too many connections from your address", http.StatusTooManyRequests)
@@ -223,9 +225,12 @@ func parseAddr(s string) (netip.Addr, bool) {
 	return addr.WithZone(""), true
 }
 
-// newChallenge returns a fresh NIP-42 challenge.
-func newChallenge() string {
+// newChallenge returns a fresh NIP-42 challenge (conn.challengeText is how
+// it is sent), never all zero.
+func newChallenge() [16]byte {
 	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return hex.EncodeToString(b[:])
+	for b == [16]byte{} {
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	}
+	return b
 }

@@ -77,7 +77,7 @@ func (r *Relay) handoff(ctx context.Context, s *subscription, stored []*nostr.Ev
 	// member removed, the group made private): the replica's answer and
 	// the gate may both be older than that, so the primary answers whole.
 	w.More = w.More || w.Groups
-	m := &pageMerge{filters: s.filters, viewer: s.viewer, stored: stored, stopped: stopped, sv: sv,
+	m := &pageMerge{filters: s.filters, viewer: s.viewer(), stored: stored, stopped: stopped, sv: sv,
 		matches: func(ev *nostr.Event) bool { return r.index.matchesSub(s, ev) }}
 	var res merged
 	if !w.More {
@@ -88,7 +88,7 @@ func (r *Relay) handoff(ctx context.Context, s *subscription, stored []*nostr.Ev
 	if w.More || res.primary || len(res.refills) > 0 {
 		r.m.handoffRefills.Inc()
 		read := func(sn readpath.Snapshot, filters []nostr.Filter) ([]*nostr.Event, error) {
-			res, err := sn.Read(ctx, readpath.Request{Filters: filters, Viewer: s.viewer, Take: take})
+			res, err := sn.Read(ctx, readpath.Request{Filters: filters, Viewer: s.viewer(), Take: take})
 			if err != nil {
 				return nil, err
 			}

@@ -49,7 +49,7 @@ func (r *Relay) offerLearn(s *subscription, evs []*nostr.Event, sv *servedJSON, 
 		return
 	}
 	item := learnItem{f: s.filters[0], events: make([]eventcache.Loaded, len(evs)), seq: seq,
-		allGroups: s.viewer.AllGroups, limited: r.groups.Any()}
+		allGroups: s.viewer().AllGroups, limited: r.groups.Any()}
 	for i, ev := range evs {
 		js := sv.JSON(ev)
 		if js == nil {

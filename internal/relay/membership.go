@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"context"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -27,13 +26,13 @@ func (c *conn) membershipEvent(ev *nostr.Event) (ok bool, reason string, done bo
 	if c.r.members == nil {
 		return false, membership.ReasonNoNIP43, true
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.r.cfg.IngestTimeout)
+	ctx, cancel := c.childContext(c.r.cfg.IngestTimeout)
 	defer cancel()
 	if ev.Kind == membership.KindJoin {
 		ok, reason = c.r.members.Join(ctx, ev)
 		return ok, reason, true
 	}
-	_, byAuthor := c.authed[ev.PubKey]
+	_, byAuthor := c.authed()[ev.PubKey]
 	ok, reason = c.r.members.Leave(ctx, ev, byAuthor)
 	if !ok && strings.HasPrefix(reason, "auth-required:") {
 		c.sendChallenge() // (it answers the challenge, then sends its leave again)
@@ -70,12 +69,12 @@ func (c *conn) inviteFor() ([]byte, string) {
 	if c.r.members == nil {
 		return nil, membership.ReasonNoNIP43
 	}
-	if len(c.authed) == 0 {
+	if len(c.authed()) == 0 {
 		c.sendChallenge()
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.r.cfg.IngestTimeout)
+	ctx, cancel := c.childContext(c.r.cfg.IngestTimeout)
 	defer cancel()
-	ev, reason := c.r.members.Invite(ctx, slices.Sorted(maps.Keys(c.authed)))
+	ev, reason := c.r.members.Invite(ctx, slices.Sorted(maps.Keys(c.authed())))
 	if reason != "" {
 		return nil, reason
 	}

@@ -184,7 +184,7 @@ func (c *conn) publishEphemeral(ev *nostr.Event) (bool, string) {
 		c.r.fanout(ev, 0)
 		return true, ""
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.r.cfg.IngestTimeout)
+	ctx, cancel := c.childContext(c.r.cfg.IngestTimeout)
 	defer cancel()
 	if err := c.r.ephemeral.Publish(ctx, ev); err != nil {
 		c.logger().Warn("publish ephemeral event failed", "err", err)
@@ -201,7 +201,7 @@ func (c *conn) admit(ev *nostr.Event) string {
 	if ok, _ := c.r.eventsPerIP.Allow(c.key); !ok {
 		return reasonEventRateIP
 	}
-	if c.r.cfg.Auth.RequiredForWrites && len(c.authed) == 0 {
+	if c.r.cfg.Auth.RequiredForWrites && len(c.authed()) == 0 {
 		c.sendChallenge()
 		return reasonAuthForWrites
 	}
@@ -226,11 +226,11 @@ func (c *conn) AuthorReason(pubkey string) string {
 // authenticated author, and challenges a client that has not authenticated
 // (admission.Conn).
 func (c *conn) ProtectedReason(ev *nostr.Event) string {
-	_, isAuthor := c.authed[ev.PubKey]
+	_, isAuthor := c.authed()[ev.PubKey]
 	switch {
 	case !c.r.cfg.Auth.Enabled:
 		return reasonProtectedNoAuth
-	case len(c.authed) == 0:
+	case len(c.authed()) == 0:
 		c.sendChallenge()
 		return reasonProtectedAuth
 	case !isAuthor:
@@ -242,7 +242,7 @@ func (c *conn) ProtectedReason(ev *nostr.Event) string {
 // onAuth verifies a NIP-42 AUTH event and authenticates the connection as its
 // author. A connection may authenticate as several pubkeys.
 func (c *conn) onAuth(ev *nostr.Event) {
-	if c.challenge == "" {
+	if !c.authOn() {
 		c.enqueue(okMsg(ev.ID, false, reasonAuthDisabled))
 		return
 	}
@@ -253,14 +253,15 @@ func (c *conn) onAuth(ev *nostr.Event) {
 	// REQs held for this AUTH (signin.go) run after its OK, whatever it says.
 	c.authTried = true
 	defer c.releaseHeld()
-	if reason := protocol.ValidateAuthEvent(ev, c.challenge, c.r.Audience(), c.r.now()); reason != "" {
+	if reason := protocol.ValidateAuthEvent(ev, c.challengeText(), c.r.Audience(), c.r.now()); reason != "" {
 		c.enqueue(okMsg(ev.ID, false, reason))
 		return
 	}
-	if c.authed == nil {
-		c.authed = make(map[string]struct{}, 1)
+	x := c.extra()
+	if x.authed == nil {
+		x.authed = make(map[string]struct{}, 1)
 	}
-	c.authed[ev.PubKey] = struct{}{}
+	x.authed[ev.PubKey] = struct{}{}
 	c.logger().Debug("authenticated", "pubkey", ev.PubKey)
 	c.enqueue(okMsg(ev.ID, true, ""))
 }
@@ -275,7 +276,7 @@ func (c *conn) onAuth(ev *nostr.Event) {
 // withheld.go) is answered the same way. Filters naming a private group are
 // answered as groupReadReason says.
 func (c *conn) checkRead(filters []nostr.Filter) ([]nostr.Filter, string) {
-	if c.r.cfg.Auth.RequiredForReads && len(c.authed) == 0 {
+	if c.r.cfg.Auth.RequiredForReads && len(c.authed()) == 0 {
 		c.sendChallenge()
 		return nil, reasonAuthForReads
 	}
@@ -290,14 +291,14 @@ func (c *conn) checkRead(filters []nostr.Filter) ([]nostr.Filter, string) {
 		}
 		out[i] = nf
 	}
-	if len(c.authed) == 0 && slices.ContainsFunc(out, protocol.AsksPrivate) {
-		if c.challenge == "" {
+	if len(c.authed()) == 0 && slices.ContainsFunc(out, protocol.AsksPrivate) {
+		if !c.authOn() {
 			return nil, reasonPrivateNoAuth
 		}
 		c.sendChallenge()
 		return nil, reasonAuthForPrivate
 	}
-	if len(c.authed) == 0 && c.challenge != "" && c.r.cfg.Groups && c.r.withheld != nil && slices.ContainsFunc(out, asksInvites) {
+	if len(c.authed()) == 0 && c.authOn() && c.r.cfg.Groups && c.r.withheld != nil && slices.ContainsFunc(out, asksInvites) {
 		c.sendChallenge()
 		return nil, reasonAuthForInvites
 	}
@@ -311,10 +312,10 @@ func (c *conn) checkRead(filters []nostr.Filter) ([]nostr.Filter, string) {
 // is taken when a REQ or COUNT arrives (reading turn); a later AUTH does not
 // widen a running subscription (clients send the REQ again after AUTH).
 func (c *conn) viewer() protocol.Viewer {
-	if len(c.authed) == 0 {
+	if len(c.authed()) == 0 {
 		return protocol.Viewer{Groups: c.r.groups}
 	}
-	v := protocol.Viewer{Authed: slices.Sorted(maps.Keys(c.authed)), Groups: c.r.groups}
+	v := protocol.Viewer{Authed: slices.Sorted(maps.Keys(c.authed())), Groups: c.r.groups}
 	for _, pk := range v.Authed {
 		if pk == c.r.cfg.Info.Self || slices.Contains(c.r.lv().GroupAdmins, pk) {
 			v.AllGroups = true
@@ -348,7 +349,7 @@ func (c *conn) groupReadReason(filters []nostr.Filter, v protocol.Viewer) string
 		private, hidden, member := rules.Rule(id, v.Authed)
 		switch {
 		case !private || member || rules.deleted(id):
-		case len(v.Authed) == 0 && c.challenge == "":
+		case len(v.Authed) == 0 && !c.authOn():
 			return reasonGroupNoAuth
 		case len(v.Authed) == 0:
 			c.sendChallenge()
@@ -370,7 +371,7 @@ func (c *conn) groupRules(ids []string) *groupGate {
 	if ga == nil {
 		return c.r.groups
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.r.lv().QueryTimeout)
+	ctx, cancel := c.childContext(c.r.lv().QueryTimeout)
 	defer cancel()
 	rules, err := ga.GroupAccess(ctx, ids)
 	if err != nil {
@@ -389,7 +390,7 @@ func (c *conn) groupRules(ids []string) *groupGate {
 // An event to a deleted group is left to the store, which refuses it
 // whoever sends it (restricted: this group was deleted).
 func (c *conn) groupWriteReason(ev *nostr.Event) string {
-	if len(c.authed) > 0 || !protocol.IsGroupEvent(ev) {
+	if len(c.authed()) > 0 || !protocol.IsGroupEvent(ev) {
 		return ""
 	}
 	id, _ := protocol.GroupTag(ev)
@@ -397,7 +398,7 @@ func (c *conn) groupWriteReason(ev *nostr.Event) string {
 	if private, _, _ := rules.Rule(id, nil); !private || rules.deleted(id) {
 		return ""
 	}
-	if c.challenge == "" {
+	if !c.authOn() {
 		return reasonGroupWriteNoAuth
 	}
 	c.sendChallenge()
@@ -436,8 +437,10 @@ func (c *conn) onReq(subID string, filters []nostr.Filter) {
 		}
 	}
 	c.mu.Lock()
-	s := newSubscription(c, subID, filters, c.viewer())
-	s.withheld = c.r.withheldFilters(filters, s.viewer)
+	s, ctx := newSubscription(c, subID, filters, c.viewer())
+	if wf := c.r.withheldFilters(filters, s.viewer()); wf != nil {
+		s.withheld = &subWithheld{filters: wf}
+	}
 	c.subs.put(s)
 	c.mu.Unlock()
 	if invite != nil { // before the query starts: before EOSE
@@ -445,7 +448,7 @@ func (c *conn) onReq(subID string, filters []nostr.Filter) {
 	}
 	c.r.index.add(s)
 	c.r.m.subscriptions.Inc()
-	if !c.startQuery(func() { c.runQuery(s) }) {
+	if !c.startQuery(func() { c.runQuery(s, ctx) }) {
 		s.query.Done()
 	}
 }
@@ -455,7 +458,7 @@ func (c *conn) onReq(subID string, filters []nostr.Filter) {
 func (c *conn) full() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.subs)+len(c.negs) >= c.r.lv().MaxSubscriptions
+	return c.subs.len()+len(c.negs()) >= c.r.lv().MaxSubscriptions
 }
 
 // startQuery runs fn in a goroutine once one of the connection's query slots is
@@ -464,19 +467,20 @@ func (c *conn) full() bool {
 func (c *conn) startQuery(fn func()) bool {
 	for {
 		c.mu.Lock()
-		if c.running < c.r.cfg.MaxQueriesPerConn {
+		if int(c.running) < c.r.cfg.MaxQueriesPerConn {
 			c.running++
 			c.mu.Unlock()
 			break
 		}
-		if c.slotFree == nil {
-			c.slotFree = make(chan struct{})
+		x := c.extra()
+		if x.slotFree == nil {
+			x.slotFree = make(chan struct{})
 		}
-		free := c.slotFree
+		free := x.slotFree
 		c.mu.Unlock()
 		select {
 		case <-free:
-		case <-c.ctx.Done():
+		case <-c.context().Done():
 			return false
 		}
 	}
@@ -495,13 +499,13 @@ func (c *conn) endQuerySlot() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.running--
-	if c.slotFree != nil {
-		close(c.slotFree)
-		c.slotFree = nil
+	if x := c.more.Load(); x != nil && x.slotFree != nil {
+		close(x.slotFree)
+		x.slotFree = nil
 	}
 }
 
-func (c *conn) runQuery(s *subscription) {
+func (c *conn) runQuery(s *subscription, sctx context.Context) {
 	defer s.query.Done()
 	defer s.endQuery()
 	// The stored part must hold every row below the follower's start: a
@@ -514,10 +518,10 @@ func (c *conn) runQuery(s *subscription) {
 	if c.r.served.Load() {
 		select {
 		case <-c.r.follower.ready:
-		case <-s.ctx.Done():
+		case <-sctx.Done():
 		}
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, c.r.lv().QueryTimeout)
+	ctx, cancel := context.WithTimeout(sctx, c.r.lv().QueryTimeout)
 	// The rows the query reads are taken from the connection's budget (its
 	// bulk part) as they are read; the query stops when it is full, and the
 	// answer is what fit: EOSE follows it, and the client pages with until.
@@ -539,7 +543,7 @@ func (c *conn) runQuery(s *subscription) {
 	// are the cache's): it is only capped as the rows budget caps a query's
 	// (Request.Cap), and its messages take their share of the budget as they
 	// are queued.
-	res, err := c.r.reads.Read(ctx, readpath.Request{Filters: s.filters, Viewer: s.viewer, Take: budget,
+	res, err := c.r.reads.Read(ctx, readpath.Request{Filters: s.filters, Viewer: s.viewer(), Take: budget,
 		Cap: c.mem.BulkLimit()})
 	if res.Source == readpath.Cache {
 		stopped = res.Stopped // (the cache asked no Take)
@@ -551,7 +555,7 @@ func (c *conn) runQuery(s *subscription) {
 	if err == nil && replica {
 		// (the primary's window is read whole; the events it adds take their
 		// share of the budget)
-		cctx, ccancel := context.WithTimeout(s.ctx, c.r.lv().QueryTimeout)
+		cctx, ccancel := context.WithTimeout(sctx, c.r.lv().QueryTimeout)
 		events, seq, err = c.r.handoff(cctx, s, events, sv, seq, stopped, budget)
 		ccancel()
 	}
@@ -561,7 +565,7 @@ func (c *conn) runQuery(s *subscription) {
 	}
 	if err != nil {
 		c.mem.Give(held)
-		if s.ctx.Err() != nil {
+		if sctx.Err() != nil {
 			return // closed, replaced, or the connection ended
 		}
 		reason := reasonQueryFailed
@@ -577,17 +581,17 @@ func (c *conn) runQuery(s *subscription) {
 	if res.Source == readpath.Primary && !stopped {
 		c.r.offerLearn(s, events, sv, seq)
 	}
-	if len(s.withheld) > 0 {
+	if len(s.withheldFilters()) > 0 {
 		// After the cache learnt the shared answer (never these). On the
 		// primary, after the stored part: a withheld event committed since
 		// the subscription was filed is read here or delivered live, and
 		// withheldSent keeps it from coming twice.
-		wctx, wcancel := context.WithTimeout(s.ctx, c.r.lv().QueryTimeout)
+		wctx, wcancel := context.WithTimeout(sctx, c.r.lv().QueryTimeout)
 		events, err = c.r.addWithheld(wctx, s, events, sv)
 		wcancel()
 		if err != nil {
 			c.mem.Give(held)
-			if s.ctx.Err() == nil {
+			if sctx.Err() == nil {
 				c.logger().Warn("withheld group events query failed", "sub", s.id, "err", err)
 				c.dropSub(s)
 				c.enqueue(closedMsg(s.id, reasonQueryFailed))
@@ -595,7 +599,7 @@ func (c *conn) runQuery(s *subscription) {
 			return
 		}
 	}
-	s.replay(events, sv, seq, held)
+	s.replay(sctx, events, sv, seq, held)
 }
 
 // onCount answers a NIP-45 COUNT.
@@ -607,7 +611,7 @@ func (c *conn) onCount(subID string, filters []nostr.Filter) {
 	}
 	v := c.viewer()
 	c.startQuery(func() {
-		ctx, cancel := context.WithTimeout(c.ctx, c.r.lv().QueryTimeout)
+		ctx, cancel := c.childContext(c.r.lv().QueryTimeout)
 		start := time.Now()
 		n, err := c.r.reads.Count(ctx, filters, v)
 		cancel()
@@ -615,7 +619,7 @@ func (c *conn) onCount(subID string, filters []nostr.Filter) {
 		switch {
 		case err == nil:
 			c.enqueue(countMsg(subID, n))
-		case c.ctx.Err() != nil:
+		case c.closing():
 		case errors.Is(err, context.DeadlineExceeded):
 			c.enqueue(closedMsg(subID, reasonQueryTimeout))
 		default:

@@ -126,17 +126,18 @@ func (c *conn) onNegOpen(subID string, filter nostr.Filter, msg string) {
 		return
 	}
 	c.mu.Lock()
-	if len(c.subs)+len(c.negs) >= c.r.lv().MaxSubscriptions {
+	if c.subs.len()+len(c.negs()) >= c.r.lv().MaxSubscriptions {
 		c.mu.Unlock()
 		c.enqueue(negErrMsg(subID, reasonTooManySubs))
 		return
 	}
-	ctx, cancel := context.WithCancel(c.ctx)
+	ctx, cancel := c.childContext(0)
 	s := &negSession{id: subID, ctx: ctx, cancel: cancel, ready: make(chan struct{})}
-	if c.negs == nil {
-		c.negs = make(map[string]*negSession, 1)
+	x := c.extra()
+	if x.negs == nil {
+		x.negs = make(map[string]*negSession, 1)
 	}
-	c.negs[subID] = s
+	x.negs[subID] = s
 	c.mu.Unlock()
 	v := c.viewer()
 	if c.r.negTree != nil && treeCovers(filters[0], v) {
@@ -266,7 +267,7 @@ func (c *conn) loadNeg(s *negSession, f nostr.Filter, v protocol.Viewer, msg str
 // client address's REQ rate (ReqRatePerIP): one over it ends its session.
 func (c *conn) onNegMsg(subID, msg string) {
 	c.mu.Lock()
-	s := c.negs[subID]
+	s := c.negs()[subID]
 	c.mu.Unlock()
 	if s == nil {
 		c.enqueue(negErrMsg(subID, reasonNegUnknown))
@@ -332,8 +333,8 @@ func (c *conn) failNeg(s *negSession, final []byte) {
 // whether this call ended it (the first one does).
 func (c *conn) endNeg(s *negSession) bool {
 	c.mu.Lock()
-	if c.negs[s.id] == s {
-		delete(c.negs, s.id)
+	if negs := c.negs(); negs[s.id] == s {
+		delete(negs, s.id)
 	}
 	c.mu.Unlock()
 	s.mu.Lock()
@@ -358,7 +359,7 @@ func (c *conn) endNeg(s *negSession) bool {
 // a NEG-OPEN reusing the id), and waits until its query goroutine has ended.
 func (c *conn) closeNeg(subID string) {
 	c.mu.Lock()
-	s := c.negs[subID]
+	s := c.negs()[subID]
 	c.mu.Unlock()
 	if s == nil {
 		return

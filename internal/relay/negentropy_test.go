@@ -434,7 +434,7 @@ func openNegs(r *Relay) int {
 	n := 0
 	for c := range r.conns {
 		c.mu.Lock()
-		n += len(c.negs)
+		n += len(c.negs())
 		c.mu.Unlock()
 	}
 	return n

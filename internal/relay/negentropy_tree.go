@@ -553,8 +553,8 @@ func (c *conn) treeNeg(s *negSession, f nostr.Filter, msg string) bool {
 	// The connection's other sessions: tree sessions' items, loaded ones'
 	// charges.
 	c.mu.Lock()
-	sessions := make([]*negSession, 0, len(c.negs))
-	for _, o := range c.negs {
+	sessions := make([]*negSession, 0, len(c.negs()))
+	for _, o := range c.negs() {
 		if o != s {
 			sessions = append(sessions, o)
 		}

@@ -504,7 +504,7 @@ func (r *Relay) track(c *conn) bool {
 	if r.closing.Load() {
 		return false
 	}
-	c.lastPing = time.Now()
+	c.lastPing = time.Now().UnixNano()
 	r.conns[c] = struct{}{}
 	r.connsWG.Add(1)
 	return true
@@ -564,7 +564,7 @@ const fanoutShare = 256
 func deliverAll(subs []*subscription, ev *nostr.Event, seq int64, js []byte) int {
 	n := 0
 	for _, s := range subs {
-		if s.viewer.MayRead(ev) && s.deliver(ev, seq, js) {
+		if s.viewer().MayRead(ev) && s.deliver(ev, seq, js) {
 			n++
 		}
 	}
@@ -703,8 +703,8 @@ func (r *Relay) pinger(ctx context.Context) {
 					_ = c.w.Conn().Close() // (the read deadline: the connection ends)
 					continue
 				}
-				if now.Sub(c.lastPing) >= every && !c.closing() {
-					c.lastPing = now
+				if now.UnixNano()-c.lastPing >= int64(every) && !c.closing() {
+					c.lastPing = now.UnixNano()
 					c.pingSoon()
 				}
 			}

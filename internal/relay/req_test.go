@@ -209,7 +209,7 @@ func TestReqHoldsLiveEventsUntilEOSE(t *testing.T) {
 		s := tr.subscription(c, "s")
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return len(s.pending) == 1
+		return s.pending.len() == 1
 	}, waitTimeout, time.Millisecond)
 	also := k.note(t, "also during", nil)
 	ok, _ = pub.publish(also)
@@ -218,7 +218,7 @@ func TestReqHoldsLiveEventsUntilEOSE(t *testing.T) {
 		s := tr.subscription(c, "s")
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return len(s.pending) == 2
+		return s.pending.len() == 2
 	}, waitTimeout, time.Millisecond)
 	close(proceed) // the query now sees both events
 	first, second := c.event("s"), c.event("s")

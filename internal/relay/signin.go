@@ -54,9 +54,9 @@ type heldReq struct {
 // Callers send it only to connections that have not authenticated. Reader
 // goroutine only.
 func (c *conn) sendChallenge() {
-	if c.challenge != "" && c.challenges < maxChallenges {
+	if c.authOn() && c.challenges < maxChallenges {
 		c.challenges++
-		c.enqueue(authMsg(c.challenge))
+		c.enqueue(authMsg(c.challengeText()))
 	}
 }
 
@@ -67,7 +67,7 @@ func (c *conn) sendChallenge() {
 // only.
 func (c *conn) holdForAuth(subID string, filters []nostr.Filter, reason string) bool {
 	grace := c.r.cfg.Auth.Grace
-	if grace <= 0 || c.challenge == "" || c.authTried || !strings.HasPrefix(reason, "auth-required:") {
+	if grace <= 0 || !c.authOn() || c.authTried || !strings.HasPrefix(reason, "auth-required:") {
 		return false
 	}
 	left := grace - c.r.now().Sub(time.Unix(0, c.born))
@@ -76,14 +76,15 @@ func (c *conn) holdForAuth(subID string, filters []nostr.Filter, reason string) 
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.holding == nil {
-		c.holding = &heldReqs{}
-		c.holding.timer = time.AfterFunc(left, c.expireHeld)
+	x := c.extra()
+	if x.holding == nil {
+		x.holding = &heldReqs{}
+		x.holding.timer = time.AfterFunc(left, c.expireHeld)
 	}
-	if c.holding.done || len(c.holding.reqs) >= c.r.lv().MaxSubscriptions {
+	if x.holding.done || len(x.holding.reqs) >= c.r.lv().MaxSubscriptions {
 		return false
 	}
-	c.holding.reqs = append(c.holding.reqs, heldReq{id: subID, filters: filters, reason: reason})
+	x.holding.reqs = append(x.holding.reqs, heldReq{id: subID, filters: filters, reason: reason})
 	c.r.m.authHeld.WithLabelValues("held").Inc()
 	return true
 }
@@ -93,12 +94,13 @@ func (c *conn) holdForAuth(subID string, filters []nostr.Filter, reason string) 
 func (c *conn) dropHeld(subID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.holding == nil {
+	h := c.holding()
+	if h == nil {
 		return
 	}
-	for i, h := range c.holding.reqs {
-		if h.id == subID {
-			c.holding.reqs = append(c.holding.reqs[:i], c.holding.reqs[i+1:]...)
+	for i, r := range h.reqs {
+		if r.id == subID {
+			h.reqs = append(h.reqs[:i], h.reqs[i+1:]...)
 			return
 		}
 	}
@@ -108,14 +110,23 @@ func (c *conn) dropHeld(subID string) {
 func (c *conn) takeHeld() []heldReq {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.holding == nil {
+	h := c.holding()
+	if h == nil {
 		return nil
 	}
-	c.holding.timer.Stop()
-	c.holding.done = true
-	reqs := c.holding.reqs
-	c.holding.reqs = nil
+	h.timer.Stop()
+	h.done = true
+	reqs := h.reqs
+	h.reqs = nil
 	return reqs
+}
+
+// holding is the REQs held for the first AUTH, nil until one is. Under mu.
+func (c *conn) holding() *heldReqs {
+	if x := c.more.Load(); x != nil {
+		return x.holding
+	}
+	return nil
 }
 
 // releaseHeld runs the held REQs as if they had just arrived, now that the
@@ -135,7 +146,7 @@ func (c *conn) expireHeld() {
 	if len(reqs) == 0 || c.closing() {
 		return
 	}
-	c.enqueue(authMsg(c.challenge))
+	c.enqueue(authMsg(c.challengeText()))
 	for _, h := range reqs {
 		c.r.m.authHeld.WithLabelValues("expired").Inc()
 		c.enqueue(closedMsg(h.id, h.reason))

@@ -21,17 +21,65 @@ import (
 // values V can only match events whose F is in V, so no match is ever missed.
 type subIndex struct {
 	mu    sync.RWMutex
-	keyed map[indexKey]map[*indexEntry]struct{}
-	rest  map[*indexEntry]struct{}
+	keyed map[indexKey]*entrySet
+	rest  entrySet
 	count int // subscriptions
 }
 
+// entrySet is the entries filed under one key (or in rest). An entry filed
+// under this key alone (nearly every one) is in one, at its pos; one filed
+// under several keys is in many.
+type entrySet struct {
+	one  []*indexEntry
+	many map[*indexEntry]struct{}
+}
+
+// put adds e; single says e is filed under this key alone.
+func (s *entrySet) put(e *indexEntry, single bool) {
+	if single {
+		e.pos = int32(len(s.one))
+		s.one = append(s.one, e)
+		return
+	}
+	if s.many == nil {
+		s.many = make(map[*indexEntry]struct{}, 1)
+	}
+	s.many[e] = struct{}{}
+}
+
+// drop removes e, put with the same single.
+func (s *entrySet) drop(e *indexEntry, single bool) {
+	if !single {
+		delete(s.many, e)
+		if len(s.many) == 0 {
+			s.many = nil
+		}
+		return
+	}
+	i, last := int(e.pos), len(s.one)-1
+	s.one[i] = s.one[last]
+	s.one[i].pos = int32(i)
+	s.one[last] = nil
+	s.one = s.one[:last]
+	if last == 0 {
+		s.one = nil
+	} else if cap(s.one) > 64 && last < cap(s.one)/4 {
+		s.one = slices.Clip(slices.Clone(s.one)) // (gives the memory back)
+	}
+}
+
+// len returns the number of entries.
+func (s *entrySet) len() int { return len(s.one) + len(s.many) }
+
+// indexEntry is one filter of a filed subscription. Its keys are not kept:
+// keys computes them from the filter, the same when it is filed and when it
+// is unfiled.
 type indexEntry struct {
 	sub    *subscription
 	filter protocol.LiveFilter // sub.filters[i] without its tag map (some 400 bytes): what a live subscription keeps of it
 	search *textsearch.Query   // the filter's NIP-50 search, parsed; nil without one
-	keys   []indexKey          // empty: filed in rest (unless never)
 	never  bool                // matches no event; not filed
+	pos    int32               // where it is in its entrySet's one, when filed under one key (or none); under subIndex.mu
 }
 
 // matches reports whether ev matches the entry's filter, its search included: a
@@ -60,35 +108,52 @@ type indexKey struct {
 }
 
 func newSubIndex() *subIndex {
-	return &subIndex{keyed: make(map[indexKey]map[*indexEntry]struct{}), rest: make(map[*indexEntry]struct{})}
+	return &subIndex{keyed: make(map[indexKey]*entrySet)}
 }
 
-// keysFor picks the field a filter is filed under. never reports a filter that
-// matches nothing (a present but empty list), which is not filed at all.
-func keysFor(f nostr.Filter) (keys []indexKey, never bool) {
-	if emptyList(f) {
-		return nil, true
-	}
+// keys yields the keys the entry's filter is filed under: the values of
+// its most selective field (ids, else authors, else the values of one
+// single-letter tag, else kinds). A filter with none of these yields none and
+// is filed in rest.
+func (e *indexEntry) keys(yield func(indexKey) bool) {
+	f := &e.filter
 	switch {
 	case len(f.IDs) > 0:
 		for _, id := range f.IDs {
-			keys = append(keys, indexKey{dim: dimID, s: id})
+			if !yield(indexKey{dim: dimID, s: id}) {
+				return
+			}
 		}
 	case len(f.Authors) > 0:
 		for _, a := range f.Authors {
-			keys = append(keys, indexKey{dim: dimAuthor, s: a})
+			if !yield(indexKey{dim: dimAuthor, s: a}) {
+				return
+			}
 		}
-	case bestTag(f) != "":
-		name := bestTag(f)
-		for _, v := range f.Tags[name] {
-			keys = append(keys, indexKey{dim: dimTag, s: name + "\x00" + v})
+	case bestTag(f) != nil:
+		t := bestTag(f)
+		for _, v := range t.Values {
+			if !yield(indexKey{dim: dimTag, s: t.Name + "\x00" + v}) {
+				return
+			}
 		}
 	case len(f.Kinds) > 0:
 		for _, k := range f.Kinds {
-			keys = append(keys, indexKey{dim: dimKind, kind: k})
+			if !yield(indexKey{dim: dimKind, kind: k}) {
+				return
+			}
 		}
 	}
-	return keys, false
+}
+
+// keyCount returns how many keys the entry yields (keys), counting a key
+// listed twice twice.
+func (e *indexEntry) keyCount() int {
+	n := 0
+	for range e.keys {
+		n++
+	}
+	return n
 }
 
 // emptyList reports whether f has a present but empty list, so matches nothing.
@@ -105,50 +170,59 @@ func emptyList(f nostr.Filter) bool {
 	return false
 }
 
-// bestTag is the single-letter tag of f with the fewest values ("" if none).
-func bestTag(f nostr.Filter) string {
-	best, n := "", 0
-	for name, values := range f.Tags {
-		if len(name) != 1 || len(values) == 0 {
+// bestTag is the single-letter tag condition of f with the fewest values,
+// the first name in order among those (nil if none).
+func bestTag(f *protocol.LiveFilter) *protocol.TagValues {
+	var best *protocol.TagValues
+	for i := range f.Tags {
+		t := &f.Tags[i]
+		if len(t.Name) != 1 || len(t.Values) == 0 {
 			continue
 		}
-		if best == "" || len(values) < n || (len(values) == n && name < best) {
-			best, n = name, len(values)
+		if best == nil || len(t.Values) < len(best.Values) || (len(t.Values) == len(best.Values) && t.Name < best.Name) {
+			best = t
 		}
 	}
 	return best
 }
 
-// add files every filter of s.
+// add files every filter of s. A subscription of one filter holds its entry
+// itself (subscription.one).
 func (x *subIndex) add(s *subscription) {
-	entries := make([]*indexEntry, len(s.filters))
+	var entries []indexEntry
+	if len(s.filters) == 1 {
+		entries = s.one[:]
+	} else {
+		entries = make([]indexEntry, len(s.filters))
+	}
 	for i, f := range s.filters {
-		keys, never := keysFor(f)
-		e := &indexEntry{sub: s, filter: detach(protocol.NewLiveFilter(f)), keys: keys, never: never}
+		e := &entries[i]
+		*e = indexEntry{sub: s, filter: detach(protocol.NewLiveFilter(f)), never: emptyList(f)}
 		if f.Search != "" {
 			q, ok := protocol.ParseSearch(f.Search)
-			e.search, e.never = &q, never || !ok
+			e.search, e.never = &q, e.never || !ok
 		}
-		entries[i] = e
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	s.entries = entries
-	for _, e := range entries {
+	for i := range entries {
+		e := &entries[i]
 		if e.never {
 			continue
 		}
-		if len(e.keys) == 0 {
-			x.rest[e] = struct{}{}
+		n := e.keyCount()
+		if n == 0 {
+			x.rest.put(e, true)
 			continue
 		}
-		for _, k := range e.keys {
+		for k := range e.keys {
 			set := x.keyed[k]
 			if set == nil {
-				set = make(map[*indexEntry]struct{}, 1)
+				set = &entrySet{}
 				x.keyed[k] = set
 			}
-			set[e] = struct{}{}
+			set.put(e, n == 1)
 		}
 	}
 	x.count++
@@ -207,18 +281,23 @@ func (x *subIndex) remove(s *subscription) bool {
 	if s.entries == nil {
 		return false
 	}
-	for _, e := range s.entries {
+	for i := range s.entries {
+		e := &s.entries[i]
 		if e.never {
 			continue
 		}
-		if len(e.keys) == 0 {
-			delete(x.rest, e)
+		n := e.keyCount()
+		if n == 0 {
+			x.rest.drop(e, true)
 			continue
 		}
-		for _, k := range e.keys {
+		for k := range e.keys {
 			set := x.keyed[k]
-			delete(set, e)
-			if len(set) == 0 {
+			if set == nil {
+				continue // (a key listed twice: dropped the first time)
+			}
+			set.drop(e, n == 1)
+			if set.len() == 0 {
 				delete(x.keyed, k)
 			}
 		}
@@ -241,18 +320,27 @@ func (x *subIndex) matching(ev *nostr.Event, out []*subscription) []*subscriptio
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	var seen map[*subscription]struct{}
-	try := func(set map[*indexEntry]struct{}) {
-		for e := range set {
-			if _, ok := seen[e.sub]; ok {
-				continue
+	tryOne := func(e *indexEntry) {
+		if _, ok := seen[e.sub]; ok {
+			return
+		}
+		if e.matches(ev) {
+			if seen == nil {
+				seen = make(map[*subscription]struct{})
 			}
-			if e.matches(ev) {
-				if seen == nil {
-					seen = make(map[*subscription]struct{})
-				}
-				seen[e.sub] = struct{}{}
-				out = append(out, e.sub)
-			}
+			seen[e.sub] = struct{}{}
+			out = append(out, e.sub)
+		}
+	}
+	try := func(set *entrySet) {
+		if set == nil {
+			return
+		}
+		for _, e := range set.one {
+			tryOne(e)
+		}
+		for e := range set.many {
+			tryOne(e)
 		}
 	}
 	try(x.keyed[indexKey{dim: dimID, s: ev.ID}])
@@ -268,7 +356,7 @@ func (x *subIndex) matching(ev *nostr.Event, out []*subscription) []*subscriptio
 		try(x.keyed[indexKey{dim: dimTag, s: tag[0] + "\x00" + v}])
 	}
 	try(x.keyed[indexKey{dim: dimKind, kind: ev.Kind}])
-	try(x.rest)
+	try(&x.rest)
 	return out
 }
 
@@ -277,8 +365,8 @@ func (x *subIndex) matching(ev *nostr.Event, out []*subscription) []*subscriptio
 func (x *subIndex) matchesSub(s *subscription, ev *nostr.Event) bool {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	for _, e := range s.entries {
-		if !e.never && e.matches(ev) {
+	for i := range s.entries {
+		if e := &s.entries[i]; !e.never && e.matches(ev) {
 			return true
 		}
 	}

@@ -34,32 +34,67 @@ import (
 // Ephemeral events have no seq and are always delivered.
 type subscription struct {
 	conn    *conn
+	next    *subscription // the connection's subList; under conn.mu
 	id      string
-	head    []byte          // eventHead(id), the start of its EVENT messages
-	filters []nostr.Filter  // read by its query; nil once the query has ended (endQuery)
-	viewer  protocol.Viewer // who reads: private kinds are delivered to their parties only
-	// withheld are the filters that can match withheld group events its
-	// reader may read (Relay.withheldFilters; nil for nearly every
-	// subscription): live, Relay.fanoutWithheld delivers by them.
-	withheld []nostr.Filter
-	entries  []*indexEntry // owned by subIndex
+	head    []byte         // eventHead(id), the start of its EVENT messages
+	filters []nostr.Filter // read by its query; nil once the query has ended (endQuery)
+	// authed is who reads, when the reader has authenticated (nil: no one
+	// has; see viewer): private kinds are delivered to their parties only.
+	authed *protocol.Viewer
+	// withheld is nil for nearly every subscription: see subWithheld.
+	withheld *subWithheld
+	entries  []indexEntry  // owned by subIndex; nil while not filed
+	one      [1]indexEntry // entries, for a subscription of one filter
 
-	// ctx is cancelled when the subscription closes. It is the query's: the
-	// query goroutine alone reads it, and drops it when it ends (endQuery),
-	// so that a live subscription holds no context.
-	ctx    context.Context
-	cancel context.CancelFunc // under mu once the query may run; nil after endQuery
+	// cancel cancels the query's context (newSubscription returns it to the
+	// query goroutine, the only one to read it, so that a live subscription
+	// holds no context): when the subscription closes, or the query ends.
+	// Under mu once the query may run; nil after endQuery.
+	cancel context.CancelFunc
 	// query is done when its query goroutine has ended (or did not start): a
 	// WaitGroup of one, not a channel, which a live subscription would keep.
 	query sync.WaitGroup
 
-	mu           sync.Mutex
-	closed       bool
-	snapshot     int64           // the stored part's outbox seq; set by replay
-	live         bool            // stored events and EOSE are queued; deliver directly
-	pending      []pendingLive   // live matches held until EOSE
-	pendingBytes int             // the total length of their JSON, taken from the connection's budget
-	withheldSent map[string]bool // the withheld events the stored part holds (Relay.addWithheld): not delivered live again
+	mu       sync.Mutex
+	closed   bool
+	live     bool      // stored events and EOSE are queued; deliver directly
+	snapshot int64     // the stored part's outbox seq; set by replay
+	pending  *heldLive // live matches held until EOSE; nil while none is
+}
+
+// subWithheld is what a subscription whose reader may read withheld group
+// events keeps of them.
+type subWithheld struct {
+	// filters are the filters that can match withheld group events its
+	// reader may read (Relay.withheldFilters): live, Relay.fanoutWithheld
+	// delivers by them.
+	filters []nostr.Filter
+	// sent are the withheld events the stored part holds
+	// (Relay.addWithheld): not delivered live again. Under the
+	// subscription's mu.
+	sent map[string]bool
+}
+
+// withheldFilters is subWithheld.filters, nil without.
+func (s *subscription) withheldFilters() []nostr.Filter {
+	if s.withheld == nil {
+		return nil
+	}
+	return s.withheld.filters
+}
+
+// heldLive is the live matches a subscription holds until EOSE.
+type heldLive struct {
+	msgs  []pendingLive
+	bytes int // the total length of their JSON, taken from the connection's budget
+}
+
+// len returns the number of matches held (none for a nil heldLive).
+func (h *heldLive) len() int {
+	if h == nil {
+		return 0
+	}
+	return len(h.msgs)
 }
 
 type pendingLive struct {
@@ -78,13 +113,33 @@ func (s *subscription) event(evJSON []byte) wsconn.Msg {
 	return wsconn.Msg{Head: head, Body: evJSON}
 }
 
-func newSubscription(c *conn, id string, filters []nostr.Filter, v protocol.Viewer) *subscription {
-	ctx, cancel := context.WithCancel(c.ctx)
+// viewer is who reads the subscription: the connection's viewer (conn.viewer)
+// when it was made.
+func (s *subscription) viewer() protocol.Viewer {
+	if s.authed != nil {
+		return *s.authed
+	}
+	var v protocol.Viewer
+	if s.conn != nil { // (a subscription made by a test, not newSubscription, has none)
+		v.Groups = s.conn.r.groups
+	}
+	return v
+}
+
+// newSubscription returns the subscription and its query's context, which
+// is cancelled when the subscription closes or the connection does. v is
+// c.viewer(): the subscription keeps it when it names a pubkey (an anonymous
+// reader's is the relay's Groups alone: see viewer).
+func newSubscription(c *conn, id string, filters []nostr.Filter, v protocol.Viewer) (*subscription, context.Context) {
+	ctx, cancel := c.childContext(0)
 	// (id is copied: it is a slice of the REQ message, which the
 	// subscription would keep whole; see detach)
-	s := &subscription{conn: c, id: strings.Clone(id), head: eventHead(id), filters: filters, viewer: v, ctx: ctx, cancel: cancel}
+	s := &subscription{conn: c, id: strings.Clone(id), head: eventHead(id), filters: filters, cancel: cancel}
+	if len(v.Authed) > 0 || v.AllGroups || v.Operator {
+		s.authed = &v
+	}
 	s.query.Add(1)
-	return s
+	return s, ctx
 }
 
 // covered reports whether the stored part holds the live event of outbox row
@@ -99,7 +154,7 @@ func (s *subscription) covered(seq int64) bool {
 // without an outbox row (seq 0) that may be a withheld group event
 // (Relay.fanoutWithheld). Under s.mu, or in replay after the stored part.
 func (s *subscription) sentWithheld(seq int64, ev *nostr.Event) bool {
-	return seq == 0 && s.withheldSent != nil && s.withheldSent[ev.ID]
+	return seq == 0 && s.withheld != nil && s.withheld.sent[ev.ID]
 }
 
 // deliver hands a live event, made visible by outbox row seq (0: ephemeral), to
@@ -123,7 +178,7 @@ func (s *subscription) take(ev *nostr.Event, seq int64, evJSON []byte) (ok, queu
 		return false, false
 	}
 	if !s.live {
-		if len(s.pending) >= s.conn.maxPendingMsgs() {
+		if s.pending.len() >= s.conn.maxPendingMsgs() {
 			s.conn.tooSlow("too many live events held while a query runs")
 			return false, false
 		}
@@ -131,11 +186,14 @@ func (s *subscription) take(ev *nostr.Event, seq int64, evJSON []byte) (ok, queu
 			s.conn.tooSlow(r.String())
 			return false, false
 		}
-		s.pending = append(s.pending, pendingLive{seq: seq, json: evJSON, ev: ev})
-		s.pendingBytes += len(evJSON)
+		if s.pending == nil {
+			s.pending = &heldLive{}
+		}
+		s.pending.msgs = append(s.pending.msgs, pendingLive{seq: seq, json: evJSON, ev: ev})
+		s.pending.bytes += len(evJSON)
 		return true, false
 	}
-	if s.covered(seq) || s.sentWithheld(seq, ev) || !mayWrite(s.viewer, ev, evJSON) {
+	if s.covered(seq) || s.sentWithheld(seq, ev) || !mayWrite(s.viewer(), ev, evJSON) {
 		return false, false
 	}
 	ok = s.conn.push(s.event(evJSON))
@@ -152,8 +210,8 @@ func (s *subscription) take(ev *nostr.Event, seq int64, evJSON []byte) (ok, queu
 // returns.
 //
 // stored's JSON is sv's (readpath.Result.JSON), or encoded here when sv has
-// none.
-func (s *subscription) replay(stored []*nostr.Event, sv *servedJSON, seq int64, held int) {
+// none. ctx is the query's (newSubscription).
+func (s *subscription) replay(ctx context.Context, stored []*nostr.Event, sv *servedJSON, seq int64, held int) {
 	c := s.conn
 	defer func() { c.mem.Give(held) }()
 	s.mu.Lock()
@@ -164,8 +222,8 @@ func (s *subscription) replay(stored []*nostr.Event, sv *servedJSON, seq int64, 
 	// just joined what the query rightly gave them; if the follower does
 	// not get there in time, the check applies the rule it has (it can
 	// only keep more back).
-	if s.viewer.Groups != nil && s.viewer.Groups.Any() && c.r.groups != nil &&
-		!c.r.groups.waitFor(seq, cacheWait, s.ctx.Done()) && s.ctx.Err() == nil {
+	if s.viewer().Groups != nil && s.viewer().Groups.Any() && c.r.groups != nil &&
+		!c.r.groups.waitFor(seq, cacheWait, ctx.Done()) && ctx.Err() == nil {
 		c.r.m.groupGateBehind.Inc()
 	}
 	for i, ev := range stored {
@@ -174,7 +232,7 @@ func (s *subscription) replay(stored []*nostr.Event, sv *servedJSON, seq int64, 
 			js = eventJSON(ev)
 		}
 		stored[i] = nil // (the queued message is all that is kept of it)
-		if !mayWrite(s.viewer, ev, js) {
+		if !mayWrite(s.viewer(), ev, js) {
 			c.r.m.groupWithheld.Inc()
 			continue
 		}
@@ -182,11 +240,11 @@ func (s *subscription) replay(stored []*nostr.Event, sv *servedJSON, seq int64, 
 		back := min(held, msg.Size())
 		c.mem.Give(back)
 		held -= back
-		if !c.enqueueBulk(s.ctx, msg) {
+		if !c.enqueueBulk(ctx, msg) {
 			return
 		}
 	}
-	if !c.enqueueBulk(s.ctx, plainMsg(eoseMsg(s.id))) {
+	if !c.enqueueBulk(ctx, plainMsg(eoseMsg(s.id))) {
 		return
 	}
 	for {
@@ -195,8 +253,11 @@ func (s *subscription) replay(stored []*nostr.Event, sv *servedJSON, seq int64, 
 			s.mu.Unlock()
 			return
 		}
-		pending := s.pending
-		s.pending, s.pendingBytes = nil, 0
+		var pending []pendingLive
+		if s.pending != nil {
+			pending = s.pending.msgs
+		}
+		s.pending = nil
 		if len(pending) == 0 {
 			s.live = true
 			s.mu.Unlock()
@@ -205,10 +266,10 @@ func (s *subscription) replay(stored []*nostr.Event, sv *servedJSON, seq int64, 
 		s.mu.Unlock()
 		for i, p := range pending {
 			c.mem.Give(len(p.json)) // (taken by deliver)
-			if s.covered(p.seq) || s.sentWithheld(p.seq, p.ev) || !mayWrite(s.viewer, p.ev, p.json) {
+			if s.covered(p.seq) || s.sentWithheld(p.seq, p.ev) || !mayWrite(s.viewer(), p.ev, p.json) {
 				continue
 			}
-			if !c.enqueueBulk(s.ctx, s.event(p.json)) {
+			if !c.enqueueBulk(ctx, s.event(p.json)) {
 				for _, rest := range pending[i+1:] {
 					c.mem.Give(len(rest.json))
 				}
@@ -223,8 +284,10 @@ func (s *subscription) replay(stored []*nostr.Event, sv *servedJSON, seq int64, 
 func (s *subscription) close() {
 	s.mu.Lock()
 	s.closed = true
-	s.conn.mem.Give(s.pendingBytes)
-	s.pending, s.pendingBytes = nil, 0
+	if s.pending != nil {
+		s.conn.mem.Give(s.pending.bytes)
+	}
+	s.pending = nil
 	cancel := s.cancel
 	s.mu.Unlock()
 	if cancel != nil {
@@ -232,14 +295,15 @@ func (s *subscription) close() {
 	}
 }
 
-// endQuery drops the subscription's context once its query goroutine is done
-// with it (it cancels it: the query's work is over either way), and its
-// filters: the query was their last reader (the live fan-out matches the
-// index entries' LiveFilters), and a live subscription keeps no tag map.
+// endQuery cancels the query's context once its query goroutine is done
+// with it (the query's work is over either way), and drops the
+// subscription's filters: the query was their last reader (the live fan-out
+// matches the index entries' LiveFilters), and a live subscription keeps no
+// tag map.
 func (s *subscription) endQuery() {
 	s.mu.Lock()
 	cancel := s.cancel
-	s.ctx, s.cancel = nil, nil
+	s.cancel = nil
 	s.filters = nil
 	s.mu.Unlock()
 	if cancel != nil {

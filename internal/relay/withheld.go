@@ -59,12 +59,12 @@ func (r *Relay) withheldFilters(filters []nostr.Filter, v protocol.Viewer) []nos
 // (newest first, ties by lowest id): each filter's limit then holds for its
 // stored and withheld matches together (a stored event only that filter
 // held that falls past the limit is dropped). It records the withheld ids
-// sent, so that their live delivery is skipped (subscription.withheldSent).
+// sent, so that their live delivery is skipped (subWithheld.sent).
 //
 // stored's events may lack their tags (readpath.Result.Events): they are
 // matched whole, from their JSON in sv.
 func (r *Relay) addWithheld(ctx context.Context, s *subscription, stored []*nostr.Event, sv *servedJSON) ([]*nostr.Event, error) {
-	reader := withheldReader(s.viewer)
+	reader := withheldReader(s.viewer())
 	wholes := map[*nostr.Event]*nostr.Event{}
 	matches := func(f nostr.Filter, ev *nostr.Event) bool {
 		if len(f.Tags) == 0 || ev.Tags != nil {
@@ -145,7 +145,7 @@ func (r *Relay) addWithheld(ctx context.Context, s *subscription, stored []*nost
 	out = append(out, extra...)
 	sortEvents(out)
 	s.mu.Lock()
-	s.withheldSent = sent
+	s.withheld.sent = sent
 	s.mu.Unlock()
 	return out, nil
 }
@@ -174,7 +174,7 @@ func (r *Relay) fanoutWithheld(ctx context.Context, ev *nostr.Event) {
 	}
 	var subs []*subscription
 	for _, s := range r.index.matching(ev, nil) {
-		if slices.ContainsFunc(s.withheld, func(f nostr.Filter) bool {
+		if slices.ContainsFunc(s.withheldFilters(), func(f nostr.Filter) bool {
 			return slices.Contains(groups.WithheldKindsOf(f), ev.Kind) && f.Matches(ev)
 		}) {
 			subs = append(subs, s)
@@ -193,7 +193,7 @@ func (r *Relay) fanoutWithheld(ctx context.Context, ev *nostr.Event) {
 	}
 	js := eventJSON(ev)
 	for _, s := range subs {
-		if !withheldReader(s.viewer).MayRead(st, ev) || !s.viewer.MayRead(ev) {
+		if !withheldReader(s.viewer()).MayRead(st, ev) || !s.viewer().MayRead(ev) {
 			continue
 		}
 		if s.deliver(ev, 0, js) {
