@@ -416,3 +416,74 @@ func TestImportKeepsStatistics(t *testing.T) {
 		"SELECT last_analyze FROM pg_stat_all_tables WHERE relid = 'cn_relay.events'::regclass").Scan(&last))
 	require.NotNil(t, last, "REQs after the import have statistics")
 }
+
+// TestImportStoresWhileStatisticsAreChecked: a statistics check during the
+// import runs alongside the batches, which do not wait for it. The check is
+// held up (a lock on cn_relay.events that ANALYZE waits for, for at most its
+// lock_timeout of 2 s) until every batch is stored; batches that waited for it
+// would never get there, and the check would fail the import.
+func TestImportStoresWhileStatisticsAreChecked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	n := newNode(t)
+	var file bytes.Buffer
+	require.NoError(t, writeCorpus(&file, 500, 10, time.Now().Add(-time.Minute)))
+	lines := strings.SplitAfter(file.String(), "\n")
+	first, rest := strings.Join(lines[:200], ""), strings.Join(lines[200:], "")
+
+	// The first 200 events make cn_relay.events stale (never analysed, more
+	// than 100 rows changed), once the backends published their counters.
+	var refused []Refusal
+	im := n.importer(t, &refused)
+	im.BatchSize, im.StatsEvery = 200, -1
+	_, err := im.Run(ctx, strings.NewReader(first))
+	require.NoError(t, err)
+	flushStats(ctx, n.db.Pool)
+
+	lock, err := n.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = lock.Rollback(ctx) }()
+	_, err = lock.Exec(ctx, "LOCK TABLE cn_relay.events IN SHARE UPDATE EXCLUSIVE MODE")
+	require.NoError(t, err)
+
+	var analyzed []string
+	im = n.importer(t, &refused)
+	im.BatchSize, im.StatsEvery = 50, time.Nanosecond
+	im.OnAnalyzed = func(a store.Analyzed) { analyzed = append(analyzed, a.Table) }
+	type result struct {
+		st  Stats
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		st, err := im.Run(ctx, strings.NewReader(rest))
+		done <- result{st, err}
+	}()
+	// Every event stored and ANALYZE waiting for the lock: the batches went
+	// on while the check was held up.
+	require.Eventually(t, func() bool {
+		select {
+		case r := <-done:
+			done <- r
+			return true // the import ended first: checked below
+		default:
+		}
+		var stored int
+		var waiting bool
+		require.NoError(t, n.db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM cn_relay.events),
+			EXISTS (SELECT FROM pg_locks WHERE relation = 'cn_relay.events'::regclass AND NOT granted)`).Scan(&stored, &waiting))
+		return stored == 500 && waiting
+	}, time.Minute, 10*time.Millisecond)
+	select {
+	case r := <-done:
+		require.NoError(t, r.err, "the import ended before the check was let go")
+		t.Fatal("the import ended before the check was let go")
+	default:
+	}
+	require.NoError(t, lock.Commit(ctx))
+	r := <-done
+	require.NoError(t, r.err)
+	require.Empty(t, refused, "the corpus is valid under the relay's rules")
+	require.Equal(t, int64(300), r.st.Accepted)
+	require.Contains(t, analyzed, "cn_relay.events")
+}

@@ -67,15 +67,19 @@ type Importer struct {
 	OnProgress    func(Stats)
 	ProgressEvery time.Duration
 	// OnAnalyzed is called for each query table a real import analysed (see
-	// StatsEvery). It may be nil.
+	// StatsEvery), from the goroutine that calls OnRefused and OnProgress,
+	// after the check that analysed it ended. It may be nil.
 	OnAnalyzed func(store.Analyzed)
 	// StatsEvery is how often a real import checks the query tables'
 	// statistics and refreshes missing or stale ones (store.AnalyzeStale, as
 	// the relay does), and it checks once more at the end: a large import into
 	// a node whose autovacuum is off or behind would otherwise slow its own
-	// batches down and leave REQs without statistics. Zero checks only at
-	// the end; negative turns the checks off. The node's imports use
-	// node.DefaultImportStatsInterval, the one home of that cadence.
+	// batches down and leave REQs without statistics. The checks during the
+	// import run alongside its batches, on another connection (one at a
+	// time; the batches do not wait for them); the one at the end is done
+	// before Run returns. Zero checks only at the end; negative turns the
+	// checks off. The node's imports use node.DefaultImportStatsInterval, the
+	// one home of that cadence.
 	StatsEvery time.Duration
 }
 

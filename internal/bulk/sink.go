@@ -50,7 +50,7 @@ func waitingAuthors(ctx context.Context, q queryer, authors []string) (map[strin
 
 func (im *Importer) newSink(ctx context.Context) (sink, error) {
 	if !im.DryRun {
-		return &storeSink{im: im, lastStats: time.Now()}, nil
+		return &storeSink{im: im, ctx: ctx, lastStats: time.Now()}, nil
 	}
 	tx, err := im.Pool.Begin(ctx)
 	if err != nil {
@@ -59,9 +59,23 @@ func (im *Importer) newSink(ctx context.Context) (sink, error) {
 	return &dryRunSink{store: im.Store, tx: tx}, nil
 }
 
+// storeSink stores batches with store.Import. Its statistics checks (see
+// Importer.StatsEvery) run alongside the batches, on another connection of
+// the pool, one at a time: ANALYZE takes a lock that does not conflict with
+// the batches' inserts, and a check takes seconds (a fixed-size sample of each
+// table), which the batches used to wait for every StatsEvery. What a check
+// analysed is reported (OnAnalyzed) from the goroutine that stores the
+// batches, when the next batch after its end is stored, or at the end.
 type storeSink struct {
 	im        *Importer
+	ctx       context.Context // the run's: a check outlives the batches' context, which ends with them
 	lastStats time.Time
+	stats     chan statsResult // a check running alongside the batches, or nil
+}
+
+type statsResult struct {
+	done []store.Analyzed
+	err  error
 }
 
 func (s *storeSink) ingest(ctx context.Context, evs []*nostr.Event, _ *Stats) ([]protocol.Verdict, error) {
@@ -70,34 +84,73 @@ func (s *storeSink) ingest(ctx context.Context, evs []*nostr.Event, _ *Stats) ([
 		return nil, err
 	}
 	if every := s.im.StatsEvery; every > 0 && time.Since(s.lastStats) >= every {
-		s.lastStats = time.Now()
-		if err := s.keepStatistics(ctx); err != nil {
+		if err := s.startStatistics(); err != nil {
 			return nil, err
 		}
 	}
 	return verdicts, nil
 }
 
-func (s *storeSink) keepStatistics(ctx context.Context) error {
-	done, err := s.im.Store.AnalyzeStale(ctx)
+// startStatistics starts a statistics check alongside the next batches,
+// unless the previous one is still running; it returns the previous one's
+// error.
+func (s *storeSink) startStatistics() error {
+	if s.stats != nil {
+		select {
+		case r := <-s.stats:
+			s.stats = nil
+			if err := s.reportStatistics(r); err != nil {
+				return err
+			}
+		default:
+			return nil // still running: the next batch looks again
+		}
+	}
+	s.lastStats = time.Now()
+	ch := make(chan statsResult, 1)
+	s.stats = ch
+	go func() {
+		done, err := s.im.Store.AnalyzeStale(s.ctx)
+		ch <- statsResult{done, err}
+	}()
+	return nil
+}
+
+// waitStatistics waits for the check running alongside the batches, if any,
+// and returns its error.
+func (s *storeSink) waitStatistics() error {
+	if s.stats == nil {
+		return nil
+	}
+	r := <-s.stats
+	s.stats = nil
+	return s.reportStatistics(r)
+}
+
+func (s *storeSink) reportStatistics(r statsResult) error {
 	if s.im.OnAnalyzed != nil {
-		for _, a := range done {
+		for _, a := range r.done {
 			s.im.OnAnalyzed(a)
 		}
 	}
-	return err
+	return r.err
 }
 
-// finish refreshes stale statistics and announces the outbox head, as the
-// relay does after its commits: the store's writer coalesces its NOTIFYs and
-// may not have sent the last one.
+// finish waits for the statistics check running alongside the batches,
+// refreshes stale statistics once more and announces the outbox head, as
+// the relay does after its commits: the store's writer coalesces its NOTIFYs
+// and may not have sent the last one.
 func (s *storeSink) finish(ctx context.Context, st *Stats) error {
+	if err := s.waitStatistics(); err != nil {
+		return err
+	}
 	if st.Accepted == 0 {
 		return nil
 	}
 	if s.im.StatsEvery >= 0 {
 		flushStats(ctx, s.im.Pool)
-		if err := s.keepStatistics(ctx); err != nil {
+		done, err := s.im.Store.AnalyzeStale(ctx)
+		if err := s.reportStatistics(statsResult{done, err}); err != nil {
 			return err
 		}
 	}
@@ -116,7 +169,9 @@ func (s *storeSink) waiting(ctx context.Context, authors []string) (map[string]b
 	return waitingAuthors(ctx, s.im.Pool, authors)
 }
 
-func (s *storeSink) close(context.Context) {}
+// close waits for a statistics check still running (an import that stopped
+// on an error); the check ends with the run's context.
+func (s *storeSink) close(context.Context) { _ = s.waitStatistics() }
 
 // flushStats makes the pool's backends publish their table statistics
 // counters now (Postgres 15+; best effort): a backend flushes them when it goes
