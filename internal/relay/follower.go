@@ -371,7 +371,10 @@ func (f *follower) deliver(ctx context.Context, rows []outbox.Row, prev outbox.R
 			f.tree.regroup(ids)
 		}
 	}
-	if f.cache == nil && f.tree == nil && (len(todo) == 0 || (f.listening != nil && !f.listening())) {
+	// The rows' events are loaded for the cache, a tree that is filled or
+	// filling, and live subscriptions; with none of them, not at all.
+	tree := f.tree != nil && f.tree.active()
+	if f.cache == nil && !tree && (len(todo) == 0 || (f.listening != nil && !f.listening())) {
 		return nil
 	}
 	var byID map[string]*nostr.Event

@@ -125,6 +125,23 @@ func TestFollowerSkipsLoadsWithoutSubscriptions(t *testing.T) {
 	require.Equal(t, int32(1), loads.Load())
 }
 
+// TestFollowerSkipsLoadsWithAnUnscopedTree: a NIP-77 tree whose fill found
+// events without a topic is off for good (sessions read the database), so it
+// no longer makes the follower load every row's event: without a live
+// subscription, none is loaded.
+func TestFollowerSkipsLoadsWithAnUnscopedTree(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore() // (its tree fill answers unscoped)
+	var loads atomic.Int32
+	store.eventsHook = func(context.Context) error { loads.Add(1); return nil }
+	tr := startRelay(t, store, func(c *Config) { c.NegTree = true })
+	require.NotNil(t, tr.negTree, "the default config keeps a tree")
+	require.Eventually(t, func() bool { return !tr.negTree.active() }, waitTimeout, time.Millisecond, "the fill ends without a tree")
+	store.store([]*nostr.Event{newKey(t).note(t, "nobody listens", func(ev *nostr.Event) { ev.Tags = nostr.Tags{{"t", "rust"}} })})
+	require.Eventually(t, func() bool { return testutil.ToFloat64(tr.m.followerSeq) == 1 }, waitTimeout, time.Millisecond)
+	require.Zero(t, loads.Load())
+}
+
 // silentFeed is a Feed whose notifications never come.
 type silentFeed struct{ *fakeStore }
 

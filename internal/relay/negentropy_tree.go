@@ -316,6 +316,15 @@ func (t *negTree) apply(rows []outbox.Row, byID map[string]*nostr.Event, last in
 	t.applyLocked(treeOps(rows, byID), last)
 }
 
+// active reports whether the tree is filled or being filled: whether apply
+// uses the rows' events. A tree whose fill ended without a tree (unscoped)
+// is inactive for good (only the follower's start begins a fill).
+func (t *negTree) active() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ready || t.filling
+}
+
 // treeOps turns a read of rows (see apply) into ops; rows are not kept.
 func treeOps(rows []outbox.Row, byID map[string]*nostr.Event) []treeOp {
 	ops := make([]treeOp, 0, len(rows))
