@@ -24,7 +24,8 @@ import (
 // and fans them out in seq order, each with the seq of its row (a subscription
 // skips what its stored part holds, see subscription). It wakes on a
 // notification (Feed.Listen), on a local commit (committed), and at least every
-// pollInterval.
+// pollInterval; after a read shorter than batchSize it waits for the next
+// wake-up, not reading again to find nothing.
 //
 // Each run of upsert rows adjacent in seq for the same event (one row per topic
 // of one change, which can straddle two reads) is one delivery, with the seq of
@@ -207,6 +208,13 @@ func (f *follower) run(ctx context.Context) {
 				f.gate.advance(last)
 			}
 			f.m.followerSeq.Set(float64(last))
+			if len(rows) < f.batchSize {
+				// A short read returned every row committed when it ran;
+				// a commit since woke (or will wake) the follower, and a
+				// wake-up during the read is kept (wake): no need for a
+				// read that finds nothing.
+				f.idle(ctx)
+			}
 		}
 	}
 }

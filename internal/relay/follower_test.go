@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,4 +128,49 @@ func TestFollowerTakesThisProcessEventsFromMemory(t *testing.T) {
 	require.Equal(t, other.ID, got[other.ID].ID)
 	require.NotSame(t, dup, got[dup.ID], "a duplicate is loaded: the stored event is the first one's")
 	require.Empty(t, f.local.take(), "a read takes what was kept")
+}
+
+// countingFeed is a fakeStore that counts the follower's reads.
+type countingFeed struct {
+	*fakeStore
+	reads atomic.Int64
+}
+
+func (c *countingFeed) ReadAfter(ctx context.Context, after int64, limit int, buf []outbox.Row) ([]outbox.Row, error) {
+	c.reads.Add(1)
+	return c.fakeStore.ReadAfter(ctx, after, limit, buf)
+}
+
+// TestFollowerReadsOncePerWakeUp: a read that returns fewer rows than the
+// follower's batch had every committed row; the follower then waits for the
+// next wake-up instead of reading again to find nothing. Twenty batches, each
+// committed and announced (committed) once the previous one is handled, take
+// one read each (plus at most two at the start: the first read and Listen's
+// first wake-up); reading again after every short read took about twice as
+// many.
+func TestFollowerReadsOncePerWakeUp(t *testing.T) {
+	t.Parallel()
+	const batches = 20
+	k := newKey(t)
+	feed := &countingFeed{fakeStore: newFakeStore()}
+	f := newFollower(feed, feed.fakeStore, func(*nostr.Event, []byte, int64) {}, newMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
+	f.pollInterval = time.Hour // reads only when woken
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	<-f.ready
+
+	for i := 1; i <= batches; i++ {
+		ev := k.note(t, fmt.Sprintf("batch %d", i), nil)
+		store := feed.fakeStore
+		store.mu.Lock()
+		store.events[ev.ID] = ev
+		store.seq++
+		store.rows = append(store.rows, outbox.Row{Seq: store.seq, Op: outbox.OpUpsert, EventID: ev.ID, TopicID: "go", Kind: ev.Kind})
+		store.mu.Unlock()
+		f.committed([]*nostr.Event{ev}, []IngestResult{{OK: true}})
+		require.Eventually(t, func() bool { return testutil.ToFloat64(f.m.followerSeq) == float64(i) }, waitTimeout, time.Millisecond)
+	}
+	require.LessOrEqual(t, feed.reads.Load(), int64(batches+2), "one read per wake-up")
 }

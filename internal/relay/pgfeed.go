@@ -13,10 +13,17 @@ import (
 
 // PGFeed is the Feed of a Postgres outbox: reads go through the pool, and Listen
 // holds one dedicated connection (not from the pool) with LISTEN cn_relay_outbox.
+//
+// A notification whose seq a read (ReadAfter) has already returned does not
+// wake the follower: each batch the relay commits is read after its local
+// commit (follower.committed) and notified a moment later, and that read
+// would find nothing. A PGFeed serves one follower (its ReadAfter's only
+// caller).
 type PGFeed struct {
 	pool     *pgxpool.Pool
 	log      *slog.Logger
 	notified atomic.Int64 // the highest seq a notification carried
+	read     atomic.Int64 // the highest seq ReadAfter returned
 }
 
 // NewPGFeed returns a Feed on pool. logger may be nil.
@@ -34,7 +41,17 @@ func (f *PGFeed) Head(ctx context.Context) (int64, error) {
 
 // ReadAfter implements Feed.
 func (f *PGFeed) ReadAfter(ctx context.Context, after int64, limit int, buf []outbox.Row) ([]outbox.Row, error) {
-	return outbox.ReadAfter(ctx, f.pool, after, limit, buf)
+	rows, err := outbox.ReadAfter(ctx, f.pool, after, limit, buf)
+	if err == nil && len(rows) > 0 {
+		raise(&f.read, rows[len(rows)-1].Seq)
+	}
+	return rows, err
+}
+
+// raise sets v to seq if seq is higher.
+func raise(v *atomic.Int64, seq int64) {
+	for cur := v.Load(); seq > cur && !v.CompareAndSwap(cur, seq); cur = v.Load() {
+	}
 }
 
 // Listen implements Feed with outbox.Listen: a dedicated LISTEN connection that
@@ -42,7 +59,9 @@ func (f *PGFeed) ReadAfter(ctx context.Context, after int64, limit int, buf []ou
 func (f *PGFeed) Listen(ctx context.Context, wake func()) {
 	outbox.ListenChannel(ctx, f.pool.Config().ConnConfig, outbox.Channel, wake, func(payload string) {
 		if seq, err := strconv.ParseInt(payload, 10, 64); err == nil {
-			for cur := f.notified.Load(); seq > cur && !f.notified.CompareAndSwap(cur, seq); cur = f.notified.Load() {
+			raise(&f.notified, seq)
+			if seq <= f.read.Load() {
+				return // read already (see PGFeed)
 			}
 		}
 		wake()

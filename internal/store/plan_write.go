@@ -323,34 +323,67 @@ func (r *insertedRows) topic(ev *nostr.Event, topic string, own, scope bool) {
 	r.tOwn, r.tScope = append(r.tOwn, own), append(r.tScope, scope)
 }
 
-// queueInsert queues the rows, topics and single-letter tags of new events.
-// Plain INSERTs, no ON CONFLICT: the events are new as the plan's load saw them
-// (ids are unique within a batch, topics and tags deduplicated), and an event
-// that another transaction stored meanwhile makes the insert fail with a unique
-// violation, which Ingest retries (the retry's load then answers "duplicate:").
-// DO NOTHING would instead report the event as stored by this batch and append
-// its outbox rows a second time; and it probes every unique index once more
-// before inserting (perf: ~5% of the server's CPU per event).
+// queueInsert queues the rows, topics and single-letter tags of new events,
+// as one statement: the inserts into event_topics and event_tags ride along as
+// data-modifying CTEs of the insert into events (no trigger or foreign key on
+// these tables, so the order within the statement does not matter), one
+// statement's bind, executor start and end and reply instead of three
+// (insertSQL). Plain INSERTs, no ON CONFLICT: the events are new as the plan's
+// load saw them (ids are unique within a batch, topics and tags deduplicated),
+// and an event that another transaction stored meanwhile makes the insert fail
+// with a unique violation, which Ingest retries (the retry's load then answers
+// "duplicate:"). DO NOTHING would instead report the event as stored by this
+// batch and append its outbox rows a second time; and it probes every unique
+// index once more before inserting (perf: ~5% of the server's CPU per event).
 func queueInsert(b *pgx.Batch, r *insertedRows) {
-	b.Queue(`
+	args := []any{r.ids, r.pubkeys, r.kinds, r.createdAts, r.tags, r.contents, r.sigs, r.keys, r.effective, r.deleted, r.expires, r.ingestedAt}
+	topics, tags := len(r.tIDs) > 0, len(r.gIDs) > 0
+	if topics {
+		args = append(args, r.tIDs, r.tTopics, r.tAts, r.tPubkeys, r.tKinds, r.tOwn, r.tScope)
+	}
+	if tags {
+		args = append(args, r.gIDs, r.gNames, r.gValues, r.gAts)
+	}
+	b.Queue(insertSQL(topics, tags), args...)
+}
+
+// insertEventsSQL inserts the events ($1-$12); insertTopicsSQL the topics
+// ($13-$19), insertTagsSQL the tags (the four parameters after the topics'),
+// as CTEs of it (insertSQL).
+const (
+	insertEventsSQL = `
 		INSERT INTO cn_relay.events (id, pubkey, kind, created_at, tags, content, sig, ingested_at,
 		                             effective_key, is_effective, deleted_at, deleted_reason, expires_at)
 		SELECT id, pubkey, kind, created_at, tags::jsonb, content, sig, $12,
 		       nullif(key, ''), effective, CASE WHEN deleted THEN $12::timestamptz END,
-		       CASE WHEN deleted THEN '`+string(outbox.ReasonNIP09)+`' END, expires
+		       CASE WHEN deleted THEN '` + string(outbox.ReasonNIP09) + `' END, expires
 		FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $5::text[], $6::text[], $7::text[],
 		            $8::text[], $9::bool[], $10::bool[], $11::bigint[])
-		     AS u(id, pubkey, kind, created_at, tags, content, sig, key, effective, deleted, expires)`,
-		r.ids, r.pubkeys, r.kinds, r.createdAts, r.tags, r.contents, r.sigs, r.keys, r.effective, r.deleted, r.expires, r.ingestedAt)
-	if len(r.tIDs) > 0 {
-		b.Queue(`INSERT INTO cn_relay.event_topics (event_id, topic_id, created_at, pubkey, kind, own, scope)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::int[], $6::bool[], $7::bool[])`,
-			r.tIDs, r.tTopics, r.tAts, r.tPubkeys, r.tKinds, r.tOwn, r.tScope)
+		     AS u(id, pubkey, kind, created_at, tags, content, sig, key, effective, deleted, expires)`
+	insertTopicsSQL = `INSERT INTO cn_relay.event_topics (event_id, topic_id, created_at, pubkey, kind, own, scope)
+			SELECT * FROM unnest($13::text[], $14::text[], $15::bigint[], $16::text[], $17::int[], $18::bool[], $19::bool[])`
+	insertTagsSQL = `INSERT INTO cn_relay.event_tags (event_id, name, value, created_at)
+			SELECT * FROM unnest($%d::text[], $%d::text[], $%d::text[], $%d::bigint[])`
+)
+
+// insertSQL is the one statement of queueInsert: the events' insert, with the
+// topics' and the tags' inserts as CTEs when there are any.
+func insertSQL(topics, tags bool) string {
+	var ctes []string
+	if topics {
+		ctes = append(ctes, "topics AS ("+insertTopicsSQL+")")
 	}
-	if len(r.gIDs) > 0 {
-		b.Queue(`INSERT INTO cn_relay.event_tags (event_id, name, value, created_at)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])`, r.gIDs, r.gNames, r.gValues, r.gAts)
+	if tags {
+		n := 13
+		if topics {
+			n = 20
+		}
+		ctes = append(ctes, "tags AS ("+fmt.Sprintf(insertTagsSQL, n, n+1, n+2, n+3)+")")
 	}
+	if len(ctes) == 0 {
+		return insertEventsSQL
+	}
+	return "WITH " + strings.Join(ctes, ", ") + insertEventsSQL
 }
 
 // copyInsert writes the rows queueInsert would queue, with one COPY per table

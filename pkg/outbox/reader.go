@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // HeadSQL reads the head: the highest committed seq (0 before any row), kept
@@ -39,7 +40,11 @@ func ReadAfter(ctx context.Context, q Querier, afterSeq int64, limit int, buf []
 	if bq, ok := q.(Batcher); ok {
 		var b pgx.Batch
 		out := buf[:0]
-		QueueReadAfter(&b, afterSeq, limit, &out)
+		// A pool's batch is a transaction of its own (implicit, ending at
+		// the batch's one Sync): the plan mode set for the read ends with
+		// it, with no statement to restore it.
+		_, own := q.(*pgxpool.Pool)
+		queueReadAfter(&b, afterSeq, limit, &out, !own)
 		err := bq.SendBatch(ctx, &b).Close()
 		return out, err
 	}
@@ -64,6 +69,13 @@ func ReadAfter(ctx context.Context, q Querier, afterSeq int64, limit int, buf []
 // depend on the values, and planning the partitioned table for every read cost
 // more than the read itself (~150 us against ~50 us for a small batch).
 func QueueReadAfter(b *pgx.Batch, afterSeq int64, limit int, dst *[]Row) {
+	queueReadAfter(b, afterSeq, limit, dst, true)
+}
+
+// queueReadAfter is QueueReadAfter; restore false leaves out the statement
+// that sets the session's plan_cache_mode back (a batch that is its own
+// transaction).
+func queueReadAfter(b *pgx.Batch, afterSeq int64, limit int, dst *[]Row, restore bool) {
 	b.Queue(`SELECT set_config('cn.outbox_plan_cache_mode', current_setting('plan_cache_mode'), true),
 		set_config('plan_cache_mode', 'force_generic_plan', true)`)
 	b.Queue(readAfterSQL, afterSeq, limit).Query(func(rows pgx.Rows) error {
@@ -74,7 +86,9 @@ func QueueReadAfter(b *pgx.Batch, afterSeq int64, limit int, dst *[]Row) {
 		}
 		return nil
 	})
-	b.Queue("SELECT set_config('plan_cache_mode', current_setting('cn.outbox_plan_cache_mode'), true)")
+	if restore {
+		b.Queue("SELECT set_config('plan_cache_mode', current_setting('cn.outbox_plan_cache_mode'), true)")
+	}
 }
 
 func scanRows(rows pgx.Rows, out []Row) ([]Row, error) {
