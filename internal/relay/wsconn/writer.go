@@ -524,9 +524,11 @@ func (w *Writer) writeFramesNow(o Owner, msgs []Msg, n int) writeOutcome {
 
 // writeNow writes b to the socket without waiting for room: it returns how
 // much the socket took (possibly nothing), and an error only when the
-// connection failed. A socket whose write deadline has passed gets a new one
-// first. fb lends its callback (frameBuf.writeFD), so that a write allocates
-// nothing but the socket's RawConn.
+// connection failed. A bare descriptor is written with write(2) at once (no
+// deadline is involved). A net.Conn socket (where there is no epoll) is
+// written through its RawConn: one whose write deadline has passed gets a
+// new one first, and fb lends its callback (frameBuf.writeFD), so that a
+// write allocates nothing but the socket's RawConn.
 func (w *Writer) writeNow(o Owner, fb *frameBuf, b []byte) (int, error) {
 	nc := w.ws.nc
 	if nc == nil { // a bare descriptor: no deadline to mind
