@@ -6,7 +6,6 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -36,19 +35,33 @@ type Handler interface {
 // nothing it holds its socket, this struct and nothing else: no goroutine, no
 // buffer (see poller). Reading is the transport's; writing is the caller's,
 // one writer at a time (see the package doc).
+//
+// A TCP (or Unix) socket is held as a bare descriptor (fd; nc is nil): New
+// takes it out of Go's poller and lets the net.Conn go, so that the socket
+// costs no net.netFD, no addresses and no runtime pollDesc, and its readiness
+// is watched by this package's epoll alone (see poller and writePoller).
+// Every syscall on the descriptor holds a reference (refs), and it is closed
+// once, when Close has been called and the last reference is let go: a
+// descriptor number the kernel hands to another connection afterwards is
+// never read from or written to for this one. Any other connection (a
+// net.Pipe in tests, any connection where there is no epoll) is kept as nc
+// and read by a goroutine of its own.
 type Conn struct {
-	nc  net.Conn
-	raw syscall.RawConn // nil: not a socket, read by a goroutine of its own
-	h   Handler
-	p   Parser
+	nc net.Conn // nil: a bare descriptor (fd)
+	h  Handler
+	p  Parser
 	// pending is the start of a frame the socket has not delivered whole
 	// yet; nil when none.
 	pending  []byte
 	lastRead atomic.Int64 // unix nanoseconds of the last frame read whole
-	state    atomic.Uint32
-	fd       int32  // the socket's descriptor, while registered
-	seq      uint32 // the registration's number (see poller)
-	defl     *deflater
+	// wdl is a bare descriptor's write deadline (unix nanoseconds, 0: none),
+	// which a write waiting for room keeps to (SetWriteDeadline).
+	wdl   atomic.Int64
+	state atomic.Uint32
+	refs  atomic.Uint32 // a bare descriptor's references, and fdClosing
+	fd    int32         // the bare descriptor, -1 with nc
+	seq   uint32        // the connection's number (see poller)
+	defl  *deflater
 }
 
 // state bits.
@@ -60,15 +73,75 @@ const (
 )
 
 // New wraps nc, a connection whose handshake is done (Upgrade) and of which
-// nothing has been read since.
+// nothing has been read since. A TCP or Unix socket (with epoll) is taken
+// over as a bare descriptor: nc is closed, and the caller must not use it
+// any more (NetConn gives a net.Conn on a duplicate of the descriptor).
 func New(nc net.Conn) *Conn {
-	c := &Conn{nc: nc}
-	if sc, ok := nc.(syscall.Conn); ok && pollerAvailable {
-		if raw, err := sc.SyscallConn(); err == nil {
-			c.raw = raw
+	c := &Conn{nc: nc, fd: -1, seq: connSeq.Add(1)}
+	if pollerAvailable {
+		if fd, ok := detach(nc); ok {
+			c.nc, c.fd = nil, fd
 		}
 	}
 	return c
+}
+
+// connSeq numbers the connections (Conn.seq): an event the kernel reports
+// for a descriptor number is taken for the connection registered under it
+// only if the numbers agree.
+var connSeq atomic.Uint32
+
+// fdClosing is the bit of Conn.refs that Close sets: no reference is taken
+// after it, and the last one let go closes the descriptor.
+const fdClosing = 1 << 31
+
+// acquire takes a reference to the bare descriptor for a syscall; false once
+// Close has been called (the descriptor is or will be closed: the number may
+// be another connection's).
+func (c *Conn) acquire() bool {
+	for {
+		r := c.refs.Load()
+		if r&fdClosing != 0 {
+			return false
+		}
+		if c.refs.CompareAndSwap(r, r+1) {
+			return true
+		}
+	}
+}
+
+// release lets a reference go; the last one after Close closes the
+// descriptor (once: only one release sees the count reach zero with the bit
+// set).
+func (c *Conn) release() {
+	if c.refs.Add(^uint32(0)) == fdClosing {
+		closeDescriptor(c.fd)
+	}
+}
+
+// closeFD closes the bare descriptor (the first call; later ones report
+// net.ErrClosed): it unregisters it from both epoll instances while it is
+// still its own, wakes a writer waiting for room, and lets its reference go,
+// which closes it unless a read or a write holds one (the last to let go
+// then closes it).
+func (c *Conn) closeFD() error {
+	if !c.acquire() {
+		return net.ErrClosed
+	}
+	for {
+		r := c.refs.Load()
+		if r&fdClosing != 0 {
+			c.release()
+			return net.ErrClosed
+		}
+		if c.refs.CompareAndSwap(r, r|fdClosing) {
+			break
+		}
+	}
+	thePoller().unregister(c)
+	forgetWriter(c)
+	c.release()
+	return nil
 }
 
 // Options are a connection's reading limits and extensions.
@@ -87,11 +160,10 @@ func (c *Conn) Serve(h Handler, o Options) {
 		c.p.Deflate, c.p.Inflate = true, c.defl.inflate(o.MaxMessage)
 	}
 	c.lastRead.Store(time.Now().UnixNano())
-	// (a read deadline the handshake set ends here: the reads are the
-	// transport's, which never wait, and the owner's read timeout looks at
-	// LastRead)
-	_ = c.nc.SetReadDeadline(time.Time{})
-	if c.raw == nil {
+	if c.nc != nil {
+		// (a read deadline the handshake set ends here: the owner's read
+		// timeout looks at Idle)
+		_ = c.nc.SetReadDeadline(time.Time{})
 		c.state.Store(stBusy)
 		go c.readBlocking()
 		return
@@ -102,11 +174,19 @@ func (c *Conn) Serve(h Handler, o Options) {
 	}
 }
 
-// NetConn is the connection under the WebSocket.
-func (c *Conn) NetConn() net.Conn { return c.nc }
+// NetConn is the connection under the WebSocket. For a bare descriptor it is
+// a new net.Conn on a duplicate of it (nil once closed), for tests and
+// diagnostics (socket options, the peer's address): the caller closes it,
+// and must neither read from nor write to it while the connection is open.
+func (c *Conn) NetConn() net.Conn {
+	if c.nc != nil {
+		return c.nc
+	}
+	return c.dupConn()
+}
 
 // UnderlyingConn is NetConn.
-func (c *Conn) UnderlyingConn() net.Conn { return c.nc }
+func (c *Conn) UnderlyingConn() net.Conn { return c.NetConn() }
 
 // Idle is how long the connection has been silent at now: since the end of
 // the handler's last call for a frame read whole (or since Serve), zero while
@@ -126,16 +206,13 @@ func (c *Conn) Close() error {
 	for {
 		s := c.state.Load()
 		if s&stClosed != 0 {
-			return c.nc.Close()
+			return c.closeSocket()
 		}
 		if c.state.CompareAndSwap(s, s|stClosed) {
 			break
 		}
 	}
-	if c.raw != nil {
-		thePoller().remove(c) // (before the descriptor can be reused)
-	}
-	err := c.nc.Close()
+	err := c.closeSocket()
 	for {
 		s := c.state.Load()
 		if s&(stBusy|stEnded) != 0 {
@@ -150,8 +227,38 @@ func (c *Conn) Close() error {
 	}
 }
 
-// SetWriteDeadline sets the socket's write deadline.
-func (c *Conn) SetWriteDeadline(t time.Time) error { return c.nc.SetWriteDeadline(t) }
+// closeSocket closes nc or the bare descriptor.
+func (c *Conn) closeSocket() error {
+	if c.nc != nil {
+		return c.nc.Close()
+	}
+	return c.closeFD()
+}
+
+// SetWriteDeadline sets the socket's write deadline (zero: none): a write
+// that cannot complete by then fails with a timeout (os.ErrDeadlineExceeded).
+// A bare descriptor keeps it in the Conn, and only a write that waits for
+// room looks at it: no timer runs while the socket takes what is written.
+func (c *Conn) SetWriteDeadline(t time.Time) error {
+	if c.nc != nil {
+		return c.nc.SetWriteDeadline(t)
+	}
+	var ns int64
+	if !t.IsZero() {
+		ns = t.UnixNano()
+	}
+	c.wdl.Store(ns)
+	return nil
+}
+
+// write writes b whole within the write deadline (SetWriteDeadline).
+func (c *Conn) write(b []byte) error {
+	if c.nc != nil {
+		_, err := c.nc.Write(b)
+		return err
+	}
+	return c.writeFD(b)
+}
 
 // WriteControl writes a control frame (payload at most 125 bytes) within
 // deadline. The caller is the connection's one writer.
@@ -161,24 +268,22 @@ func (c *Conn) WriteControl(op byte, payload []byte, deadline time.Time) error {
 	}
 	var b [maxServerFrameHeader + maxControlPayload]byte
 	f := append(AppendFrameHeader(b[:0], op, len(payload)), payload...)
-	if err := c.nc.SetWriteDeadline(deadline); err != nil {
+	if err := c.SetWriteDeadline(deadline); err != nil {
 		return err
 	}
-	_, err := c.nc.Write(f)
-	return err
+	return c.write(f)
 }
 
 // WriteMessage writes msg as one text frame within deadline (zero: the
 // socket's deadline as it is). The caller is the connection's one writer.
 func (c *Conn) WriteMessage(msg []byte, deadline time.Time) error {
 	if !deadline.IsZero() {
-		if err := c.nc.SetWriteDeadline(deadline); err != nil {
+		if err := c.SetWriteDeadline(deadline); err != nil {
 			return err
 		}
 	}
 	b := c.AppendText(make([]byte, 0, maxServerFrameHeader+len(msg)), nil, msg, nil)
-	_, err := c.nc.Write(b)
-	return err
+	return c.write(b)
 }
 
 // sink adapts the connection to Parser's Sink.
@@ -191,12 +296,7 @@ func (s *sink) Pong([]byte)                 { s.h.OnPong() }
 // readBuf is one reading turn's buffer, pooled: an idle connection holds
 // none.
 type readBuf struct {
-	b    []byte
-	c    *Conn // the connection whose turn it is
-	dst  []byte
-	n    int
-	err  error
-	read func(fd uintptr) bool // readFD, bound once
+	b []byte
 }
 
 // readBufSize is a pooled read buffer's size; a frame longer than that is
@@ -204,40 +304,26 @@ type readBuf struct {
 const readBufSize = 8 << 10
 
 var readPool = sync.Pool{New: func() any {
-	rb := &readBuf{b: make([]byte, 0, readBufSize)}
-	rb.read = rb.readFD
-	return rb
+	return &readBuf{b: make([]byte, 0, readBufSize)}
 }}
-
-// readFD is one non-blocking read(2) (syscall.RawConn.Read's callback).
-func (rb *readBuf) readFD(fd uintptr) bool {
-	for {
-		rb.n, rb.err = syscall.Read(int(fd), rb.dst)
-		if rb.err != syscall.EINTR {
-			return true
-		}
-	}
-}
 
 // errWouldBlock: the socket has nothing more to read now.
 var errWouldBlock = errors.New("would block")
 
-// readNow reads into dst without waiting.
-func (c *Conn) readNow(rb *readBuf, dst []byte) (int, error) {
-	rb.dst = dst
-	err := c.raw.Read(rb.read)
-	rb.dst = nil
+// readNow reads the bare descriptor into dst without waiting.
+func (c *Conn) readNow(_ *readBuf, dst []byte) (int, error) {
+	if !c.acquire() {
+		return 0, net.ErrClosed
+	}
+	n, err := readFD(c.fd, dst)
+	c.release()
 	switch {
 	case err != nil:
 		return 0, err
-	case rb.err == syscall.EAGAIN:
-		return 0, errWouldBlock
-	case rb.err != nil:
-		return 0, rb.err
-	case rb.n == 0:
+	case n == 0:
 		return 0, io.EOF
 	}
-	return rb.n, nil
+	return n, nil
 }
 
 // readsPerTurn bounds the reads of one turn: a peer that keeps sending is
@@ -354,7 +440,7 @@ func (c *Conn) end(err error) {
 
 // finish forgets the connection's registration and runs OnEnd.
 func (c *Conn) finish(err error) {
-	if c.raw != nil {
+	if c.nc == nil {
 		thePoller().remove(c)
 	}
 	c.pending = nil

@@ -38,8 +38,30 @@
 //     holding its code; frames after it are not read;
 //   - OnEnd runs exactly once, after every other call, also after Close.
 //
-// A socket that is not a *net.TCPConn (or a platform without epoll) is read
-// by a goroutine of its own, with the same promises.
+// A socket that is not a *net.TCPConn or *net.UnixConn (or a platform
+// without epoll) is read by a goroutine of its own, with the same promises.
+//
+// # The socket: a bare descriptor
+//
+// New takes a TCP or Unix socket out of Go's net package: it keeps a
+// duplicate of its descriptor (non-blocking, as before) and closes the
+// net.Conn, so that a held connection costs no netFD, no addresses and no
+// runtime pollDesc, and only this package's epoll instances watch the
+// socket (Go's poller no longer takes its readiness edges). The promises:
+//
+//   - the descriptor is closed exactly once: Close (any goroutine, any
+//     number of times) forbids new syscalls on it, unregisters it from the
+//     epoll instances and wakes a writer waiting for room, and the last
+//     read or write in progress closes it when it ends; no syscall is ever
+//     made on the number once it may be another connection's, and an epoll
+//     event is taken for a connection only if its number and sequence agree;
+//   - a write the socket does not take whole waits for room in the
+//     package's write poller (one-shot EPOLLOUT), until the socket has
+//     room, fails (a peer that left: at once, with the socket's error), the
+//     write deadline passes (a timeout: a timer of its own, only while it
+//     waits) or Close is called;
+//   - NetConn is, for tests and diagnostics, a new *net.TCPConn on a
+//     duplicate of the descriptor (the caller closes it).
 //
 // Conn.Idle says how long the peer has been silent (since the handler's
 // last call for a frame; zero while it handles one): the owner's read
@@ -83,8 +105,9 @@
 //     connection holding the most when the relay's budget refused), and by
 //     write timeout: a write that cannot complete within
 //     Owner.WriteTimeout fails (it may fail after three quarters of it: the
-//     socket's deadline is moved about once per quarter of it, not per
-//     write), the owner is told (WriteFailed), and the writer drops what the
+//     deadline is moved about once per quarter of it, not per write; for a
+//     bare descriptor it is looked at only while a write waits for room),
+//     the owner is told (WriteFailed), and the writer drops what the
 //     connection holds, gives its bytes back and closes the socket. Closing
 //     the socket (Conn.Close, from any goroutine) ends a write in progress;
 //   - ping and pong: PingSoon has the writer send a ping (also while the

@@ -331,9 +331,9 @@ const writeBatchBytes = 64 << 10
 // included, so frames never interleave. A zero deadline leaves the socket's
 // write deadline as it is (batchDeadline).
 func (w *Writer) writeBatch(msgs []Msg, deadline time.Time) error {
-	nc := w.ws.UnderlyingConn()
+	c := w.ws
 	if !deadline.IsZero() {
-		if err := nc.SetWriteDeadline(deadline); err != nil {
+		if err := c.SetWriteDeadline(deadline); err != nil {
 			return err
 		}
 	}
@@ -347,8 +347,7 @@ func (w *Writer) writeBatch(msgs []Msg, deadline time.Time) error {
 		if cap(fb.hdrs) < small {
 			fb.hdrs = make([]byte, 0, small)
 		}
-		_, err := nc.Write(w.appendFrames(fb.hdrs[:0], msgs))
-		return err
+		return c.write(w.appendFrames(fb.hdrs[:0], msgs))
 	}
 	// Each message is two pieces: its frame header with its Head (and the
 	// "]" that closes the message before it), copied into hdrs, then its
@@ -378,8 +377,13 @@ func (w *Writer) writeBatch(msgs []Msg, deadline time.Time) error {
 		bufs = append(bufs, hdrs[start:len(hdrs):len(hdrs)])
 	}
 	fb.bufs = bufs
-	v := bufs // (WriteTo consumes its receiver)
-	_, err := v.WriteTo(nc)
+	v := bufs // (the write consumes it)
+	var err error
+	if c.nc != nil {
+		_, err = v.WriteTo(c.nc)
+	} else {
+		err = c.writeBuffers(v)
+	}
 	clear(bufs) // (the frame buffer must not pin the messages)
 	return err
 }
@@ -520,11 +524,16 @@ func (w *Writer) writeFramesNow(o Owner, msgs []Msg, n int) writeOutcome {
 
 // writeNow writes b to the socket without waiting for room: it returns how
 // much the socket took (possibly nothing), and an error only when the
-// connection failed. A socket whose write deadline has passed gets a new one
-// first. fb lends its callback (frameBuf.writeFD), so that a write allocates
-// nothing but the socket's RawConn.
+// connection failed. A bare descriptor is written with write(2) at once (no
+// deadline is involved). A net.Conn socket (where there is no epoll) is
+// written through its RawConn: one whose write deadline has passed gets a
+// new one first, and fb lends its callback (frameBuf.writeFD), so that a
+// write allocates nothing but the socket's RawConn.
 func (w *Writer) writeNow(o Owner, fb *frameBuf, b []byte) (int, error) {
-	nc := w.ws.UnderlyingConn()
+	nc := w.ws.nc
+	if nc == nil { // a bare descriptor: no deadline to mind
+		return w.ws.writeNowFD(b)
+	}
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
 		return 0, nil // (not a socket: the writer goroutine writes it)
@@ -591,13 +600,12 @@ func (w *Writer) FinishFrame(deadline time.Time) error {
 // writeRest writes rest (see KickInline) within deadline (zero: the socket's)
 // and gives its bytes back to the queue's budget.
 func (w *Writer) writeRest(deadline time.Time) error {
-	nc := w.ws.UnderlyingConn()
 	var err error
 	if !deadline.IsZero() {
-		err = nc.SetWriteDeadline(deadline)
+		err = w.ws.SetWriteDeadline(deadline)
 	}
 	if err == nil {
-		_, err = nc.Write(w.rest)
+		err = w.ws.write(w.rest)
 	}
 	w.DropFrame()
 	return err
