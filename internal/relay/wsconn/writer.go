@@ -125,6 +125,44 @@ func (w *Writer) KickInline(o Owner) {
 	}
 }
 
+// KickHere is Kick for a caller that may wait for the socket as the writer
+// goroutine does (a query that has queued its whole answer): when no
+// writer runs, the caller writes what is due itself, as the writer
+// goroutine would (one vectored write per batch, within the write timeout),
+// for at most two batches, and starts a writer goroutine only for what is
+// left: more batches, kicks that came meanwhile, or a goodbye (which only
+// the writer goroutine says). When a writer runs, it will write the
+// messages, as with Kick.
+//
+// A query's answer so leaves in one write(2) made by the goroutine that
+// queued it, without a writer goroutine started (its stack grown to a
+// socket write's depth) and scheduled between the answer and the socket.
+// The promises are Kick's: one writer at a time (the wake count), frames in
+// queue order, never interleaved.
+func (w *Writer) KickHere(o Owner) {
+	if w.wake.Add(1) != 1 {
+		return
+	}
+	k := w.wake.Load()
+	batch := getBatch()
+	out := wroteBatch
+	for i := 0; i < 2 && out == wroteBatch; i++ {
+		out = w.writeStep(o, &batch, true)
+	}
+	putBatch(batch)
+	switch out {
+	case writerGone:
+		w.wake.Store(writerEnded)
+		close(w.done)
+		return
+	case wroteAll:
+		if w.wake.Add(-k) == 0 {
+			return
+		}
+	}
+	go w.loop(o) // (the kicks held here are its to answer)
+}
+
 // Active reports whether a writer runs or is due (a kick not answered yet).
 func (w *Writer) Active() bool { return w.wake.Load() > 0 }
 
@@ -197,6 +235,7 @@ const (
 	wroteAll   writeOutcome = iota // nothing more is due
 	wouldBlock                     // something due needs the writer goroutine
 	writerGone                     // the writer ended for good: the connection closed, or a write failed
+	wroteBatch                     // (writeStep) a batch was written; more may be due
 )
 
 // answerKicks writes (writeDueNow when inline, else writeDue), as the
@@ -253,36 +292,51 @@ func (w *Writer) writeDue(o Owner) writeOutcome {
 	batch := getBatch()
 	defer func() { putBatch(batch) }()
 	for {
-		if o.GoodbyeDue() {
-			o.Goodbye()
-			_ = w.ws.Close()
-			return writerGone
+		if out := w.writeStep(o, &batch, false); out != wroteBatch {
+			return out
 		}
-		if w.rest != nil { // (before any frame: it ends one)
-			if err := w.writeRest(w.batchDeadline(o.WriteTimeout())); err != nil {
-				w.failed(o, err)
-				return writerGone
-			}
+	}
+}
+
+// writeStep writes the next thing due: the goodbye (writerGone), or what an
+// inline write left, a pong, a ping and a batch of queued messages
+// (wroteBatch); wroteAll when no message was queued. here (KickHere) leaves
+// the goodbye to the writer goroutine (wouldBlock). batch is the batch
+// buffer, handed back cleared.
+func (w *Writer) writeStep(o Owner, batch *[]Msg, here bool) writeOutcome {
+	if o.GoodbyeDue() {
+		if here {
+			return wouldBlock
 		}
-		if data := w.pongData.Swap(nil); data != nil && !w.control(o, OpPong, []byte(*data)) {
-			return writerGone
-		}
-		if w.pingDue.Swap(false) && !w.control(o, OpPing, nil) {
-			return writerGone
-		}
-		msgs, n := w.q.popBatch(batch, writeBatchBytes)
-		if len(msgs) == 0 {
-			return wroteAll
-		}
-		err := w.writeBatch(msgs, w.batchDeadline(o.WriteTimeout()))
-		clear(msgs)
-		batch = msgs[:0]
-		w.q.sent(n)
-		if err != nil {
+		o.Goodbye()
+		_ = w.ws.Close()
+		return writerGone
+	}
+	if w.rest != nil { // (before any frame: it ends one)
+		if err := w.writeRest(w.batchDeadline(o.WriteTimeout())); err != nil {
 			w.failed(o, err)
 			return writerGone
 		}
 	}
+	if data := w.pongData.Swap(nil); data != nil && !w.control(o, OpPong, []byte(*data)) {
+		return writerGone
+	}
+	if w.pingDue.Swap(false) && !w.control(o, OpPing, nil) {
+		return writerGone
+	}
+	msgs, n := w.q.popBatch(*batch, writeBatchBytes)
+	if len(msgs) == 0 {
+		return wroteAll
+	}
+	err := w.writeBatch(msgs, w.batchDeadline(o.WriteTimeout()))
+	clear(msgs)
+	*batch = msgs[:0]
+	w.q.sent(n)
+	if err != nil {
+		w.failed(o, err)
+		return writerGone
+	}
+	return wroteBatch
 }
 
 // batchDeadline returns the write deadline writeBatch must set for a batch
