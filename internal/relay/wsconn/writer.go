@@ -121,46 +121,26 @@ func (w *Writer) Kick(o Owner) {
 // bytes stay charged to the budget until written.
 func (w *Writer) KickInline(o Owner) {
 	if w.wake.Add(1) == 1 {
-		w.answerKicks(o, true)
+		w.answerKicks(o, writeCopyBytes, true)
 	}
 }
 
-// KickHere is Kick for a caller that may wait for the socket as the writer
-// goroutine does (a query that has queued its whole answer): when no
-// writer runs, the caller writes what is due itself, as the writer
-// goroutine would (one vectored write per batch, within the write timeout),
-// for at most two batches, and starts a writer goroutine only for what is
-// left: more batches, kicks that came meanwhile, or a goodbye (which only
-// the writer goroutine says). When a writer runs, it will write the
-// messages, as with Kick.
+// KickHere is KickInline for a query that has queued its whole answer:
+// when no writer runs, the caller writes what is due itself with
+// non-blocking writes of up to 64 KiB of frames each (as the writer
+// goroutine batches them, copied into one buffer), and starts a writer
+// goroutine only for what would block. When a writer runs, it will write
+// the messages, as with Kick.
 //
 // A query's answer so leaves in one write(2) made by the goroutine that
 // queued it, without a writer goroutine started (its stack grown to a
-// socket write's depth) and scheduled between the answer and the socket.
-// The promises are Kick's: one writer at a time (the wake count), frames in
-// queue order, never interleaved.
+// socket write's depth) and scheduled between the answer and the socket;
+// and the query never waits for the socket (a client that does not read
+// holds no query slot for it). The promises are KickInline's.
 func (w *Writer) KickHere(o Owner) {
-	if w.wake.Add(1) != 1 {
-		return
+	if w.wake.Add(1) == 1 {
+		w.answerKicks(o, writeBatchBytes, false)
 	}
-	k := w.wake.Load()
-	batch := getBatch()
-	out := wroteBatch
-	for i := 0; i < 2 && out == wroteBatch; i++ {
-		out = w.writeStep(o, &batch, true)
-	}
-	putBatch(batch)
-	switch out {
-	case writerGone:
-		w.wake.Store(writerEnded)
-		close(w.done)
-		return
-	case wroteAll:
-		if w.wake.Add(-k) == 0 {
-			return
-		}
-	}
-	go w.loop(o) // (the kicks held here are its to answer)
 }
 
 // Active reports whether a writer runs or is due (a kick not answered yet).
@@ -226,7 +206,7 @@ func (w *Writer) Clear() { w.q.clear() }
 // never empties, so that a peer that only listens keeps answering) and
 // answers pings, and when the connection closes it has the owner say
 // goodbye, closes the socket and ends for good (Done).
-func (w *Writer) loop(o Owner) { w.answerKicks(o, false) }
+func (w *Writer) loop(o Owner) { w.answerKicks(o, 0, false) }
 
 // writeOutcome is what a writer's turn (writeDue, writeDueNow) ended with.
 type writeOutcome int
@@ -238,17 +218,18 @@ const (
 	wroteBatch                     // (writeStep) a batch was written; more may be due
 )
 
-// answerKicks writes (writeDueNow when inline, else writeDue), as the
-// connection's writer, until it has answered every kick that came before it
-// found nothing more to do (wroteAll and no kick since), or hands the
-// writer's part to a new writer goroutine (wouldBlock), or the writer has
-// ended for good (writerGone).
-func (w *Writer) answerKicks(o Owner, inline bool) {
+// answerKicks writes (writeDueNow when inline > 0, batches of up to inline
+// bytes, else writeDue), as the connection's writer, until it has answered
+// every kick that came before it found nothing more to do (wroteAll and no
+// kick since), or hands the writer's part to a new writer goroutine
+// (wouldBlock), or the writer has ended for good (writerGone). live says an
+// inline write is the live fan-out's (Owner.InlineBlocked).
+func (w *Writer) answerKicks(o Owner, inline int, live bool) {
 	for {
 		k := w.wake.Load()
 		var out writeOutcome
-		if inline {
-			out = w.writeDueNow(o)
+		if inline > 0 {
+			out = w.writeDueNow(o, inline, live)
 		} else {
 			out = w.writeDue(o)
 		}
@@ -292,7 +273,7 @@ func (w *Writer) writeDue(o Owner) writeOutcome {
 	batch := getBatch()
 	defer func() { putBatch(batch) }()
 	for {
-		if out := w.writeStep(o, &batch, false); out != wroteBatch {
+		if out := w.writeStep(o, &batch); out != wroteBatch {
 			return out
 		}
 	}
@@ -300,14 +281,10 @@ func (w *Writer) writeDue(o Owner) writeOutcome {
 
 // writeStep writes the next thing due: the goodbye (writerGone), or what an
 // inline write left, a pong, a ping and a batch of queued messages
-// (wroteBatch); wroteAll when no message was queued. here (KickHere) leaves
-// the goodbye to the writer goroutine (wouldBlock). batch is the batch
+// (wroteBatch); wroteAll when no message was queued. batch is the batch
 // buffer, handed back cleared.
-func (w *Writer) writeStep(o Owner, batch *[]Msg, here bool) writeOutcome {
+func (w *Writer) writeStep(o Owner, batch *[]Msg) writeOutcome {
 	if o.GoodbyeDue() {
-		if here {
-			return wouldBlock
-		}
 		o.Goodbye()
 		_ = w.ws.Close()
 		return writerGone
@@ -522,18 +499,18 @@ func (w *Writer) WriteClose(code int, text string, deadline time.Time) error {
 // is queued (wroteAll). It leaves to the writer goroutine (wouldBlock) what
 // could block or is rare: a closing connection's goodbye, a ping or a pong,
 // and the unwritten tail of frames the socket did not take whole (rest).
-func (w *Writer) writeDueNow(o Owner) writeOutcome {
+func (w *Writer) writeDueNow(o Owner, maxBytes int, live bool) writeOutcome {
 	batch := getBatch()
 	defer func() { putBatch(batch) }()
 	for {
 		if o.Closing() || w.rest != nil || w.pongData.Load() != nil || w.pingDue.Load() {
 			return wouldBlock
 		}
-		msgs, n := w.q.popBatch(batch, writeCopyBytes)
+		msgs, n := w.q.popBatch(batch, maxBytes)
 		if len(msgs) == 0 {
 			return wroteAll
 		}
-		out := w.writeFramesNow(o, msgs, n)
+		out := w.writeFramesNow(o, msgs, n, live)
 		clear(msgs)
 		batch = msgs[:0]
 		if out != wroteAll {
@@ -545,15 +522,15 @@ func (w *Writer) writeDueNow(o Owner) writeOutcome {
 // writeFramesNow writes msgs, n bytes of the queue, as frames with one
 // non-blocking write. What the socket does not take becomes rest (wouldBlock);
 // the bytes go back to the queue's budget once written.
-func (w *Writer) writeFramesNow(o Owner, msgs []Msg, n int) writeOutcome {
+func (w *Writer) writeFramesNow(o Owner, msgs []Msg, n int, live bool) writeOutcome {
 	fb := framePool.Get().(*frameBuf)
 	defer framePool.Put(fb)
 	size := framesSize(msgs)
 	b := fb.hdrs[:0]
-	if size > writeCopyBytes { // (one large message: not kept in the pool)
+	if size > writeBatchBytes+maxServerFrameHeader { // (one large message: not kept in the pool)
 		b = make([]byte, 0, size)
 	} else if cap(b) < size {
-		b = make([]byte, 0, writeCopyBytes)
+		b = make([]byte, 0, max(size, writeCopyBytes))
 		fb.hdrs = b
 	}
 	b = w.appendFrames(b, msgs)
@@ -564,7 +541,9 @@ func (w *Writer) writeFramesNow(o Owner, msgs []Msg, n int) writeOutcome {
 		return writerGone
 	}
 	if wrote < len(b) {
-		o.InlineBlocked()
+		if live {
+			o.InlineBlocked()
+		}
 		w.rest, w.restN = append([]byte(nil), b[wrote:]...), n
 		return wouldBlock
 	}

@@ -223,9 +223,10 @@ func TestWriterPromises(t *testing.T) {
 
 // TestKickHereWritesInPlace: a query's answer queued whole and kicked with
 // KickHere is written by the caller before KickHere returns (its bytes are
-// back in both budgets, no writer is left running or due), and reaches the
-// peer whole and in order; once the connection is closing, KickHere leaves
-// the goodbye to the writer goroutine, which says it and ends for good.
+// back in both budgets, no writer is left running or due: a peer that reads
+// takes 27 KB at once), and reaches the peer whole and in order; once the
+// connection is closing, KickHere leaves the goodbye to the writer
+// goroutine, which says it and ends for good.
 // Kick in its place fails the first check: the writer goroutine it starts
 // has not written the answer when Kick returns.
 func TestKickHereWritesInPlace(t *testing.T) {
