@@ -44,12 +44,16 @@ func (c *Cache) Query(filters []nostr.Filter, v protocol.Viewer, now int64, take
 		return nil, 0, false, false
 	}
 	var out []*entry
-	for _, f := range filters {
+	for i, f := range filters {
 		es, ok := c.answer(f, now)
 		if !ok {
 			return nil, 0, false, false
 		}
-		out = append(out, es...)
+		if i == 0 {
+			out = es // (a lone filter's answer is the answer: no copy)
+		} else {
+			out = append(out, es...)
+		}
 	}
 	if len(filters) > 1 {
 		out = sortUnique(out)
@@ -226,7 +230,7 @@ func (c *Cache) authorLists(f nostr.Filter) []list {
 // limit entries that keep accepts, once each (an entry in several lists is met
 // once per list, one right after the other: no other entry has its pos).
 func merge(lists []list, limit int, keep func(*entry) bool) []*entry {
-	var out []*entry
+	out := make([]*entry, 0, min(limit, mergeCap))
 	if len(lists) == 1 {
 		l := lists[0]
 		for i := len(l) - 1; i >= 0 && len(out) < limit; i-- {
@@ -262,6 +266,10 @@ func merge(lists []list, limit int, keep func(*entry) bool) []*entry {
 	}
 	return out
 }
+
+// mergeCap bounds the room merge makes for its answer at once (a filter's
+// limit may be far above what the lists hold).
+const mergeCap = 128
 
 // cursor is a list being walked backwards, at index i; cursors is a max-heap
 // of them by the pos of their current entries.

@@ -141,42 +141,38 @@ func (rd *Reader) fromCache(ctx context.Context, req readpath.Request) (res read
 	at := now().Unix()
 	// A read the cache cannot answer as it stands goes to Next at once
 	// (without the head read below, which would only delay it).
-	if _, _, _, ok := rd.Cache.Query(req.Filters, req.Viewer, at, nil); !ok {
+	hits, seq, stopped, ok := rd.Cache.Query(req.Filters, req.Viewer, at, capTake(req.Cap))
+	if !ok {
 		rd.answered("miss")
 		return res, false
 	}
 	// Every write committed before the read began, by any process, is in
 	// its answer, as with a database snapshot: the cache must have applied
 	// the outbox head read after it began (Want bounds it from below for
-	// free). A sole writer needs no read (Sole).
+	// free). A sole writer needs no read (Sole). Want and the sole floor are
+	// read after the read began, so an answer the cache gave at a seq at or
+	// above both holds every such write: a sole writer's first answer is
+	// its answer when the cache had applied them already (the usual case),
+	// and the cache is asked again only after a wait.
 	want := rd.Want()
 	head, sole := rd.soleFloor()
-	if !sole {
-		var err error
-		if head, err = rd.Heads.Get(ctx); err != nil {
+	if !sole || seq < max(want, head) {
+		if !sole {
+			var err error
+			if head, err = rd.Heads.Get(ctx); err != nil {
+				rd.answered("behind")
+				return res, false
+			}
+		}
+		if !rd.Cache.WaitFor(max(want, head), rd.Wait, ctx.Done()) {
 			rd.answered("behind")
 			return res, false
 		}
-	}
-	if !rd.Cache.WaitFor(max(want, head), rd.Wait, ctx.Done()) {
-		rd.answered("behind")
-		return res, false
-	}
-	var take func(int) bool
-	if limit := req.Cap; limit > 0 {
-		kept := int64(0)
-		take = func(n int) bool {
-			if kept+int64(n) > limit {
-				return false
-			}
-			kept += int64(n)
-			return true
+		hits, seq, stopped, ok = rd.Cache.Query(req.Filters, req.Viewer, at, capTake(req.Cap))
+		if !ok {
+			rd.answered("miss")
+			return res, false
 		}
-	}
-	hits, seq, stopped, ok := rd.Cache.Query(req.Filters, req.Viewer, at, take)
-	if !ok {
-		rd.answered("miss")
-		return res, false
 	}
 	rd.answered("hit")
 	res = readpath.Result{Events: make([]*nostr.Event, len(hits)), JSON: make([][]byte, len(hits)), Seq: seq,
@@ -185,6 +181,22 @@ func (rd *Reader) fromCache(ctx context.Context, req readpath.Request) (res read
 		res.Events[i], res.JSON[i] = h.Event, h.JSON
 	}
 	return res, true
+}
+
+// capTake returns a take that keeps events while their bytes sum to at most
+// limit (readpath.Request.Cap); nil for no cap.
+func capTake(limit int64) func(int) bool {
+	if limit <= 0 {
+		return nil
+	}
+	kept := int64(0)
+	return func(n int) bool {
+		if kept+int64(n) > limit {
+			return false
+		}
+		kept += int64(n)
+		return true
+	}
 }
 
 // soleFloor is Sole's answer (false when unset).

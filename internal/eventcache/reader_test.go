@@ -11,6 +11,7 @@ import (
 
 	"github.com/kukuri/communitynode/internal/protocol"
 	"github.com/kukuri/communitynode/internal/readpath"
+	"github.com/kukuri/communitynode/pkg/outbox"
 )
 
 // nextReads is the database behind a Reader: it records the requests it is
@@ -110,3 +111,40 @@ func TestReaderAnswersWhatItHolds(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestSoleReaderAsksAgainAfterItsWait: a sole writer's read answers with the
+// cache's first answer only when the cache had applied everything wanted;
+// when it had not, the answer is the cache's after the wait, holding what
+// was applied meanwhile (here a commit of this process, applied before Want
+// reports it), at the seq wanted.
+func TestSoleReaderAsksAgainAfterItsWait(t *testing.T) {
+	c := New(1<<20, false)
+	fill(t, c, 5, note("0002", 100), note("0001", 90))
+	late := note("0003", 110)
+	want := func() int64 {
+		if c.Stats().Seq < 6 {
+			c.Apply([]outbox.Row{{Seq: 6, Op: outbox.OpUpsert, EventID: late.ID}},
+				map[string]Loaded{late.ID: {Event: late, JSON: []byte(`{"id":"` + late.ID + `"}`)}}, 6)
+		}
+		return 6
+	}
+	next := &nextReads{}
+	answers := NewAnswers()
+	rd := NewReader(c, next, want, headFeed{5, 0}, nil, answers)
+	rd.Wait = time.Second
+	rd.Sole = func() (int64, bool) { return 0, true }
+	res, err := rd.Read(context.Background(), readpath.Request{Filters: []nostr.Filter{{Kinds: []int{1}, Limit: 10}}})
+	require.NoError(t, err)
+	require.Empty(t, next.reqs)
+	require.Equal(t, readpath.Cache, res.Source)
+	require.EqualValues(t, 6, res.Seq)
+	require.Len(t, res.Events, 3)
+	require.Equal(t, late.ID, res.Events[0].ID)
+
+	// Once applied, the first answer is the answer.
+	res, err = rd.Read(context.Background(), readpath.Request{Filters: []nostr.Filter{{Kinds: []int{1}, Limit: 2}}})
+	require.NoError(t, err)
+	require.EqualValues(t, 6, res.Seq)
+	require.Len(t, res.Events, 2)
+	require.EqualValues(t, 2, testutil.ToFloat64(answers.WithLabelValues("hit")))
+}

@@ -653,6 +653,14 @@ func (c *conn) push(msg wsconn.Msg) bool {
 // begins again, for the shed client's bytes to come back); a full connection
 // budget makes this client too slow.
 func (c *conn) enqueueBulk(ctx context.Context, msg wsconn.Msg) bool {
+	return c.queueBulk(ctx, msg, true)
+}
+
+// queueBulk is enqueueBulk; with kick false it kicks the writer only before
+// it waits for room, and the caller kicks it once the messages it queues
+// so are all queued (subscription.replay: a query's answer, written in one
+// go by the query's goroutine, wsconn.Writer.KickHere).
+func (c *conn) queueBulk(ctx context.Context, msg wsconn.Msg, kick bool) bool {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -671,9 +679,12 @@ func (c *conn) enqueueBulk(ctx context.Context, msg wsconn.Msg) bool {
 			res, room = c.w.PushBulk(msg)
 		}
 		if res == wsconn.Taken {
-			c.kick()
+			if kick {
+				c.kick()
+			}
 			return true
 		}
+		c.kick() // (room comes as the writer writes what is queued)
 		if timer == nil {
 			timer = time.NewTimer(c.r.cfg.WriteTimeout)
 		}

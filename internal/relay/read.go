@@ -19,6 +19,9 @@ type servedJSON struct {
 
 // add records the JSON and filters of res's events.
 func (sv *servedJSON) add(res readpath.Result) {
+	if sv.json == nil && len(res.JSON) > 0 {
+		sv.json = make(map[*nostr.Event][]byte, len(res.Events))
+	}
 	for i, ev := range res.Events {
 		if i < len(res.JSON) && res.JSON[i] != nil {
 			sv.Put(ev, res.JSON[i])

@@ -214,6 +214,17 @@ func (s *subscription) take(ev *nostr.Event, seq int64, evJSON []byte) (ok, queu
 func (s *subscription) replay(ctx context.Context, stored []*nostr.Event, sv *servedJSON, seq int64, held int) {
 	c := s.conn
 	defer func() { c.mem.Give(held) }()
+	// The stored events and EOSE are queued without a kick each and written
+	// at once by this goroutine (KickHere: one write for an answer of up to
+	// 64 KiB, no writer goroutine between it and the socket); a wait for
+	// room kicks the writer first (queueBulk). Whatever way replay ends,
+	// what it queued is kicked.
+	quiet := true
+	defer func() {
+		if quiet {
+			c.w.KickHere(c)
+		}
+	}()
 	s.mu.Lock()
 	s.snapshot = seq
 	s.mu.Unlock()
@@ -240,13 +251,15 @@ func (s *subscription) replay(ctx context.Context, stored []*nostr.Event, sv *se
 		back := min(held, msg.Size())
 		c.mem.Give(back)
 		held -= back
-		if !c.enqueueBulk(ctx, msg) {
+		if !c.queueBulk(ctx, msg, false) {
 			return
 		}
 	}
-	if !c.enqueueBulk(ctx, plainMsg(eoseMsg(s.id))) {
+	if !c.queueBulk(ctx, plainMsg(eoseMsg(s.id)), false) {
 		return
 	}
+	quiet = false
+	c.w.KickHere(c)
 	for {
 		s.mu.Lock()
 		if s.closed {

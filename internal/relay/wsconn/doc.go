@@ -76,7 +76,9 @@
 // message and Kick the writer: a goroutine is started when none runs, and
 // ends when nothing more is due; KickInline makes a caller that must not
 // block (the relay's live fan-out) the writer for as long as the socket takes
-// the frames without waiting. An idle Writer holds no goroutine, no buffer
+// the frames without waiting; KickHere does the same for a query that has
+// queued its whole answer, in writes of up to 64 KiB, so that an answer
+// leaves in one write with no goroutine started for it. An idle Writer holds no goroutine, no buffer
 // (the queue's ring, the batch and frame buffers are pooled) and no timer.
 // What the transport does not decide it asks of its Owner, passed in on
 // every call that may write (a Writer keeps no pointer to it). The promises:

@@ -3,22 +3,57 @@ package wsconn
 import "sync"
 
 // queueMinSlots is the ring a queue takes for its first message, from
-// ringPool; a drained queue gives it back there (a larger ring, grown by a
-// burst, to the garbage collector), so an idle connection holds no ring.
+// ringPools; a drained queue gives its ring back there (one of up to
+// queuePooledSlots, grown by a burst such as a query's answer; a larger one
+// to the garbage collector), so an idle connection holds no ring, and a
+// connection answering REQ after REQ does not allocate a ring for each.
 const queueMinSlots = 4
 
-// smallRing is a ring of queueMinSlots; ringPool holds the free ones, each
-// with every slot zero.
-type smallRing [queueMinSlots]Msg
+// queuePooledSlots is the largest ring kept in ringPools.
+const queuePooledSlots = 256
 
-var ringPool = sync.Pool{New: func() any { return new(smallRing) }}
+// ringPools[i] holds free rings of queueMinSlots<<i slots, each with every
+// slot zero (as *[]Msg).
+var ringPools [ringClasses]sync.Pool
 
-// releaseRing gives a drained queue's ring back (to ringPool when it is a
-// small one); its slots are zero (pop and popBatch clear them).
-func (q *queue) releaseRing() {
-	if len(q.ring) == queueMinSlots {
-		ringPool.Put((*smallRing)(q.ring))
+// ringClasses is the number of ring sizes pooled: queueMinSlots doubled up
+// to queuePooledSlots.
+const ringClasses = 7
+
+// ringClass returns the pool of rings of n slots, or -1 when n is no pooled
+// size.
+func ringClass(n int) int {
+	for i := range ringClasses {
+		if queueMinSlots<<i == n {
+			return i
+		}
 	}
+	return -1
+}
+
+// getRing returns a zeroed ring of n slots (a power of two times
+// queueMinSlots), from ringPools when it holds one.
+func getRing(n int) []Msg {
+	if i := ringClass(n); i >= 0 {
+		if r := ringPools[i].Get(); r != nil {
+			return *(r.(*[]Msg))
+		}
+	}
+	return make([]Msg, n)
+}
+
+// putRing gives a ring whose slots are all zero back to ringPools (to the
+// garbage collector when it is larger than queuePooledSlots).
+func putRing(ring []Msg) {
+	if i := ringClass(len(ring)); i >= 0 {
+		ringPools[i].Put(&ring)
+	}
+}
+
+// releaseRing gives a drained queue's ring back (putRing); its slots are
+// zero (pop and popBatch clear them).
+func (q *queue) releaseRing() {
+	putRing(q.ring)
 	q.ring, q.head = nil, 0
 }
 
@@ -143,23 +178,21 @@ func (q *queue) pushLocked(msg Msg, maxMsgs int, maxBytes int64) TakeResult {
 	return Taken
 }
 
-// grow doubles the ring (or takes the first one from ringPool), keeping the
+// grow doubles the ring (or takes the first one; rings from ringPools), keeping the
 // FIFO order.
 func (q *queue) grow() {
 	if q.ring == nil {
-		q.ring, q.head = ringPool.Get().(*smallRing)[:], 0
+		q.ring, q.head = getRing(queueMinSlots), 0
 		return
 	}
-	ring := make([]Msg, 2*len(q.ring))
+	ring := getRing(2 * len(q.ring))
 	for i := range q.n {
 		ring[i] = q.ring[(q.head+i)%len(q.ring)]
 	}
 	old := q.ring
 	clear(old)
 	q.ring, q.head = ring, 0
-	if len(old) == queueMinSlots {
-		ringPool.Put((*smallRing)(old))
-	}
+	putRing(old)
 }
 
 // pop removes and returns the oldest message; false means the queue is empty.

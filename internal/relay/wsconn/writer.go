@@ -121,7 +121,25 @@ func (w *Writer) Kick(o Owner) {
 // bytes stay charged to the budget until written.
 func (w *Writer) KickInline(o Owner) {
 	if w.wake.Add(1) == 1 {
-		w.answerKicks(o, true)
+		w.answerKicks(o, writeCopyBytes, true)
+	}
+}
+
+// KickHere is KickInline for a query that has queued its whole answer:
+// when no writer runs, the caller writes what is due itself with
+// non-blocking writes of up to 64 KiB of frames each (as the writer
+// goroutine batches them, copied into one buffer), and starts a writer
+// goroutine only for what would block. When a writer runs, it will write
+// the messages, as with Kick.
+//
+// A query's answer so leaves in one write(2) made by the goroutine that
+// queued it, without a writer goroutine started (its stack grown to a
+// socket write's depth) and scheduled between the answer and the socket;
+// and the query never waits for the socket (a client that does not read
+// holds no query slot for it). The promises are KickInline's.
+func (w *Writer) KickHere(o Owner) {
+	if w.wake.Add(1) == 1 {
+		w.answerKicks(o, writeBatchBytes, false)
 	}
 }
 
@@ -188,7 +206,7 @@ func (w *Writer) Clear() { w.q.clear() }
 // never empties, so that a peer that only listens keeps answering) and
 // answers pings, and when the connection closes it has the owner say
 // goodbye, closes the socket and ends for good (Done).
-func (w *Writer) loop(o Owner) { w.answerKicks(o, false) }
+func (w *Writer) loop(o Owner) { w.answerKicks(o, 0, false) }
 
 // writeOutcome is what a writer's turn (writeDue, writeDueNow) ended with.
 type writeOutcome int
@@ -197,19 +215,21 @@ const (
 	wroteAll   writeOutcome = iota // nothing more is due
 	wouldBlock                     // something due needs the writer goroutine
 	writerGone                     // the writer ended for good: the connection closed, or a write failed
+	wroteBatch                     // (writeStep) a batch was written; more may be due
 )
 
-// answerKicks writes (writeDueNow when inline, else writeDue), as the
-// connection's writer, until it has answered every kick that came before it
-// found nothing more to do (wroteAll and no kick since), or hands the
-// writer's part to a new writer goroutine (wouldBlock), or the writer has
-// ended for good (writerGone).
-func (w *Writer) answerKicks(o Owner, inline bool) {
+// answerKicks writes (writeDueNow when inline > 0, batches of up to inline
+// bytes, else writeDue), as the connection's writer, until it has answered
+// every kick that came before it found nothing more to do (wroteAll and no
+// kick since), or hands the writer's part to a new writer goroutine
+// (wouldBlock), or the writer has ended for good (writerGone). live says an
+// inline write is the live fan-out's (Owner.InlineBlocked).
+func (w *Writer) answerKicks(o Owner, inline int, live bool) {
 	for {
 		k := w.wake.Load()
 		var out writeOutcome
-		if inline {
-			out = w.writeDueNow(o)
+		if inline > 0 {
+			out = w.writeDueNow(o, inline, live)
 		} else {
 			out = w.writeDue(o)
 		}
@@ -253,36 +273,47 @@ func (w *Writer) writeDue(o Owner) writeOutcome {
 	batch := getBatch()
 	defer func() { putBatch(batch) }()
 	for {
-		if o.GoodbyeDue() {
-			o.Goodbye()
-			_ = w.ws.Close()
-			return writerGone
+		if out := w.writeStep(o, &batch); out != wroteBatch {
+			return out
 		}
-		if w.rest != nil { // (before any frame: it ends one)
-			if err := w.writeRest(w.batchDeadline(o.WriteTimeout())); err != nil {
-				w.failed(o, err)
-				return writerGone
-			}
-		}
-		if data := w.pongData.Swap(nil); data != nil && !w.control(o, OpPong, []byte(*data)) {
-			return writerGone
-		}
-		if w.pingDue.Swap(false) && !w.control(o, OpPing, nil) {
-			return writerGone
-		}
-		msgs, n := w.q.popBatch(batch, writeBatchBytes)
-		if len(msgs) == 0 {
-			return wroteAll
-		}
-		err := w.writeBatch(msgs, w.batchDeadline(o.WriteTimeout()))
-		clear(msgs)
-		batch = msgs[:0]
-		w.q.sent(n)
-		if err != nil {
+	}
+}
+
+// writeStep writes the next thing due: the goodbye (writerGone), or what an
+// inline write left, a pong, a ping and a batch of queued messages
+// (wroteBatch); wroteAll when no message was queued. batch is the batch
+// buffer, handed back cleared.
+func (w *Writer) writeStep(o Owner, batch *[]Msg) writeOutcome {
+	if o.GoodbyeDue() {
+		o.Goodbye()
+		_ = w.ws.Close()
+		return writerGone
+	}
+	if w.rest != nil { // (before any frame: it ends one)
+		if err := w.writeRest(w.batchDeadline(o.WriteTimeout())); err != nil {
 			w.failed(o, err)
 			return writerGone
 		}
 	}
+	if data := w.pongData.Swap(nil); data != nil && !w.control(o, OpPong, []byte(*data)) {
+		return writerGone
+	}
+	if w.pingDue.Swap(false) && !w.control(o, OpPing, nil) {
+		return writerGone
+	}
+	msgs, n := w.q.popBatch(*batch, writeBatchBytes)
+	if len(msgs) == 0 {
+		return wroteAll
+	}
+	err := w.writeBatch(msgs, w.batchDeadline(o.WriteTimeout()))
+	clear(msgs)
+	*batch = msgs[:0]
+	w.q.sent(n)
+	if err != nil {
+		w.failed(o, err)
+		return writerGone
+	}
+	return wroteBatch
 }
 
 // batchDeadline returns the write deadline writeBatch must set for a batch
@@ -472,18 +503,18 @@ func (w *Writer) WriteClose(code int, text string, deadline time.Time) error {
 // is queued (wroteAll). It leaves to the writer goroutine (wouldBlock) what
 // could block or is rare: a closing connection's goodbye, a ping or a pong,
 // and the unwritten tail of frames the socket did not take whole (rest).
-func (w *Writer) writeDueNow(o Owner) writeOutcome {
+func (w *Writer) writeDueNow(o Owner, maxBytes int, live bool) writeOutcome {
 	batch := getBatch()
 	defer func() { putBatch(batch) }()
 	for {
 		if o.Closing() || w.rest != nil || w.pongData.Load() != nil || w.pingDue.Load() {
 			return wouldBlock
 		}
-		msgs, n := w.q.popBatch(batch, writeCopyBytes)
+		msgs, n := w.q.popBatch(batch, maxBytes)
 		if len(msgs) == 0 {
 			return wroteAll
 		}
-		out := w.writeFramesNow(o, msgs, n)
+		out := w.writeFramesNow(o, msgs, n, live)
 		clear(msgs)
 		batch = msgs[:0]
 		if out != wroteAll {
@@ -495,15 +526,15 @@ func (w *Writer) writeDueNow(o Owner) writeOutcome {
 // writeFramesNow writes msgs, n bytes of the queue, as frames with one
 // non-blocking write. What the socket does not take becomes rest (wouldBlock);
 // the bytes go back to the queue's budget once written.
-func (w *Writer) writeFramesNow(o Owner, msgs []Msg, n int) writeOutcome {
+func (w *Writer) writeFramesNow(o Owner, msgs []Msg, n int, live bool) writeOutcome {
 	fb := framePool.Get().(*frameBuf)
 	defer framePool.Put(fb)
 	size := framesSize(msgs)
 	b := fb.hdrs[:0]
-	if size > writeCopyBytes { // (one large message: not kept in the pool)
+	if size > writeBatchBytes+maxServerFrameHeader { // (one large message: not kept in the pool)
 		b = make([]byte, 0, size)
 	} else if cap(b) < size {
-		b = make([]byte, 0, writeCopyBytes)
+		b = make([]byte, 0, max(size, writeCopyBytes))
 		fb.hdrs = b
 	}
 	b = w.appendFrames(b, msgs)
@@ -514,7 +545,9 @@ func (w *Writer) writeFramesNow(o Owner, msgs []Msg, n int) writeOutcome {
 		return writerGone
 	}
 	if wrote < len(b) {
-		o.InlineBlocked()
+		if live {
+			o.InlineBlocked()
+		}
 		w.rest, w.restN = append([]byte(nil), b[wrote:]...), n
 		return wouldBlock
 	}

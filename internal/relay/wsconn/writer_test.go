@@ -157,7 +157,7 @@ func serveWriter(t *testing.T, o *testOwner, dial *websocket.Dialer, setup func(
 	return ws
 }
 
-// TestWriterPromises: messages pushed and kicked (inline or not, pings asked
+// TestWriterPromises: messages pushed and kicked (Kick, KickInline or KickHere, pings asked
 // for between them) reach the peer whole and in queue order; their bytes are
 // charged to the connection's and the parent budget until written; a ping is
 // answered with its payload; the goodbye's close frame carries its code, and
@@ -182,10 +182,13 @@ func TestWriterPromises(t *testing.T) {
 			if i%50 == 0 {
 				o.w.PingSoon(o)
 			}
-			if i%3 == 0 {
+			switch i % 3 {
+			case 0:
 				o.w.Kick(o)
-			} else {
+			case 1:
 				o.w.KickInline(o)
+			default:
+				o.w.KickHere(o)
 			}
 		}
 	}()
@@ -214,6 +217,56 @@ func TestWriterPromises(t *testing.T) {
 	require.ErrorAs(t, <-read, &ce)
 	require.Equal(t, CloseNormal, ce.Code)
 	require.Equal(t, "bye", ce.Text)
+	<-o.w.Done()
+	require.False(t, o.w.Active(), "no writer runs after the goodbye")
+}
+
+// TestKickHereWritesInPlace: a query's answer queued whole and kicked with
+// KickHere is written by the caller before KickHere returns (its bytes are
+// back in both budgets, no writer is left running or due: a peer that reads
+// takes 27 KB at once), and reaches the peer whole and in order; once the
+// connection is closing, KickHere leaves the goodbye to the writer
+// goroutine, which says it and ends for good.
+// Kick in its place fails the first check: the writer goroutine it starts
+// has not written the answer when Kick returns.
+func TestKickHereWritesInPlace(t *testing.T) {
+	t.Parallel()
+	o := newTestOwner(5 * time.Second)
+	ws := serveWriter(t, o, websocket.DefaultDialer, nil)
+	body := func(i int) []byte {
+		return []byte(`{"n":` + strconv.Itoa(i) + `,"c":"` + strings.Repeat("x", 500) + `"}`)
+	}
+	// (the writer Start runs answers its kick and ends: nothing else kicks it)
+	require.Eventually(t, func() bool { return !o.w.Active() }, 5*time.Second, time.Millisecond)
+	for round := range 20 {
+		for i := range 50 {
+			require.Equal(t, Taken, o.w.Push(Msg{Head: eventHead("s"), Body: body(i)}))
+		}
+		require.Equal(t, Taken, o.w.Push(Msg{Body: []byte(`["EOSE","s"]`)}))
+		o.w.KickHere(o)
+		require.False(t, o.w.Active(), "round %d: no writer runs or is due once KickHere returns", round)
+		require.Zero(t, o.held(), "round %d: the answer is written when KickHere returns", round)
+		require.Zero(t, o.relayHeld(), "round %d", round)
+		for i := range 50 {
+			_, got, err := ws.ReadMessage()
+			require.NoError(t, err)
+			require.Equal(t, string(Msg{Head: eventHead("s"), Body: body(i)}.Bytes()), string(got), "round %d message %d", round, i)
+		}
+		_, got, err := ws.ReadMessage()
+		require.NoError(t, err)
+		require.Equal(t, `["EOSE","s"]`, string(got))
+	}
+
+	read := make(chan error, 1)
+	go func() {
+		_, _, err := ws.ReadMessage()
+		read <- err
+	}()
+	o.close()
+	o.w.KickHere(o)
+	var ce *websocket.CloseError
+	require.ErrorAs(t, <-read, &ce)
+	require.Equal(t, CloseNormal, ce.Code)
 	<-o.w.Done()
 	require.False(t, o.w.Active(), "no writer runs after the goodbye")
 }
