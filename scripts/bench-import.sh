@@ -7,7 +7,7 @@
 #   STRFRY=/path/to/strfry STRFRY_CONF=/path/to/strfry.conf ROUNDS=3 scripts/bench-import.sh FILE new=...
 #
 # FILE: e.g. the import benchmark's corpus (internal/bulk BenchmarkImport builds
-# $CN_BENCH_IMPORT_DIR/cn_import_<events>_<authors>.jsonl). Each round runs every
+# $CN_BENCH_IMPORT_DIR/cn_import_<events>_<authors>_p.jsonl). Each round runs every
 # build once, in the order given, on a database dropped and migrated just
 # before (ADMIN_URL's server, database DB); strfry, when set, imports into an
 # emptied copy of the db directory its config names (STRFRY_DB, which must be

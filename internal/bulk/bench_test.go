@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,8 +32,10 @@ import (
 
 // The import benchmarks read a corpus of pre-signed events from a file that is
 // built once and kept: $CN_BENCH_IMPORT_DIR (default the system's temporary
-// directory)/cn_import_<events>_<authors>.jsonl. CN_BENCH_IMPORT_EVENTS sets its
-// size (default 100,000; the issue's figure is for 1,000,000).
+// directory)/cn_import_<events>_<authors>_p.jsonl (the _p: top-level notes
+// mention other authors; files built before that have no suffix and are not
+// reused). CN_BENCH_IMPORT_EVENTS sets its size (default 100,000; the issue's
+// figure is for 1,000,000).
 func corpusFile(b *testing.B) (path string, events int) {
 	b.Helper()
 	events = testkit.EnvInt(b, "CN_BENCH_IMPORT_EVENTS", 100_000)
@@ -41,7 +44,7 @@ func corpusFile(b *testing.B) (path string, events int) {
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	path = filepath.Join(dir, fmt.Sprintf("cn_import_%d_%d.jsonl", events, authors))
+	path = filepath.Join(dir, fmt.Sprintf("cn_import_%d_%d_p.jsonl", events, authors))
 	if _, err := os.Stat(path); err == nil {
 		return path, events
 	}
@@ -60,7 +63,9 @@ func corpusFile(b *testing.B) (path string, events int) {
 
 // writeCorpus writes n signed events of a community as JSON Lines, oldest
 // first, ending at end: each author's first event is a note with a t tag, then
-// notes (55%), replies that inherit their topic (20%), reactions (13%), profile
+// notes (55%; every top-level note also mentions 1-3 other authors in p tags,
+// as `cnctl bench ingest`'s events do, so that REQs by #p can be sampled from
+// the topic's events), replies that inherit their topic (20%), reactions (13%), profile
 // updates (5%), follow lists (2%), articles with one of five d tags (3%) and
 // deletions of the author's latest note (2%). Signing runs on every CPU.
 func writeCorpus(w io.Writer, n, authors int, end time.Time) error {
@@ -128,6 +133,9 @@ func writeCorpus(w io.Writer, n, authors int, end time.Time) error {
 			if rng.IntN(4) == 0 {
 				ev.Tags = append(ev.Tags, nostr.Tag{"t", topics[rng.IntN(len(topics))]})
 			}
+			for _, p := range mentions(rng, authors, a) {
+				ev.Tags = append(ev.Tags, nostr.Tag{"p", pubkeys[p]})
+			}
 			ev.Content = fmt.Sprintf("note %d by %d: %s", i, a, filler(rng, 80+rng.IntN(300)))
 			posted[a] = true
 		case r < 0.75:
@@ -182,6 +190,20 @@ func writeCorpus(w io.Writer, n, authors int, end time.Time) error {
 		}
 	}
 	return flush()
+}
+
+// mentions returns 1-3 distinct authors other than self (fewer when there are
+// not that many others).
+func mentions(rng *rand.Rand, authors, self int) []int {
+	k := min(1+rng.IntN(3), authors-1)
+	out := make([]int, 0, k)
+	for len(out) < k {
+		p := rng.IntN(authors)
+		if p != self && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // cpu is the CPU time used so far by this process and by the database's
