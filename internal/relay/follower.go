@@ -182,11 +182,16 @@ func (f *follower) run(ctx context.Context) {
 	var prev outbox.Row // the last row handled
 	for attempt := 0; ctx.Err() == nil; {
 		var err error
-		// (taken before the read: their rows are committed, so it sees them)
-		local := f.local.take()
 		rows, err = f.feed.ReadAfter(ctx, last, f.batchSize, rows)
+		// (taken after the read: an event handed over while the read ran is
+		// among them whenever its rows are, and a read that found nothing
+		// gives them back for the next one; an event whose rows this read
+		// did not have is loaded, as any other)
+		local := f.local.take()
 		if err == nil && len(rows) > 0 {
 			err = f.deliver(ctx, rows, prev, local)
+		} else {
+			f.local.giveBack(local)
 		}
 		switch {
 		case err != nil:

@@ -108,7 +108,10 @@ func TestFollowerTakesThisProcessEventsFromMemory(t *testing.T) {
 	<-f.ready
 
 	// The store holds copies (what a load returns); the rows commit without
-	// waking the follower.
+	// waking the follower. They become readable only once committed has
+	// handed over the batch's events (the store's lock is held until then):
+	// a read between the two (Listen's first wake-up can start one) would
+	// rightly load them, which is not the path this test is about.
 	store.mu.Lock()
 	for _, ev := range []*nostr.Event{mine, other, dup} {
 		c := *ev
@@ -116,8 +119,8 @@ func TestFollowerTakesThisProcessEventsFromMemory(t *testing.T) {
 		store.seq++
 		store.rows = append(store.rows, outbox.Row{Seq: store.seq, Op: outbox.OpUpsert, EventID: ev.ID, TopicID: "go", Kind: ev.Kind})
 	}
-	store.mu.Unlock()
 	f.committed([]*nostr.Event{mine, dup}, []IngestResult{{OK: true}, {OK: true, Message: "duplicate: already have this event"}})
+	store.mu.Unlock()
 
 	require.Eventually(t, func() bool { return testutil.ToFloat64(f.m.followerSeq) == 3 }, waitTimeout, time.Millisecond)
 	mu.Lock()

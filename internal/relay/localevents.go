@@ -43,14 +43,34 @@ func (l *localEvents) add(evs []*nostr.Event, results []IngestResult) {
 	}
 }
 
-// take returns the events kept so far and forgets them: every one of them was
-// committed before take returned, so a read of the outbox that starts after
-// it sees their rows (unless it is cut off by its limit; the events of rows
-// read later are loaded).
+// take returns the events kept so far and forgets them. The follower takes
+// them after each read: those whose rows the read returned are fanned out
+// from memory, the others (rows not read yet, or read before they were
+// handed over) are dropped and their events loaded when their rows are read.
 func (l *localEvents) take() map[string]*nostr.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	evs := l.evs
 	l.evs = nil
 	return evs
+}
+
+// giveBack keeps again what take returned, for a read that found no rows
+// (within the same bound as add).
+func (l *localEvents) giveBack(evs map[string]*nostr.Event) {
+	if len(evs) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.evs == nil {
+		l.evs = evs
+		return
+	}
+	for id, ev := range evs {
+		if len(l.evs) >= localEventsMax {
+			return
+		}
+		l.evs[id] = ev
+	}
 }
